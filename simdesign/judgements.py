@@ -1,0 +1,128 @@
+"""Judgements: the scores of one (simulated or real) study.
+
+Every assigned (annotator, document) pair scores all systems, so the natural
+layout is *wide*: one row per pair, one column per system. Paired tests work
+on it directly; :meth:`Judgements.to_frame` gives the tidy long table
+(``annotator, document, block, system, score``) that model fitting uses.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from simdesign.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Judgements:
+    """Scores of every system for every assigned (annotator, document) pair.
+
+    Attributes
+    ----------
+    scores : ndarray of int, shape (n_pairs, n_systems)
+        Score values (on the model's scale, e.g. 1..7).
+    annotator, document, block : ndarray of int, shape (n_pairs,)
+        Dense 0-based ids; ``block`` is -1 where the design has no blocks.
+    systems : tuple of str
+        System names in model order (the first is the reference).
+    """
+
+    scores: np.ndarray
+    annotator: np.ndarray
+    document: np.ndarray
+    block: np.ndarray
+    systems: tuple
+
+    @property
+    def n_pairs(self) -> int:
+        return self.scores.shape[0]
+
+    @property
+    def n_systems(self) -> int:
+        return self.scores.shape[1]
+
+    @property
+    def has_blocks(self) -> bool:
+        return bool(self.block.size) and bool(self.block.min() >= 0)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The tidy long table, one row per judgement.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``annotator, document, block, system, score``; ``block``
+            is missing (<NA>) for designs without blocks; ``system`` holds
+            the system names.
+        """
+        n_pairs, n_systems = self.scores.shape
+        block = pd.array(np.repeat(self.block, n_systems), dtype="Int64")
+        if not self.has_blocks:
+            block[:] = pd.NA
+        return pd.DataFrame({
+            "annotator": np.repeat(self.annotator, n_systems),
+            "document": np.repeat(self.document, n_systems),
+            "block": block,
+            "system": np.tile(np.asarray(self.systems, dtype=object), n_pairs),
+            "score": self.scores.ravel(),
+        })
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, systems=None, block_column: str | None = None) -> "Judgements":
+        """Build from a long table with columns ``annotator, document, system, score``.
+
+        Parameters
+        ----------
+        frame : pandas.DataFrame
+            One row per judgement. Every (annotator, document) pair must score
+            every system exactly once.
+        systems : sequence of str, optional
+            System order; default the order of first appearance.
+        block_column : str, optional
+            Column with block ids. Without it, blocks are recovered as the
+            groups of annotators that share the same set of documents (the
+            paper's data have no block column); if those groups overlap, the
+            data have no block structure and ``block`` is -1.
+
+        Returns
+        -------
+        Judgements
+        """
+        missing = {"annotator", "document", "system", "score"} - set(frame.columns)
+        if missing:
+            raise ConfigError(f"The judgements table lacks the column(s) {sorted(missing)}; "
+                              "it needs annotator, document, system, score")
+        if systems is None:
+            systems = list(pd.unique(frame["system"]))
+        wide = frame.pivot_table(index=["annotator", "document"], columns="system", values="score",
+                                 aggfunc="count")
+        if (wide.reindex(columns=systems).fillna(0) != 1).to_numpy().any():
+            raise ConfigError("Every (annotator, document) pair must score every system exactly once")
+        wide = frame.pivot(index=["annotator", "document"], columns="system", values="score")[list(systems)]
+        ann_codes, _ = pd.factorize(wide.index.get_level_values("annotator"), sort=True)
+        doc_codes, _ = pd.factorize(wide.index.get_level_values("document"), sort=True)
+        if block_column is not None:
+            blocks = frame.groupby(["annotator", "document"])[block_column].first().reindex(wide.index)
+            block, _ = pd.factorize(blocks, sort=True)
+        else:
+            block = _blocks_from_shared_documents(ann_codes, doc_codes)
+        return cls(scores=wide.to_numpy().astype(np.int64), annotator=ann_codes.astype(np.int64),
+                   document=doc_codes.astype(np.int64), block=np.asarray(block, dtype=np.int64),
+                   systems=tuple(systems))
+
+
+def _blocks_from_shared_documents(annotator: np.ndarray, document: np.ndarray) -> np.ndarray:
+    """Group annotators that judged the same document set into blocks (-1 if sets overlap)."""
+    doc_sets: dict[int, frozenset] = {}
+    for ann in np.unique(annotator):
+        doc_sets[int(ann)] = frozenset(document[annotator == ann].tolist())
+    distinct = sorted(set(doc_sets.values()), key=lambda s: min(s))
+    seen: set = set()
+    for docs in distinct:
+        if seen & docs:
+            return np.full(annotator.shape, -1, dtype=np.int64)
+        seen |= docs
+    block_of_set = {docs: i for i, docs in enumerate(distinct)}
+    return np.array([block_of_set[doc_sets[int(a)]] for a in annotator], dtype=np.int64)

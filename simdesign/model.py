@@ -1,0 +1,304 @@
+"""The generative model: an ordinal-logit (cumulative link) mixed model.
+
+An annotator ``a`` judges system ``s`` on document ``d`` (DESIGN.md section 1)::
+
+    z_s = (1, e_s)
+    eta = beta_s + z_s . u_a + z_s . v_d     u_a ~ N(0, Sigma_annotator), v_d ~ N(0, Sigma_document)
+    P(Y <= c) = logistic(theta_c - eta)
+
+Random effects are drawn fresh in every call to :meth:`OrdinalMixedModel.sample`.
+The paper's annotator covariance matrices are singular (rank 3 of 5), so the
+square root is taken by eigen-decomposition, which accepts positive
+semi-definite matrices; plain Cholesky would fail on them.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import yaml
+from scipy import special
+
+from simdesign.designs import Design
+from simdesign.errors import ConfigError
+from simdesign.judgements import Judgements
+
+# An eigenvalue below -PSD_TOLERANCE * largest eigenvalue means "not a covariance matrix";
+# anything above is rounding noise (the paper's coherence matrix has -3e-16).
+PSD_TOLERANCE = 1e-8
+
+PRESETS = ("coherence", "repetition")
+
+
+def effect_scale(effect) -> float:
+    """Scale factor for the fixed effects: 'fitted' -> 1, 'zero' -> 0, a number -> itself.
+
+    Parameters
+    ----------
+    effect : {'fitted', 'zero'} or float
+
+    Returns
+    -------
+    float
+    """
+    if isinstance(effect, str):
+        if effect == "fitted":
+            return 1.0
+        if effect == "zero":
+            return 0.0
+        raise ConfigError(f"The 'effect' field must be 'zero', 'fitted' or a number (scale factor); got {effect!r}")
+    if isinstance(effect, bool) or not isinstance(effect, (int, float)) or not np.isfinite(effect):
+        raise ConfigError(f"The 'effect' field must be 'zero', 'fitted' or a number (scale factor); got {effect!r}")
+    return float(effect)
+
+
+def covariance_square_root(cov: np.ndarray, name: str) -> np.ndarray:
+    """A matrix L with L @ L.T == cov, for positive semi-definite ``cov``.
+
+    Raises
+    ------
+    ConfigError
+        If an eigenvalue is below -1e-8 times the largest (not PSD).
+    """
+    eigenvalues, eigenvectors = np.linalg.eigh(cov)
+    largest = max(float(eigenvalues.max()), 0.0)
+    if eigenvalues.min() < -PSD_TOLERANCE * max(largest, 1e-300):
+        raise ConfigError(
+            f"The '{name}' matrix is not positive semi-definite: smallest eigenvalue "
+            f"{eigenvalues.min():.3g}, largest {largest:.3g} (allowed down to -1e-8 times the largest)"
+        )
+    return eigenvectors * np.sqrt(np.clip(eigenvalues, 0.0, None))
+
+
+@dataclass(frozen=True, eq=False)
+class OrdinalMixedModel:
+    """Cumulative-logit model with annotator and document random intercepts and slopes.
+
+    Parameters
+    ----------
+    name : str
+    scale : sequence of int
+        Ordered score values, e.g. ``[1, ..., 7]``; samples use these values.
+    systems : sequence of str
+        System names; the first is the reference.
+    thresholds : sequence of float
+        theta_1 < ... < theta_{K-1}, K = len(scale).
+    effects : sequence of float
+        beta per system on the latent scale (first is 0).
+    annotator_cov, document_cov : array-like, shape (S, S)
+        Covariance of (intercept, slope for each non-reference system).
+    citation, provenance : str, optional
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from simdesign.designs import BlockDesign
+    >>> model = load_model("coherence")
+    >>> data = model.sample(BlockDesign(20, 5, 3), np.random.default_rng(1))
+    >>> data.scores.shape
+    (300, 5)
+    """
+
+    name: str
+    scale: tuple
+    systems: tuple
+    thresholds: np.ndarray
+    effects: np.ndarray
+    annotator_cov: np.ndarray
+    document_cov: np.ndarray
+    citation: str = ""
+    provenance: str = ""
+    _annotator_loading: np.ndarray = field(init=False, repr=False)
+    _document_loading: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self):
+        errors: list[str] = []
+        scale = tuple(self.scale)
+        systems = tuple(str(s) for s in self.systems)
+        n_systems = len(systems)
+        thresholds = np.asarray(self.thresholds, dtype=float)
+        effects = np.asarray(self.effects, dtype=float)
+        if len(scale) < 2 or any(not isinstance(v, (int, np.integer)) or isinstance(v, bool) for v in scale) \
+                or list(scale) != sorted(set(scale)):
+            errors.append(f"The 'scale' field must list at least two increasing integer score values; got {list(scale)!r}")
+        if n_systems < 2 or len(set(systems)) != n_systems:
+            errors.append(f"The 'systems' field must name at least two distinct systems; got {list(systems)!r}")
+        if thresholds.ndim != 1 or len(thresholds) != len(scale) - 1:
+            errors.append(f"The 'thresholds' field must have len(scale) - 1 = {len(scale) - 1} values; "
+                          f"got {thresholds.size}")
+        elif not np.all(np.isfinite(thresholds)) or np.any(np.diff(thresholds) <= 0):
+            errors.append(f"The 'thresholds' field must be finite and strictly increasing; got {thresholds.tolist()}")
+        if effects.shape != (n_systems,):
+            errors.append(f"The 'effects' field must have one value per system ({n_systems}); got {effects.size}")
+        elif not np.all(np.isfinite(effects)) or effects[0] != 0:
+            errors.append(f"The 'effects' field must be finite with the reference system's effect 0; "
+                          f"got {effects.tolist()}")
+        covs = {}
+        for key in ("annotator_cov", "document_cov"):
+            cov = np.asarray(getattr(self, key), dtype=float)
+            if cov.shape != (n_systems, n_systems):
+                errors.append(f"The '{key}' field must be a {n_systems} x {n_systems} matrix "
+                              f"(intercept + one slope per non-reference system); got shape {cov.shape}")
+                continue
+            if not np.all(np.isfinite(cov)) or not np.allclose(cov, cov.T, rtol=1e-8, atol=1e-10):
+                errors.append(f"The '{key}' matrix must be finite and symmetric")
+                continue
+            try:
+                covs[key] = covariance_square_root((cov + cov.T) / 2, key)
+            except ConfigError as exc:
+                errors.extend(exc.messages)
+        if errors:
+            raise ConfigError([f"Model '{self.name}': {m}" for m in errors])
+
+        # Row s of the design matrix is z_s = (1, e_s); z_s . u = u_0 + u_s for s > 0.
+        design_rows = np.eye(n_systems)
+        design_rows[:, 0] = 1.0
+        set_ = object.__setattr__
+        set_(self, "scale", scale)
+        set_(self, "systems", systems)
+        set_(self, "thresholds", thresholds)
+        set_(self, "effects", effects)
+        set_(self, "annotator_cov", (np.asarray(self.annotator_cov, float) + np.asarray(self.annotator_cov, float).T) / 2)
+        set_(self, "document_cov", (np.asarray(self.document_cov, float) + np.asarray(self.document_cov, float).T) / 2)
+        # Loadings map iid standard normals straight to per-system random contributions.
+        set_(self, "_annotator_loading", design_rows @ covs["annotator_cov"])
+        set_(self, "_document_loading", design_rows @ covs["document_cov"])
+
+    @property
+    def n_systems(self) -> int:
+        return len(self.systems)
+
+    def effects_for(self, effect) -> np.ndarray:
+        """Fixed effects beta under an effect setting ('fitted', 'zero' or a scale factor)."""
+        return self.effects * effect_scale(effect)
+
+    def sample(self, design: Design, rng: np.random.Generator, effect="fitted") -> Judgements:
+        """Sample one study: fresh random effects, assignment and scores.
+
+        Parameters
+        ----------
+        design : BlockDesign or PoolDesign
+        rng : numpy.random.Generator
+            The only source of randomness. Draw order is fixed (assignment,
+            annotator effects, document effects, latent noise), so a seed
+            reproduces a study exactly.
+        effect : {'fitted', 'zero'} or float, default 'fitted'
+
+        Returns
+        -------
+        Judgements
+        """
+        beta = self.effects_for(effect)
+        assignment = design.assign(rng)
+        n_systems = self.n_systems
+        annotator_part = rng.standard_normal((assignment.n_annotators, n_systems)) @ self._annotator_loading.T
+        document_part = rng.standard_normal((assignment.n_documents, n_systems)) @ self._document_loading.T
+        eta = beta + annotator_part[assignment.annotator] + document_part[assignment.document]
+        latent = eta + rng.logistic(size=eta.shape)
+        category = np.searchsorted(self.thresholds, latent, side="left")
+        scores = np.asarray(self.scale, dtype=np.int64)[category]
+        return Judgements(scores=scores, annotator=assignment.annotator, document=assignment.document,
+                          block=assignment.block, systems=self.systems)
+
+    def marginal_probabilities(self, effect="fitted", nodes: int = 80) -> np.ndarray:
+        """P(score = category) per system, integrating over the random effects.
+
+        Per system, the random part z_s.(u + v) is normal with variance
+        z_s' (Sigma_a + Sigma_d) z_s, so a 1-D Gauss-Hermite rule is exact
+        up to quadrature error (about 1e-12 with 80 nodes here).
+
+        Returns
+        -------
+        ndarray, shape (n_systems, len(scale))
+        """
+        beta = self.effects_for(effect)
+        design_rows = np.eye(self.n_systems)
+        design_rows[:, 0] = 1.0
+        total = self.annotator_cov + self.document_cov
+        sd = np.sqrt(np.einsum("si,ij,sj->s", design_rows, total, design_rows))
+        x, w = np.polynomial.hermite_e.hermegauss(nodes)
+        w = w / w.sum()
+        eta = beta[:, None] + sd[:, None] * x[None, :]  # (S, nodes)
+        cum = special.expit(self.thresholds[None, :, None] - eta[:, None, :])  # (S, K-1, nodes)
+        cum = np.concatenate([np.zeros((self.n_systems, 1, nodes)), cum, np.ones((self.n_systems, 1, nodes))], axis=1)
+        return np.diff(cum, axis=1) @ w
+
+    def expected_scores(self, effect="fitted") -> np.ndarray:
+        """Expected score per system (on the scale's values), integrated over random effects."""
+        return self.marginal_probabilities(effect) @ np.asarray(self.scale, dtype=float)
+
+    def to_dict(self) -> dict:
+        """The model in the package's file format (DESIGN.md section 7b)."""
+        return {
+            "name": self.name, "scale": [int(v) for v in self.scale], "systems": list(self.systems),
+            "thresholds": self.thresholds.tolist(), "effects": self.effects.tolist(),
+            "annotator_cov": self.annotator_cov.tolist(), "document_cov": self.document_cov.tolist(),
+            "citation": self.citation, "provenance": self.provenance,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict, name: str | None = None) -> "OrdinalMixedModel":
+        """Build from the package's model format or the shared JSON layout (DESIGN.md 1, 7b)."""
+        if not isinstance(data, dict):
+            raise ConfigError("A model file must contain a mapping")
+        if "system_names" in data:  # the shared JSON layout of ordinal::clmm fits
+            return _from_shared_json(data, name)
+        required = ("scale", "systems", "thresholds", "effects", "annotator_cov", "document_cov")
+        missing = [key for key in required if key not in data]
+        if missing:
+            raise ConfigError(f"A model file needs the fields {list(required)}; missing {missing}")
+        return cls(name=str(data.get("name", name or "model")), scale=tuple(data["scale"]),
+                   systems=tuple(data["systems"]), thresholds=data["thresholds"], effects=data["effects"],
+                   annotator_cov=data["annotator_cov"], document_cov=data["document_cov"],
+                   citation=str(data.get("citation", "")), provenance=str(data.get("provenance", "")))
+
+
+def _from_shared_json(data: dict, name: str | None) -> OrdinalMixedModel:
+    try:
+        systems = list(data["system_names"])
+        n_systems = len(systems)
+        random_effects = data["random_effects"]
+        annotator = np.asarray(random_effects["annotator"], float).reshape(n_systems, n_systems)
+        document = np.asarray(random_effects["document"], float).reshape(n_systems, n_systems)
+        thresholds = list(data["thresholds"])
+        effects = list(data["coefficients"])
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ConfigError("A model in the shared JSON layout needs system_names, coefficients, thresholds and "
+                          "random_effects.annotator/document (S*S values each, row-major); "
+                          f"problem: {exc}") from exc
+    scale = data.get("scale", list(range(1, len(thresholds) + 2)))
+    return OrdinalMixedModel(name=name or "model", scale=tuple(scale), systems=tuple(systems),
+                             thresholds=thresholds, effects=effects, annotator_cov=annotator, document_cov=document,
+                             citation=data.get("citation", ""), provenance=data.get("provenance", ""))
+
+
+def load_model(source) -> OrdinalMixedModel:
+    """A preset by name ('coherence', 'repetition') or a model file (YAML or JSON).
+
+    Parameters
+    ----------
+    source : str or path-like or OrdinalMixedModel
+
+    Returns
+    -------
+    OrdinalMixedModel
+    """
+    if isinstance(source, OrdinalMixedModel):
+        return source
+    text_source = str(source)
+    if text_source in PRESETS:
+        text = resources.files("simdesign.presets").joinpath(f"{text_source}.yaml").read_text()
+        return OrdinalMixedModel.from_dict(yaml.safe_load(text), name=text_source)
+    path = Path(text_source)
+    if not path.is_file():
+        raise ConfigError(f"The 'model' field must be a preset ({', '.join(PRESETS)}) or an existing model file; "
+                          f"got {text_source!r}")
+    text = path.read_text()
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"Could not parse model file {path}: {exc}") from exc
+    return OrdinalMixedModel.from_dict(data, name=path.stem)
