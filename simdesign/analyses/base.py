@@ -98,6 +98,10 @@ ANALYSES: dict[str, AnalysisInfo] = {}
 """Registry: analysis name -> :class:`AnalysisInfo`."""
 
 
+BACKEND_CHECKS: dict[str, Callable[[], tuple[bool, str]]] = {}
+"""External software name (AnalysisInfo.needs) -> check returning (available, how to install)."""
+
+
 def register(info: AnalysisInfo) -> AnalysisInfo:
     if info.name in ANALYSES:
         raise ValueError(f"analysis {info.name!r} is registered twice")

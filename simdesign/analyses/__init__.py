@@ -1,0 +1,11 @@
+"""Analyses (significance tests) and their registry.
+
+Importing this package registers every built-in analysis in :data:`ANALYSES`.
+Analyses that need R register too, but check for R only when they run.
+"""
+from simdesign.analyses.base import (ANALYSES, FAILURES, AnalysisInfo, PairwiseResult, register, run_analysis,
+                                     system_pairs, wald_contrasts)
+from simdesign.analyses import classical  # noqa: F401  (registers the classical tests)
+
+__all__ = ["ANALYSES", "FAILURES", "AnalysisInfo", "PairwiseResult", "register", "run_analysis", "system_pairs",
+           "wald_contrasts"]

@@ -1,0 +1,338 @@
+"""Simulation configs: YAML in, validated frozen objects out.
+
+Every problem found in a config is collected and raised together as one
+:class:`~simdesign.errors.ConfigError`, each message naming the field and
+what it allows. Nothing downstream re-validates.
+
+Example config::
+
+    name: paper-fig4-coherence
+    model: coherence          # preset name or path to a model file
+    effect: zero              # zero | fitted | <scale factor>
+    designs:
+      - {kind: block, blocks: [1, 2, 4], docs_per_block: [100, 50, 25], annotators_per_block: 3}
+    tests: [ttest, ttest_doc, art, {name: art_block, resamples: 5000}]
+    trials: 1000
+    alpha: 0.05
+    seed: 2021
+    art_resamples: 1000
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from simdesign.analyses import ANALYSES
+from simdesign.designs import DESIGN_KINDS, BlockDesign, PoolDesign
+from simdesign.errors import ConfigError
+from simdesign.model import OrdinalMixedModel, effect_scale, load_model
+
+TOP_LEVEL_KEYS = ("name", "model", "effect", "designs", "tests", "trials", "alpha", "seed", "art_resamples",
+                  "art_exact", "chunk_size", "figure", "description")
+FIGURE_X = ("annotators", "judgements", "docs", "blocks", "annotators_per_block", "judgements_per_output")
+FIGURE_COLOUR = ("test", "shape")
+# Config-level defaults that ART analyses inherit unless their own options say otherwise.
+ART_DEFAULT_KEYS = {"resamples": "art_resamples", "exact": "art_exact"}
+
+
+@dataclass(frozen=True)
+class AnalysisSpec:
+    """One requested analysis.
+
+    Attributes
+    ----------
+    name : str
+        Registry name.
+    label : str
+        Unique label used in every output (e.g. ``clmm[paper]``).
+    options : dict
+        Effective options passed to the analysis (written + inherited + defaults).
+    """
+
+    name: str
+    label: str
+    options: dict
+
+    @property
+    def fingerprint(self) -> str:
+        """Hash of what determines this analysis's p-values (name and effective options)."""
+        return stable_digest({"name": self.name, "options": self.options})
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    x: str = "annotators"
+    estimand: str | None = None  # default: type1 under effect zero, power otherwise
+    colour: str = "test"
+    log_x: bool = True
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """A validated simulation config (see the module docstring for the YAML form)."""
+
+    name: str
+    model: OrdinalMixedModel
+    model_source: str
+    effect: object
+    designs: tuple
+    analyses: tuple
+    trials: int
+    alpha: float
+    seed: int
+    art_resamples: int
+    art_exact: str
+    chunk_size: int | None
+    figure: FigureSpec = field(default_factory=FigureSpec)
+    description: str = ""
+
+    @property
+    def effect_label(self) -> str:
+        return self.effect if isinstance(self.effect, str) else f"x{self.effect:g}"
+
+    @property
+    def is_null(self) -> bool:
+        return effect_scale(self.effect) == 0.0
+
+    def results_fingerprint(self) -> dict:
+        """What must match for stored trials to be reused: model, effect and seed.
+
+        Designs and analyses have their own keys (label, options), so adding
+        one to a config never invalidates the others; ``alpha`` and
+        ``trials`` only change the summary.
+        """
+        return {"model": stable_digest(self.model.to_dict()), "effect": effect_scale(self.effect),
+                "seed": self.seed, "format": 1}
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name, "model": self.model_source, "effect": self.effect,
+            "designs": [d.columns() for d in self.designs],
+            "tests": [{"name": a.name, "label": a.label, **a.options} for a in self.analyses],
+            "trials": self.trials, "alpha": self.alpha, "seed": self.seed,
+            "art_resamples": self.art_resamples, "art_exact": self.art_exact,
+        }
+
+
+def stable_digest(obj) -> str:
+    """sha256 of a canonical JSON form (stable across runs and machines)."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def load_config(path, overrides: dict | None = None) -> SimulationConfig:
+    """Read and validate a YAML config file.
+
+    Parameters
+    ----------
+    path : str or path-like
+    overrides : dict, optional
+        Top-level keys replacing the file's (e.g. ``{'trials': 50}`` from the CLI).
+
+    Returns
+    -------
+    SimulationConfig
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"Config file not found: {path}")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"Could not parse {path} as YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path} must contain a mapping of config keys")
+    raw = {**raw, **(overrides or {})}
+    return parse_config(raw, base_dir=path.parent)
+
+
+def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
+    """Validate a config mapping; see :func:`load_config`."""
+    errors: list[str] = []
+    unknown = sorted(set(raw) - set(TOP_LEVEL_KEYS))
+    if unknown:
+        errors.append(f"Unknown config key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS)}")
+
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\"):
+        errors.append(f"The 'name' field must be a non-empty string without slashes; got {name!r}")
+
+    model = None
+    model_source = raw.get("model", None)
+    if model_source is None:
+        errors.append("The 'model' field is required: a preset (coherence, repetition) or a model file path")
+    else:
+        candidate = Path(str(model_source))
+        if base_dir is not None and not candidate.is_absolute() and not candidate.exists() \
+                and (base_dir / candidate).exists():
+            candidate = base_dir / candidate
+        try:
+            model = load_model(str(candidate) if candidate.exists() else str(model_source))
+        except ConfigError as exc:
+            errors.extend(exc.messages)
+
+    effect = raw.get("effect", "fitted")
+    try:
+        effect_scale(effect)
+    except ConfigError as exc:
+        errors.extend(exc.messages)
+    if effect is None:
+        errors.append("The 'effect' field is empty (YAML reads 'null' as nothing): write 'zero' for the null hypothesis")
+
+    trials = _positive_int(errors, raw, "trials", 1000)
+    seed = raw.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        errors.append(f"The 'seed' field must be a non-negative integer; got {seed!r}")
+    alpha = raw.get("alpha", 0.05)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        errors.append(f"The 'alpha' field must be in (0, 1); got {alpha!r}")
+    art_resamples = _positive_int(errors, raw, "art_resamples", 1000)
+    art_exact = raw.get("art_exact", "auto")
+    if art_exact not in ("auto", "never"):
+        errors.append(f"The 'art_exact' field must be 'auto' or 'never'; got {art_exact!r}")
+    chunk_size = raw.get("chunk_size")
+    if chunk_size is not None:
+        chunk_size = _positive_int(errors, raw, "chunk_size", None)
+
+    designs = parse_designs(raw.get("designs"), errors)
+    analyses = parse_analyses(raw.get("tests"), errors,
+                              {"resamples": art_resamples, "exact": art_exact})
+    if designs and analyses:
+        pool_labels = [d.label for d in designs if not d.has_blocks]
+        block_tests = [a.label for a in analyses if ANALYSES[a.name].needs_blocks]
+        if pool_labels and block_tests:
+            errors.append(f"The block-level test(s) {block_tests} do not apply to pool designs "
+                          f"{pool_labels}: pool designs have no blocks")
+    figure = parse_figure(raw.get("figure"), errors)
+
+    if errors:
+        raise ConfigError(errors)
+    return SimulationConfig(name=name, model=model, model_source=str(model_source), effect=effect,
+                            designs=tuple(designs), analyses=tuple(analyses), trials=trials, alpha=float(alpha),
+                            seed=seed, art_resamples=art_resamples, art_exact=art_exact, chunk_size=chunk_size,
+                            figure=figure, description=str(raw.get("description", "")))
+
+
+def _positive_int(errors, raw, key, default):
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        errors.append(f"The '{key}' field must be a positive integer; got {value!r}")
+        return default if isinstance(default, int) else 1
+    return value
+
+
+def parse_designs(items, errors: list[str]) -> list:
+    """Design mappings and grid mappings (list fields zipped, scalars broadcast) -> designs."""
+    if not isinstance(items, list) or not items:
+        errors.append("The 'designs' field must be a non-empty list of design mappings, e.g. "
+                      "{kind: block, blocks: 20, docs_per_block: 5, annotators_per_block: 3}")
+        return []
+    designs = []
+    for position, item in enumerate(items):
+        where = f"designs[{position}]"
+        if not isinstance(item, dict):
+            errors.append(f"{where} must be a mapping; got {item!r}")
+            continue
+        kind = item.get("kind")
+        if kind not in DESIGN_KINDS:
+            errors.append(f"The '{where}.kind' field must be one of {list(DESIGN_KINDS)}; got {kind!r}")
+            continue
+        cls = DESIGN_KINDS[kind]
+        fields = [f.name for f in dataclasses.fields(cls)]
+        extra = sorted(set(item) - set(fields) - {"kind"})
+        missing = [f for f in fields if f not in item]
+        if extra or missing:
+            errors.append(f"{where} ({kind}) needs exactly the fields {fields}"
+                          + (f"; unknown {extra}" if extra else "") + (f"; missing {missing}" if missing else ""))
+            continue
+        lengths = {len(v) for v in item.values() if isinstance(v, list)}
+        if len(lengths) > 1:
+            errors.append(f"{where}: list-valued fields are zipped element-wise and must have equal lengths; "
+                          f"got lengths {sorted(lengths)}")
+            continue
+        count = lengths.pop() if lengths else 1
+        for index in range(count):
+            values = {f: (item[f][index] if isinstance(item[f], list) else item[f]) for f in fields}
+            try:
+                designs.append(cls(**values))
+            except ConfigError as exc:
+                errors.extend(f"{where}: {m}" for m in exc.messages)
+    labels = [d.label for d in designs]
+    duplicates = sorted({lab for lab in labels if labels.count(lab) > 1})
+    if duplicates:
+        errors.append(f"The 'designs' field lists the same design more than once: {duplicates}")
+    return designs
+
+
+def analysis_label(name: str, written: dict) -> str:
+    """``name[value,...]`` with the written options' values sorted by option name."""
+    if not written:
+        return name
+    return f"{name}[{','.join(str(written[key]) for key in sorted(written))}]"
+
+
+def parse_analyses(items, errors: list[str], art_defaults: dict) -> list[AnalysisSpec]:
+    """Test names or mappings ``{name: ..., label: ..., <option>: ...}`` -> specs."""
+    if not isinstance(items, list) or not items:
+        errors.append(f"The 'tests' field must be a non-empty list; available tests: {sorted(ANALYSES)}")
+        return []
+    specs = []
+    for position, item in enumerate(items):
+        where = f"tests[{position}]"
+        if isinstance(item, str):
+            item = {"name": item}
+        if not isinstance(item, dict) or "name" not in item:
+            errors.append(f"{where} must be a test name or a mapping with a 'name'; got {item!r}")
+            continue
+        name = item["name"]
+        if name not in ANALYSES:
+            errors.append(f"The '{where}' test {name!r} is unknown; available: {sorted(ANALYSES)}")
+            continue
+        info = ANALYSES[name]
+        written = {k: v for k, v in item.items() if k not in ("name", "label")}
+        options = {}
+        for option, (allowed, default) in info.options.items():
+            if option in written:
+                value = written[option]
+            elif option in ART_DEFAULT_KEYS and option in art_defaults:
+                value = art_defaults[option]
+            else:
+                value = default
+            problem = allowed(value) if callable(allowed) else (
+                None if value in allowed else f"must be one of {list(allowed)}; got {value!r}")
+            if problem:
+                errors.append(f"The '{where}.{option}' option of {name} {problem}")
+            options[option] = value
+        unknown = sorted(set(written) - set(info.options))
+        if unknown:
+            errors.append(f"The test {name} has no option(s) {unknown}; "
+                          f"its options: {sorted(info.options) or 'none'}")
+        label = item.get("label") or analysis_label(name, written)
+        specs.append(AnalysisSpec(name=name, label=str(label), options=options))
+    labels = [s.label for s in specs]
+    duplicates = sorted({lab for lab in labels if labels.count(lab) > 1})
+    if duplicates:
+        errors.append(f"The 'tests' field lists the same analysis more than once: {duplicates} "
+                      "(give different options or a 'label')")
+    return specs
+
+
+def parse_figure(raw, errors: list[str]) -> FigureSpec:
+    if raw is None:
+        return FigureSpec()
+    if not isinstance(raw, dict):
+        errors.append(f"The 'figure' field must be a mapping; got {raw!r}")
+        return FigureSpec()
+    unknown = sorted(set(raw) - {"x", "estimand", "colour", "log_x"})
+    if unknown:
+        errors.append(f"Unknown 'figure' key(s) {unknown}; allowed: x, estimand, colour, log_x")
+    spec = FigureSpec(**{k: v for k, v in raw.items() if k in ("x", "estimand", "colour", "log_x")})
+    if spec.x not in FIGURE_X:
+        errors.append(f"The 'figure.x' field must be one of {list(FIGURE_X)}; got {spec.x!r}")
+    if spec.colour not in FIGURE_COLOUR:
+        errors.append(f"The 'figure.colour' field must be one of {list(FIGURE_COLOUR)}; got {spec.colour!r}")
+    return spec

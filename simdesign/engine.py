@@ -1,0 +1,216 @@
+"""The Monte-Carlo engine: trials x designs x analyses, in parallel, resumable.
+
+Only the engine owns loops, workers, seeds and failure handling
+(DESIGN.md section 8). Each trial's study is generated once and analysed by
+every requested test (common random numbers sharpen test comparisons).
+Work is cut into chunks of trials of one design; joblib runs chunks in
+worker processes and the coordinating process stores each finished chunk
+atomically, so an interrupted run loses only the chunks in flight.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed
+from tqdm.auto import tqdm
+
+from simdesign.analyses import ANALYSES, run_analysis, system_pairs
+from simdesign.analyses.base import BACKEND_CHECKS
+from simdesign.config import AnalysisSpec, SimulationConfig
+from simdesign.designs import Design
+from simdesign.errors import ConfigError, MissingBackendError
+from simdesign.judgements import Judgements
+from simdesign.model import OrdinalMixedModel
+from simdesign.seeds import analysis_rng, data_rng
+from simdesign.store import ResultsStore
+
+DEFAULT_CHUNK_SIZE = 25
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A unit of work: consecutive trials of one design, and the analyses they still need."""
+
+    design: Design
+    first_trial: int
+    stop_trial: int
+    analyses: tuple
+
+    @property
+    def trials(self) -> int:
+        return self.stop_trial - self.first_trial
+
+
+def check_backends(config: SimulationConfig) -> None:
+    """Stop before any work if an analysis needs software that is missing (e.g. R)."""
+    problems = []
+    for spec in config.analyses:
+        needs = ANALYSES[spec.name].needs
+        if needs:
+            check = BACKEND_CHECKS.get(needs)
+            ok, message = check() if check else (False, f"no check registered for {needs}")
+            if not ok:
+                problems.append(f"The test {spec.label} needs {needs}: {message}")
+    if problems:
+        raise MissingBackendError("\n".join(problems))
+
+
+def plan_chunks(config: SimulationConfig, store: ResultsStore | None, trials: int) -> list[Chunk]:
+    """Chunks covering every (design, trial < trials, analysis) not yet stored.
+
+    Consecutive trials that miss the same set of analyses are grouped, so
+    raising ``trials`` or adding a test computes only what is new.
+    """
+    chunk_size = config.chunk_size or DEFAULT_CHUNK_SIZE
+    chunks = []
+    for design in config.designs:
+        done = store.completed(design.label) if store is not None else {}
+        missing_per_trial = [
+            tuple(spec for spec in config.analyses if trial not in done.get(spec.label, ()))
+            for trial in range(trials)
+        ]
+        start = 0
+        while start < trials:
+            wanted = missing_per_trial[start]
+            stop = start + 1
+            while stop < trials and stop - start < chunk_size and missing_per_trial[stop] == wanted:
+                stop += 1
+            if wanted:
+                chunks.append(Chunk(design, start, stop, wanted))
+            start = stop
+    return chunks
+
+
+def simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chunk) -> pd.DataFrame:
+    """Generate and analyse the trials of one chunk (runs in a worker process).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (trial, analysis, system pair); columns as
+        :data:`simdesign.store.RESULT_COLUMNS`.
+    """
+    pairs = system_pairs(model.n_systems)
+    beta = model.effects_for(effect)
+    true_diff = np.array([beta[i] - beta[j] for i, j in pairs])
+    system_a = [model.systems[i] for i, _ in pairs]
+    system_b = [model.systems[j] for _, j in pairs]
+    n_pairs = len(pairs)
+    columns: dict[str, list] = {key: [] for key in ("trial", "test", "estimate", "p_value", "status", "message",
+                                                     "fit_status", "fit_seconds")}
+    for trial in range(chunk.first_trial, chunk.stop_trial):
+        judgements = model.sample(chunk.design, data_rng(root_seed, chunk.design.label, trial), effect)
+        for spec in chunk.analyses:
+            result = analyse(judgements, spec, root_seed, chunk.design.label, trial)
+            columns["trial"].append(np.full(n_pairs, trial, dtype=np.int64))
+            columns["test"].append([spec.label] * n_pairs)
+            columns["estimate"].append(np.asarray(result.estimate, dtype=float))
+            columns["p_value"].append(np.asarray(result.p_value, dtype=float))
+            columns["status"].append(list(result.status))
+            columns["message"].append([result.message] * n_pairs)
+            columns["fit_status"].append([result.fit_status] * n_pairs)
+            columns["fit_seconds"].append(np.full(n_pairs, result.fit_seconds))
+    rows = len(columns["trial"])
+    flat = {key: np.concatenate([np.asarray(part, dtype=object if key in ("test", "status", "message", "fit_status")
+                                            else None) for part in parts])
+            for key, parts in columns.items()}
+    frame = pd.DataFrame({
+        "design": chunk.design.label,
+        "trial": flat["trial"].astype(np.int64),
+        "test": flat["test"].astype(str),
+        "pair": np.tile(np.arange(n_pairs), rows),
+        "system_a": np.tile(system_a, rows),
+        "system_b": np.tile(system_b, rows),
+        "true_diff": np.tile(true_diff, rows),
+        "estimate": flat["estimate"].astype(float),
+        "p_value": flat["p_value"].astype(float),
+        "status": flat["status"].astype(str),
+        "message": flat["message"].astype(str),
+        "fit_status": pd.array(flat["fit_status"], dtype="string"),
+        "fit_seconds": flat["fit_seconds"].astype(float),
+    })
+    return frame
+
+
+def analyse(judgements: Judgements, spec: AnalysisSpec, root_seed: int, design_label: str, trial: int):
+    """Run one analysis on one trial's data with its own random stream."""
+    rng = analysis_rng(root_seed, design_label, trial, spec.label)
+    return run_analysis(ANALYSES[spec.name], judgements, rng, spec.options)
+
+
+def _chunk_task(model, effect, root_seed, chunk):
+    return chunk, simulate_chunk(model, effect, root_seed, chunk)
+
+
+def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: int = -1,
+                   progress: bool = True) -> ResultsStore:
+    """Simulate every missing (design, trial, analysis) of ``config`` into ``out_dir``.
+
+    Parameters
+    ----------
+    config : SimulationConfig
+    out_dir : path-like
+        Results directory; created, or resumed if it holds compatible trials.
+    raw_config : dict
+        The config mapping as read, recorded in the manifest.
+    jobs : int, default -1
+        joblib workers (-1: all cores). Results do not depend on it.
+    progress : bool
+        Show a tqdm bar (trials done, rate, ETA).
+
+    Returns
+    -------
+    ResultsStore
+    """
+    check_backends(config)
+    store = ResultsStore(out_dir)
+    store.prepare(config, raw_config)
+    chunks = plan_chunks(config, store, config.trials)
+    if not chunks:
+        return store
+    total = sum(chunk.trials for chunk in chunks)
+    # Larger chunks first, so the slowest designs do not start last and idle the other workers.
+    chunks.sort(key=lambda c: -(c.design.judgements(config.model.n_systems) * c.trials * len(c.analyses)))
+    bar = tqdm(total=total, unit="trial", desc=config.name, disable=not progress, smoothing=0.05)
+    tasks = (delayed(_chunk_task)(config.model, config.effect, config.seed, chunk) for chunk in chunks)
+    saved = 0
+    try:
+        for chunk, frame in Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks):
+            store.write_chunk(chunk.design.label, chunk.first_trial, chunk.stop_trial,
+                              [s.label for s in chunk.analyses], frame)
+            saved += 1
+            bar.update(chunk.trials)
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"\nInterrupted: {saved} of {len(chunks)} chunks were saved in {out_dir}; "
+              "run the same command again to resume.")
+        raise
+    bar.close()
+    return store
+
+
+def replay_trial(config: SimulationConfig, design_label: str, trial: int, test_label: str):
+    """Re-create one trial's data from its seed and re-run one analysis.
+
+    Returns
+    -------
+    judgements : Judgements
+    result : PairwiseResult
+    """
+    designs = {d.label: d for d in config.designs}
+    specs = {s.label: s for s in config.analyses}
+    if design_label not in designs:
+        raise ConfigError(f"The design {design_label!r} is not in this config; designs: {sorted(designs)}")
+    if test_label not in specs:
+        raise ConfigError(f"The test {test_label!r} is not in this config; tests: {sorted(specs)}")
+    if not 0 <= trial:
+        raise ConfigError(f"The trial must be a non-negative integer; got {trial}")
+    judgements = config.model.sample(designs[design_label], data_rng(config.seed, design_label, trial), config.effect)
+    return judgements, analyse(judgements, specs[test_label], config.seed, design_label, trial)
+
+
+def default_out_dir(config: SimulationConfig) -> Path:
+    return Path("results") / config.name

@@ -1,0 +1,98 @@
+"""Figures from summary tables: a rate against a design size, with Wilson bands."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no display on servers and CI
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from simdesign.config import FigureSpec  # noqa: E402
+
+AXIS_NAMES = {"annotators": "annotators in total", "judgements": "judgements in total", "docs": "documents",
+              "blocks": "blocks", "annotators_per_block": "annotators per block",
+              "judgements_per_output": "judgements per output"}
+ESTIMAND_NAMES = {"type1": "type I error rate", "power": "power (right direction)", "familywise": "family-wise error",
+                  "power_fitted": "power (failed fits excluded)", "type_s": "type S rate",
+                  "failure_rate": "failure rate", "singular_rate": "singular fit rate"}
+LINESTYLES = ("-", "--", ":", "-.")
+
+
+def design_shape(row) -> str:
+    if row["kind"] != "block":
+        return "pool"
+    if row["annotators_per_block"] == 1:
+        return "nested"
+    return "crossed" if row["blocks"] == 1 else "block"
+
+
+def plot_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title: str, out_base: Path,
+                 alpha: float | None = None) -> list[Path]:
+    """Draw ``estimand`` against ``figure.x``, one line per test (or per shape and test).
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        Output of :func:`simdesign.summary.summarise`.
+    figure : FigureSpec
+    estimand : str
+    title : str
+    out_base : Path
+        Written as ``out_base.png`` and ``out_base.pdf``.
+    alpha : float, optional
+        Draws the nominal level as a horizontal line (type I error figures).
+
+    Returns
+    -------
+    list of Path
+    """
+    rows = summary[summary["estimand"] == estimand].copy()
+    if rows.empty:
+        raise ValueError(f"the summary has no rows for the estimand {estimand!r}")
+    rows["shape"] = rows.apply(design_shape, axis=1)
+    fig, ax = plt.subplots(figsize=(6.4, 4.4), constrained_layout=True)
+    tests = list(dict.fromkeys(rows["test"]))
+    shapes = list(dict.fromkeys(rows["shape"]))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    if figure.colour == "shape":
+        groups = [(shape, test) for shape in shapes for test in tests]
+    else:
+        groups = [(None, test) for test in tests]
+    for shape, test in groups:
+        part = rows[(rows["test"] == test) & ((rows["shape"] == shape) if shape else True)]
+        part = part.sort_values(figure.x)
+        if part.empty:
+            continue
+        if shape:
+            colour = colours[shapes.index(shape) % len(colours)]
+            style = LINESTYLES[tests.index(test) % len(LINESTYLES)]
+            label = f"{shape}, {test}"
+        else:
+            colour, style, label = colours[tests.index(test) % len(colours)], "-", test
+        x = part[figure.x].astype(float).to_numpy()
+        ax.plot(x, part["rate"], style, marker="o", markersize=3.5, color=colour, label=label)
+        ax.fill_between(x, part["ci_low"].astype(float), part["ci_high"].astype(float), color=colour, alpha=0.15,
+                        linewidth=0)
+    if alpha is not None:
+        ax.axhline(alpha, color="black", linewidth=0.8, linestyle=":", label=f"nominal {alpha:g}")
+    if figure.log_x:
+        ax.set_xscale("log")
+    ax.set_xlabel(AXIS_NAMES.get(figure.x, figure.x))
+    ax.set_ylabel(ESTIMAND_NAMES.get(estimand, estimand))
+    ax.set_ylim(bottom=0)
+    trials = rows["trials"]
+    trial_text = f"{int(trials.min())}" if trials.min() == trials.max() else f"{int(trials.min())}-{int(trials.max())}"
+    ax.set_title(f"{title}\n{trial_text} trials per point; bands: 95% Wilson intervals (trial = unit)",
+                 fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    paths = []
+    out_base.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in (".png", ".pdf"):
+        path = out_base.with_suffix(suffix)
+        fig.savefig(path, dpi=150)
+        paths.append(path)
+    plt.close(fig)
+    return paths

@@ -1,0 +1,33 @@
+"""Random streams: one per (design, trial), one per (design, trial, analysis).
+
+Streams derive from the config's root seed with ``SeedSequence`` spawn keys
+built from *stable hashes of labels* (design label, analysis label) and the
+trial index, never from positions in a list or ``seed + i``. So a trial's
+data do not depend on the number of workers, the chunking, or which other
+designs and analyses a config lists, and any trial can be replayed alone.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+DATA_STREAM, ANALYSIS_STREAM = 0, 1
+
+
+def label_key(label: str) -> int:
+    """A stable 64-bit integer for a label (sha256; Python's hash() is salted per process)."""
+    return int.from_bytes(hashlib.sha256(label.encode()).digest()[:8], "little")
+
+
+def data_rng(root_seed: int, design_label: str, trial: int) -> np.random.Generator:
+    """The generator that samples one trial's study."""
+    sequence = np.random.SeedSequence(root_seed, spawn_key=(label_key(design_label), trial, DATA_STREAM))
+    return np.random.default_rng(sequence)
+
+
+def analysis_rng(root_seed: int, design_label: str, trial: int, analysis_label: str) -> np.random.Generator:
+    """The generator an analysis uses on one trial (e.g. ART's sign flips)."""
+    sequence = np.random.SeedSequence(
+        root_seed, spawn_key=(label_key(design_label), trial, ANALYSIS_STREAM, label_key(analysis_label)))
+    return np.random.default_rng(sequence)

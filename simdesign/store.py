@@ -1,0 +1,176 @@
+"""The results store: one Parquet file per finished chunk, written atomically.
+
+Layout of a results directory::
+
+    manifest.json                 provenance: config, its hash, root seed, versions, git commit
+    trials/<design label>/t0000000-0000025-<tests>.parquet
+                                  per-trial, per-test, per-pair rows of one chunk
+
+A chunk file appears only complete (written to a temporary name, then
+``os.replace``d), so an interrupted run loses at most the chunks in flight,
+and a re-run computes only the (trial, test) combinations no file holds yet.
+Stored trials are reused only when the model, effect and seed match (the
+"results fingerprint") and each analysis label keeps its options; otherwise
+the store refuses, so different settings are never mixed in one directory.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import subprocess
+import uuid
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+
+from simdesign.config import SimulationConfig, stable_digest
+from simdesign.errors import ConfigError
+
+MANIFEST = "manifest.json"
+TRIALS_DIR = "trials"
+RESULT_COLUMNS = ("design", "trial", "test", "pair", "system_a", "system_b", "true_diff", "estimate", "p_value",
+                  "status", "message", "fit_status", "fit_seconds")
+TRACKED_PACKAGES = ("simdesign", "numpy", "scipy", "pandas", "statsmodels", "joblib", "pyarrow", "rpy2", "pymer4")
+
+
+def package_versions() -> dict:
+    versions = {"python": platform.python_version()}
+    for package in TRACKED_PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parent)
+        return out.stdout.strip() if out.returncode == 0 else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write via a temporary file in the same directory and rename (atomic on POSIX)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    with open(temporary, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+class ResultsStore:
+    """A results directory (see the module docstring).
+
+    Parameters
+    ----------
+    directory : str or path-like
+    """
+
+    def __init__(self, directory):
+        self.directory = Path(directory)
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.directory / MANIFEST
+
+    def manifest(self) -> dict:
+        if not self.manifest_path.is_file():
+            raise ConfigError(f"{self.directory} is not a simdesign results directory (no {MANIFEST})")
+        return json.loads(self.manifest_path.read_text())
+
+    def prepare(self, config: SimulationConfig, raw_config: dict) -> None:
+        """Create or check the manifest for ``config``; refuse incompatible stored trials.
+
+        Parameters
+        ----------
+        config : SimulationConfig
+        raw_config : dict
+            The config mapping as read (after CLI overrides), kept so that
+            ``simdesign plot`` and ``replay`` can rebuild the config.
+        """
+        fingerprint = config.results_fingerprint()
+        analyses = {spec.label: spec.fingerprint for spec in config.analyses}
+        now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        if self.manifest_path.is_file():
+            manifest = self.manifest()
+            if manifest.get("fingerprint") != fingerprint:
+                raise ConfigError(
+                    f"{self.directory} holds trials simulated with a different model, effect or seed "
+                    f"(stored {manifest.get('fingerprint')}, this config {fingerprint}); they must not be mixed. "
+                    "Write elsewhere with --out DIR, or delete the directory to start over.")
+            clashes = sorted(label for label, digest in analyses.items()
+                             if manifest.get("analyses", {}).get(label, digest) != digest)
+            if clashes:
+                raise ConfigError(
+                    f"{self.directory} holds results for test label(s) {clashes} computed with other options; "
+                    "give the changed test a new 'label', or write elsewhere with --out DIR.")
+            manifest["analyses"] = {**manifest.get("analyses", {}), **analyses}
+            manifest["designs"] = {**manifest.get("designs", {}), **{d.label: d.columns() for d in config.designs}}
+            manifest.setdefault("history", []).append({"time": now, "config_hash": stable_digest(raw_config),
+                                                      "git_commit": git_commit()})
+        else:
+            manifest = {
+                "created": now, "root_seed": config.seed, "fingerprint": fingerprint, "analyses": analyses,
+                "designs": {d.label: d.columns() for d in config.designs}, "history": [],
+            }
+        manifest.update({
+            "updated": now, "config_name": config.name, "config_hash": stable_digest(raw_config),
+            "config": raw_config, "versions": package_versions(), "git_commit": git_commit(),
+        })
+        atomic_write_bytes(self.manifest_path, json.dumps(manifest, indent=2, default=str).encode())
+
+    def _chunk_files(self, design_label: str | None = None) -> list[Path]:
+        root = self.directory / TRIALS_DIR
+        pattern = f"{design_label}/*.parquet" if design_label else "*/*.parquet"
+        return sorted(root.glob(pattern))
+
+    def completed(self, design_label: str) -> dict[str, set[int]]:
+        """Test label -> trial indices already stored for one design."""
+        done: dict[str, set[int]] = {}
+        for path in self._chunk_files(design_label):
+            keys = pd.read_parquet(path, columns=["trial", "test"]).drop_duplicates()
+            for test, trials in keys.groupby("test")["trial"]:
+                done.setdefault(test, set()).update(int(t) for t in trials)
+        return done
+
+    def write_chunk(self, design_label: str, first_trial: int, stop_trial: int, tests, frame: pd.DataFrame) -> Path:
+        """Store one finished chunk atomically."""
+        digest = stable_digest(sorted(tests))[:8]
+        path = self.directory / TRIALS_DIR / design_label / f"t{first_trial:07d}-{stop_trial:07d}-{digest}.parquet"
+        buffer = frame.to_parquet(index=False)
+        atomic_write_bytes(path, buffer)
+        return path
+
+    def read_trials(self, designs=None, tests=None, trials: int | None = None) -> pd.DataFrame:
+        """All stored per-trial rows, optionally restricted to designs, tests and trial < ``trials``.
+
+        Raises
+        ------
+        ConfigError
+            If two chunk files hold the same (design, trial, test): the store is corrupt.
+        """
+        frames = []
+        for design in (designs or [p.name for p in (self.directory / TRIALS_DIR).glob("*") if p.is_dir()]):
+            for path in self._chunk_files(design):
+                frame = pd.read_parquet(path)
+                if tests is not None:
+                    frame = frame[frame["test"].isin(list(tests))]
+                if trials is not None:
+                    frame = frame[frame["trial"] < trials]
+                frames.append(frame)
+        if not frames:
+            return pd.DataFrame({column: [] for column in RESULT_COLUMNS})
+        table = pd.concat(frames, ignore_index=True)
+        duplicated = table.duplicated(["design", "trial", "test", "pair"])
+        if duplicated.any():
+            raise ConfigError(f"{self.directory}: {int(duplicated.sum())} stored rows are duplicated; "
+                              "the results directory is corrupt")
+        return table.sort_values(["design", "test", "trial", "pair"], ignore_index=True)
