@@ -166,6 +166,19 @@ def paired_randomisation(judgements: Judgements, rng: np.random.Generator, unit:
                           status=np.full(n_pairs, OK, dtype=object))
 
 
+# scipy's wilcoxon enumerates all sign vectors itself up to 13 non-zero differences when there are ties,
+# taking up to 0.4 s per call; the vectorised enumeration below gives the same p-values (tested) in microseconds.
+WILCOXON_ENUMERATION_MAX = 13
+
+
+def _wilcoxon_exhaustive(nonzero: np.ndarray) -> float:
+    """Exact signed-rank p-value by enumerating every sign vector (midranks for ties)."""
+    ranks = stats.rankdata(np.abs(nonzero))
+    # doubled midranks are integers, so the enumeration compares exactly
+    signed_ranks = np.rint(2 * np.sign(nonzero) * ranks).astype(np.int64)
+    return float(randomisation_pvalues(signed_ranks[:, None], None, resamples=2 ** nonzero.size)[0])
+
+
 def wilcoxon_documents(judgements: Judgements, rng: np.random.Generator) -> PairwiseResult:
     """Wilcoxon signed-rank test over per-document mean differences (scipy's implementation).
 
@@ -177,12 +190,15 @@ def wilcoxon_documents(judgements: Judgements, rng: np.random.Generator) -> Pair
     p_value = np.full(n_pairs, np.nan)
     status = np.full(n_pairs, OK, dtype=object)
     for column in range(n_pairs):
-        if not np.any(np.abs(means[:, column]) > 1e-12):
+        nonzero = means[:, column][np.abs(means[:, column]) > 1e-12]  # scipy's default drops zeros too
+        if nonzero.size == 0:
             status[column] = DEGENERATE
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", category=UserWarning)  # scipy's note on ties/normal approximation
-            p_value[column] = stats.wilcoxon(means[:, column]).pvalue
+        elif nonzero.size <= WILCOXON_ENUMERATION_MAX:
+            p_value[column] = _wilcoxon_exhaustive(nonzero)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", category=UserWarning)  # scipy's note on ties/normal approximation
+                p_value[column] = stats.wilcoxon(means[:, column]).pvalue
     message = "" if (status == OK).all() else "all document differences zero for some pairs"
     return PairwiseResult(estimate=means.mean(axis=0), p_value=p_value, status=status, message=message)
 

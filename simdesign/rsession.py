@@ -1,0 +1,268 @@
+"""One embedded R session per process, for the R-backed analyses.
+
+The R-backed analyses (:mod:`simdesign.analyses.mixed_r`) run R in process
+through rpy2. Starting R and loading lme4, lmerTest and ordinal costs about
+a second, so a process starts R once, on first use, and every later fit in
+that process reuses it (the engine's joblib workers are processes, so each
+worker has its own R). Nothing here imports rpy2 at module import time:
+``import simdesign`` works on machines without R.
+
+R is single-threaded and rpy2 is not thread-safe, so every call into R goes
+through one lock.
+
+Examples
+--------
+>>> from simdesign.rsession import r_available
+>>> ok, message = r_available()
+>>> isinstance(ok, bool) and isinstance(message, str)
+True
+"""
+from __future__ import annotations
+
+import functools
+import threading
+
+import numpy as np
+
+R_PACKAGES = ("ordinal", "lme4", "lmerTest")
+"""R packages the R-backed analyses load (Debian: r-cran-ordinal, r-cran-lme4, r-cran-lmertest)."""
+
+SETUP_ADVICE = ("run `bash scripts/setup.sh` (it installs R and the R packages ordinal, lme4 and lmerTest "
+                "with apt, and the pinned Python bridge from requirements-r.txt, rpy2 and pymer4, into the venv)")
+
+# R helpers, defined once per session in their own environment so that they
+# neither clutter nor depend on the global environment (pymer4, when loaded
+# in the same process, works there).
+_R_HELPERS = r"""
+local({
+  # Evaluate `expr`, keeping warnings and messages as data instead of printing
+  # them; an error becomes the returned value (a condition object).
+  quietly <- function(expr) {
+    warnings <- character(0)
+    notes <- character(0)
+    value <- tryCatch(
+      withCallingHandlers(expr,
+        warning = function(w) {
+          warnings <<- c(warnings, conditionMessage(w))
+          invokeRestart("muffleWarning")
+        },
+        message = function(m) {
+          notes <<- c(notes, trimws(conditionMessage(m)))
+          invokeRestart("muffleMessage")
+        }),
+      error = function(e) e)
+    list(value = value, warnings = warnings, notes = notes)
+  }
+
+  failure <- function(stage, run, warnings = character(0)) {
+    list(error = paste0(stage, ": ", conditionMessage(run$value)),
+         warnings = c(warnings, run$warnings), notes = run$notes)
+  }
+
+  make_frame <- function(score, system, annotator, document, system_levels, ordinal) {
+    data.frame(
+      score = if (ordinal) factor(score, levels = sort(unique(score)), ordered = TRUE) else as.numeric(score),
+      system = factor(system_levels[system], levels = system_levels),
+      annotator = factor(annotator),
+      document = factor(document))
+  }
+
+  printed <- function(object) paste(utils::capture.output(print(object)), collapse = "\n")
+
+  fit_clmm <- function(data, formula_text, verbose) {
+    run <- quietly(ordinal::clmm(stats::as.formula(formula_text), data = data, link = "logit",
+                                 nAGQ = 1L, Hess = TRUE, contrasts = list(system = "contr.treatment")))
+    if (inherits(run$value, "error")) return(failure("clmm", run))
+    fit <- run$value
+    beta <- fit$beta
+    covariance <- quietly(stats::vcov(fit)[names(beta), names(beta), drop = FALSE])
+    if (inherits(covariance$value, "error")) return(failure("vcov", covariance, run$warnings))
+    random <- ordinal::VarCorr(fit)
+    list(
+      beta = unname(as.numeric(beta)),
+      vcov = unname(as.matrix(covariance$value)),
+      random_covariances = lapply(unname(random), function(m) matrix(as.numeric(m), nrow(m))),
+      random_terms = names(random),
+      convergence = as.integer(fit$optRes$convergence),
+      optimizer_message = as.character(fit$optRes$message),
+      max_gradient = max(abs(fit$gradient)),
+      warnings = c(run$warnings, covariance$warnings),
+      notes = run$notes,
+      summary = if (verbose) printed(summary(fit)) else "")
+  }
+
+  fit_lmer <- function(data, formula_text, contrasts, verbose) {
+    run <- quietly(lmerTest::lmer(stats::as.formula(formula_text), data = data, REML = TRUE,
+                                  contrasts = list(system = "contr.treatment")))
+    if (inherits(run$value, "error")) return(failure("lmer", run))
+    fit <- run$value
+    # lmerTest falls back to a plain lme4 fit (with a warning) when it cannot
+    # compute the derivatives Satterthwaite's df need.
+    if (!inherits(fit, "lmerModLmerTest"))
+      return(list(error = "lmerTest could not compute Satterthwaite degrees of freedom",
+                  warnings = run$warnings, notes = run$notes))
+    tests <- quietly(lmerTest::contest(fit, contrasts, joint = FALSE))
+    if (inherits(tests$value, "error")) return(failure("contest", tests, run$warnings))
+    theta <- lme4::getME(fit, "theta")
+    on_boundary <- lme4::getME(fit, "lower") == 0 & theta < 1e-4
+    conv <- fit@optinfo$conv
+    list(
+      beta = unname(as.numeric(lme4::fixef(fit))),
+      vcov = unname(as.matrix(stats::vcov(fit))),
+      contrast_estimate = as.numeric(tests$value[["Estimate"]]),
+      contrast_df = as.numeric(tests$value[["df"]]),
+      contrast_p = as.numeric(tests$value[["Pr(>|t|)"]]),
+      singular = lme4::isSingular(fit, tol = 1e-4),
+      singular_terms = unique(sub("\\..*$", "", names(theta)[on_boundary])),
+      optimizer_code = as.integer(if (is.null(conv$opt)) 0L else conv$opt),
+      lme4_messages = as.character(unlist(conv$lme4$messages)),
+      optimizer_warnings = as.character(unlist(fit@optinfo$warnings)),
+      warnings = c(run$warnings, tests$warnings),
+      notes = run$notes,
+      summary = if (verbose) printed(summary(fit)) else "")
+  }
+
+  environment()
+})
+"""
+
+
+def _install_quiet_console() -> None:
+    """Route R's console output to nowhere: fits report warnings as data, and
+    printing from thousands of trials would bury the progress bar."""
+    from rpy2.rinterface_lib import callbacks
+
+    callbacks.consolewrite_print = lambda text: None
+    callbacks.consolewrite_warnerror = lambda text: None
+
+
+@functools.cache
+def r_available() -> tuple[bool, str]:
+    """Whether R, rpy2 and the R packages the analyses need are usable here.
+
+    Starts R in this process when it can (that is the only reliable check),
+    so later fits pay nothing extra.
+
+    Returns
+    -------
+    ok : bool
+    message : str
+        What is missing and how to install it ('' when all is well).
+    """
+    try:
+        import rpy2  # noqa: F401 -- only whether it imports
+    except ImportError:
+        return False, f"The Python package rpy2 is not installed; {SETUP_ADVICE}"
+    try:
+        import rpy2.robjects as robjects
+    except Exception as exc:  # noqa: BLE001 -- rpy2 raises several kinds when R is absent or too old
+        return False, f"rpy2 cannot start R ({type(exc).__name__}: {exc}); {SETUP_ADVICE}"
+    try:
+        found = robjects.r("function(p) vapply(p, requireNamespace, logical(1), quietly = TRUE)")(
+            robjects.StrVector(R_PACKAGES))
+    except Exception as exc:  # noqa: BLE001
+        return False, f"R does not run under rpy2 ({type(exc).__name__}: {exc}); {SETUP_ADVICE}"
+    missing = [name for name, present in zip(R_PACKAGES, found) if not present]
+    if missing:
+        return False, f"R lacks the package(s) {', '.join(missing)}; {SETUP_ADVICE}"
+    return True, ""
+
+
+class RSession:
+    """Handles to the R helper functions of this process's embedded R.
+
+    Use :func:`session` to get the process's instance; do not construct it
+    directly.
+    """
+
+    def __init__(self):
+        ok, message = r_available()
+        if not ok:
+            raise RuntimeError(message)
+        import rpy2.robjects as robjects
+
+        _install_quiet_console()
+        self._robjects = robjects
+        helpers = robjects.r(_R_HELPERS)
+        self._make_frame = helpers["make_frame"]
+        self.fit_clmm = helpers["fit_clmm"]
+        self.fit_lmer = helpers["fit_lmer"]
+        self.lock = threading.RLock()
+
+    def data_frame(self, judgements, ordinal: bool):
+        """The tidy table of ``judgements`` as an R data.frame.
+
+        Built from the wide arrays directly (no pandas conversion), with
+        ``system`` a factor in the Judgements' system order (the first is the
+        reference level) and ``score`` an ordered factor over the observed
+        score values when ``ordinal`` (a category nobody used has no
+        estimable threshold).
+        """
+        robjects = self._robjects
+        n_pairs, n_systems = judgements.scores.shape
+        system_codes = np.tile(np.arange(1, n_systems + 1), n_pairs)
+        return self._make_frame(
+            robjects.IntVector(np.asarray(judgements.scores, dtype=np.int64).ravel().tolist()),
+            robjects.IntVector(system_codes.tolist()),
+            robjects.IntVector(np.repeat(judgements.annotator, n_systems).tolist()),
+            robjects.IntVector(np.repeat(judgements.document, n_systems).tolist()),
+            robjects.StrVector([str(name) for name in judgements.systems]),
+            robjects.BoolVector([ordinal]),
+        )
+
+    def matrix(self, rows: np.ndarray):
+        """A numeric R matrix with the given rows."""
+        rows = np.atleast_2d(np.asarray(rows, dtype=float))
+        return self._robjects.r["matrix"](self._robjects.FloatVector(rows.ravel().tolist()),
+                                          nrow=rows.shape[0], byrow=True)
+
+
+_SESSION: RSession | None = None
+_SESSION_LOCK = threading.Lock()
+
+
+def session() -> RSession:
+    """This process's R session, started on first use.
+
+    Raises
+    ------
+    RuntimeError
+        If R, rpy2 or an R package is missing (the message says how to
+        install them).
+    """
+    global _SESSION
+    if _SESSION is None:
+        with _SESSION_LOCK:
+            if _SESSION is None:
+                _SESSION = RSession()
+    return _SESSION
+
+
+def as_dict(r_list) -> dict:
+    """An R named list as a dict of numpy arrays / str lists (R NULL -> None).
+
+    Numeric matrices keep their shape; character vectors become lists of str;
+    length-one numeric and logical vectors stay arrays (callers index them).
+    """
+    from rpy2.rinterface_lib.sexp import NULLType
+    from rpy2.robjects.vectors import ListVector, StrVector
+
+    out = {}
+    for name, value in zip(r_list.names, r_list):
+        if isinstance(value, NULLType):
+            out[name] = None
+        elif isinstance(value, StrVector):
+            out[name] = [str(v) for v in value]
+        elif isinstance(value, ListVector) or type(value).__name__ in ("ListVector", "ListSexpVector"):
+            out[name] = [_as_array(v) for v in value]
+        else:
+            out[name] = _as_array(value)
+    return out
+
+
+def _as_array(value) -> np.ndarray:
+    dim = getattr(value, "dim", None)  # R NULL (length 0) for plain vectors
+    flat = np.array(list(value), dtype=float)
+    if dim is not None and len(dim) == 2:
+        return flat.reshape(tuple(int(d) for d in dim), order="F")
+    return flat

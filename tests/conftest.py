@@ -1,0 +1,26 @@
+"""Shared fixtures and helpers for the test suite."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data" / "steen-markert-2021"
+
+
+@pytest.fixture
+def coherence():
+    from simdesign import load_model
+    return load_model("coherence")
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20211)
+
+
+def within_mcse(value: float, target: float, mcse: float, k: float = 4.0) -> bool:
+    """True when |value - target| <= k Monte-Carlo standard errors."""
+    return abs(value - target) <= k * mcse

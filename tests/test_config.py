@@ -1,0 +1,87 @@
+import pytest
+import yaml
+
+from simdesign.config import load_config, parse_config
+from simdesign.errors import ConfigError
+
+BASE = {
+    "name": "t", "model": "coherence", "effect": "zero", "trials": 10, "seed": 1,
+    "designs": [{"kind": "block", "blocks": 2, "docs_per_block": 5, "annotators_per_block": 3}],
+    "tests": ["ttest", "art_doc"],
+}
+
+
+def _config(**changes):
+    return parse_config({**BASE, **changes})
+
+
+def test_defaults_and_labels():
+    config = _config()
+    assert config.alpha == 0.05 and config.art_resamples == 1000 and config.art_exact == "auto"
+    assert [a.label for a in config.analyses] == ["ttest", "art_doc"]
+    # ART inherits the config-level resamples but its label shows only written options
+    assert config.analyses[1].options == {"resamples": 1000, "exact": "auto"}
+    labelled = _config(tests=["art", {"name": "art", "resamples": 5000}, {"name": "art", "exact": "never",
+                                                                          "label": "art-paper"}])
+    assert [a.label for a in labelled.analyses] == ["art", "art[5000]", "art-paper"]
+    assert labelled.analyses[1].options["resamples"] == 5000
+
+
+def test_grid_mapping_zips_lists_and_broadcasts_scalars():
+    config = _config(designs=[{"kind": "block", "blocks": [1, 2, 4], "docs_per_block": [100, 50, 25],
+                               "annotators_per_block": 3},
+                              {"kind": "pool", "docs": 100, "annotators": 30, "judgements_per_output": 3}])
+    assert [d.label for d in config.designs] == ["block-B1-D100-A3", "block-B2-D50-A3", "block-B4-D25-A3",
+                                                 "pool-N100-M30-k3"]
+
+
+@pytest.mark.parametrize("changes,fragment", [
+    (dict(alpha=1.5), "The 'alpha' field must be in (0, 1); got 1.5"),
+    (dict(effect=None), "'effect'"),
+    (dict(effect="null"), "'effect' field must be 'zero', 'fitted'"),
+    (dict(trials=0), "'trials' field must be a positive integer"),
+    (dict(model="nonexistent"), "'model' field must be a preset"),
+    (dict(tests=["ttest", "nope"]), "'tests[1]' test 'nope' is unknown"),
+    (dict(tests=["ttest", "ttest"]), "same analysis more than once"),
+    (dict(tests=[{"name": "art", "resamples": 0}]), "resamples"),
+    (dict(tests=[{"name": "art", "exact": "sometimes"}]), "exact"),
+    (dict(tests=[{"name": "ttest", "structure": "paper"}]), "has no option"),
+    (dict(designs=[{"kind": "blok", "blocks": 1}]), "'designs[0].kind' field must be one of"),
+    (dict(designs=[{"kind": "block", "blocks": [1, 2], "docs_per_block": [5, 5, 5], "annotators_per_block": 1}]),
+     "equal lengths"),
+    (dict(designs=[{"kind": "pool", "docs": 10, "annotators": 2, "judgements_per_output": 3}]),
+     "judgements_per_output"),
+    (dict(designs=[{"kind": "pool", "docs": 10, "annotators": 5, "judgements_per_output": 3}],
+          tests=["art_block"]), "do not apply to pool designs"),
+    (dict(designs=[]), "'designs' field must be a non-empty list"),
+    (dict(colour="red"), "Unknown config key"),
+    (dict(figure={"x": "color"}), "figure.x"),
+])
+def test_bad_configs_name_the_field(changes, fragment):
+    with pytest.raises(ConfigError) as info:
+        _config(**changes)
+    assert fragment in str(info.value)
+
+
+def test_all_problems_reported_together():
+    with pytest.raises(ConfigError) as info:
+        _config(alpha=2, trials=-1, tests=["nope"])
+    assert len(info.value.messages) == 3
+
+
+def test_load_config_from_yaml_with_override(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(BASE))
+    assert load_config(path, {"trials": 7}).trials == 7
+    path.write_text("effect: zero\n  bad: [")
+    with pytest.raises(ConfigError, match="YAML"):
+        load_config(path)
+
+
+def test_shipped_configs_are_valid():
+    from conftest import REPO
+    for path in sorted((REPO / "configs").glob("*.yaml")):
+        if path.name.startswith("plan"):
+            continue  # planner configs have their own schema
+        config = load_config(path)
+        assert config.name
