@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")  # files only; no display on servers and CI
 import matplotlib.pyplot as plt  # noqa: E402
@@ -79,6 +80,9 @@ def plot_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title
         ax.axhline(alpha, color="black", linewidth=0.8, linestyle=":", label=f"nominal {alpha:g}")
     if figure.log_x:
         ax.set_xscale("log")
+        ticks = sorted(set(rows[figure.x].astype(float)))
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.set_xlabel(AXIS_NAMES.get(figure.x, figure.x))
     ax.set_ylabel(ESTIMAND_NAMES.get(estimand, estimand))
     ax.set_ylim(bottom=0)

@@ -1,0 +1,93 @@
+import numpy as np
+import pandas as pd
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+from simdesign.config import parse_config
+from simdesign.summary import rate_from_shares, ratio_rate, summarise, wilson_from_mcse
+
+
+def test_rate_and_trial_level_mcse():
+    shares = np.array([0.0, 0.2, 0.1, 0.5, 0.0, 0.3])
+    rate = rate_from_shares(shares, n_tests=60)
+    assert rate.rate == pytest.approx(1.1 / 6)
+    assert rate.mcse == pytest.approx(np.sqrt(np.var(shares, ddof=1) / 6))
+    n_eff = np.clip(rate.rate * (1 - rate.rate) / rate.mcse ** 2, 6, 60)
+    low, high = proportion_confint(rate.rate * n_eff, n_eff, method="wilson")
+    assert (rate.ci_low, rate.ci_high) == pytest.approx((low, high))
+
+
+def test_zero_rate_has_an_interval_of_trials_size():
+    rate = rate_from_shares(np.zeros(50), n_tests=500)
+    assert rate.rate == 0 and rate.mcse == 0 and rate.ci_low == pytest.approx(0, abs=1e-12)
+    assert rate.ci_high == pytest.approx(proportion_confint(0, 50, method="wilson")[1])
+
+
+def test_n_eff_is_clipped_to_the_number_of_tests():
+    # an impossibly small MCSE cannot claim more information than n_tests
+    low, high = wilson_from_mcse(0.3, 1e-6, trials=10, n_tests=100)
+    assert (low, high) == pytest.approx(proportion_confint(30, 100, method="wilson"))
+
+
+def test_ratio_estimator_delta_method():
+    numerators = np.array([3.0, 5.0, 4.0, 2.0])
+    denominators = np.array([5.0, 6.0, 6.0, 4.0])
+    rate = ratio_rate(numerators, denominators)
+    r = numerators.sum() / denominators.sum()
+    # delta method for a ratio of means, written out independently
+    mean_a, mean_b = numerators.mean(), denominators.mean()
+    cov = np.cov(numerators, denominators, ddof=1)
+    var = (cov[0, 0] - 2 * r * cov[0, 1] + r * r * cov[1, 1]) / (len(numerators) * mean_b ** 2)
+    assert rate.rate == pytest.approx(r) and rate.mcse == pytest.approx(np.sqrt(var))
+    assert mean_a / mean_b == pytest.approx(r)
+
+
+def _table(p_values, status, true_diff, estimate, design="block-B2-D5-A3", test="ttest"):
+    trials, n_pairs = p_values.shape
+    return pd.DataFrame({
+        "design": design, "trial": np.repeat(np.arange(trials), n_pairs), "test": test,
+        "pair": np.tile(np.arange(n_pairs), trials), "system_a": "a", "system_b": "b",
+        "true_diff": np.tile(true_diff, trials), "estimate": estimate.ravel(), "p_value": p_values.ravel(),
+        "status": status.ravel(), "message": "", "fit_status": pd.array([None] * p_values.size, dtype="string"),
+        "fit_seconds": 0.01,
+    })
+
+
+RAW = {"name": "s", "model": "coherence", "trials": 4, "tests": ["ttest"],
+       "designs": [{"kind": "block", "blocks": 2, "docs_per_block": 5, "annotators_per_block": 3}]}
+
+
+def test_power_counts_right_direction_only_and_failures_both_ways():
+    config = parse_config({**RAW, "effect": "fitted"})
+    true_diff = config.model.effects[[0, 0, 0, 0, 1, 1, 1, 2, 2, 3]] - config.model.effects[[1, 2, 3, 4, 2, 3, 4, 3, 4, 4]]
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0, 0.1, size=(4, 10))
+    estimate = np.tile(true_diff, (4, 1))
+    estimate[0, 0] *= -1  # one wrong-direction estimate
+    status = np.full((4, 10), "ok", dtype=object)
+    status[1, :] = "error"  # a failed fit fails all its pairs
+    p[1, :] = np.nan
+    table = _table(p, status, true_diff, estimate)
+    summary = summarise(config, table).set_index("estimand")
+    reject = (p < 0.05) & (status == "ok")
+    right = reject & (np.sign(estimate) == np.sign(true_diff))
+    wrong = reject & (np.sign(estimate) == -np.sign(true_diff))
+    assert summary.loc["power", "rate"] == pytest.approx(right.sum() / 40)
+    assert summary.loc["type_s", "rate"] == pytest.approx(wrong.sum() / 40)
+    assert summary.loc["power_fitted", "rate"] == pytest.approx(right.sum() / 30)
+    assert summary.loc["power_fitted", "n_tests"] == 30
+    assert summary.loc["failure_rate", "rate"] == pytest.approx(0.25)
+    assert summary.loc["power", "n_failed"] == 10
+    assert summary.loc["power", "judgements"] == 150
+
+
+def test_type1_and_familywise_under_zero():
+    config = parse_config({**RAW, "effect": "zero"})
+    p = np.full((4, 10), 0.5)
+    p[0, 3] = p[0, 4] = p[2, 0] = 0.01
+    status = np.full((4, 10), "ok", dtype=object)
+    summary = summarise(config, _table(p, status, np.zeros(10), np.zeros((4, 10)))).set_index("estimand")
+    assert summary.loc["type1", "rate"] == pytest.approx(3 / 40)
+    assert summary.loc["familywise", "rate"] == pytest.approx(2 / 4)
+    assert summary.loc["type1", "mcse"] == pytest.approx(np.std([0.2, 0, 0.1, 0], ddof=1) / 2)
+    assert "power" not in summary.index
