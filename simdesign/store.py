@@ -33,6 +33,7 @@ MANIFEST = "manifest.json"
 TRIALS_DIR = "trials"
 RESULT_COLUMNS = ("design", "trial", "test", "pair", "system_a", "system_b", "true_diff", "estimate", "p_value",
                   "status", "message", "fit_status", "fit_seconds")
+TEMPORARY_SUFFIX = ".tmp"
 TRACKED_PACKAGES = ("simdesign", "numpy", "scipy", "pandas", "statsmodels", "joblib", "pyarrow", "rpy2", "pymer4")
 
 
@@ -58,12 +59,16 @@ def git_commit() -> str:
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write via a temporary file in the same directory and rename (atomic on POSIX)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(temporary, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}{TEMPORARY_SUFFIX}")
+    try:
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    finally:
+        if temporary.exists():  # interrupted before the rename: the target was never touched
+            temporary.unlink()
 
 
 class ResultsStore:
@@ -96,6 +101,9 @@ class ResultsStore:
             The config mapping as read (after CLI overrides), kept so that
             ``simdesign plot`` and ``replay`` can rebuild the config.
         """
+        # A killed process can leave a temporary file behind (never a partial chunk): remove them.
+        for leftover in self.directory.glob(f"**/.*{TEMPORARY_SUFFIX}"):
+            leftover.unlink()
         fingerprint = config.results_fingerprint()
         analyses = {spec.label: spec.fingerprint for spec in config.analyses}
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
