@@ -14,7 +14,11 @@ from simdesign.model import PRESETS, load_model
 
 
 def _figure_estimand(config: SimulationConfig) -> str:
-    return config.figure.estimand or ("type1" if config.is_null else "power")
+    if config.figure.estimand:
+        return config.figure.estimand
+    if not config.analyses and config.estimands:  # a reliability-only config has no rates to draw
+        return config.estimands[0]
+    return "type1" if config.is_null else "power"
 
 
 def write_outputs(config: SimulationConfig, out_dir: Path, figure_base: Path | None = None) -> pd.DataFrame:
@@ -24,8 +28,8 @@ def write_outputs(config: SimulationConfig, out_dir: Path, figure_base: Path | N
     from simdesign.summary import summarise
 
     store = ResultsStore(out_dir)
-    table = store.read_trials(designs=[d.label for d in config.designs], tests=[a.label for a in config.analyses],
-                              trials=config.trials)
+    table = store.read_trials(designs=[d.label for d in config.designs],
+                              tests=[a.label for a in config.analyses] + list(config.estimands), trials=config.trials)
     summary = summarise(config, table)
     summary.to_csv(out_dir / "summary.csv", index=False)
     estimand = _figure_estimand(config)
@@ -33,6 +37,10 @@ def write_outputs(config: SimulationConfig, out_dir: Path, figure_base: Path | N
     base = figure_base or (out_dir / config.name)
     paths = plot_summary(summary, config.figure, estimand, title, base,
                          alpha=config.alpha if estimand in ("type1", "familywise") else None)
+    # Each requested reliability estimand also gets its own figure (the main one shows a single estimand).
+    for extra in config.estimands:
+        if extra != estimand:
+            paths += plot_summary(summary, config.figure, extra, title, base.with_name(f"{base.name}-{extra}"))
     print(f"wrote {out_dir / 'summary.csv'} and {', '.join(str(p) for p in paths)}")
     report_failures(summary)
     return summary
@@ -67,7 +75,7 @@ def cmd_run(args) -> int:
     run_simulation(config, out_dir, raw, jobs=args.jobs, progress=not args.quiet)
     summary = write_outputs(config, out_dir)
     if not args.quiet:
-        show = summary[summary["estimand"].isin(["type1", "power", "familywise"])]
+        show = summary[summary["estimand"].isin(["type1", "power", "familywise", *config.estimands])]
         with pd.option_context("display.width", 160, "display.max_rows", 200):
             print(show[["design", "test", "estimand", "rate", "ci_low", "ci_high", "mcse", "n_failed"]]
                   .to_string(index=False, float_format=lambda v: f"{v:.4f}"))
@@ -109,9 +117,9 @@ def cmd_replay(args) -> int:
     print(f"fit status: {result.fit_status}; seconds: {result.fit_seconds:.3f}; message: {result.message or '-'}")
     if args.verbose:
         from simdesign.analyses import ANALYSES
-        verbose = getattr(ANALYSES[args.test.split("[")[0]], "verbose", None)
-        if verbose is not None:
-            print(verbose(judgements, **{s.label: s for s in config.analyses}[args.test].options))
+        spec = {s.label: s for s in config.analyses}[args.test]
+        verbose = ANALYSES[spec.name].verbose
+        print(verbose(judgements, **spec.options) if verbose else f"({spec.name} has no verbose output)")
     if args.save:
         judgements.to_frame().to_csv(args.save, index=False)
         print(f"wrote the trial's judgements to {args.save}")

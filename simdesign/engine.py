@@ -9,6 +9,7 @@ atomically, so an interrupted run loses only the chunks in flight.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,17 +19,18 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from simdesign.analyses import ANALYSES, run_analysis, system_pairs
-from simdesign.analyses.base import BACKEND_CHECKS
+from simdesign.analyses.base import BACKEND_CHECKS, DEGENERATE, OK
 from simdesign.config import AnalysisSpec, SimulationConfig
 from simdesign.designs import Design
 from simdesign.errors import ConfigError, MissingBackendError
 from simdesign.judgements import Judgements
 from simdesign.model import OrdinalMixedModel
+from simdesign.reliability import RELIABILITY_ESTIMANDS, UndefinedReliability
 from simdesign.seeds import analysis_rng, data_rng
-from simdesign.store import ResultsStore
+from simdesign.store import RESULT_COLUMNS, ResultsStore
 
-DEFAULT_CHUNK_SIZE = 25
-
+# Chunk size when a config asks only for reliability estimands (cheap: milliseconds per trial).
+RELIABILITY_CHUNK_TRIALS = 100
 
 @dataclass(frozen=True)
 class Chunk:
@@ -64,12 +66,15 @@ def plan_chunks(config: SimulationConfig, store: ResultsStore | None, trials: in
     Consecutive trials that miss the same set of analyses are grouped, so
     raising ``trials`` or adding a test computes only what is new.
     """
-    chunk_size = config.chunk_size or DEFAULT_CHUNK_SIZE
+    chunk_size = config.chunk_size or min((ANALYSES[spec.name].chunk_trials for spec in config.analyses),
+                                          default=RELIABILITY_CHUNK_TRIALS)
+    # Reliability estimands are stored like tests (one row per trial), so they resume the same way.
+    work = tuple(config.analyses) + config.estimand_specs
     chunks = []
     for design in config.designs:
         done = store.completed(design.label) if store is not None else {}
         missing_per_trial = [
-            tuple(spec for spec in config.analyses if trial not in done.get(spec.label, ()))
+            tuple(spec for spec in work if trial not in done.get(spec.label, ()))
             for trial in range(trials)
         ]
         start = 0
@@ -90,8 +95,8 @@ def simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chun
     Returns
     -------
     pandas.DataFrame
-        One row per (trial, analysis, system pair); columns as
-        :data:`simdesign.store.RESULT_COLUMNS`.
+        One row per (trial, analysis, system pair), and one per (trial,
+        estimand) with ``pair`` -1; columns as :data:`simdesign.store.RESULT_COLUMNS`.
     """
     pairs = system_pairs(model.n_systems)
     beta = model.effects_for(effect)
@@ -101,9 +106,13 @@ def simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chun
     n_pairs = len(pairs)
     columns: dict[str, list] = {key: [] for key in ("trial", "test", "estimate", "p_value", "status", "message",
                                                      "fit_status", "fit_seconds")}
+    estimand_rows = []
     for trial in range(chunk.first_trial, chunk.stop_trial):
         judgements = model.sample(chunk.design, data_rng(root_seed, chunk.design.label, trial), effect)
         for spec in chunk.analyses:
+            if spec.name in RELIABILITY_ESTIMANDS:
+                estimand_rows.append(reliability_row(judgements, spec, root_seed, chunk.design.label, trial))
+                continue
             result = analyse(judgements, spec, root_seed, chunk.design.label, trial)
             columns["trial"].append(np.full(n_pairs, trial, dtype=np.int64))
             columns["test"].append([spec.label] * n_pairs)
@@ -113,7 +122,11 @@ def simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chun
             columns["message"].append([result.message] * n_pairs)
             columns["fit_status"].append([result.fit_status] * n_pairs)
             columns["fit_seconds"].append(np.full(n_pairs, result.fit_seconds))
+    estimand_frame = pd.DataFrame(estimand_rows, columns=list(RESULT_COLUMNS)).astype(
+        {"trial": np.int64, "pair": np.int64, "estimate": float, "fit_status": "string"})
     rows = len(columns["trial"])
+    if rows == 0:
+        return estimand_frame
     flat = {key: np.concatenate([np.asarray(part, dtype=object if key in ("test", "status", "message", "fit_status")
                                             else None) for part in parts])
             for key, parts in columns.items()}
@@ -132,7 +145,30 @@ def simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chun
         "fit_status": pd.array(flat["fit_status"], dtype="string"),
         "fit_seconds": flat["fit_seconds"].astype(float),
     })
+    if estimand_rows:
+        frame = pd.concat([frame, estimand_frame], ignore_index=True)
     return frame
+
+
+def reliability_row(judgements: Judgements, spec: AnalysisSpec, root_seed: int, design_label: str,
+                    trial: int) -> dict:
+    """One trial's value of a reliability estimand as a results row (``pair`` -1, no p-value).
+
+    Where the estimand is undefined for the design (SHR with fewer than two
+    blocks, alpha with one judgement per output) the row has status
+    'degenerate' and the reason as its message; the summary reports it.
+    """
+    # SHR draws random splits (22 or more blocks) from the trial's stream for this label, like a test.
+    rng = analysis_rng(root_seed, design_label, trial, spec.label)
+    started = time.perf_counter()
+    try:
+        value, status, message = float(RELIABILITY_ESTIMANDS[spec.name](judgements, rng)), OK, ""
+    except UndefinedReliability as exc:
+        value, status, message = float("nan"), DEGENERATE, str(exc)
+    return {"design": design_label, "trial": trial, "test": spec.label, "pair": -1, "system_a": "",
+            "system_b": "", "true_diff": float("nan"), "estimate": value, "p_value": float("nan"),
+            "status": status, "message": message, "fit_status": pd.NA,
+            "fit_seconds": time.perf_counter() - started}
 
 
 def analyse(judgements: Judgements, spec: AnalysisSpec, root_seed: int, design_label: str, trial: int):

@@ -292,3 +292,27 @@ def test_singular_fits_keep_p_values_and_fit_verbose(r_session, coherence):
     text = mixed_r.fit_verbose(small, "clmm", "intercepts")
     assert "Cumulative Link Mixed Model" in text and "status:" in text
     assert "OrderedModel" in mixed_r.fit_verbose(small, "clm")
+
+
+def test_run_and_replay_with_full_r_output(r_session, tmp_path, capsys):
+    """A mixed-model run stores fit status and seconds; replay refits one trial and prints R's summary."""
+    import yaml
+
+    from simdesign.cli import main
+
+    config = {"name": "mixed", "model": "coherence", "effect": "fitted", "trials": 3, "seed": 4,
+              "designs": [{"kind": "block", "blocks": 4, "docs_per_block": 5, "annotators_per_block": 2}],
+              "tests": [{"name": "lmer", "structure": "intercepts"}, "clm"]}
+    path = tmp_path / "mixed.yaml"
+    path.write_text(yaml.safe_dump(config))
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--out", str(out), "--jobs", "1", "--quiet"]) == 0
+    summary = pd.read_csv(out / "summary.csv")
+    lmer_rows = summary[summary["test"] == "lmer[intercepts]"]
+    assert {"power", "power_fitted", "failure_rate", "singular_rate"} <= set(lmer_rows["estimand"])
+    assert (lmer_rows["mean_fit_seconds"] > 0).all()
+    capsys.readouterr()
+    assert main(["replay", str(out), "--design", "block-B4-D5-A2", "--trial", "1", "--test", "lmer[intercepts]",
+                 "--verbose"]) == 0
+    printed = capsys.readouterr().out
+    assert "Linear mixed model" in printed and "fit status" in printed

@@ -10,3 +10,4 @@ from simdesign.analyses import classical  # noqa: F401  (registers the classical
 __all__ = ["ANALYSES", "FAILURES", "AnalysisInfo", "PairwiseResult", "register", "run_analysis", "system_pairs",
            "wald_contrasts"]
 from simdesign.analyses import mixed_r  # noqa: F401,E402  (registers clmm, lmer, clm; R starts only when they run)
+from simdesign.analyses import mixed_native  # noqa: F401,E402  (registers clmm_native)

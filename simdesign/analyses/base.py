@@ -92,6 +92,11 @@ class AnalysisInfo:
     needs_blocks: bool = False
     needs: str | None = None
     description: str = ""
+    verbose: Callable | None = None
+    chunk_trials: int = 25
+    """Trials per chunk the engine uses by default: fewer for slow fits, so that progress shows and an
+    interruption loses little."""
+    """Optional ``verbose(judgements, **options) -> str``: the full fit output, for ``simdesign replay``."""
 
 
 ANALYSES: dict[str, AnalysisInfo] = {}

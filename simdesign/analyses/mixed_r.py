@@ -438,12 +438,15 @@ _ADJUST_OPTION = (ADJUSTMENTS, "none")
 
 register(AnalysisInfo(
     name="clmm", function=clmm_analysis,
-    options={"structure": _STRUCTURE_OPTION, "adjust": _ADJUST_OPTION}, needs="R",
+    options={"structure": _STRUCTURE_OPTION, "adjust": _ADJUST_OPTION}, needs="R", chunk_trials=4,
+    verbose=lambda judgements, structure="paper", adjust="none": fit_verbose(judgements, "clmm", structure),
     description="R ordinal::clmm (logit, Laplace), pairwise Wald z contrasts"))
 register(AnalysisInfo(
     name="lmer", function=lmer_analysis,
-    options={"structure": _STRUCTURE_OPTION, "adjust": _ADJUST_OPTION}, needs="R",
+    options={"structure": _STRUCTURE_OPTION, "adjust": _ADJUST_OPTION}, needs="R", chunk_trials=4,
+    verbose=lambda judgements, structure="paper", adjust="none": fit_verbose(judgements, "lmer", structure),
     description="R lme4::lmer on raw scores, pairwise t contrasts with Satterthwaite df (lmerTest)"))
 register(AnalysisInfo(
     name="clm", function=clm_analysis, options={"adjust": _ADJUST_OPTION},
+    verbose=lambda judgements, adjust="none": fit_verbose(judgements, "clm"),
     description="cumulative-logit model without random effects (statsmodels), pairwise Wald z contrasts"))
