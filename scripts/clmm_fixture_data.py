@@ -18,6 +18,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import os
 import json
 from pathlib import Path
 
@@ -57,7 +58,11 @@ def main() -> None:
         source = args.shared / "data" / "steen-markert-2021" / "judgements" / f"likert_{task}_cnn_dm.csv"
         frame = pd.read_csv(source)[["annotator", "document", "system", "score"]]
         name = f"paper_{task}"
-        frame.to_csv(FIXTURES / f"{name}.csv", index=False)
+        # The paper's data are not ours to redistribute (no licence): link to ../shared, which sits
+        # beside every checkout (CI included), instead of copying it.
+        link = FIXTURES / f"{name}.csv"
+        link.unlink(missing_ok=True)
+        link.symlink_to(os.path.relpath(source.resolve(), FIXTURES.resolve()))
         datasets.append({"name": name, "csv": f"{name}.csv", "reference": REFERENCE,
                          "systems": system_order(frame["system"], REFERENCE), "shape": "block",
                          "source": "Steen & Markert (2021), EACL: likert_" + task + "_cnn_dm.csv"})

@@ -818,6 +818,33 @@ class ClmmResult:
         """Fixed effects as an array in ``systems`` order (reference 0 first)."""
         return np.array([self.fixed_effects[s] for s in self.systems])
 
+    def effects_in(self, order) -> tuple[np.ndarray, np.ndarray]:
+        """Fixed effects and their covariance in another system order with the same reference.
+
+        The fit orders systems as the reference followed by Python's sorted
+        order; a model's own order (e.g. the presets' ``__REFERENCE__, abssentrw,
+        BART, onmt_pg, seneca``) differs, and DESIGN.md's pairs follow the model.
+
+        Parameters
+        ----------
+        order : sequence of str
+            All systems of the fit, the reference first.
+
+        Returns
+        -------
+        effects : ndarray, shape (S,)
+            The reference's 0 first, as :func:`simdesign.analyses.base.wald_contrasts` expects.
+        covariance : ndarray, shape (S-1, S-1)
+            Covariance of ``effects[1:]``.
+        """
+        order = list(order)
+        if sorted(order) != sorted(self.systems) or order[0] != self.systems[0]:
+            raise ValueError(f"order must list the systems {self.systems} with the reference "
+                             f"{self.systems[0]!r} first; got {order}")
+        position = [self.systems.index(s) - 1 for s in order[1:]]
+        return (np.array([self.fixed_effects[s] for s in order]),
+                self.fixed_effects_cov[np.ix_(position, position)])
+
     def contrasts(self) -> pd.DataFrame:
         """Pairwise Wald contrasts beta_a - beta_b for all pairs a < b in ``systems`` order.
 

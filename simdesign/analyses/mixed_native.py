@@ -34,10 +34,7 @@ def clmm_native_analysis(judgements: Judgements, rng=None, structure: str = "pap
     if fit.status in FAILURES:
         return PairwiseResult.failed(n_pairs, fit.status, fit.message or fit.optimizer_message)
     # the fit orders non-reference systems by name; the registry contract uses the model's order
-    order = [fit.systems.index(name) for name in judgements.systems]
-    effects = np.array([fit.fixed_effects[name] for name in judgements.systems])
-    non_reference = [position - 1 for position in order[1:]]
-    covariance = np.asarray(fit.fixed_effects_cov)[np.ix_(non_reference, non_reference)]
+    effects, covariance = fit.effects_in(judgements.systems)
     if not np.all(np.isfinite(covariance)):
         return PairwiseResult.failed(n_pairs, "error", "fixed-effect covariance is not finite "
                                      f"(Hessian condition {fit.hessian_condition:.3g})")

@@ -1,0 +1,314 @@
+"""Tests of simdesign.clmm, the native cumulative link mixed model.
+
+Known-answer tests compare with ``ordinal::clmm`` fits stored as JSON under
+tests/fixtures/clmm_r/ (made by scripts/r/clmm_fixtures.R from the data sets
+written by scripts/clmm_fixture_data.py; R itself is not needed here).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from simdesign import clmm
+from simdesign.analyses.base import relative_cholesky_is_singular, wald_contrasts
+from simdesign.errors import ConfigError
+
+FIXTURES = Path(__file__).parent / "fixtures" / "clmm_r"
+R_FITS = sorted(FIXTURES.glob("*__*.json"))
+
+# Agreement required with ordinal::clmm (issue 4).
+PARAMETER_TOLERANCE = 0.005  # thresholds and fixed effects, absolute
+LOGLIK_TOLERANCE = 0.01
+SD_RELATIVE_TOLERANCE = 0.02  # relative; absolute below SD_FLOOR, where boundary SDs are ~0
+SD_FLOOR = 0.05
+Z_RELATIVE_TOLERANCE = 0.01  # relative; absolute below |z| = 1
+
+
+def load_frame(name: str) -> pd.DataFrame:
+    return pd.read_csv(FIXTURES / f"{name}.csv")
+
+
+@pytest.fixture(scope="module")
+def block_frame() -> pd.DataFrame:
+    return load_frame("sim_coherence_block")
+
+
+@pytest.fixture(scope="module")
+def small_frame(block_frame) -> pd.DataFrame:
+    """Two of the six blocks of the simulated block design: 150 judgements, fast to refit."""
+    blocks = sorted(block_frame["annotator"].unique())[:6]
+    return block_frame[block_frame["annotator"].isin(blocks)].reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# Known answers: ordinal::clmm
+# ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", R_FITS, ids=[p.stem for p in R_FITS])
+def test_matches_ordinal_clmm(path):
+    reference = json.loads(path.read_text())
+    systems = reference["systems"]
+    result = clmm.fit(load_frame(reference["dataset"]), reference["structure"], reference=systems[0])
+    assert result.systems == systems
+    assert result.terms == sorted(reference["random_effects_cov"], key=["annotator", "document"].index)
+    assert result.converged
+    if reference["optimizer_convergence"] != 0:
+        # R stopped early (nlminb's iteration limit): the native optimum must be at least as good.
+        assert result.loglik >= reference["loglik"] - LOGLIK_TOLERANCE
+        return
+
+    assert result.loglik == pytest.approx(reference["loglik"], abs=LOGLIK_TOLERANCE)
+    np.testing.assert_allclose(result.thresholds, reference["thresholds"], atol=PARAMETER_TOLERANCE)
+    r_beta = np.array([reference["fixed_effects"][s] for s in systems])
+    np.testing.assert_allclose(result.effects, r_beta, atol=PARAMETER_TOLERANCE)
+    for name in result.terms:
+        r_sd = np.atleast_1d(np.asarray(reference["random_effects_sd"][name], float))
+        scale = np.maximum(r_sd, SD_FLOOR)
+        assert np.all(np.abs(result.random_effects_sd[name] - r_sd) / scale < SD_RELATIVE_TOLERANCE), name
+    if not reference.get("fixed_effects_cov"):
+        # R's own Hessian was not positive definite (its vcov failed): nothing more to compare.
+        assert reference.get("vcov_error")
+        return
+    r_est, r_se, _ = wald_contrasts(r_beta, np.atleast_2d(reference["fixed_effects_cov"]))
+    r_z = r_est / r_se
+    native_z = result.contrasts()["z"].to_numpy()
+    assert np.all(np.abs(native_z - r_z) / np.maximum(np.abs(r_z), 1.0) < Z_RELATIVE_TOLERANCE)
+
+    r_singular = any(relative_cholesky_is_singular(np.atleast_2d(c)) for c in reference["random_effects_cov"].values())
+    assert result.status == ("singular" if r_singular else "ok")
+
+
+R_AT_NATIVE = FIXTURES / "r_loglik_at_native_parameters.json"
+NATIVE_PARAMETERS = FIXTURES / "native_parameters.json"
+
+
+def r_loglik_at_native_cases() -> list:
+    if not (R_AT_NATIVE.exists() and NATIVE_PARAMETERS.exists()):
+        return []
+    parameters = {entry["fit"]: entry for entry in json.loads(NATIVE_PARAMETERS.read_text())}
+    return [(parameters[entry["fit"]], entry["r_loglik"]) for entry in json.loads(R_AT_NATIVE.read_text())]
+
+
+@pytest.mark.parametrize("entry, r_loglik", r_loglik_at_native_cases(),
+                         ids=[case[0]["fit"] for case in r_loglik_at_native_cases()])
+def test_laplace_loglik_equals_ordinals_at_the_same_parameters(entry, r_loglik):
+    """ordinal's own Laplace objective (getNLA), evaluated at stored parameters, equals ours there.
+
+    This checks the likelihood itself, whichever optimiser found the parameters
+    (it covers the fits where R stopped early at a lower optimum).
+    """
+    problem = clmm._prepare(load_frame(entry["dataset"]), entry["structure"], entry["systems"][0])
+    layout = clmm._Layout(problem)
+    cholesky = {}
+    for name, parts in entry["cholesky"].items():
+        q = len(parts["diagonal"])
+        factor = np.diag(parts["diagonal"])
+        cols, rows = np.triu_indices(q, 1)
+        factor[rows, cols] = parts["lower"]
+        cholesky[name] = factor
+    vector = layout.pack(entry["thresholds"], entry["effects"], cholesky)
+    nll, _ = clmm._Objective(problem, layout).natural(vector, with_gradient=False)
+    # ordinal stops its mode search at max|gradient| < 1e-4, which moves its value by ~1e-8.
+    assert -nll == pytest.approx(r_loglik, abs=1e-5)
+
+
+# ------------------------------------------------------------------------------------------------
+# The analytic gradient
+# ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("structure", ["maximal", "intercepts"])
+def test_analytic_gradient_matches_finite_differences(small_frame, structure):
+    problem = clmm._prepare(small_frame, structure, "__REFERENCE__")
+    layout = clmm._Layout(problem)
+    objective = clmm._Objective(problem, layout)
+    rng = np.random.default_rng(4)
+    point = clmm._starting_values(problem, layout) + 0.2 * rng.standard_normal(layout.size)
+    point[:layout.n_thr] = np.sort(point[:layout.n_thr])
+    _, gradient = objective.natural(point)
+    step = 1e-5
+    numeric = np.empty_like(point)
+    for k in range(layout.size):
+        plus, minus = point.copy(), point.copy()
+        plus[k] += step
+        minus[k] -= step
+        numeric[k] = (objective.natural(plus, False)[0] - objective.natural(minus, False)[0]) / (2 * step)
+    np.testing.assert_allclose(gradient, numeric, atol=1e-5 * max(1.0, np.abs(numeric).max()))
+
+
+def test_laplace_value_matches_dense_computation(small_frame):
+    """The structured (Schur complement, per-component) log-determinant equals a dense one."""
+    problem = clmm._prepare(small_frame, "maximal", "__REFERENCE__")
+    layout = clmm._Layout(problem)
+    point = clmm._starting_values(problem, layout)
+    thresholds, beta, cholesky = layout.unpack(point)
+    beta_full = np.concatenate([[0.0], beta])
+    start = {f.name: np.zeros((f.n_levels, problem.q)) for f in problem.factors}
+    u, value, terms, fact, _, _ = clmm._mode(problem, thresholds, beta_full, cholesky, start)
+    blocks = []
+    for f in problem.factors:
+        loading = problem.z @ cholesky[f.name]
+        dense = np.zeros((problem.n_obs, f.n_levels * problem.q))
+        for level in range(problem.q):
+            dense[np.arange(problem.n_obs), f.codes * problem.q + level] = loading[:, level]
+        blocks.append(dense)
+    design = np.hstack(blocks)
+    hessian = np.eye(design.shape[1]) + design.T @ (terms.w[:, None] * design)
+    assert fact.log_det == pytest.approx(np.linalg.slogdet(hessian)[1], rel=1e-10)
+
+
+# ------------------------------------------------------------------------------------------------
+# Behaviour
+# ------------------------------------------------------------------------------------------------
+
+def test_contrasts_orientation_and_p_values(small_frame):
+    result = clmm.fit(small_frame, "intercepts", reference="__REFERENCE__")
+    table = result.contrasts()
+    systems = result.systems
+    expected_pairs = [(systems[i], systems[j]) for i in range(len(systems)) for j in range(i + 1, len(systems))]
+    assert list(zip(table["system_a"], table["system_b"])) == expected_pairs
+    for row in table.itertuples():
+        assert row.estimate == pytest.approx(result.fixed_effects[row.system_a] - result.fixed_effects[row.system_b])
+    estimate, se, p = wald_contrasts(result.effects, result.fixed_effects_cov)
+    np.testing.assert_allclose(table["estimate"], estimate)
+    np.testing.assert_allclose(table["se"], se)
+    np.testing.assert_allclose(table["p"], p)
+    np.testing.assert_allclose(table["z"], estimate / se)
+
+
+def test_effects_in_model_order_give_the_same_contrasts(small_frame):
+    result = clmm.fit(small_frame, "intercepts", reference="__REFERENCE__")
+    model_order = ["__REFERENCE__", "abssentrw", "BART", "onmt_pg", "seneca"]
+    effects, covariance = result.effects_in(model_order)
+    estimate, se, _ = wald_contrasts(effects, covariance)
+    table = result.contrasts().set_index(["system_a", "system_b"])
+    pairs = [(model_order[i], model_order[j]) for i in range(5) for j in range(i + 1, 5)]
+    for (a, b), est, s in zip(pairs, estimate, se):
+        sign = 1.0 if (a, b) in table.index else -1.0
+        row = table.loc[(a, b)] if sign > 0 else table.loc[(b, a)]
+        assert est == pytest.approx(sign * row["estimate"])
+        assert s == pytest.approx(row["se"])
+    with pytest.raises(ValueError, match="reference"):
+        result.effects_in(model_order[1:] + model_order[:1])
+
+
+def test_default_reference_is_first_in_python_sorted_order(small_frame):
+    result = clmm.fit(small_frame, "intercepts")
+    assert result.systems == sorted(small_frame["system"].unique())
+    assert result.systems[0] == "BART"  # uppercase sorts before '_' in Python, unlike R's collation
+    assert result.fixed_effects["BART"] == 0.0
+    explicit = clmm.fit(small_frame, "intercepts", reference="__REFERENCE__")
+    # Changing the reference only shifts the effects.
+    shift = explicit.fixed_effects["BART"]
+    for system in result.systems:
+        assert result.fixed_effects[system] == pytest.approx(explicit.fixed_effects[system] - shift, abs=1e-4)
+    assert result.loglik == pytest.approx(explicit.loglik, abs=1e-6)
+
+
+def test_paper_structure_drops_document_term_only_for_nested_data(small_frame):
+    nested = load_frame("sim_coherence_nested")
+    assert clmm.is_nested(nested)
+    paper = clmm.fit(nested, "paper", reference="__REFERENCE__")
+    assert paper.terms == ["annotator"]
+    assert set(paper.random_effects_cov) == {"annotator"}
+    assert paper.random_effects_cov["annotator"].shape == (5, 5)
+    assert not clmm.is_nested(small_frame)
+    problem = clmm._prepare(small_frame, "paper", "__REFERENCE__")
+    assert [f.name for f in problem.factors] == ["annotator", "document"]
+
+
+def test_intercepts_structure_returns_one_by_one_covariances(small_frame):
+    result = clmm.fit(small_frame, "intercepts", reference="__REFERENCE__")
+    assert result.terms == ["annotator", "document"]
+    assert all(cov.shape == (1, 1) for cov in result.random_effects_cov.values())
+    assert result.fixed_effects_cov.shape == (4, 4)
+    assert result.thresholds.shape == (6,)
+
+
+def test_boundary_fit_is_reported_singular():
+    """No document variation at all: for this seed the document SD lands exactly on the bound 0."""
+    rng = np.random.default_rng(2)
+    rows = []
+    annotator_effect = rng.normal(0, 1.0, 12)
+    for annotator in range(12):
+        for document in range(10):
+            for system, beta in zip("ABC", (0.0, 0.5, 1.0)):
+                latent = beta + annotator_effect[annotator] + rng.logistic()
+                rows.append((annotator, document, system, int(np.digitize(latent, [-1.5, 0.0, 1.5]))))
+    frame = pd.DataFrame(rows, columns=["annotator", "document", "system", "score"])
+    result = clmm.fit(frame, "intercepts")
+    assert result.status == "singular"
+    assert result.converged
+    assert result.boundary["document"][0]
+    assert result.random_effects_cov["document"][0, 0] == 0.0
+    assert "singular" in result.message
+
+
+def test_numerical_failure_becomes_error_status(small_frame, monkeypatch):
+    def broken(*args, **kwargs):
+        raise clmm.ModeSearchError("simulated breakdown")
+
+    monkeypatch.setattr(clmm, "_mode", broken)
+    result = clmm.fit(small_frame, "intercepts")
+    assert result.status == "error"
+    assert not result.converged
+    assert "simulated breakdown" in result.message
+    assert np.isnan(result.loglik)
+
+
+# ------------------------------------------------------------------------------------------------
+# Bad input
+# ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("column", ["annotator", "document", "system", "score"])
+def test_missing_column_is_named(small_frame, column):
+    with pytest.raises(ConfigError, match=column):
+        clmm.fit(small_frame.drop(columns=column))
+
+
+@pytest.mark.parametrize("column", ["annotator", "document", "system", "score"])
+def test_missing_values_name_the_column(small_frame, column):
+    frame = small_frame.copy()
+    frame[column] = frame[column].astype(object)
+    frame.loc[3, column] = None
+    with pytest.raises(ConfigError, match=f"'{column}'"):
+        clmm.fit(frame)
+
+
+def test_non_numeric_score_is_rejected(small_frame):
+    frame = small_frame.assign(score=small_frame["score"].astype(str))
+    with pytest.raises(ConfigError, match="'score'"):
+        clmm.fit(frame)
+
+
+def test_bad_structure_and_reference_are_rejected(small_frame):
+    with pytest.raises(ConfigError, match="structure"):
+        clmm.fit(small_frame, structure="random")
+    with pytest.raises(ConfigError, match="nonexistent"):
+        clmm.fit(small_frame, reference="nonexistent")
+    with pytest.raises(ConfigError, match="'system'"):
+        clmm.fit(small_frame.assign(system="only"))
+
+
+def test_hessian_null_direction_in_covariance_parameters_is_projected_out():
+    """A flat direction among Cholesky elements gives the effects' covariance of fixing one of them."""
+    rng = np.random.default_rng(3)
+    n_fixed = 4
+    basis = rng.standard_normal((6, 6))
+    identified = basis @ basis.T + np.eye(6)
+    # The likelihood depends on the last two of 7 parameters only through their sum.
+    merge = np.hstack([np.eye(6), np.eye(6)[:, -1:]])
+    hessian = merge.T @ identified @ merge
+    cov, _, null_directions = clmm._invert_hessian(hessian, n_fixed)
+    assert null_directions == 1
+    np.testing.assert_allclose(cov[:n_fixed, :n_fixed], np.linalg.inv(identified)[:n_fixed, :n_fixed], rtol=1e-8)
+
+    # A flat direction that moves a fixed effect, or a saddle, leaves no usable covariance.
+    merge_fixed = np.hstack([np.eye(6), np.eye(6)[:, :1]])
+    with pytest.raises(np.linalg.LinAlgError, match="fixed effects"):
+        clmm._invert_hessian(merge_fixed.T @ identified @ merge_fixed, n_fixed)
+    with pytest.raises(np.linalg.LinAlgError, match="saddle"):
+        clmm._invert_hessian(np.diag([3.0, 2.0, 2.0, 1.0, 1.0, 1.0, -0.5]), n_fixed)
