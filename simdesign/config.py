@@ -31,9 +31,10 @@ from simdesign.analyses import ANALYSES
 from simdesign.designs import DESIGN_KINDS, BlockDesign, PoolDesign
 from simdesign.errors import ConfigError
 from simdesign.model import OrdinalMixedModel, effect_scale, load_model
+from simdesign.reliability import RELIABILITY_ESTIMANDS
 
 TOP_LEVEL_KEYS = ("name", "model", "effect", "designs", "tests", "trials", "alpha", "seed", "art_resamples",
-                  "art_exact", "chunk_size", "figure", "description")
+                  "art_exact", "chunk_size", "figure", "description", "estimands")
 FIGURE_X = ("annotators", "judgements", "docs", "blocks", "annotators_per_block", "judgements_per_output")
 FIGURE_COLOUR = ("test", "shape")
 # Config-level defaults that ART analyses inherit unless their own options say otherwise.
@@ -90,6 +91,7 @@ class SimulationConfig:
     chunk_size: int | None
     figure: FigureSpec = field(default_factory=FigureSpec)
     description: str = ""
+    estimands: tuple = ()  # per-trial reliability estimands (DESIGN.md section 4), e.g. ('krippendorff_alpha',)
 
     @property
     def effect_label(self) -> str:
@@ -98,6 +100,11 @@ class SimulationConfig:
     @property
     def is_null(self) -> bool:
         return effect_scale(self.effect) == 0.0
+
+    @property
+    def estimand_specs(self) -> tuple:
+        """The requested estimands as work items for the engine (label = estimand name, no options)."""
+        return tuple(AnalysisSpec(name=name, label=name, options={}) for name in self.estimands)
 
     def results_fingerprint(self) -> dict:
         """What must match for stored trials to be reused: model, effect and seed.
@@ -116,6 +123,7 @@ class SimulationConfig:
             "tests": [{"name": a.name, "label": a.label, **a.options} for a in self.analyses],
             "trials": self.trials, "alpha": self.alpha, "seed": self.seed,
             "art_resamples": self.art_resamples, "art_exact": self.art_exact,
+            **({"estimands": list(self.estimands)} if self.estimands else {}),
         }
 
 
@@ -199,8 +207,15 @@ def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
         chunk_size = _positive_int(errors, raw, "chunk_size", None)
 
     designs = parse_designs(raw.get("designs"), errors)
-    analyses = parse_analyses(raw.get("tests"), errors,
-                              {"resamples": art_resamples, "exact": art_exact})
+    estimands = parse_estimands(raw.get("estimands"), errors)
+    # A reliability-only config needs no tests; otherwise 'tests' stays required.
+    if estimands and not raw.get("tests"):
+        analyses = []
+    else:
+        analyses = parse_analyses(raw.get("tests"), errors, {"resamples": art_resamples, "exact": art_exact})
+    clashes = sorted({a.label for a in analyses} & set(estimands))
+    if clashes:
+        errors.append(f"The test label(s) {clashes} are estimand names; give the test(s) another 'label'")
     if designs and analyses:
         pool_labels = [d.label for d in designs if not d.has_blocks]
         block_tests = [a.label for a in analyses if ANALYSES[a.name].needs_blocks]
@@ -214,7 +229,34 @@ def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
     return SimulationConfig(name=name, model=model, model_source=str(model_source), effect=effect,
                             designs=tuple(designs), analyses=tuple(analyses), trials=trials, alpha=float(alpha),
                             seed=seed, art_resamples=art_resamples, art_exact=art_exact, chunk_size=chunk_size,
-                            figure=figure, description=str(raw.get("description", "")))
+                            figure=figure, description=str(raw.get("description", "")),
+                            estimands=tuple(estimands))
+
+
+def parse_estimands(items, errors: list[str]) -> list[str]:
+    """Per-trial estimands beside the tests' rates: ``[krippendorff_alpha, shr]``.
+
+    Where one is undefined for a design (SHR with fewer than two blocks,
+    alpha with one judgement per output) the summary reports it empty with
+    a note rather than rejecting the config, so one config can compare
+    nested, blocked and crossed designs.
+    """
+    if items is None:
+        return []
+    if isinstance(items, str):
+        items = [items]
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        errors.append(f"The 'estimands' field must be a list of names from {sorted(RELIABILITY_ESTIMANDS)}; "
+                      f"got {items!r}")
+        return []
+    unknown = [item for item in items if item not in RELIABILITY_ESTIMANDS]
+    if unknown:
+        errors.append(f"The 'estimands' field names unknown estimand(s) {unknown}; "
+                      f"available: {sorted(RELIABILITY_ESTIMANDS)}")
+    duplicates = sorted({item for item in items if items.count(item) > 1})
+    if duplicates:
+        errors.append(f"The 'estimands' field lists {duplicates} more than once")
+    return list(dict.fromkeys(item for item in items if item in RELIABILITY_ESTIMANDS))
 
 
 def _positive_int(errors, raw, key, default):

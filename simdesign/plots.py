@@ -17,7 +17,10 @@ AXIS_NAMES = {"annotators": "annotators in total", "judgements": "judgements in 
               "judgements_per_output": "judgements per output"}
 ESTIMAND_NAMES = {"type1": "type I error rate", "power": "power (right direction)", "familywise": "family-wise error",
                   "power_fitted": "power (failed fits excluded)", "type_s": "type S rate",
-                  "failure_rate": "failure rate", "singular_rate": "singular fit rate"}
+                  "failure_rate": "failure rate", "singular_rate": "singular fit rate",
+                  "krippendorff_alpha": "Krippendorff's alpha (ordinal)", "shr": "split-half reliability"}
+# Estimands that are values, not rates: their axis is not clipped at 0 and their bands are normal intervals.
+VALUE_ESTIMANDS = ("krippendorff_alpha", "shr")
 LINESTYLES = ("-", "--", ":", "-.")
 
 
@@ -64,14 +67,15 @@ def plot_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title
     for shape, test in groups:
         part = rows[(rows["test"] == test) & ((rows["shape"] == shape) if shape else True)]
         part = part.sort_values(figure.x)
-        if part.empty:
+        if part.empty or part["rate"].isna().all():  # e.g. SHR of one-block designs: undefined, noted in the CSV
             continue
         if shape:
             colour = colours[shapes.index(shape) % len(colours)]
             style = LINESTYLES[tests.index(test) % len(LINESTYLES)]
-            label = f"{shape}, {test}"
+            label = f"{shape}, {test}" if test else shape
         else:
-            colour, style, label = colours[tests.index(test) % len(colours)], "-", test
+            # Reliability estimands have no test (their 'test' is empty): label the line by the estimand.
+            colour, style, label = colours[tests.index(test) % len(colours)], "-", test or estimand
         x = part[figure.x].astype(float).to_numpy()
         ax.plot(x, part["rate"], style, marker="o", markersize=3.5, color=colour, label=label)
         ax.fill_between(x, part["ci_low"].astype(float), part["ci_high"].astype(float), color=colour, alpha=0.15,
@@ -85,11 +89,12 @@ def plot_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title
         ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.set_xlabel(AXIS_NAMES.get(figure.x, figure.x))
     ax.set_ylabel(ESTIMAND_NAMES.get(estimand, estimand))
-    ax.set_ylim(bottom=0)
+    if estimand not in VALUE_ESTIMANDS:
+        ax.set_ylim(bottom=0)
     trials = rows["trials"]
     trial_text = f"{int(trials.min())}" if trials.min() == trials.max() else f"{int(trials.min())}-{int(trials.max())}"
-    ax.set_title(f"{title}\n{trial_text} trials per point; bands: 95% Wilson intervals (trial = unit)",
-                 fontsize=9)
+    band = "normal intervals of the mean" if estimand in VALUE_ESTIMANDS else "Wilson intervals (trial = unit)"
+    ax.set_title(f"{title}\n{trial_text} trials per point; bands: 95% {band}", fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     paths = []

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
 from simdesign.analyses.base import FAILURES, SINGULAR
@@ -126,6 +127,43 @@ def summarise_group(group: pd.DataFrame, alpha: float, is_null: bool) -> list[di
     return rows
 
 
+def summarise_estimand(group: pd.DataFrame, confidence: float = 0.95) -> dict:
+    """Mean of a per-trial estimand (Krippendorff's alpha, SHR) with its MCSE and a normal interval.
+
+    A value, not a rate: the interval is mean +- z * MCSE with MCSE = sd / sqrt(trials) (ddof 1),
+    not a Wilson interval. Trials where the estimand is undefined (status 'degenerate') are left
+    out and counted in ``n_failed``; when no trial has a value the row is empty (NaN) and the note
+    says why (e.g. SHR needs two or more blocks).
+
+    Parameters
+    ----------
+    group : pandas.DataFrame
+        The estimand's per-trial rows of one design (``estimate``, ``status``, ``message``).
+    confidence : float
+
+    Returns
+    -------
+    dict
+        rate, ci_low, ci_high, mcse, n_tests, n_failed, note.
+    """
+    defined = group["status"].to_numpy() == "ok"
+    values = group["estimate"].to_numpy(float)[defined]
+    n_failed = int((~defined).sum())
+    messages = list(dict.fromkeys(group.loc[~defined, "message"]))
+    note = "mean of per-trial values; normal interval"
+    if n_failed:
+        note += f"; undefined in {n_failed} of {len(group)} trials: {'; '.join(messages)}"
+    if values.size == 0:
+        nan = float("nan")
+        return {"rate": nan, "ci_low": nan, "ci_high": nan, "mcse": nan, "n_tests": len(group),
+                "n_failed": n_failed, "note": f"undefined: {'; '.join(messages)}"}
+    mean = float(values.mean())
+    mcse = float(values.std(ddof=1) / np.sqrt(values.size)) if values.size > 1 else float("nan")
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    return {"rate": mean, "ci_low": mean - z * mcse, "ci_high": mean + z * mcse, "mcse": mcse,
+            "n_tests": len(group), "n_failed": n_failed, "note": note}
+
+
 def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
     """One row per design x test x estimand (DESIGN.md section 4).
 
@@ -155,6 +193,14 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
                 rows.append({**design.columns(), "judgements": design.judgements(n_systems), "test": spec.label,
                              **row, "trials": trials, "effect": config.effect_label, "alpha": config.alpha,
                              "mean_fit_seconds": fit_seconds})
+        for name in config.estimands:
+            group = design_rows[design_rows["test"] == name].sort_values("trial")
+            if group.empty:
+                continue
+            rows.append({**design.columns(), "judgements": design.judgements(n_systems), "test": "",
+                         "estimand": name, **summarise_estimand(group), "trials": group["trial"].nunique(),
+                         "effect": config.effect_label, "alpha": config.alpha,
+                         "mean_fit_seconds": group["fit_seconds"].mean()})
     summary = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     for column in ("blocks", "docs_per_block", "annotators_per_block"):
         summary[column] = summary[column].astype("Int64")
