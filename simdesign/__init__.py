@@ -8,6 +8,10 @@ from simdesign.designs import BlockDesign, PoolDesign
 from simdesign.errors import ConfigError
 from simdesign.judgements import Judgements
 from simdesign.model import OrdinalMixedModel, load_model
+from simdesign.config import load_config, parse_config
+from simdesign.engine import replay_trial, run_simulation
+from simdesign.summary import summarise
 
 __version__ = "0.1.0"
-__all__ = ["BlockDesign", "PoolDesign", "ConfigError", "Judgements", "OrdinalMixedModel", "load_model"]
+__all__ = ["BlockDesign", "PoolDesign", "ConfigError", "Judgements", "OrdinalMixedModel", "load_model", "load_config",
+           "parse_config", "replay_trial", "run_simulation", "summarise"]

@@ -1,4 +1,4 @@
-"""Command-line interface: ``simdesign run | plot | replay | presets``."""
+"""Command-line interface: ``simdesign run | plot | replay | plan | fit | check | reliability | presets``."""
 from __future__ import annotations
 
 import argparse
@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from simdesign.backends import BACKENDS, DEFAULT_RETRIES
 from simdesign.config import SimulationConfig, load_config, parse_config
 from simdesign.errors import ConfigError, MissingBackendError
 from simdesign.model import PRESETS, load_model
@@ -57,8 +58,14 @@ def report_failures(summary: pd.DataFrame) -> None:
           "see status/message in the trial files, replay with 'simdesign replay'):\n" + "\n".join(lines),
           file=sys.stderr)
     total = failures[failures["rate"] >= 1.0]
-    if not total.empty:
-        raise SystemExit("ERROR: every test failed for " + ", ".join(f"{r.design} / {r.test}" for r in total.itertuples()))
+    # A test that is undefined for a design (a block test with one block) fails by construction: say so.
+    undefined = total[total["note"].str.fullmatch(r"degenerate: \d+")]
+    if not undefined.empty:
+        print("NOTE: undefined for the design, so every test of it is 'degenerate' (e.g. a block-level test with "
+              "one block): " + ", ".join(f"{r.design} / {r.test}" for r in undefined.itertuples()), file=sys.stderr)
+    broken = total.drop(undefined.index)
+    if not broken.empty:
+        raise SystemExit("ERROR: every test failed for " + ", ".join(f"{r.design} / {r.test}" for r in broken.itertuples()))
 
 
 def cmd_run(args) -> int:
@@ -72,7 +79,8 @@ def cmd_run(args) -> int:
     if str(raw.get("model")) not in PRESETS and model_path.is_file():
         raw["model"] = str(model_path.resolve())  # so that 'plot' and 'replay' find it from anywhere
     out_dir = Path(args.out) if args.out else default_out_dir(config)
-    run_simulation(config, out_dir, raw, jobs=args.jobs, progress=not args.quiet)
+    run_simulation(config, out_dir, raw, jobs=args.jobs, progress=not args.quiet, backend=args.backend,
+                   scheduler=args.scheduler, workers=args.workers, retries=args.retries)
     summary = write_outputs(config, out_dir)
     if not args.quiet:
         show = summary[summary["estimand"].isin(["type1", "power", "familywise", *config.estimands])]
@@ -126,6 +134,136 @@ def cmd_replay(args) -> int:
     return 0
 
 
+def cmd_plan(args) -> int:
+    from simdesign.plan_report import effort_line, plan_table, recommendation_text, write_plan_outputs
+    from simdesign.plan_search import run_plan
+    from simdesign.planner import load_plan
+
+    overrides = {key: value for key, value in (("max_trials", args.max_trials), ("screen_trials", args.screen_trials))
+                 if value is not None}
+    config = load_plan(args.config, overrides)
+    out_dir = Path(args.out) if args.out else Path("results") / config.name
+    simulated = sum(1 for c in config.candidates if not c.excluded)
+    print(f"planning {config.name}: {len(config.candidates)} candidates (design x test), {simulated} to simulate; "
+          f"{config.screen_trials} screening trials, up to {config.max_trials}")
+    result = run_plan(config, out_dir, jobs=args.jobs, progress=not args.quiet)
+    paths = write_plan_outputs(result, out_dir, Path(args.figure) if args.figure else None)
+    table = plan_table(result)
+    shown = table[table["trials"] > 0].head(args.show)
+    with pd.option_context("display.width", 200, "display.max_rows", 200):
+        print(shown[["rank", "design", "test", "judgements", "annotators", "cost", "power", "ci_low", "ci_high",
+                     "trials", "decision"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print()
+    print(recommendation_text(result))
+    print(effort_line(result))
+    print(f"wrote {paths['table']}, {paths['recommendation']}, {', '.join(str(p) for p in paths['figures'])}")
+    return 0 if result.recommended is not None else 1
+
+
+def _read_judgements_args(args, for_fit: bool = True):
+    from simdesign.fit import parse_columns, parse_scale, read_judgements
+
+    scale = parse_scale(args.scale) if args.scale else None
+    return read_judgements(args.judgements, parse_columns(args.columns), scale, for_fit=for_fit)
+
+
+def cmd_reliability(args) -> int:
+    import numpy as np
+
+    from simdesign.judgements import Judgements
+    from simdesign.reliability import UndefinedReliability, krippendorff_alpha, split_half_reliability
+
+    frame, scale = _read_judgements_args(args, for_fit=False)
+    print(f"{args.judgements}: {len(frame)} judgements, {frame['annotator'].nunique()} annotators, "
+          f"{frame['document'].nunique()} documents, {frame['system'].nunique()} systems; scale {list(scale)}")
+    try:
+        print(f"Krippendorff's alpha (ordinal; unit = document x system, coders = annotators): "
+              f"{krippendorff_alpha(frame, value_domain=scale):.4f}")
+    except UndefinedReliability as exc:
+        print(f"Krippendorff's alpha: undefined ({exc})")
+    try:
+        judgements = Judgements.from_frame(frame)
+    except ConfigError as exc:
+        print(f"split-half reliability: undefined ({exc})")
+        return 0
+    try:
+        result = split_half_reliability(judgements, np.random.default_rng(args.seed))
+    except UndefinedReliability as exc:
+        print(f"split-half reliability: undefined ({exc})")
+        return 0
+    how = (f"mean over all {result.n_splits} distinct splits" if result.exact
+           else f"mean over {result.n_splits} random splits, seed {args.seed}")
+    skipped = f"; {result.n_undefined} splits with undefined r left out" if result.n_undefined else ""
+    print(f"split-half reliability (Pearson r of system means between halves of {result.n_blocks} blocks, {how}"
+          f"{skipped}): {result.value:.4f}")
+    return 0
+
+
+def cmd_fit(args) -> int:
+    from simdesign.fit import FitError, file_sha256, fit_model, write_model
+
+    frame, scale = _read_judgements_args(args)
+    source = {"file": Path(args.judgements).name, "sha256": file_sha256(args.judgements), "rows": len(frame)}
+    if args.columns:
+        source["columns"] = args.columns
+    name = args.name or Path(args.out).stem
+    try:
+        outcome = fit_model(frame, structure=args.structure, reference=args.reference, scale=scale, name=name,
+                            source=source)
+    except FitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    model, result = outcome.model, outcome.result
+    header = (f"Fitted by 'simdesign fit {Path(args.judgements).name} --structure {args.structure}'; "
+              f"load with simdesign.model.load_model or name it as 'model' in a config.")
+    path = write_model(model, args.out, header=header)
+    print(f"fitted {len(frame)} judgements ({structure_text(result)}): status {result.status}, "
+          f"log-likelihood {result.loglik:.2f}, {result.seconds:.1f} s")
+    print(f"  thresholds: {', '.join(f'{v:.3f}' for v in model.thresholds)}")
+    print(f"  effects:    {', '.join(f'{s}={b:+.3f}' for s, b in zip(model.systems, model.effects))} "
+          f"(reference {model.systems[0]})")
+    for term, sd in result.random_effects_sd.items():
+        print(f"  {term} SDs: {', '.join(f'{v:.3f}' for v in sd)}")
+    for note in outcome.provenance["notes"]:
+        print(f"  note: {note}")
+    print(f"wrote {path}")
+    if result.status == "not_converged":
+        print("WARNING: the fit did not converge; the model file records this in its provenance", file=sys.stderr)
+    if args.check:
+        run_check_command(model, frame, args.check_out or Path(args.out).with_suffix(""), args.check_trials,
+                          args.seed)
+    return 0
+
+
+def structure_text(result) -> str:
+    return f"structure {result.structure}, terms {'+'.join(result.terms)}"
+
+
+def run_check_command(model, frame, out_dir, trials: int, seed: int) -> None:
+    from simdesign.check import run_check
+
+    table, paths = run_check(model, frame, out_dir, trials=trials, seed=seed)
+    outside = table[~table["inside"]]
+    print(f"predictive check: {trials} studies simulated with the data's own design; "
+          f"{len(table) - len(outside)} of {len(table)} statistics inside the simulated 95% range")
+    singles = table[table["category"].isna()]
+    with pd.option_context("display.width", 160):
+        print(singles[["statistic", "system", "observed", "sim_low", "sim_high", "inside"]]
+              .to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if not outside.empty:
+        print("outside the range: " + "; ".join(
+            f"{r.statistic} {r.system} {'' if pd.isna(r.category) else r.category} observed {r.observed:.3f}, "
+            f"range {r.sim_low:.3f}..{r.sim_high:.3f}" for r in outside.itertuples()))
+    print(f"wrote {', '.join(str(p) for p in paths)}")
+
+
+def cmd_check(args) -> int:
+    frame, _ = _read_judgements_args(args, for_fit=False)
+    model = load_model(args.model)
+    run_check_command(model, frame, args.out or Path("results") / f"check-{model.name}", args.trials, args.seed)
+    return 0
+
+
 def cmd_presets(args) -> int:
     for name in PRESETS:
         model = load_model(name)
@@ -146,6 +284,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="results directory (default results/<config name>)")
     run.add_argument("--jobs", type=int, default=-1, help="parallel workers (default: all cores)")
     run.add_argument("--trials", type=int, help="override the config's trials")
+    run.add_argument("--backend", choices=BACKENDS, default="loky",
+                     help="where chunks run: local processes (loky, default), local threads (threading; not for "
+                          "R-backed tests) or a Dask cluster (dask); results are identical")
+    run.add_argument("--scheduler", metavar="ADDRESS",
+                     help="dask: address of a running scheduler, e.g. tcp://host:8786 (default: a local cluster "
+                          "for the run)")
+    run.add_argument("--workers", type=int, metavar="N",
+                     help="dask: worker processes of the local cluster (default: all cores)")
+    run.add_argument("--retries", type=int, default=DEFAULT_RETRIES, metavar="N",
+                     help="resubmit unsaved chunks up to N times when workers die (default %(default)s)")
     run.add_argument("--quiet", action="store_true", help="no progress bar or table")
     run.set_defaults(func=cmd_run)
 
@@ -162,6 +310,52 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--verbose", action="store_true", help="print the full fit output where available")
     replay.add_argument("--save", help="write the trial's judgements to this CSV")
     replay.set_defaults(func=cmd_replay)
+
+    plan = sub.add_parser("plan", help="find the cheapest design reaching a target power (or the most powerful "
+                                       "within a budget) under a cost model")
+    plan.add_argument("config", help="plan config (YAML; see configs/plan_example.yaml)")
+    plan.add_argument("--out", help="results directory (default results/<plan name>); a re-run resumes")
+    plan.add_argument("--jobs", type=int, default=-1, help="parallel workers (default: all cores)")
+    plan.add_argument("--screen-trials", type=int, help="override the config's screen_trials")
+    plan.add_argument("--max-trials", type=int, help="override the config's max_trials")
+    plan.add_argument("--figure", help="figure path without suffix (default <out>/<plan name>)")
+    plan.add_argument("--show", type=int, default=15, help="rows of the ranked table to print")
+    plan.add_argument("--quiet", action="store_true", help="no per-stage progress lines")
+    plan.set_defaults(func=cmd_plan)
+
+    def judgements_options(command):
+        command.add_argument("judgements", help="CSV, one row per judgement: annotator, document, system, score")
+        command.add_argument("--columns", help="map column names, e.g. annotator=worker,score=rating")
+        command.add_argument("--scale", help="the scale's values, e.g. 1..7 (default: the observed values)")
+
+    reliability = sub.add_parser("reliability", help="Krippendorff's alpha and split-half reliability of real data")
+    judgements_options(reliability)
+    reliability.add_argument("--seed", type=int, default=0, help="for random splits (more than 100,000 splits)")
+    reliability.set_defaults(func=cmd_reliability)
+
+    fit = sub.add_parser("fit", help="fit the generator (cumulative link mixed model) to judgements; "
+                                     "write a model file")
+    judgements_options(fit)
+    fit.add_argument("--out", required=True, help="model file to write (YAML)")
+    fit.add_argument("--structure", default="paper", choices=["paper", "maximal", "intercepts"],
+                     help="random effects (default paper: maximal, document term dropped for nested data)")
+    fit.add_argument("--reference", help="reference system (default: first in sorted order; the paper's "
+                                         "models use __REFERENCE__)")
+    fit.add_argument("--name", help="model name (default: the output file's stem)")
+    fit.add_argument("--check", action="store_true", help="then run the predictive check")
+    fit.add_argument("--check-trials", type=int, default=200, help="simulated studies for --check")
+    fit.add_argument("--check-out", help="directory for the check's CSV and PNG (default: next to --out)")
+    fit.add_argument("--seed", type=int, default=0, help="seed of the check's simulations")
+    fit.set_defaults(func=cmd_fit)
+
+    check = sub.add_parser("check", help="predictive check: simulate studies with the data's design from a model "
+                                         "and compare statistics with the data")
+    check.add_argument("model", help="model file or preset")
+    judgements_options(check)
+    check.add_argument("--trials", type=int, default=200)
+    check.add_argument("--out", help="directory for check.csv and check.png (default results/check-<model>)")
+    check.add_argument("--seed", type=int, default=0)
+    check.set_defaults(func=cmd_check)
 
     presets = sub.add_parser("presets", help="list the built-in models")
     presets.set_defaults(func=cmd_presets)

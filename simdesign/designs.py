@@ -93,12 +93,8 @@ class BlockDesign:
 
     @property
     def shape(self) -> str:
-        """'nested' (one annotator per block), 'crossed' (one block) or 'block'."""
-        if self.annotators_per_block == 1:
-            return "nested"
-        if self.blocks == 1:
-            return "crossed"
-        return "block"
+        """'nested' (one annotator per block) or 'crossed' (several; fully crossed when there is one block)."""
+        return "nested" if self.annotators_per_block == 1 else "crossed"
 
     @property
     def docs(self) -> int:

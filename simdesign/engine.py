@@ -9,17 +9,21 @@ atomically, so an interrupted run loses only the chunks in flight.
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
+from joblib import delayed
+from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from simdesign.analyses import ANALYSES, run_analysis, system_pairs
 from simdesign.analyses.base import BACKEND_CHECKS, DEGENERATE, OK
+from simdesign.backends import (DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, describe_error,
+                                 lost_worker_errors, r_backed)
 from simdesign.config import AnalysisSpec, SimulationConfig
 from simdesign.designs import Design
 from simdesign.errors import ConfigError, MissingBackendError
@@ -28,6 +32,8 @@ from simdesign.model import OrdinalMixedModel
 from simdesign.reliability import RELIABILITY_ESTIMANDS, UndefinedReliability
 from simdesign.seeds import analysis_rng, data_rng
 from simdesign.store import RESULT_COLUMNS, ResultsStore
+
+log = logging.getLogger(__name__)
 
 # Chunk size when a config asks only for reliability estimands (cheap: milliseconds per trial).
 RELIABILITY_CHUNK_TRIALS = 100
@@ -92,12 +98,21 @@ def plan_chunks(config: SimulationConfig, store: ResultsStore | None, trials: in
 def simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chunk) -> pd.DataFrame:
     """Generate and analyse the trials of one chunk (runs in a worker process).
 
+    BLAS is limited to one thread: the matrices of one trial are small, and
+    threads competing with the other workers (or, with ``--jobs 1``, idling
+    between tiny products) made fits 4-7 times slower on two cores.
+
     Returns
     -------
     pandas.DataFrame
         One row per (trial, analysis, system pair), and one per (trial,
         estimand) with ``pair`` -1; columns as :data:`simdesign.store.RESULT_COLUMNS`.
     """
+    with threadpool_limits(limits=1):
+        return _simulate_chunk(model, effect, root_seed, chunk)
+
+
+def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chunk) -> pd.DataFrame:
     pairs = system_pairs(model.n_systems)
     beta = model.effects_for(effect)
     true_diff = np.array([beta[i] - beta[j] for i, j in pairs])
@@ -182,7 +197,8 @@ def _chunk_task(model, effect, root_seed, chunk):
 
 
 def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: int = -1,
-                   progress: bool = True) -> ResultsStore:
+                   progress: bool = True, backend: str | BackendSpec = "loky", scheduler: str | None = None,
+                   workers: int | None = None, retries: int = DEFAULT_RETRIES) -> ResultsStore:
     """Simulate every missing (design, trial, analysis) of ``config`` into ``out_dir``.
 
     Parameters
@@ -196,11 +212,26 @@ def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: in
         joblib workers (-1: all cores). Results do not depend on it.
     progress : bool
         Show a tqdm bar (trials done, rate, ETA).
+    backend : {'loky', 'threading', 'dask'} or BackendSpec, default 'loky'
+        Where chunks are computed (:mod:`simdesign.backends`); results do not
+        depend on it. A :class:`~simdesign.backends.BackendSpec` overrides
+        ``jobs``, ``scheduler``, ``workers`` and ``retries``.
+    scheduler : str, optional
+        Address of a running Dask scheduler (``dask`` only; default: start a
+        local cluster for the run).
+    workers : int, optional
+        Worker processes of that local cluster (default: all cores).
+    retries : int, default 3
+        How often the chunks not yet saved are resubmitted after losing
+        workers made the run fail (Dask first reschedules a lost worker's
+        task by itself).
 
     Returns
     -------
     ResultsStore
     """
+    spec = backend if isinstance(backend, BackendSpec) else BackendSpec(backend, jobs, scheduler, workers, retries)
+    check_backend(spec, config.analyses)
     check_backends(config)
     store = ResultsStore(out_dir)
     store.prepare(config, raw_config)
@@ -208,20 +239,39 @@ def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: in
     if not chunks:
         return store
     total = sum(chunk.trials for chunk in chunks)
-    # Larger chunks first, so the slowest designs do not start last and idle the other workers.
-    chunks.sort(key=lambda c: -(c.design.judgements(config.model.n_systems) * c.trials * len(c.analyses)))
+    planned = len(chunks)
     bar = tqdm(total=total, unit="trial", desc=config.name, disable=not progress, smoothing=0.05)
-    tasks = (delayed(_chunk_task)(config.model, config.effect, config.seed, chunk) for chunk in chunks)
-    saved = 0
+    saved = retried = 0
+    lost_worker = lost_worker_errors()
     try:
-        for chunk, frame in Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks):
-            store.write_chunk(chunk.design.label, chunk.first_trial, chunk.stop_trial,
-                              [s.label for s in chunk.analyses], frame)
-            saved += 1
-            bar.update(chunk.trials)
+        with ChunkExecutor(spec, needs_r=bool(r_backed(config.analyses))) as executor:
+            while chunks:
+                # Larger chunks first, so the slowest designs do not start last and idle the other workers.
+                chunks.sort(key=lambda c: -(c.design.judgements(config.model.n_systems) * c.trials * len(c.analyses)))
+                tasks = (delayed(_chunk_task)(config.model, config.effect, config.seed, chunk) for chunk in chunks)
+                try:
+                    # Only this process writes chunks, so a chunk is stored once however often it was computed.
+                    for chunk, frame in executor.run(tasks):
+                        store.write_chunk(chunk.design.label, chunk.first_trial, chunk.stop_trial,
+                                          [s.label for s in chunk.analyses], frame)
+                        saved += 1
+                        bar.update(chunk.trials)
+                    chunks = []
+                except lost_worker as exc:
+                    if retried >= spec.retries:
+                        raise
+                    retried += 1
+                    # The store knows exactly what is saved: plan the rest anew rather than track futures.
+                    chunks = plan_chunks(config, store, config.trials)
+                    log.warning("Lost a worker (%s); resubmitting the %d unsaved chunk(s), retry %d of %d",
+                                describe_error(exc), len(chunks), retried, spec.retries)
+            lost = executor.workers_lost()
+            if lost:
+                log.warning("%d Dask worker(s) left the cluster during the run; the chunks they were computing "
+                            "were computed again (each chunk is stored once)", lost)
     except KeyboardInterrupt:
         bar.close()
-        print(f"\nInterrupted: {saved} of {len(chunks)} chunks were saved in {out_dir}; "
+        print(f"\nInterrupted: {saved} of {planned} chunks were saved in {out_dir}; "
               "run the same command again to resume.")
         raise
     bar.close()

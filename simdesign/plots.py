@@ -25,11 +25,10 @@ LINESTYLES = ("-", "--", ":", "-.")
 
 
 def design_shape(row) -> str:
+    """DESIGN.md section 2: block designs are nested (A = 1) or crossed (A > 1); pools are their own shape."""
     if row["kind"] != "block":
         return "pool"
-    if row["annotators_per_block"] == 1:
-        return "nested"
-    return "crossed" if row["blocks"] == 1 else "block"
+    return "nested" if row["annotators_per_block"] == 1 else "crossed"
 
 
 def plot_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title: str, out_base: Path,

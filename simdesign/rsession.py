@@ -20,6 +20,7 @@ True
 from __future__ import annotations
 
 import functools
+import os
 import threading
 
 import numpy as np
@@ -153,10 +154,20 @@ def r_available() -> tuple[bool, str]:
         import rpy2  # noqa: F401 -- only whether it imports
     except ImportError:
         return False, f"The Python package rpy2 is not installed; {SETUP_ADVICE}"
+    # Starting R puts R's library path (with the system's lib directory) into LD_LIBRARY_PATH. This
+    # process's loader read that variable at start-up and ignores the change, but child processes
+    # (loky and Dask workers, a `simdesign` subprocess) would load the system's libpython instead
+    # of this interpreter's and fail to import extension modules. Keep the variable as it was.
+    library_path = os.environ.get("LD_LIBRARY_PATH")
     try:
         import rpy2.robjects as robjects
     except Exception as exc:  # noqa: BLE001 -- rpy2 raises several kinds when R is absent or too old
         return False, f"rpy2 cannot start R ({type(exc).__name__}: {exc}); {SETUP_ADVICE}"
+    finally:
+        if library_path is None:
+            os.environ.pop("LD_LIBRARY_PATH", None)
+        else:
+            os.environ["LD_LIBRARY_PATH"] = library_path
     try:
         found = robjects.r("function(p) vapply(p, requireNamespace, logical(1), quietly = TRUE)")(
             robjects.StrVector(R_PACKAGES))

@@ -119,7 +119,10 @@ def summarise_group(group: pd.DataFrame, alpha: float, is_null: bool) -> list[di
                 failures=int(failed[:, relevant].sum()), note="failed tests excluded")
             add("type_s", rate_from_shares(wrong.mean(axis=1), trials * n_relevant),
                 failures=int(failed[:, relevant].sum()), note="rejections in the wrong direction (latent scale)")
-    add("failure_rate", rate_from_shares(failed.mean(axis=1), trials * n_pairs))
+    statuses = _matrix(group, "status", trials, n_pairs)[failed]
+    kinds, counts = np.unique(statuses.astype(str), return_counts=True)
+    add("failure_rate", rate_from_shares(failed.mean(axis=1), trials * n_pairs),
+        note="; ".join(f"{kind}: {count}" for kind, count in zip(kinds, counts)))
     fit_status = group["fit_status"].to_numpy().reshape(trials, n_pairs)[:, 0]
     if pd.notna(fit_status).any():
         singular = np.array([status == SINGULAR for status in fit_status], dtype=float)

@@ -5,14 +5,14 @@ unit (DESIGN.md section 4).
 """
 import pytest
 
-from simdesign.analyses import ANALYSES
+from simdesign.analyses.classical import CLASSICAL_TESTS
 from simdesign.config import parse_config
 from simdesign.engine import run_simulation
 from simdesign.summary import summarise
 
 from conftest import within_mcse
 
-CLASSICAL = sorted(name for name, info in ANALYSES.items() if info.needs is None)
+CLASSICAL = sorted(CLASSICAL_TESTS)
 
 
 def _summary(tmp_path, raw):

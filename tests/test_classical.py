@@ -6,7 +6,7 @@ from scipy import stats
 
 from simdesign import BlockDesign, Judgements, PoolDesign, load_model
 from simdesign.analyses import ANALYSES, FAILURES, system_pairs
-from simdesign.analyses.classical import (paired_randomisation, paired_ttest, randomisation_pvalues,
+from simdesign.analyses.classical import (CLASSICAL_TESTS, paired_randomisation, paired_ttest, randomisation_pvalues,
                                           unit_differences, wilcoxon_documents)
 
 
@@ -137,7 +137,7 @@ def test_unit_sums_are_integers_when_units_are_equal_sized():
     np.testing.assert_allclose(sums / 3, means)
 
 
-CLASSICAL = sorted(name for name, info in ANALYSES.items() if info.needs is None)
+CLASSICAL = sorted(CLASSICAL_TESTS)
 
 
 @pytest.mark.parametrize("name", CLASSICAL)

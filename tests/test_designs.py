@@ -24,7 +24,7 @@ def test_block_design_totals_and_layout():
 
 
 @pytest.mark.parametrize("design,shape", [(BlockDesign(60, 5, 1), "nested"), (BlockDesign(1, 100, 3), "crossed"),
-                                          (BlockDesign(20, 5, 3), "block")])
+                                          (BlockDesign(20, 5, 3), "crossed")])
 def test_block_design_shapes(design, shape):
     assert design.shape == shape
 

@@ -230,3 +230,6 @@ for _unit, _suffix, _what in (("single", "", "single judgements paired by (annot
 
 register(AnalysisInfo(name="wilcoxon_doc", function=wilcoxon_documents,
                       description="Wilcoxon signed-rank test over per-document mean differences."))
+
+CLASSICAL_TESTS = ("ttest", "ttest_doc", "ttest_block", "art", "art_doc", "art_block", "wilcoxon_doc")
+"""The registry names this module adds (model-free tests, milliseconds per trial)."""

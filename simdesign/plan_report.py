@@ -1,0 +1,277 @@
+"""The planner's outputs: ranked table, recommendation, cost-versus-power figure."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no display on servers and CI
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from simdesign.plan_search import (BEST, FAIL, LIBERAL, NOT_NEEDED, PASS, TIED, UNDECIDED, WORSE,  # noqa: E402
+                                   PlanResult)
+from simdesign.planner import max_judgements_per_annotator  # noqa: E402
+
+PLAN_COLUMNS = ("rank", "design", "shape", "test", "blocks", "docs_per_block", "annotators_per_block", "docs",
+                "annotators", "judgements_per_output", "judgements", "max_judgements_per_annotator", "hours",
+                "labour_cost", "annotator_cost", "document_cost", "cost", "power", "ci_low", "ci_high", "mcse",
+                "confidence", "trials", "type1", "type1_low", "type1_high", "type1_trials", "decision",
+                "weakest_pair", "note")
+DECISION_ORDER = {"recommended": 0, BEST: 0, PASS: 1, TIED: 1, UNDECIDED: 2, NOT_NEEDED: 3, FAIL: 4, WORSE: 4,
+                  LIBERAL: 5, "excluded": 6}
+SHAPE_COLOURS = {"nested": "tab:blue", "block": "tab:green", "crossed": "tab:red", "pool": "tab:purple"}
+TEST_MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+def plan_table(result: PlanResult) -> pd.DataFrame:
+    """The ranked candidate table (one row per design x test).
+
+    Ranking: the recommendation first; then passing (target goal) or tied
+    (budget goal) candidates, undecided, unrefined, failing or worse ones,
+    each group by cost (target goal) or by power (budget goal); excluded
+    candidates last.
+    """
+    config = result.config
+    n_systems = config.model.n_systems
+    rows = []
+    for r in result.results:
+        design = r.candidate.design
+        columns = design.columns()
+        decision = "recommended" if r is result.recommended else r.decision
+        rows.append({
+            "design": design.label, "shape": design.shape, "test": r.candidate.test.label,
+            "blocks": columns["blocks"], "docs_per_block": columns["docs_per_block"],
+            "annotators_per_block": columns["annotators_per_block"], "docs": design.docs,
+            "annotators": design.annotators, "judgements_per_output": design.judgements_per_output,
+            "judgements": design.judgements(n_systems),
+            "max_judgements_per_annotator": max_judgements_per_annotator(design, n_systems),
+            **{k: round(v, 4) for k, v in r.candidate.cost.items()},
+            "power": r.power, "ci_low": r.ci_low, "ci_high": r.ci_high, "mcse": r.mcse,
+            "confidence": result.look_confidence.get(r.trials, np.nan), "trials": r.trials,
+            "type1": r.type1, "type1_low": r.type1_low, "type1_high": r.type1_high, "type1_trials": r.type1_trials,
+            "decision": decision, "weakest_pair": r.weakest_pair, "note": r.candidate.excluded,
+        })
+    table = pd.DataFrame(rows)
+    secondary = "cost" if config.goal == "target_power" else "power"
+    table["_group"] = table["decision"].map(DECISION_ORDER)
+    table["_sort"] = table[secondary] if secondary == "cost" else -table[secondary].fillna(-1)
+    table = table.sort_values(["_group", "_sort", "design", "test"], kind="stable").drop(columns=["_group", "_sort"])
+    table.insert(0, "rank", np.arange(1, len(table) + 1))
+    for column in ("blocks", "docs_per_block", "annotators_per_block"):
+        table[column] = table[column].astype("Int64")
+    return table[list(PLAN_COLUMNS)].reset_index(drop=True)
+
+
+def _money(config, value: float) -> str:
+    return f"{value:,.2f} {config.cost.currency}".strip()
+
+
+def _describe_design(design, n_systems: int) -> str:
+    if design.kind == "pool":
+        return (f"a pool of {design.annotators} annotators sharing {design.docs} documents, "
+                f"{design.judgements_per_output} annotator(s) per document")
+    if design.shape == "nested":
+        return (f"nested: {design.annotators} annotators, each judging their own {design.docs_per_block} "
+                f"document(s)")
+    if design.blocks == 1:
+        return f"fully crossed: {design.annotators} annotators all judging the same {design.docs} documents"
+    return (f"{design.blocks} blocks of {design.docs_per_block} documents, {design.annotators_per_block} "
+            f"annotators per block ({design.annotators} in all)")
+
+
+def _by_cost_of(results):
+    return sorted(results, key=lambda r: (r.candidate.total_cost, -r.power, r.candidate.key))
+
+
+def recommendation_text(result: PlanResult) -> str:
+    """One plain-language paragraph justifying the recommendation, plus the assumptions."""
+    config = result.config
+    n_systems = config.model.n_systems
+    n_relevant = sum(1 for i in range(n_systems) for j in range(i + 1, n_systems)
+                     if config.model.effects[i] != config.model.effects[j])
+    estimand = (f"pooled over the {n_relevant} system pairs with a true difference" if config.power_over == "pooled"
+                else "for every one of the system pairs with a true difference (the weakest pair counts)")
+    confidence = f"{config.confidence:.0%} confidence"
+    best = result.recommended
+    active = [r for r in result.results if r.trials]
+    if config.goal == "target_power":
+        goal = (f"To detect the {config.effect_label} of the {config.model.name} model at alpha {config.alpha:g} "
+                f"with at least {config.target_power:.0%} power ({estimand})")
+    else:
+        goal = (f"To get the most power ({estimand}) for detecting the {config.effect_label} of the "
+                f"{config.model.name} model at alpha {config.alpha:g} within a budget of "
+                f"{_money(config, config.budget)}")
+    if best is None and config.goal == "budget":
+        text = (f"{goal}, no affordable design could be recommended: none was shown to hold its level "
+                f"(type I error at most {config.max_type1:g}) among those that might be the most powerful. "
+                "Raise max_trials, widen the search space, or reconsider the tests.")
+    elif best is None:
+        undecided = [r for r in active if r.decision == UNDECIDED]
+        text = (f"{goal}, no design in the search space was shown to reach the target at {confidence}. "
+                f"{len(undecided)} candidate(s) stayed undecided at {config.max_trials} trials"
+                + (f" (the most powerful: {max(undecided, key=lambda r: r.power).candidate.design.label}, "
+                   f"power {max(r.power for r in undecided):.2f})" if undecided else "")
+                + "; the rest fall short. Widen the search space (more documents, annotators or blocks), "
+                  "lower the target, or raise max_trials.")
+    else:
+        c = best.candidate
+        design = c.design
+        cost = c.cost
+        text = (f"{goal}, the recommended study is **{design.label}** analysed with **{c.test.label}**: "
+                f"{_describe_design(design, n_systems)}, {design.judgements(n_systems)} judgements in all "
+                f"({max_judgements_per_annotator(design, n_systems)} per annotator at most, "
+                f"about {cost['hours']:.1f} hours of annotation). It costs {_money(config, cost['cost'])} "
+                f"(pay {_money(config, cost['labour_cost'])}, fixed per annotator "
+                f"{_money(config, cost['annotator_cost'])}"
+                + (f", documents {_money(config, cost['document_cost'])}" if cost["document_cost"] else "")
+                + f") and its estimated power is {best.power:.2f} "
+                f"[{best.ci_low:.2f}, {best.ci_high:.2f}] from {best.trials} simulated studies")
+        if config.max_type1 is not None:
+            text += (f"; with no true differences it rejects {best.type1:.1%} [{best.type1_low:.1%}, "
+                     f"{best.type1_high:.1%}] of the tests ({best.type1_trials} studies), within the limit of "
+                     f"{config.max_type1:.0%}")
+        text += "."
+        if config.goal == "target_power":
+            cheaper = [r for r in active if r.candidate.total_cost < c.total_cost]
+            failed = sum(r.decision == FAIL for r in cheaper)
+            liberal = sum(r.decision == LIBERAL for r in cheaper)
+            undecided = [r for r in cheaper if r.decision == UNDECIDED]
+            text += (f" It is the cheapest candidate shown to reach the target at {confidence}: "
+                     f"{failed} of the {len(cheaper)} cheaper simulated candidates were shown to fall short")
+            if liberal:
+                text += (f", {liberal} were shown to reject a true null hypothesis too often (type I error above "
+                         f"{config.max_type1:.0%}: annotators judging many documents make their judgements "
+                         f"dependent, which the test ignores), so their power is not real")
+            text += (f", and {len(undecided)} stayed undecided at {config.max_trials} trials (power near the "
+                     f"target; the cheapest: {undecided[0].candidate.design.label} with {undecided[0].candidate.test.label}, "
+                     f"{_money(config, undecided[0].candidate.total_cost)}, power {undecided[0].power:.2f})."
+                     if undecided else ".")
+            others = {}
+            for r in _by_cost_of([r for r in active if r.decision == PASS]):
+                if r.candidate.test.label != c.test.label:
+                    others.setdefault(r.candidate.test.label, r)
+            if others:
+                text += (" For the other tests, the cheapest design shown to pass (the search did not need to "
+                         "decide every cheaper one): ") + "; ".join(
+                    f"{label}: {r.candidate.design.label} ({_money(config, r.candidate.total_cost)}, power "
+                    f"{r.power:.2f})" for label, r in others.items()) + "."
+            near = [r for r in active if r is not best and r.decision == PASS
+                    and r.candidate.total_cost <= c.total_cost * (1 + config.cost_tolerance)]
+            if near:
+                alt = max(near, key=lambda r: r.power)
+                text += (f" Within {config.cost_tolerance:.0%} of its cost, {alt.candidate.design.label} with "
+                         f"{alt.candidate.test.label} also passes ({_money(config, alt.candidate.total_cost)}, "
+                         f"power {alt.power:.2f}).")
+        else:
+            tied = [r for r in active if r is not best and r.decision in (TIED, UNDECIDED)]
+            worse = sum(r.decision == WORSE for r in active)
+            liberal = sum(r.decision == LIBERAL for r in active)
+            text += (f" {worse} affordable candidate(s) were shown to have less power at {confidence}")
+            if liberal:
+                text += (f" and {liberal} to reject a true null hypothesis too often (type I error above "
+                         f"{config.max_type1:.0%})")
+            if tied:
+                cheapest = min(tied, key=lambda r: r.candidate.total_cost)
+                text += (f"; {len(tied)} could not be told apart from it (within {config.power_tolerance:.0%} "
+                         f"power or undecided), the cheapest of them {cheapest.candidate.design.label} with "
+                         f"{cheapest.candidate.test.label} at {_money(config, cheapest.candidate.total_cost)} "
+                         f"(power {cheapest.power:.2f})")
+            text += "."
+    assumptions = (
+        f"Assumptions: judgements come from the {config.model.name} model (cumulative link mixed model with "
+        f"annotator and document random intercepts and slopes); {config.cost.seconds_per_judgement:g} s per "
+        f"judgement ({config.cost.seconds_source}) at {_money(config, config.cost.pay_per_hour)} per hour, "
+        f"{_money(config, config.cost.per_annotator)} per annotator, {_money(config, config.cost.per_document)} "
+        f"per document. "
+        + ("No type I error check (max_type1: null). " if config.max_type1 is None else
+           f"Type I error checked under no effect against max_type1 {config.max_type1:g}. ")
+        + f"Intervals are Wilson intervals with the trial as the unit, at "
+        f"{result.look_confidence[result.looks[-1]]:.2%} confidence at {result.looks[-1]} trials"
+        + (f" and {result.look_confidence[result.looks[0]]:.2%} at fewer" if len(result.looks) > 1 else "")
+        + f" (the {config.confidence:.0%} confidence spent over up to {len(result.looks)} looks per candidate).")
+    effort = (f"Simulation effort: {result.adaptive_trials:,} candidate-trials ({result.adaptive_studies:,} "
+              f"simulated studies) adaptively, against {result.full_trials:,} ({result.full_studies:,} studies) "
+              f"for evaluating every candidate at {config.max_trials} trials.")
+    return f"{text}\n\n{assumptions}\n\n{effort}\n"
+
+
+def pareto_front(cost: np.ndarray, power: np.ndarray) -> np.ndarray:
+    """Indices of the candidates no other candidate beats on both cost and power, by cost.
+
+    >>> pareto_front(np.array([1.0, 2.0, 3.0, 2.5]), np.array([0.2, 0.5, 0.4, 0.7])).tolist()
+    [0, 1, 3]
+    """
+    order = np.lexsort((-power, cost))
+    front, best = [], -np.inf
+    for index in order:
+        if power[index] > best:
+            front.append(int(index))
+            best = power[index]
+    return np.array(front, dtype=int)
+
+
+def plot_plan(result: PlanResult, table: pd.DataFrame, out_base: Path) -> list[Path]:
+    """Cost against power for every simulated candidate, the Pareto front, and the target or budget line."""
+    config = result.config
+    simulated = table[table["trials"] > 0]
+    shown = simulated[simulated["decision"] != LIBERAL].reset_index(drop=True)
+    liberal = simulated[simulated["decision"] == LIBERAL]
+    fig, ax = plt.subplots(figsize=(8.0, 5.2))
+    tests = list(dict.fromkeys(shown["test"]))
+    for (shape, test), group in shown.groupby(["shape", "test"], sort=False):
+        # clipped: at power 0 or 1 the Wilson bound equals the estimate up to rounding
+        err = np.clip(np.vstack([group["power"] - group["ci_low"], group["ci_high"] - group["power"]]), 0, None)
+        ax.errorbar(group["cost"], group["power"], yerr=err, fmt=TEST_MARKERS[tests.index(test) % len(TEST_MARKERS)],
+                    color=SHAPE_COLOURS.get(shape, "grey"), ms=5, alpha=0.75, elinewidth=0.8, capsize=0,
+                    label=f"{shape}, {test}")
+    if len(liberal):
+        ax.plot(liberal["cost"], liberal["power"], "x", color="grey", ms=5, alpha=0.6,
+                label=f"type I error above {config.max_type1:g} (not eligible)")
+    front = pareto_front(shown["cost"].to_numpy(float), shown["power"].to_numpy(float))
+    if len(front):
+        ax.step(shown["cost"].to_numpy()[front], shown["power"].to_numpy()[front], where="post", color="black",
+                lw=1.2, label="Pareto front (estimates)")
+    if config.goal == "target_power":
+        ax.axhline(config.target_power, color="grey", ls="--", lw=1, label=f"target power {config.target_power:g}")
+    else:
+        ax.axvline(config.budget, color="grey", ls="--", lw=1, label=f"budget {config.budget:g}")
+    if result.recommended is not None:
+        best = result.recommended
+        ax.plot(best.candidate.total_cost, best.power, marker="*", ms=18, mfc="gold", mec="black", ls="none",
+                label=f"recommended: {best.candidate.design.label}, {best.candidate.test.label}")
+    ax.set_xscale("log")
+    ax.set_xlabel(f"cost ({config.cost.currency})" if config.cost.currency else "cost")
+    ylabel = "power (pooled over pairs)" if config.power_over == "pooled" else "power (weakest pair)"
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(f"{config.name}: {config.model.name}, {config.effect_label}", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right", ncol=1 if len(tests) < 3 else 2)
+    fig.tight_layout()
+    paths = [out_base.with_suffix(".png"), out_base.with_suffix(".pdf")]
+    out_base.parent.mkdir(parents=True, exist_ok=True)
+    for path in paths:
+        fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return paths
+
+
+def effort_line(result: PlanResult) -> str:
+    saved = 1 - result.adaptive_trials / result.full_trials if result.full_trials else 0.0
+    return (f"trials: adaptive {result.adaptive_trials:,} candidate-trials ({result.adaptive_studies:,} studies); "
+            f"every candidate at max_trials {result.full_trials:,} ({result.full_studies:,} studies): "
+            f"{saved:.0%} fewer; {result.new_studies:,} studies simulated in this run, "
+            f"{result.seconds:.1f} s")
+
+
+def write_plan_outputs(result: PlanResult, out_dir: Path, figure_base: Path | None = None) -> dict:
+    """Write ``plan.csv``, ``recommendation.md`` and the figure into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = plan_table(result)
+    table.to_csv(out_dir / "plan.csv", index=False)
+    text = recommendation_text(result)
+    (out_dir / "recommendation.md").write_text(f"# Plan: {result.config.name}\n\n{text}")
+    figures = plot_plan(result, table, Path(figure_base) if figure_base else out_dir / result.config.name)
+    return {"table": out_dir / "plan.csv", "recommendation": out_dir / "recommendation.md", "figures": figures}

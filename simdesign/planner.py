@@ -1,0 +1,699 @@
+"""Budget planner: the cheapest annotation design that reaches a target power.
+
+A plan config names a model, the effect to detect, the test(s) the study
+will use, a cost model and a search space of designs. :func:`plan_study`
+evaluates the candidate designs by simulation, adaptively (see
+:mod:`simdesign.plan_search`), and reports a ranked table, a recommendation
+and a cost-versus-power figure (:mod:`simdesign.plan_report`).
+
+Example plan config::
+
+    name: plan-coherence
+    model: coherence
+    effect: fitted                 # fitted | scale factor | {min_difference: 0.5, unit: likert}
+    tests: [art_block, ttest_doc]
+    alpha: 0.05
+    target_power: 0.8              # or: budget: 2000 (the most powerful affordable design)
+    power_over: pooled             # pooled | each_pair
+    max_type1: auto                # guard against invalid tests: 2 x alpha; a number; or null (no check)
+    cost: {pay_per_hour: 12, seconds_per_judgement: auto, per_annotator: 2, per_document: 0, currency: EUR}
+    limits: {max_judgements_per_annotator: 125, min_annotators: 1, max_annotators: 200}
+    search:
+      shapes: [nested, block, crossed, pool]
+      docs: [20, 50, 100]
+      docs_per_block: [1, 2, 5]
+      annotators_per_block: [2, 3]
+      judgements_per_output: [1, 2, 3]
+      annotators: [10, 20]       # pool size (pool designs)
+    screen_trials: 50
+    max_trials: 800
+    confidence: 0.95
+    seed: 2021
+
+A *candidate* is a (design, test) combination: the study analysed with that
+test. Each design's synthetic studies are generated once and analysed by
+every listed test, as in the engine.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import yaml
+from scipy import optimize
+
+from simdesign.analyses import ANALYSES, system_pairs
+from simdesign.config import AnalysisSpec, parse_analyses, parse_designs
+from simdesign.designs import BlockDesign, PoolDesign
+from simdesign.errors import ConfigError
+from simdesign.model import OrdinalMixedModel, effect_scale, load_model
+
+PLAN_KEYS = ("name", "description", "model", "effect", "tests", "alpha", "target_power", "budget", "power_over",
+             "cost", "limits", "search", "screen_trials", "max_trials", "confidence", "cost_tolerance",
+             "power_tolerance", "max_type1", "seed", "art_resamples", "art_exact", "chunk_size")
+COST_KEYS = ("pay_per_hour", "seconds_per_judgement", "per_annotator", "per_document", "currency")
+LIMIT_KEYS = ("max_judgements_per_annotator", "min_annotators", "max_annotators")
+SEARCH_KEYS = ("shapes", "docs", "docs_per_block", "annotators_per_block", "judgements_per_output", "annotators",
+               "designs")
+SHAPES = ("nested", "block", "crossed", "pool")
+POWER_OVER = ("pooled", "each_pair")
+EFFECT_UNITS = ("latent", "likert")
+
+
+@lru_cache(maxsize=1)
+def annotation_times() -> dict:
+    """The paper's measured annotation times, shipped with the package.
+
+    Returns
+    -------
+    dict
+        ``{'likert': {task: {'median_seconds': ...}}, 'rank': ..., 'citation': ...}``
+        (see ``simdesign/presets/annotation_times.yaml`` for how they were computed).
+    """
+    text = resources.files("simdesign.presets").joinpath("annotation_times.yaml").read_text()
+    return yaml.safe_load(text)
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """What a study costs: annotator pay by the hour plus fixed costs.
+
+    Parameters
+    ----------
+    pay_per_hour : float
+        Annotator pay per hour of work.
+    seconds_per_judgement : float
+        Time one Likert judgement (one system output) takes.
+    per_annotator : float
+        Fixed cost per annotator (recruiting, instructions, qualification).
+    per_document : float
+        Cost per document (e.g. preparing or licensing it).
+    currency : str
+        Label only.
+    seconds_source : str
+        Where ``seconds_per_judgement`` comes from (shown in the report).
+
+    Examples
+    --------
+    >>> cost = CostModel(pay_per_hour=12.0, seconds_per_judgement=18.0, per_annotator=2.0)
+    >>> round(cost.total(BlockDesign(20, 5, 3), n_systems=5), 2)
+    210.0
+    """
+
+    pay_per_hour: float
+    seconds_per_judgement: float
+    per_annotator: float = 0.0
+    per_document: float = 0.0
+    currency: str = ""
+    seconds_source: str = "given in the config"
+
+    def breakdown(self, design, n_systems: int) -> dict:
+        """Hours and cost items of one design."""
+        judgements = design.judgements(n_systems)
+        hours = judgements * self.seconds_per_judgement / 3600.0
+        labour = hours * self.pay_per_hour
+        annotator_cost = design.annotators * self.per_annotator
+        document_cost = design.docs * self.per_document
+        return {"hours": hours, "labour_cost": labour, "annotator_cost": annotator_cost,
+                "document_cost": document_cost, "cost": labour + annotator_cost + document_cost}
+
+    def total(self, design, n_systems: int) -> float:
+        return self.breakdown(design, n_systems)["cost"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Practical limits a design must respect.
+
+    Parameters
+    ----------
+    max_judgements_per_annotator : int or None
+        Fatigue limit: most judgements one annotator may make.
+    min_annotators, max_annotators : int or None
+        Annotators available in total (e.g. a lab's pool) or required.
+    """
+
+    max_judgements_per_annotator: int | None = None
+    min_annotators: int | None = None
+    max_annotators: int | None = None
+
+    def problem(self, design, n_systems: int) -> str | None:
+        """Why ``design`` breaks a limit, or None."""
+        per_annotator = max_judgements_per_annotator(design, n_systems)
+        if self.max_judgements_per_annotator is not None and per_annotator > self.max_judgements_per_annotator:
+            return (f"{per_annotator} judgements per annotator exceed max_judgements_per_annotator "
+                    f"{self.max_judgements_per_annotator}")
+        if self.max_annotators is not None and design.annotators > self.max_annotators:
+            return f"{design.annotators} annotators exceed max_annotators {self.max_annotators}"
+        if self.min_annotators is not None and design.annotators < self.min_annotators:
+            return f"{design.annotators} annotators are below min_annotators {self.min_annotators}"
+        return None
+
+
+def max_judgements_per_annotator(design, n_systems: int) -> int:
+    """The heaviest annotator's load (pool loads differ by at most one document)."""
+    if isinstance(design, PoolDesign):
+        return math.ceil(design.pairs / design.annotators) * n_systems
+    return design.judgements_per_annotator(n_systems)
+
+
+def design_mapping(design) -> dict:
+    """A design as a simulation config writes it."""
+    if design.kind == "block":
+        return {"kind": "block", "blocks": design.blocks, "docs_per_block": design.docs_per_block,
+                "annotators_per_block": design.annotators_per_block}
+    return {"kind": "pool", "docs": design.docs, "annotators": design.annotators,
+            "judgements_per_output": design.judgements_per_output}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One (design, test) combination the planner can recommend.
+
+    Attributes
+    ----------
+    design : BlockDesign or PoolDesign
+    test : AnalysisSpec
+    cost : dict
+        :meth:`CostModel.breakdown` of the design.
+    excluded : str
+        Why the candidate is not simulated ('' if it is): a broken limit,
+        a test that does not apply, or over the budget.
+    """
+
+    design: object
+    test: AnalysisSpec
+    cost: dict
+    excluded: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.design.label, self.test.label)
+
+    @property
+    def total_cost(self) -> float:
+        return self.cost["cost"]
+
+
+@dataclass(frozen=True)
+class PlanConfig:
+    """A validated plan config (see the module docstring for the YAML form)."""
+
+    name: str
+    model: OrdinalMixedModel
+    model_source: str
+    effect_request: object
+    effect: float
+    effect_label: str
+    tests: tuple
+    alpha: float
+    target_power: float | None
+    budget: float | None
+    power_over: str
+    max_type1: float | None
+    cost: CostModel
+    limits: Limits
+    candidates: tuple
+    screen_trials: int
+    max_trials: int
+    confidence: float
+    cost_tolerance: float
+    power_tolerance: float
+    seed: int
+    art_resamples: int
+    art_exact: str
+    chunk_size: int | None
+    description: str = ""
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def goal(self) -> str:
+        return "target_power" if self.target_power is not None else "budget"
+
+    @property
+    def designs(self) -> tuple:
+        """Distinct designs with at least one simulated candidate, in candidate order."""
+        seen = {}
+        for candidate in self.candidates:
+            if not candidate.excluded:
+                seen.setdefault(candidate.design.label, candidate.design)
+        return tuple(seen.values())
+
+    def simulation_config_mappings(self, effect=None) -> dict:
+        """Plain simulation configs over the planner's designs, for the results stores.
+
+        Parameters
+        ----------
+        Returns
+        -------
+        dict
+            'block' and/or 'pool' -> config mapping. Block-level tests do not
+            apply to pool designs, and a simulation config must not mix them,
+            so each design kind gets its own store. They make a plan's
+            results directories ordinary ones: ``simdesign replay
+            DIR/studies/block`` re-creates any of their trials.
+        effect : optional
+            Defaults to the effect to detect; 'zero' for the type I check.
+        """
+        mappings = {}
+        for family in ("block", "pool"):
+            designs = [d for d in self.designs if d.kind == family]
+            tests = [t for t in self.tests if family == "block" or not ANALYSES[t.name].needs_blocks]
+            if not designs or not tests:
+                continue
+            mappings[family] = {
+                "name": f"{self.name}-{family}", "model": self.model_source,
+                "effect": self.effect if effect is None else effect,
+                "designs": [design_mapping(d) for d in designs],
+                "tests": [{"name": t.name, "label": t.label, **t.options} for t in tests],
+                "trials": self.max_trials, "alpha": self.alpha, "seed": self.seed,
+                "art_resamples": self.art_resamples, "art_exact": self.art_exact,
+                **({"chunk_size": self.chunk_size} if self.chunk_size else {}),
+                "description": f"trials simulated by 'simdesign plan' for {self.name}"}
+        return mappings
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Effects
+
+
+def smallest_difference(model: OrdinalMixedModel, scale: float, unit: str) -> float:
+    """Smallest |difference| over the system pairs whose latent effects differ, at ``scale`` x beta.
+
+    Parameters
+    ----------
+    unit : {'latent', 'likert'}
+        Latent units, or expected Likert points (integrated over the random
+        effects by :meth:`OrdinalMixedModel.expected_scores`).
+    """
+    pairs = [(i, j) for i, j in system_pairs(model.n_systems) if model.effects[i] != model.effects[j]]
+    values = model.effects * scale if unit == "latent" else model.expected_scores(scale)
+    return min(abs(values[i] - values[j]) for i, j in pairs)
+
+
+def solve_effect_scale(model: OrdinalMixedModel, min_difference: float, unit: str) -> float:
+    """The k that makes the smallest pairwise |difference| of k x beta equal ``min_difference``.
+
+    On the latent scale this is a ratio. In Likert points the smallest
+    difference of expected scores is found with brentq; it is not exactly
+    proportional to k because the scale is bounded and the systems differ in
+    random-effect variance (so at k = 0 the expected means still differ by a
+    few thousandths of a point).
+
+    Raises
+    ------
+    ConfigError
+        If the model has no two systems with different effects, or the
+        requested difference cannot be reached.
+
+    Examples
+    --------
+    >>> model = load_model("coherence")
+    >>> k = solve_effect_scale(model, 0.5, "likert")
+    >>> round(float(smallest_difference(model, k, "likert")), 6)
+    0.5
+    """
+    if len({float(b) for b in model.effects}) < 2:
+        raise ConfigError("The 'effect.min_difference' setting needs a model whose systems differ in effect")
+    if unit == "latent":
+        return min_difference / smallest_difference(model, 1.0, "latent")
+
+    def gap(k):
+        return smallest_difference(model, k, "likert") - min_difference
+
+    if gap(0.0) >= 0:
+        raise ConfigError(f"The 'effect.min_difference' field ({min_difference}) is below the expected Likert "
+                          f"differences the model has without any fixed effect ({gap(0.0) + min_difference:.4f})")
+    upper = 1.0
+    while gap(upper) < 0:
+        upper *= 2.0
+        if upper > 1e3:
+            raise ConfigError(f"The 'effect.min_difference' field ({min_difference} Likert points) cannot be "
+                              f"reached by scaling the model's effects (the scale spans "
+                              f"{model.scale[-1] - model.scale[0]} points)")
+    return float(optimize.brentq(gap, 0.0, upper, xtol=1e-10))
+
+
+def parse_effect(raw, model: OrdinalMixedModel | None, errors: list[str]) -> tuple[float, str]:
+    """Effect setting -> (scale factor k, label for reports)."""
+    if isinstance(raw, dict):
+        unknown = sorted(set(raw) - {"min_difference", "unit"})
+        value = raw.get("min_difference")
+        unit = raw.get("unit", "latent")
+        problems = []
+        if unknown:
+            problems.append(f"The 'effect' mapping has unknown key(s) {unknown}; allowed: min_difference, unit")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            problems.append(f"The 'effect.min_difference' field must be a positive number; got {value!r}")
+        if unit not in EFFECT_UNITS:
+            problems.append(f"The 'effect.unit' field must be one of {list(EFFECT_UNITS)}; got {unit!r}")
+        if problems or model is None:
+            errors.extend(problems)
+            return 1.0, "fitted"
+        try:
+            scale = solve_effect_scale(model, float(value), unit)
+        except ConfigError as exc:
+            errors.extend(exc.messages)
+            return 1.0, "fitted"
+        unit_name = "latent units" if unit == "latent" else "expected Likert points"
+        return scale, f"smallest pairwise difference {value:g} {unit_name} (fitted effects x {scale:.4g})"
+    if raw is None:
+        errors.append("The 'effect' field is empty: write 'fitted', a scale factor, or {min_difference: ..., unit: ...}")
+        return 1.0, "fitted"
+    try:
+        scale = effect_scale(raw)
+    except ConfigError:
+        errors.append(f"The 'effect' field must be 'fitted', a positive scale factor or "
+                      f"{{min_difference: <number>, unit: latent|likert}}; got {raw!r}")
+        return 1.0, "fitted"
+    if scale <= 0:
+        errors.append(f"The 'effect' field must describe a non-zero effect (power needs one); got {raw!r}")
+        return 1.0, "fitted"
+    return scale, ("fitted effects" if scale == 1.0 else f"fitted effects x {scale:g}")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Config parsing
+
+
+def _number(errors, mapping, key, where, default, low=None, high=None, low_open=False, high_open=False,
+            integer=False, allow_none=False):
+    value = mapping.get(key, default)
+    if value is None and allow_none:
+        return None
+    kind = "an integer" if integer else "a number"
+    ok = not isinstance(value, bool) and isinstance(value, (int,) if integer else (int, float))
+    if ok:
+        ok = math.isfinite(value) and (low is None or (value > low if low_open else value >= low)) \
+            and (high is None or (value < high if high_open else value <= high))
+    if not ok:
+        bounds = []
+        if low is not None:
+            bounds.append(f"{'>' if low_open else '>='} {low}")
+        if high is not None:
+            bounds.append(f"{'<' if high_open else '<='} {high}")
+        errors.append(f"The '{where}{key}' field must be {kind}{' ' + ' and '.join(bounds) if bounds else ''}; "
+                      f"got {value!r}")
+        return default if default is not None else (low or 0)
+    return value
+
+
+def _int_list(errors, mapping, key, default) -> list[int]:
+    value = mapping.get(key, default)
+    items = value if isinstance(value, list) else [value]
+    if not items or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in items):
+        errors.append(f"The 'search.{key}' field must be a positive integer or a non-empty list of them; "
+                      f"got {value!r}")
+        return []
+    return sorted(set(items))
+
+
+def _seconds_per_judgement(raw_value, model, errors) -> tuple[float, str]:
+    times = annotation_times()["likert"]
+    if raw_value in (None, "auto"):
+        task = model.name if model is not None else None
+        if task not in times:
+            errors.append(f"The 'cost.seconds_per_judgement' field is 'auto', which needs a model named after a "
+                          f"task with measured times ({sorted(times)}); got model {task!r}: give seconds instead")
+            return 1.0, ""
+        return float(times[task]["median_seconds"]), (
+            f"median seconds per Likert judgement of the {task} task in Steen & Markert (2021)")
+    if isinstance(raw_value, str) and raw_value in times:
+        return float(times[raw_value]["median_seconds"]), (
+            f"median seconds per Likert judgement of the {raw_value} task in Steen & Markert (2021)")
+    if isinstance(raw_value, bool) or not isinstance(raw_value, (int, float)) or not raw_value > 0:
+        errors.append(f"The 'cost.seconds_per_judgement' field must be a positive number, 'auto' or a task "
+                      f"({sorted(times)}); got {raw_value!r}")
+        return 1.0, ""
+    return float(raw_value), "given in the config"
+
+
+def load_plan(path, overrides: dict | None = None) -> PlanConfig:
+    """Read and validate a plan config file (YAML).
+
+    Parameters
+    ----------
+    path : str or path-like
+    overrides : dict, optional
+        Top-level keys replacing the file's.
+
+    Returns
+    -------
+    PlanConfig
+
+    Raises
+    ------
+    ConfigError
+        With every problem found, each naming its field.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"Plan config file not found: {path}")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"Could not parse {path} as YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path} must contain a mapping of plan config keys")
+    return parse_plan({**raw, **(overrides or {})}, base_dir=path.parent)
+
+
+def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
+    """Validate a plan config mapping; see :func:`load_plan`."""
+    errors: list[str] = []
+    unknown = sorted(set(raw) - set(PLAN_KEYS))
+    if unknown:
+        errors.append(f"Unknown plan config key(s) {unknown}; allowed: {list(PLAN_KEYS)}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\"):
+        errors.append(f"The 'name' field must be a non-empty string without slashes; got {name!r}")
+
+    model, model_source = None, raw.get("model")
+    if model_source is None:
+        errors.append("The 'model' field is required: a preset (coherence, repetition) or a model file path")
+    else:
+        candidate_path = Path(str(model_source))
+        if base_dir is not None and not candidate_path.is_absolute() and not candidate_path.exists() \
+                and (base_dir / candidate_path).exists():
+            candidate_path = base_dir / candidate_path
+        source = str(candidate_path.resolve()) if candidate_path.is_file() else str(model_source)
+        try:
+            model = load_model(source)
+            model_source = source
+        except ConfigError as exc:
+            errors.extend(exc.messages)
+    effect, effect_label = parse_effect(raw.get("effect", "fitted"), model, errors)
+
+    alpha = _number(errors, raw, "alpha", "", 0.05, 0, 1, low_open=True, high_open=True)
+    seed = _number(errors, raw, "seed", "", 0, 0, integer=True)
+    art_resamples = _number(errors, raw, "art_resamples", "", 1000, 1, integer=True)
+    art_exact = raw.get("art_exact", "auto")
+    if art_exact not in ("auto", "never"):
+        errors.append(f"The 'art_exact' field must be 'auto' or 'never'; got {art_exact!r}")
+    tests = parse_analyses(raw.get("tests"), errors, {"resamples": art_resamples, "exact": art_exact})
+
+    target_power, budget = raw.get("target_power"), raw.get("budget")
+    if (target_power is None) == (budget is None):
+        errors.append("Give exactly one goal: 'target_power' (find the cheapest design reaching it) or "
+                      "'budget' (find the most powerful design within it)")
+    if target_power is not None:
+        target_power = _number(errors, raw, "target_power", "", 0.8, 0, 1, low_open=True, high_open=True)
+    if budget is not None:
+        budget = _number(errors, raw, "budget", "", 1.0, 0, low_open=True)
+    max_type1 = raw.get("max_type1", "auto")
+    if max_type1 == "auto":
+        max_type1 = 2 * alpha if isinstance(alpha, float) and 0 < alpha < 0.5 else None
+    elif max_type1 is not None:
+        max_type1 = _number(errors, raw, "max_type1", "", 0.1, 0, 1, low_open=True, high_open=True)
+        if isinstance(alpha, float) and max_type1 < alpha:
+            errors.append(f"The 'max_type1' field ({max_type1}) must be at least 'alpha' ({alpha}): a test at "
+                          "level alpha rejects a true null at rate alpha")
+    power_over = raw.get("power_over", "pooled")
+    if power_over not in POWER_OVER:
+        errors.append(f"The 'power_over' field must be one of {list(POWER_OVER)}; got {power_over!r}")
+
+    cost_raw = raw.get("cost", {})
+    if not isinstance(cost_raw, dict):
+        errors.append(f"The 'cost' field must be a mapping with keys {list(COST_KEYS)}; got {cost_raw!r}")
+        cost_raw = {}
+    unknown = sorted(set(cost_raw) - set(COST_KEYS))
+    if unknown:
+        errors.append(f"Unknown 'cost' key(s) {unknown}; allowed: {list(COST_KEYS)}")
+    if "pay_per_hour" not in cost_raw:
+        errors.append("The 'cost.pay_per_hour' field is required (annotator pay per hour)")
+    seconds, seconds_source = _seconds_per_judgement(cost_raw.get("seconds_per_judgement", "auto"), model, errors)
+    cost = CostModel(
+        pay_per_hour=float(_number(errors, cost_raw, "pay_per_hour", "cost.", 0.0, 0)),
+        seconds_per_judgement=seconds,
+        per_annotator=float(_number(errors, cost_raw, "per_annotator", "cost.", 0.0, 0)),
+        per_document=float(_number(errors, cost_raw, "per_document", "cost.", 0.0, 0)),
+        currency=str(cost_raw.get("currency", "")), seconds_source=seconds_source)
+
+    limits_raw = raw.get("limits", {}) or {}
+    if not isinstance(limits_raw, dict):
+        errors.append(f"The 'limits' field must be a mapping with keys {list(LIMIT_KEYS)}; got {limits_raw!r}")
+        limits_raw = {}
+    unknown = sorted(set(limits_raw) - set(LIMIT_KEYS))
+    if unknown:
+        errors.append(f"Unknown 'limits' key(s) {unknown}; allowed: {list(LIMIT_KEYS)}")
+    limits = Limits(**{key: _number(errors, limits_raw, key, "limits.", None, 1, integer=True, allow_none=True)
+                       for key in LIMIT_KEYS})
+    if limits.min_annotators and limits.max_annotators and limits.min_annotators > limits.max_annotators:
+        errors.append(f"The 'limits.min_annotators' field ({limits.min_annotators}) exceeds "
+                      f"'limits.max_annotators' ({limits.max_annotators})")
+
+    screen_trials = _number(errors, raw, "screen_trials", "", 50, 2, integer=True)
+    max_trials = _number(errors, raw, "max_trials", "", 800, 2, integer=True)
+    if isinstance(screen_trials, int) and isinstance(max_trials, int) and screen_trials > max_trials:
+        errors.append(f"The 'screen_trials' field ({screen_trials}) must not exceed 'max_trials' ({max_trials})")
+    confidence = _number(errors, raw, "confidence", "", 0.95, 0, 1, low_open=True, high_open=True)
+    cost_tolerance = _number(errors, raw, "cost_tolerance", "", 0.05, 0)
+    power_tolerance = _number(errors, raw, "power_tolerance", "", 0.02, 0, 1, low_open=True, high_open=True)
+    # None lets the engine choose per test (slow mixed-model fits get short chunks, so little is lost on a crash)
+    chunk_size = _number(errors, raw, "chunk_size", "", None, 1, integer=True, allow_none=True)
+
+    designs = parse_search(raw.get("search"), errors)
+    candidates: list[Candidate] = []
+    if designs and tests and model is not None and not errors:
+        candidates = build_candidates(designs, tests, cost, limits, model.n_systems, budget)
+        simulated = [c for c in candidates if not c.excluded]
+        if not simulated:
+            within_limits = [c for c in candidates if c.excluded.startswith("over budget")]
+            if budget is not None and within_limits:
+                cheapest = min(within_limits, key=lambda c: c.total_cost)
+                errors.append(f"The 'budget' field ({budget:g}) is below the cheapest design in the search space: "
+                              f"{cheapest.design.label} costs {cheapest.total_cost:.2f}")
+            else:
+                reasons = sorted({c.excluded for c in candidates})[:5]
+                errors.append("The 'search' field gives no design that respects the 'limits' and suits the "
+                              f"'tests' (empty search space); reasons, e.g.: {reasons}")
+    if errors:
+        raise ConfigError(errors)
+    return PlanConfig(
+        name=name, model=model, model_source=str(model_source), effect_request=raw.get("effect", "fitted"),
+        effect=float(effect), effect_label=effect_label, tests=tuple(tests), alpha=float(alpha),
+        target_power=None if target_power is None else float(target_power),
+        budget=None if budget is None else float(budget), power_over=power_over,
+        max_type1=None if max_type1 is None else float(max_type1), cost=cost, limits=limits,
+        candidates=tuple(candidates), screen_trials=screen_trials, max_trials=max_trials,
+        confidence=float(confidence), cost_tolerance=float(cost_tolerance), power_tolerance=float(power_tolerance),
+        seed=seed, art_resamples=art_resamples, art_exact=art_exact, chunk_size=chunk_size,
+        description=str(raw.get("description", "")), raw=dict(raw))
+
+
+def parse_search(raw, errors: list[str]) -> list:
+    """The search space -> designs (shape grids plus explicitly listed designs), without duplicates.
+
+    Block designs come from total documents N and documents per block D
+    (B = N / D blocks, only where D divides N): *nested* with A = 1,
+    *block* with B >= 2 and A >= 2 from ``annotators_per_block``, *crossed*
+    with B = 1 (D = N). Pool designs combine N, the pool size M
+    (``annotators``) and k (``judgements_per_output``) with k <= M.
+    """
+    if not isinstance(raw, dict) or not raw:
+        errors.append(f"The 'search' field must be a non-empty mapping with keys {list(SEARCH_KEYS)}; got {raw!r}")
+        return []
+    unknown = sorted(set(raw) - set(SEARCH_KEYS))
+    if unknown:
+        errors.append(f"Unknown 'search' key(s) {unknown}; allowed: {list(SEARCH_KEYS)}")
+    explicit_only = "designs" in raw and "shapes" not in raw
+    shapes = raw.get("shapes", [] if explicit_only else ["nested", "block", "crossed"])
+    if not isinstance(shapes, list) or any(s not in SHAPES for s in shapes):
+        errors.append(f"The 'search.shapes' field must be a list of {list(SHAPES)}; got {shapes!r}")
+        shapes = []
+    designs: list = []
+    if shapes:
+        docs = _int_list(errors, raw, "docs", None) if "docs" in raw else (
+            errors.append("The 'search.docs' field is required with 'search.shapes' (total documents)") or [])
+        per_block = _int_list(errors, raw, "docs_per_block", [1, 2, 5, 10])
+        annotators_per_block = _int_list(errors, raw, "annotators_per_block", [2, 3])
+        per_output = _int_list(errors, raw, "judgements_per_output", [1, 2, 3])
+        pool_sizes = _int_list(errors, raw, "annotators", [10, 20, 40]) if "pool" in shapes else []
+        for n_docs in docs:
+            if "nested" in shapes:
+                designs += [BlockDesign(n_docs // d, d, 1) for d in per_block if n_docs % d == 0]
+            if "block" in shapes:
+                designs += [BlockDesign(n_docs // d, d, a) for d in per_block for a in annotators_per_block
+                            if n_docs % d == 0 and n_docs // d >= 2 and a >= 2]
+            if "crossed" in shapes:
+                designs += [BlockDesign(1, n_docs, a) for a in annotators_per_block if a >= 2]
+            if "pool" in shapes:
+                designs += [PoolDesign(n_docs, m, k) for m in pool_sizes for k in per_output
+                            if k <= m and n_docs * k >= m]
+    if "designs" in raw:
+        designs += parse_designs(raw["designs"], errors)
+    unique = {}
+    for design in designs:
+        unique.setdefault(design.label, design)
+    if not unique and not errors:
+        errors.append("The 'search' field gives no design (empty search space): check 'search.docs' against "
+                      "'search.docs_per_block' (D must divide the number of documents) and 'search.shapes'")
+    return list(unique.values())
+
+
+def build_candidates(designs, tests, cost: CostModel, limits: Limits, n_systems: int,
+                     budget: float | None) -> list[Candidate]:
+    """Every (design, test) with its cost, marking the ones that are not simulated and why."""
+    candidates = []
+    for design in designs:
+        breakdown = cost.breakdown(design, n_systems)
+        limit_problem = limits.problem(design, n_systems)
+        for test in tests:
+            info = ANALYSES[test.name]
+            if info.needs_blocks and not design.has_blocks:
+                excluded = "n/a: block-level test on a pool design"
+            elif info.needs_blocks and design.blocks < 2:
+                excluded = "n/a: block-level test needs two or more blocks"
+            elif limit_problem:
+                excluded = f"limit: {limit_problem}"
+            elif budget is not None and breakdown["cost"] > budget:
+                excluded = f"over budget: costs {breakdown['cost']:.2f}"
+            else:
+                excluded = ""
+            candidates.append(Candidate(design=design, test=test, cost=breakdown, excluded=excluded))
+    return candidates
+
+
+def plan_study(config: PlanConfig, out_dir=None, jobs: int = 1, progress: bool = False, figure_base=None):
+    """Find the cheapest design reaching the target power (or the most powerful within the budget).
+
+    Parameters
+    ----------
+    config : PlanConfig
+        From :func:`load_plan` or :func:`parse_plan`.
+    out_dir : path-like, optional
+        Results directory: simulated trials (resumable), ``plan.csv``,
+        ``recommendation.md`` and the figure. Without it a temporary
+        directory holds the trials and nothing is written.
+    jobs : int
+        joblib workers; results do not depend on it.
+    progress : bool
+        Print one line per evaluation stage.
+    figure_base : path-like, optional
+        Figure path without suffix (default ``out_dir/<name>``).
+
+    Returns
+    -------
+    simdesign.plan_search.PlanResult
+
+    Examples
+    --------
+    >>> config = load_plan("configs/plan_example.yaml")                # doctest: +SKIP
+    >>> result = plan_study(config, "results/plan_example", jobs=2)    # doctest: +SKIP
+    >>> result.recommended.candidate.design.label                      # doctest: +SKIP
+    'block-B20-D5-A1'
+    """
+    import tempfile
+
+    from simdesign.plan_report import write_plan_outputs
+    from simdesign.plan_search import run_plan
+
+    if out_dir is None:
+        with tempfile.TemporaryDirectory(prefix="simdesign-plan-") as scratch:
+            return run_plan(config, Path(scratch), jobs=jobs, progress=progress)
+    result = run_plan(config, Path(out_dir), jobs=jobs, progress=progress)
+    write_plan_outputs(result, Path(out_dir), figure_base)
+    return result
