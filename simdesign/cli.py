@@ -75,9 +75,7 @@ def cmd_run(args) -> int:
     config = load_config(args.config, overrides)
     raw = yaml.safe_load(Path(args.config).read_text())
     raw.update(overrides)
-    model_path = Path(args.config).parent / str(raw.get("model", ""))
-    if str(raw.get("model")) not in PRESETS and model_path.is_file():
-        raw["model"] = str(model_path.resolve())  # so that 'plot' and 'replay' find it from anywhere
+    raw["model"] = config.model_source  # a preset or an absolute path: 'plot' and 'replay' find it from anywhere
     out_dir = Path(args.out) if args.out else default_out_dir(config)
     run_simulation(config, out_dir, raw, jobs=args.jobs, progress=not args.quiet, backend=args.backend,
                    scheduler=args.scheduler, workers=args.workers, retries=args.retries)

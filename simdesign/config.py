@@ -146,16 +146,51 @@ def load_config(path, overrides: dict | None = None) -> SimulationConfig:
     SimulationConfig
     """
     path = Path(path)
+    raw = read_config_mapping(path, "config")
+    return parse_config({**raw, **(overrides or {})}, base_dir=path.parent)
+
+
+def read_config_mapping(path: Path, what: str) -> dict:
+    """The top-level mapping of a YAML config file, or a ConfigError saying what is wrong."""
     if not path.is_file():
-        raise ConfigError(f"Config file not found: {path}")
+        raise ConfigError(f"{what.capitalize()} file not found: {path}")
     try:
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise ConfigError(f"Could not parse {path} as YAML: {exc}") from exc
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path} must contain a mapping of config keys")
-    raw = {**raw, **(overrides or {})}
-    return parse_config(raw, base_dir=path.parent)
+        raise ConfigError(f"{path} must contain a mapping of {what} keys")
+    return raw
+
+
+def check_name(raw: dict, errors: list[str]) -> str | None:
+    """The 'name' field, which names results directories: non-empty, no slashes."""
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\"):
+        errors.append(f"The 'name' field must be a non-empty string without slashes; got {name!r}")
+    return name
+
+
+def resolve_model(raw: dict, base_dir: Path | None, errors: list[str]) -> tuple[OrdinalMixedModel | None, str | None]:
+    """Load the 'model' field: a preset, or a file path relative to the working directory or the config's.
+
+    Returns the model (None after an error) and its source: the preset name or the file's absolute path,
+    so that stored configs find the file from anywhere.
+    """
+    source = raw.get("model")
+    if source is None:
+        errors.append("The 'model' field is required: a preset (coherence, repetition) or a model file path")
+        return None, None
+    candidate = Path(str(source))
+    if base_dir is not None and not candidate.is_absolute() and not candidate.exists() \
+            and (base_dir / candidate).exists():
+        candidate = base_dir / candidate
+    resolved = str(candidate.resolve()) if candidate.is_file() else str(source)
+    try:
+        return load_model(resolved), resolved
+    except ConfigError as exc:
+        errors.extend(exc.messages)
+        return None, str(source)
 
 
 def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
@@ -165,23 +200,8 @@ def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
     if unknown:
         errors.append(f"Unknown config key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS)}")
 
-    name = raw.get("name")
-    if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\"):
-        errors.append(f"The 'name' field must be a non-empty string without slashes; got {name!r}")
-
-    model = None
-    model_source = raw.get("model", None)
-    if model_source is None:
-        errors.append("The 'model' field is required: a preset (coherence, repetition) or a model file path")
-    else:
-        candidate = Path(str(model_source))
-        if base_dir is not None and not candidate.is_absolute() and not candidate.exists() \
-                and (base_dir / candidate).exists():
-            candidate = base_dir / candidate
-        try:
-            model = load_model(str(candidate) if candidate.exists() else str(model_source))
-        except ConfigError as exc:
-            errors.extend(exc.messages)
+    name = check_name(raw, errors)
+    model, model_source = resolve_model(raw, base_dir, errors)
 
     effect = raw.get("effect", "fitted")
     try:

@@ -46,10 +46,10 @@ import yaml
 from scipy import optimize
 
 from simdesign.analyses import ANALYSES, system_pairs
-from simdesign.config import AnalysisSpec, parse_analyses, parse_designs
+from simdesign.config import AnalysisSpec, check_name, parse_analyses, parse_designs, read_config_mapping, resolve_model
 from simdesign.designs import BlockDesign, PoolDesign
 from simdesign.errors import ConfigError
-from simdesign.model import OrdinalMixedModel, effect_scale, load_model
+from simdesign.model import OrdinalMixedModel, effect_scale
 
 PLAN_KEYS = ("name", "description", "model", "effect", "tests", "alpha", "target_power", "budget", "power_over",
              "cost", "limits", "search", "screen_trials", "max_trials", "confidence", "cost_tolerance",
@@ -450,14 +450,7 @@ def load_plan(path, overrides: dict | None = None) -> PlanConfig:
         With every problem found, each naming its field.
     """
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"Plan config file not found: {path}")
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"Could not parse {path} as YAML: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path} must contain a mapping of plan config keys")
+    raw = read_config_mapping(path, "plan config")
     return parse_plan({**raw, **(overrides or {})}, base_dir=path.parent)
 
 
@@ -467,24 +460,8 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
     unknown = sorted(set(raw) - set(PLAN_KEYS))
     if unknown:
         errors.append(f"Unknown plan config key(s) {unknown}; allowed: {list(PLAN_KEYS)}")
-    name = raw.get("name")
-    if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\"):
-        errors.append(f"The 'name' field must be a non-empty string without slashes; got {name!r}")
-
-    model, model_source = None, raw.get("model")
-    if model_source is None:
-        errors.append("The 'model' field is required: a preset (coherence, repetition) or a model file path")
-    else:
-        candidate_path = Path(str(model_source))
-        if base_dir is not None and not candidate_path.is_absolute() and not candidate_path.exists() \
-                and (base_dir / candidate_path).exists():
-            candidate_path = base_dir / candidate_path
-        source = str(candidate_path.resolve()) if candidate_path.is_file() else str(model_source)
-        try:
-            model = load_model(source)
-            model_source = source
-        except ConfigError as exc:
-            errors.extend(exc.messages)
+    name = check_name(raw, errors)
+    model, model_source = resolve_model(raw, base_dir, errors)
     effect, effect_label = parse_effect(raw.get("effect", "fitted"), model, errors)
 
     alpha = _number(errors, raw, "alpha", "", 0.05, 0, 1, low_open=True, high_open=True)
