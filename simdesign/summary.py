@@ -41,7 +41,8 @@ def wilson_from_mcse(rate: float, mcse: float, trials: int, n_tests: int, confid
     else:
         n_eff = float(np.clip(rate * (1 - rate) / mcse ** 2, trials, max(n_tests, trials)))
     low, high = proportion_confint(rate * n_eff, n_eff, alpha=1 - confidence, method="wilson")
-    return float(low), float(high)
+    # statsmodels' formula leaves rounding residue (about 1e-19) at rates 0 and 1
+    return max(0.0, float(low)), min(1.0, float(high))
 
 
 def rate_from_shares(shares: np.ndarray, n_tests: int) -> Rate:
