@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import platform
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +31,7 @@ import yaml
 from simdesign import clmm
 from simdesign.errors import ConfigError
 from simdesign.model import OrdinalMixedModel
+from simdesign.store import package_versions
 
 REQUIRED_COLUMNS = ("annotator", "document", "system", "score")
 FORMULAS = {
@@ -265,16 +264,6 @@ def _full_covariance(result, term: str, n_systems: int) -> np.ndarray:
     return full
 
 
-def software_versions() -> dict:
-    versions = {"python": platform.python_version()}
-    for package in SOFTWARE:
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
-
-
 def fit_model(frame: pd.DataFrame, structure: str = "paper", reference=None, scale=None, name: str = "fitted",
               source: dict | None = None) -> FitOutcome:
     """Fit the cumulative link mixed model to judgements and wrap it as a generator.
@@ -345,7 +334,7 @@ def fit_model(frame: pd.DataFrame, structure: str = "paper", reference=None, sca
             "evaluations": int(result.n_evaluations), "seconds": round(float(result.seconds), 3),
         },
         "effect_standard_errors": {system: float(se) for system, se in zip(systems[1:], effect_se)},
-        "versions": software_versions(),
+        "versions": package_versions(SOFTWARE),
         "notes": notes,
     }
     model = OrdinalMixedModel(name=name, scale=tuple(scale), systems=tuple(systems), thresholds=result.thresholds,

@@ -37,9 +37,10 @@ TEMPORARY_SUFFIX = ".tmp"
 TRACKED_PACKAGES = ("simdesign", "numpy", "scipy", "pandas", "statsmodels", "joblib", "pyarrow", "rpy2", "pymer4")
 
 
-def package_versions() -> dict:
+def package_versions(packages=TRACKED_PACKAGES) -> dict:
+    """Python's version and those of the installed ``packages`` (missing ones are left out)."""
     versions = {"python": platform.python_version()}
-    for package in TRACKED_PACKAGES:
+    for package in packages:
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
