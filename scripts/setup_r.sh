@@ -26,6 +26,11 @@ DEBIAN_PACKAGES=(
   r-cran-parameters r-cran-performance r-cran-insight
 )
 
+# shellcheck source=lib/apt.sh
+source "$root/scripts/lib/apt.sh"
+# shellcheck source=lib/python_headers.sh
+source "$root/scripts/lib/python_headers.sh"
+
 say() { echo "[setup_r] $*"; }
 die() { echo "[setup_r] ERROR: $*" >&2; exit 1; }
 
@@ -34,46 +39,12 @@ die() { echo "[setup_r] ERROR: $*" >&2; exit 1; }
 [ -f "$requirements" ] || die "missing $requirements"
 
 # ---------------------------------------------------------------- 1. Debian R packages
-missing_debian_packages() {
-  local pkg status
-  for pkg in "${DEBIAN_PACKAGES[@]}"; do
-    status="$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)"
-    [ "$status" = "installed" ] || echo "$pkg"
-  done
-}
-
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then
-    "$@"
-  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-    sudo -n "$@"
-  else
-    return 126
-  fi
-}
-
 if ! command -v dpkg-query >/dev/null 2>&1; then
   command -v Rscript >/dev/null 2>&1 ||
     die "R is not installed and this is not a Debian-like system; install R (>= 4.2) with the packages lme4, lmerTest, ordinal by hand"
   say "not a Debian-like system: using the R on PATH as it is"
 else
-  mapfile -t missing < <(missing_debian_packages)
-  if [ "${#missing[@]}" -gt 0 ]; then
-    command -v apt-get >/dev/null 2>&1 || die "missing Debian packages ${missing[*]} and no apt-get"
-    say "installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt_install() { as_root apt-get install -y --no-install-recommends "${missing[@]}"; }
-    rc=0
-    apt_install || rc=$?
-    if [ "$rc" -ne 0 ]; then
-      [ "$rc" -eq 126 ] && die "installing ${missing[*]} needs root (run as root or with passwordless sudo)"
-      say "apt-get install failed with the current package lists; running apt-get update and retrying"
-      as_root apt-get update || die "apt-get update failed"
-      apt_install || die "apt-get install ${missing[*]} failed"
-    fi
-    mapfile -t still_missing < <(missing_debian_packages)
-    [ "${#still_missing[@]}" -eq 0 ] || die "still missing after apt-get: ${still_missing[*]}"
-  fi
+  PREFIX=setup_r apt_ensure "${DEBIAN_PACKAGES[@]}" || die "could not install the Debian R packages"
 fi
 
 command -v Rscript >/dev/null 2>&1 || die "Rscript is not on PATH after installing R"
@@ -137,6 +108,8 @@ EOF
 }
 
 if ! pins_satisfied; then
+  # rpy2 compiles against the interpreter's headers.
+  PREFIX=setup_r ensure_python_headers "$python" || die "the Python headers are missing (see above)"
   say "installing the pinned R bridge from requirements-r.txt into $("$python" -c 'import sys; print(sys.prefix)')"
   "$python" -m pip install --quiet -r "$requirements" ||
     die "pip could not install requirements-r.txt (rpy2 builds from source: it needs r-base-dev and a C compiler)"

@@ -34,7 +34,8 @@ TRIALS_DIR = "trials"
 RESULT_COLUMNS = ("design", "trial", "test", "pair", "system_a", "system_b", "true_diff", "estimate", "p_value",
                   "status", "message", "fit_status", "fit_seconds")
 TEMPORARY_SUFFIX = ".tmp"
-TRACKED_PACKAGES = ("simdesign", "numpy", "scipy", "pandas", "statsmodels", "joblib", "pyarrow", "rpy2", "pymer4")
+DISTRIBUTION = "simdesign-humeval"  # the import package is simdesign; PyPI's "simdesign" is another project
+TRACKED_PACKAGES = (DISTRIBUTION, "numpy", "scipy", "pandas", "statsmodels", "joblib", "pyarrow", "rpy2", "pymer4")
 
 
 def package_versions(packages=TRACKED_PACKAGES) -> dict:
