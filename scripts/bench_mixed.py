@@ -77,8 +77,8 @@ def time_fits(label, fit, datasets, repeats):
     """Print the median wall time and CPU time of one fit.
 
     CPU time is this process's (R runs in it, BLAS on one thread): on a
-    machine shared with other jobs it stays near the work of the fit, while
-    wall time grows with the load.
+    machine shared with other jobs it grows far less with the load than
+    wall time (though it grows: caches and cores are shared too).
     """
     seconds, cpu_seconds, statuses = [], [], []
     for judgements in datasets[:repeats]:
