@@ -15,6 +15,7 @@
 #   fig5         configs/paper_fig5_{coherence,repetition}.yaml        -> figures/paper_fig5_*.{png,pdf}
 #   fig7         configs/paper_fig7_{coherence,repetition}.yaml        -> figures/paper_fig7_*.{png,pdf}
 #   reliability  configs/reliability_nested_vs_crossed.yaml            -> figures/reliability_nested_vs_crossed.{png,pdf}
+#                (and figures/reliability_nested_vs_crossed-krippendorff_alpha.{png,pdf}, not committed)
 #   plan         configs/plan_example.yaml (simdesign plan)            -> figures/plan_example.{png,pdf}
 # The lme4 variants (WITH_LMER=1, configs/paper_fig{5,7}_*_lmer.yaml) need R and write
 # figures/paper_fig{5,7}_*_lmer.{png,pdf}, which are not committed.
