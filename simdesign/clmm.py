@@ -1,6 +1,6 @@
 """A native cumulative link mixed model (``clmm_native``), fitted like ``ordinal::clmm``.
 
-The model (DESIGN.md section 1) for judgement i of system s by annotator a
+The model (docs/model.md) for judgement i of system s by annotator a
 on document d, on a K-point scale::
 
     P(Y_i <= c) = logistic(theta_c - eta_i),   c = 1..K-1
@@ -83,7 +83,7 @@ from simdesign.errors import ConfigError
 
 STRUCTURES = ("maximal", "intercepts", "paper")
 
-# lme4's isSingular default, applied to the Cholesky factor of each covariance (DESIGN.md section 3).
+# lme4's isSingular default, applied to the Cholesky factor of each covariance (docs/estimands.md).
 SINGULAR_TOLERANCE = 1e-4
 # ordinal::clmm leaves Cholesky diagonals below this out of the Hessian (its paratBoundary2 default).
 HESSIAN_BOUNDARY = 1e-3
@@ -767,7 +767,7 @@ class ClmmResult:
         Laplace log-likelihood, comparable with ``logLik`` of ``ordinal::clmm``.
     converged : bool
     status : str
-        'ok', 'singular' (boundary fit), 'not_converged' or 'error' (DESIGN.md section 3).
+        'ok', 'singular' (boundary fit), 'not_converged' or 'error' (docs/estimands.md).
     message : str
     max_gradient : float
         Largest projected gradient of -loglik at the optimum (bounded diagonals at 0 excluded).
@@ -823,7 +823,7 @@ class ClmmResult:
 
         The fit orders systems as the reference followed by Python's sorted
         order; a model's own order (e.g. the presets' ``__REFERENCE__, abssentrw,
-        BART, onmt_pg, seneca``) differs, and DESIGN.md's pairs follow the model.
+        BART, onmt_pg, seneca``) differs, and the pairs (docs/estimands.md) follow the model.
 
         Parameters
         ----------
@@ -1131,5 +1131,5 @@ def _fit_problem(problem: _Problem, structure: str, maxcor: int, max_iterations:
 
 
 def _relative_cholesky_singular(covariance: np.ndarray) -> bool:
-    # The same rule as every other backend (DESIGN.md section 3), on the returned covariance.
+    # The same rule as every other backend (docs/estimands.md), on the returned covariance.
     return relative_cholesky_is_singular(covariance, tolerance=SINGULAR_TOLERANCE)

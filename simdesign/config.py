@@ -91,7 +91,7 @@ class SimulationConfig:
     chunk_size: int | None
     figure: FigureSpec = field(default_factory=FigureSpec)
     description: str = ""
-    estimands: tuple = ()  # per-trial reliability estimands (DESIGN.md section 4), e.g. ('krippendorff_alpha',)
+    estimands: tuple = ()  # per-trial reliability estimands (docs/reliability.md), e.g. ('krippendorff_alpha',)
 
     @property
     def effect_label(self) -> str:

@@ -5,7 +5,7 @@ for that document, as in Steen & Markert (2021). A design turns into an
 :class:`Assignment` (one row per assigned pair); the model then samples the
 scores of every system for every row.
 
-Two kinds exist (DESIGN.md section 2):
+Two kinds exist (docs/designs.md):
 
 * :class:`BlockDesign` -- ``blocks`` blocks, each with its own
   ``docs_per_block`` documents and ``annotators_per_block`` annotators who

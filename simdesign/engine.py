@@ -1,7 +1,7 @@
 """The Monte-Carlo engine: trials x designs x analyses, in parallel, resumable.
 
 Only the engine owns loops, workers, seeds and failure handling
-(DESIGN.md section 8). Each trial's study is generated once and analysed by
+(failures are data: docs/estimands.md). Each trial's study is generated once and analysed by
 every requested test (common random numbers sharpen test comparisons).
 Work is cut into chunks of trials of one design; joblib runs chunks in
 worker processes and the coordinating process stores each finished chunk

@@ -2,9 +2,9 @@
 
 ``simdesign fit JUDGEMENTS.csv --out model.yaml`` reads a table of
 judgements (one row per annotator x document x system), checks it, fits the
-cumulative link mixed model of DESIGN.md section 1 with the native Laplace
+cumulative link mixed model of docs/model.md with the native Laplace
 fitter (:func:`simdesign.clmm.fit`) and writes the parameters in the
-package's model format (DESIGN.md 7b), which every simulation config can
+package's model format (docs/model.md), which every simulation config can
 name as its ``model``. So a planned study can be simulated from a pilot of
 its own task instead of the paper's.
 
@@ -273,7 +273,7 @@ def fit_model(frame: pd.DataFrame, structure: str = "paper", reference=None, sca
     frame : pandas.DataFrame
         Checked judgements (see :func:`read_judgements`).
     structure : {'paper', 'maximal', 'intercepts'}
-        Random-effects structure (DESIGN.md section 3); 'paper' is maximal
+        Random-effects structure (docs/model.md, "Random-effects structures"); 'paper' is maximal
         without the document term when every document has one annotator.
     reference : str, optional
         Reference system; default the first in sorted order (as
@@ -356,7 +356,7 @@ _BlockStringDumper.add_representer(str, _represent_string)
 
 
 def write_model(model: OrdinalMixedModel, path, header: str = "") -> Path:
-    """Write ``model`` in the package's model format (YAML, DESIGN.md 7b).
+    """Write ``model`` in the package's model format (YAML, docs/model.md).
 
     ``provenance`` is a YAML document inside a literal string, so the file
     loads with :func:`simdesign.model.load_model` and the provenance can be

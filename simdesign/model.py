@@ -1,6 +1,6 @@
 """The generative model: an ordinal-logit (cumulative link) mixed model.
 
-An annotator ``a`` judges system ``s`` on document ``d`` (DESIGN.md section 1)::
+An annotator ``a`` judges system ``s`` on document ``d`` (docs/model.md)::
 
     z_s = (1, e_s)
     eta = beta_s + z_s . u_a + z_s . v_d     u_a ~ N(0, Sigma_annotator), v_d ~ N(0, Sigma_document)
@@ -231,7 +231,7 @@ class OrdinalMixedModel:
         return self.marginal_probabilities(effect) @ np.asarray(self.scale, dtype=float)
 
     def to_dict(self) -> dict:
-        """The model in the package's file format (DESIGN.md section 7b)."""
+        """The model in the package's file format (docs/model.md, "Model files")."""
         return {
             "name": self.name, "scale": [int(v) for v in self.scale], "systems": list(self.systems),
             "thresholds": self.thresholds.tolist(), "effects": self.effects.tolist(),
@@ -241,7 +241,7 @@ class OrdinalMixedModel:
 
     @classmethod
     def from_dict(cls, data: dict, name: str | None = None) -> "OrdinalMixedModel":
-        """Build from the package's model format or the shared JSON layout (DESIGN.md 1, 7b)."""
+        """Build from the package's model format or the shared JSON layout (docs/model.md)."""
         if not isinstance(data, dict):
             raise ConfigError("A model file must contain a mapping")
         if "system_names" in data:  # the shared JSON layout of ordinal::clmm fits

@@ -25,7 +25,7 @@ LINESTYLES = ("-", "--", ":", "-.")
 
 
 def design_shape(row) -> str:
-    """DESIGN.md section 2: block designs are nested (A = 1) or crossed (A > 1); pools are their own shape."""
+    """docs/designs.md: block designs are nested (A = 1) or crossed (A > 1); pools are their own shape."""
     if row["kind"] != "block":
         return "pool"
     return "nested" if row["annotators_per_block"] == 1 else "crossed"

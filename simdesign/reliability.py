@@ -1,4 +1,4 @@
-"""Reliability of a study: Krippendorff's alpha and split-half reliability (DESIGN.md 7c).
+"""Reliability of a study: Krippendorff's alpha and split-half reliability (docs/reliability.md).
 
 Two measures from Steen & Markert (2021, section 4.1), which answer
 different questions:
@@ -226,7 +226,7 @@ def _random_split_masks(n_blocks: int, n_splits: int, rng: np.random.Generator) 
 
 def split_half_reliability(data, rng: np.random.Generator | None = None, *, max_exact: int = MAX_EXACT_SPLITS,
                            random_splits: int = RANDOM_SPLITS) -> SplitHalfResult:
-    """The paper's split-half reliability of the system means (DESIGN.md 7c).
+    """The paper's split-half reliability of the system means (docs/reliability.md).
 
     Split the blocks into halves of floor(B/2) and ceil(B/2) blocks; each
     half gives a mean score per system (over all its judgements); r is
@@ -307,7 +307,7 @@ def shr(data, rng: np.random.Generator | None = None) -> float:
     return split_half_reliability(data, rng).value
 
 
-# Estimands a simulation config can request (DESIGN.md section 4), name -> function(judgements, rng) -> float.
+# Estimands a simulation config can request (docs/estimands.md), name -> function(judgements, rng) -> float.
 RELIABILITY_ESTIMANDS = {
     "krippendorff_alpha": lambda judgements, rng: krippendorff_alpha(judgements),
     "shr": lambda judgements, rng: shr(judgements, rng),

@@ -1,6 +1,6 @@
 """Summaries: rates with Monte-Carlo standard errors and Wilson intervals.
 
-The trial is the independent unit (DESIGN.md section 4): the pairs of one
+The trial is the independent unit (docs/estimands.md): the pairs of one
 trial share annotators and documents, so their rejections are correlated and
 a binomial SE over all (trial, pair) tests would be too small. Every rate is
 a mean of per-trial shares; its MCSE is their standard deviation over
@@ -35,7 +35,7 @@ class Rate:
 
 
 def wilson_from_mcse(rate: float, mcse: float, trials: int, n_tests: int, confidence: float = 0.95):
-    """Wilson interval at the effective size implied by the MCSE (DESIGN.md section 4)."""
+    """Wilson interval at the effective size implied by the MCSE (docs/estimands.md)."""
     if not np.isfinite(mcse) or mcse <= 0:
         n_eff = float(trials)
     else:
@@ -169,7 +169,7 @@ def summarise_estimand(group: pd.DataFrame, confidence: float = 0.95) -> dict:
 
 
 def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
-    """One row per design x test x estimand (DESIGN.md section 4).
+    """One row per design x test x estimand (docs/estimands.md).
 
     Parameters
     ----------

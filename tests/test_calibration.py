@@ -1,7 +1,7 @@
 """Fixed-seed statistical properties: calibration under independence, inflation under crossing.
 
 Tolerances come from the Monte-Carlo standard error with the trial as the
-unit (DESIGN.md section 4).
+unit (docs/estimands.md).
 """
 import pytest
 

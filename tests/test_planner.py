@@ -1,6 +1,6 @@
 """The budget planner: config validation, cost model, effects, adaptive search, reports, CLI.
 
-Statistical assertions use the trial-level Monte-Carlo SE (DESIGN.md section 4)
+Statistical assertions use the trial-level Monte-Carlo SE (docs/estimands.md)
 with fixed seeds; search spaces are small so the file runs in well under a
 minute and a half on two busy cores.
 """

@@ -3,7 +3,7 @@
 An analysis takes one study's :class:`~simdesign.judgements.Judgements` and
 returns a :class:`PairwiseResult`: an estimate, a two-sided p-value and a
 status for every pair of systems (i, j), i < j in model order, estimates
-oriented i minus j (DESIGN.md section 3).
+oriented i minus j (docs/estimands.md).
 
 Analyses register themselves with :func:`register`; configs name them, and
 the engine calls them, only through :data:`ANALYSES`.
@@ -19,7 +19,7 @@ from scipy import stats
 
 from simdesign.judgements import Judgements
 
-# Per-pair and per-fit status values (DESIGN.md section 3).
+# Per-pair and per-fit status values (docs/estimands.md, "Statuses and failures").
 OK, SINGULAR, NOT_CONVERGED, ERROR, DEGENERATE = "ok", "singular", "not_converged", "error", "degenerate"
 FAILURES = frozenset({NOT_CONVERGED, ERROR, DEGENERATE})
 
@@ -117,7 +117,7 @@ def register(info: AnalysisInfo) -> AnalysisInfo:
 def run_analysis(info: AnalysisInfo, judgements: Judgements, rng: np.random.Generator, options: dict) -> PairwiseResult:
     """Call an analysis, timing it and turning an unexpected exception into an 'error' result.
 
-    An exception inside a fit is data (DESIGN.md section 8): it becomes a
+    An exception inside a fit is data (docs/estimands.md): it becomes a
     failed result with the exception's text, never a p-value.
     """
     n_pairs = judgements.n_systems * (judgements.n_systems - 1) // 2

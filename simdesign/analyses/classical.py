@@ -1,6 +1,6 @@
 """Classical paired tests, vectorised over all system pairs.
 
-Units of analysis (DESIGN.md section 3):
+Units of analysis (README, "Tests"; pairs and statuses: docs/estimands.md):
 
 * single judgements, paired by (annotator, document): ``ttest``, ``art``;
 * per-document means: ``ttest_doc``, ``art_doc``, ``wilcoxon_doc``;

@@ -1,7 +1,7 @@
 """``clmm_native``: simdesign's own cumulative link mixed model as a registry analysis.
 
 The same model as R's ``ordinal::clmm`` (logit link, Laplace approximation,
-DESIGN.md section 3), fitted by :func:`simdesign.clmm.fit` in-process with
+docs/model.md), fitted by :func:`simdesign.clmm.fit` in-process with
 no R, so power curves of the paper's recommended analysis cost seconds per
 trial instead of minutes.
 """

@@ -1,6 +1,6 @@
 """Model-based analyses: R's clmm and lmer (through rpy2), and a plain clm.
 
-Three registry entries (DESIGN.md section 3):
+Three registry entries (structures: docs/model.md; statuses: docs/estimands.md):
 
 ``clmm``
     R ``ordinal::clmm``, logit link, Laplace approximation, the score an
