@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from simdesign import __version__ as simdesign_version
 from simdesign import clmm
 from simdesign.errors import ConfigError
 from simdesign.model import OrdinalMixedModel
@@ -39,7 +40,9 @@ REQUIRED_COLUMNS = ("annotator", "document", "system", "score")
 # 'auto' picks the largest structure the pilot's design identifies (see choose_structure); the others are
 # the analyses' structures (DESIGN.md section 3).
 STRUCTURES = ("auto", "paper", "maximal", "intercepts")
-SOFTWARE = ("simdesign", "numpy", "scipy", "pandas", "krippendorff")
+# simdesign's own version comes from the package itself: it need not be installed (a checkout on PYTHONPATH),
+# and its distribution name differs from the import name.
+SOFTWARE = ("numpy", "scipy", "pandas", "krippendorff")
 # How many offending rows an error message lists before it says "and N more".
 EXAMPLES_SHOWN = 5
 
@@ -491,7 +494,7 @@ def choose_structure(frame: pd.DataFrame, structure: str = "auto", allow_reduced
                                 "document_cov is 0, so the variation between documents is missing from the model "
                                 "(the annotator covariance does not carry it); --structure auto fits "
                                 "(1 | document) for such pilots.")
-    elif forms["document"] == "intercept" and "document" not in reduced:
+    elif forms["document"] == "intercept" and not shared:
         choice.notes.append("Nested pilot (each document judged by one annotator): each (document, system) output "
                             "is judged once, so document slopes cannot be told apart from the judgement noise and "
                             "only the document intercept was fitted. document_cov has its variance in [0, 0] and "
@@ -576,7 +579,7 @@ def fit_model(frame: pd.DataFrame, structure: str = "auto", reference=None, scal
             "evaluations": int(result.n_evaluations), "seconds": round(float(result.seconds), 3),
         },
         "effect_standard_errors": {system: float(se) for system, se in zip(systems[1:], effect_se)},
-        "versions": package_versions(SOFTWARE),
+        "versions": {"simdesign": simdesign_version, **package_versions(SOFTWARE)},
         "notes": notes,
     }
     model = OrdinalMixedModel(name=name, scale=tuple(scale), systems=tuple(systems), thresholds=result.thresholds,
