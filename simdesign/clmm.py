@@ -806,7 +806,8 @@ class ClmmResult:
     systems : list of str
         System order: the reference first, then the others in Python's sorted order.
     structure : str
-        The requested structure ('maximal', 'intercepts' or 'paper').
+        The requested structure ('maximal', 'intercepts' or 'paper'; a per-term
+        mapping as 'annotator:slopes+document:intercept').
     terms : list of str
         Random-effects terms actually fitted ('annotator', 'document').
     categories : ndarray
