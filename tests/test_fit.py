@@ -147,6 +147,7 @@ def test_fit_command_writes_a_loadable_model_with_provenance(coherence, rng, tmp
 # Parameter recovery
 # ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_parameter_recovery_on_the_papers_design():
     """40 simulate-and-fit rounds from the coherence preset with the paper's design (maximal fits).
 
