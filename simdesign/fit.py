@@ -245,23 +245,26 @@ def _decode(path: Path) -> str:
                           f"{column}); save the file as UTF-8") from None
 
 
-def _record_lines(text: str) -> tuple[list, list]:
+def _record_lines(text: str, path: Path) -> tuple[list, list]:
     """(header fields, [(first line, number of fields)] per non-blank record), as the csv module parses it.
 
     pandas reports neither where a row starts (quoted fields may span lines;
     blank lines are skipped) nor every row with a wrong number of fields, so
     the records are located once with the standard library's parser.
     """
-    reader = csv.reader(io.StringIO(text))
+    reader = csv.reader(io.StringIO(text, newline=""))
     header, records, previous_end = None, [], 0
-    for row in reader:
-        first_line, previous_end = previous_end + 1, reader.line_num
-        if not row or all(not field.strip() for field in row) and len(row) == 1:
-            continue
-        if header is None:
-            header = row
-        else:
-            records.append((first_line, len(row)))
+    try:
+        for row in reader:
+            first_line, previous_end = previous_end + 1, reader.line_num
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue
+            if header is None:
+                header = row
+            else:
+                records.append((first_line, len(row)))
+    except csv.Error as exc:
+        raise ConfigError(f"{path}: line {reader.line_num} is not valid CSV ({exc})") from None
     return header or [], records
 
 
@@ -295,7 +298,7 @@ def read_judgements(path, columns: dict | None = None, scale=None):
     if not path.is_file():
         raise ConfigError(f"Judgements file not found: {path}")
     text = _decode(path)
-    header, records = _record_lines(text)
+    header, records = _record_lines(text, path)
     if not header:
         raise ConfigError(f"{path} is empty: it needs a header line naming the columns "
                           f"{', '.join(REQUIRED_COLUMNS)} and one row per judgement")
