@@ -158,11 +158,12 @@ def cmd_plan(args) -> int:
     return 0 if result.recommended is not None else 1
 
 
-def _read_judgements_args(args, for_fit: bool = True):
+def _read_judgements_args(args):
+    # One reader and one validator for fit, check and reliability: a table one refuses, all refuse.
     from simdesign.fit import parse_columns, parse_scale, read_judgements
 
     scale = parse_scale(args.scale) if args.scale else None
-    return read_judgements(args.judgements, parse_columns(args.columns), scale, for_fit=for_fit)
+    return read_judgements(args.judgements, parse_columns(args.columns), scale)
 
 
 def cmd_reliability(args) -> int:
@@ -171,7 +172,7 @@ def cmd_reliability(args) -> int:
     from simdesign.judgements import Judgements
     from simdesign.reliability import UndefinedReliability, krippendorff_alpha, split_half_reliability
 
-    frame, scale = _read_judgements_args(args, for_fit=False)
+    frame, scale = _read_judgements_args(args)
     print(f"{args.judgements}: {len(frame)} judgements, {frame['annotator'].nunique()} annotators, "
           f"{frame['document'].nunique()} documents, {frame['system'].nunique()} systems; scale {list(scale)}")
     try:
@@ -207,15 +208,17 @@ def cmd_fit(args) -> int:
     name = args.name or Path(args.out).stem
     try:
         outcome = fit_model(frame, structure=args.structure, reference=args.reference, scale=scale, name=name,
-                            source=source)
+                            source=source, allow_reduced=args.allow_reduced)
     except FitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     model, result = outcome.model, outcome.result
-    header = (f"Fitted by 'simdesign fit {Path(args.judgements).name} --structure {args.structure}'; "
+    header = (f"Fitted by 'simdesign fit {Path(args.judgements).name} --structure {args.structure}"
+              f"{' --allow-reduced' if args.allow_reduced else ''}'; "
               f"load with simdesign.model.load_model or name it as 'model' in a config.")
     path = write_model(model, args.out, header=header)
-    print(f"fitted {len(frame)} judgements ({structure_text(result)}): status {result.status}, "
+    print(f"fitted {len(frame)} judgements (structure {args.structure}: {outcome.provenance['formula']}): "
+          f"status {result.status}, "
           f"log-likelihood {result.loglik:.2f}, {result.seconds:.1f} s")
     print(f"  thresholds: {', '.join(f'{v:.3f}' for v in model.thresholds)}")
     print(f"  effects:    {', '.join(f'{s}={b:+.3f}' for s, b in zip(model.systems, model.effects))} "
@@ -231,10 +234,6 @@ def cmd_fit(args) -> int:
         run_check_command(model, frame, args.check_out or Path(args.out).with_suffix(""), args.check_trials,
                           args.seed)
     return 0
-
-
-def structure_text(result) -> str:
-    return f"structure {result.structure}, terms {'+'.join(result.terms)}"
 
 
 def run_check_command(model, frame, out_dir, trials: int, seed: int) -> None:
@@ -256,7 +255,7 @@ def run_check_command(model, frame, out_dir, trials: int, seed: int) -> None:
 
 
 def cmd_check(args) -> int:
-    frame, _ = _read_judgements_args(args, for_fit=False)
+    frame, _ = _read_judgements_args(args)
     model = load_model(args.model)
     run_check_command(model, frame, args.out or Path("results") / f"check-{model.name}", args.trials, args.seed)
     return 0
@@ -335,8 +334,11 @@ def build_parser() -> argparse.ArgumentParser:
                                      "write a model file")
     judgements_options(fit)
     fit.add_argument("--out", required=True, help="model file to write (YAML)")
-    fit.add_argument("--structure", default="paper", choices=["paper", "maximal", "intercepts"],
-                     help="random effects (default paper: maximal, document term dropped for nested data)")
+    fit.add_argument("--structure", default="auto", choices=["auto", "paper", "maximal", "intercepts"],
+                     help="random effects (default auto: the largest the pilot's design identifies; see the README)")
+    fit.add_argument("--allow-reduced", action="store_true",
+                     help="with fewer annotators (documents) than systems + 1, fit that term's intercept only "
+                          "instead of refusing (recorded in the model's provenance)")
     fit.add_argument("--reference", help="reference system (default: first in sorted order; the paper's "
                                          "models use __REFERENCE__)")
     fit.add_argument("--name", help="model name (default: the output file's stem)")

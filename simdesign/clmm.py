@@ -82,6 +82,10 @@ from simdesign.analyses.base import relative_cholesky_is_singular
 from simdesign.errors import ConfigError
 
 STRUCTURES = ("maximal", "intercepts", "paper")
+# A structure can also be given per term: {'annotator': 'slopes', 'document': 'intercept'} (a term left out
+# is not fitted). 'slopes' is (1 + system | term), 'intercept' is (1 | term).
+TERM_NAMES = ("annotator", "document")
+TERM_FORMS = ("slopes", "intercept")
 
 # lme4's isSingular default, applied to the Cholesky factor of each covariance (docs/estimands.md).
 SINGULAR_TOLERANCE = 1e-4
@@ -124,6 +128,9 @@ class _Factor:
     codes: np.ndarray  # level of every observation, 0..n_levels-1
     levels: np.ndarray  # original labels
     indicator: sparse.csr_matrix  # n_levels x n_obs, sums observations by level
+    # (1 | term) beside another term's slopes: its Cholesky factor is held at zero except L[0, 0], so
+    # z_s . L u = L[0, 0] u_0 for every system (the shared z keeps the inner solver unchanged).
+    intercept_only: bool = False
 
     @property
     def n_levels(self) -> int:
@@ -212,10 +219,51 @@ def is_nested(judgements: pd.DataFrame) -> bool:
     return bool((judgements.groupby("document")["annotator"].nunique() == 1).all())
 
 
-def _prepare(judgements: pd.DataFrame, structure: str, reference) -> _Problem:
+def term_forms(judgements: pd.DataFrame, structure) -> dict:
+    """The random-effects terms a structure fits: {term: 'slopes' | 'intercept'} in fitting order.
+
+    Parameters
+    ----------
+    judgements : pandas.DataFrame
+    structure : str or mapping
+        One of :data:`STRUCTURES`, or a mapping from term names
+        (:data:`TERM_NAMES`) to forms (:data:`TERM_FORMS`).
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    ConfigError
+        An unknown structure, term or form, or no term at all.
+    """
+    if isinstance(structure, str):
+        if structure not in STRUCTURES:
+            raise ConfigError(f"structure must be one of {STRUCTURES} or a mapping term -> form; got {structure!r}")
+        if structure == "intercepts":
+            return {"annotator": "intercept", "document": "intercept"}
+        if structure == "paper" and is_nested(judgements):
+            return {"annotator": "slopes"}
+        return {"annotator": "slopes", "document": "slopes"}
+    forms = dict(structure)
+    unknown = {k: v for k, v in forms.items() if k not in TERM_NAMES or v not in TERM_FORMS}
+    if unknown or not forms:
+        raise ConfigError(f"a structure mapping takes terms {list(TERM_NAMES)} with forms {list(TERM_FORMS)}; "
+                          f"got {forms!r}")
+    return {name: forms[name] for name in TERM_NAMES if name in forms}
+
+
+def _structure_label(structure) -> str:
+    if isinstance(structure, str):
+        return structure
+    return "+".join(f"{name}:{form}" for name, form in structure.items())
+
+
+def _prepare(judgements: pd.DataFrame, structure, reference) -> _Problem:
     frame = _check_frame(judgements)
-    if structure not in STRUCTURES:
-        raise ConfigError(f"structure must be one of {STRUCTURES}; got {structure!r}")
+    forms = term_forms(frame, structure)
+    with_slopes = "slopes" in forms.values()
     names = sorted(pd.unique(frame["system"]))
     if reference is None:
         reference = names[0]
@@ -227,7 +275,7 @@ def _prepare(judgements: pd.DataFrame, structure: str, reference) -> _Problem:
     categories, category = np.unique(frame["score"].to_numpy(float), return_inverse=True)
     n = len(frame)
     n_systems = len(systems)
-    if structure == "intercepts":
+    if not with_slopes:
         z = np.ones((n, 1))
     else:
         z = np.zeros((n, n_systems))
@@ -241,14 +289,11 @@ def _prepare(judgements: pd.DataFrame, structure: str, reference) -> _Problem:
                                         shape=(n_thr, n))
     threshold_lower = sparse.csr_matrix((np.ones(lower.sum()), (category[lower] - 1, np.flatnonzero(lower))),
                                         shape=(n_thr, n))
-    factor_names = ["annotator", "document"]
-    if structure == "paper" and is_nested(frame):
-        factor_names = ["annotator"]
     factors = []
-    for name in factor_names:
+    for name, form in forms.items():
         codes, levels = pd.factorize(frame[name], sort=True)
         factors.append(_Factor(name, codes.astype(np.int64), np.asarray(levels),
-                               _indicator(codes, len(levels))))
+                               _indicator(codes, len(levels)), intercept_only=with_slopes and form == "intercept"))
     # Eliminate the factor with more levels block by block, so the dense Schur complement is the smaller one.
     by_size = sorted(factors, key=lambda f: f.n_levels, reverse=True)
     eliminated, kept = by_size[0], (by_size[1] if len(by_size) > 1 else None)
@@ -684,6 +729,20 @@ class _Layout:
             mask[offset:offset + self.q] = True
         return mask
 
+    def fixed_mask(self):
+        """Cholesky elements held at 0: all but L[0, 0] of an intercept-only term."""
+        mask = np.zeros(self.size, bool)
+        offsets = self.cholesky_offsets()
+        for factor in self.problem.factors:
+            if factor.intercept_only:
+                mask[offsets[factor.name] + 1:offsets[factor.name] + self.n_chol] = True
+        return mask
+
+    def own_block(self, name, matrix):
+        """A term's q x q matrix cut to its own size (1 x 1 for an intercept-only term)."""
+        intercept_only = any(f.intercept_only for f in self.problem.factors if f.name == name)
+        return matrix[:1, :1] if intercept_only else matrix
+
     def to_optimiser(self, natural):
         out = natural.copy()
         out[1:self.n_thr] = np.log(np.diff(natural[:self.n_thr]))
@@ -747,7 +806,8 @@ class ClmmResult:
     systems : list of str
         System order: the reference first, then the others in Python's sorted order.
     structure : str
-        The requested structure ('maximal', 'intercepts' or 'paper').
+        The requested structure ('maximal', 'intercepts' or 'paper'; a per-term
+        mapping as 'annotator:slopes+document:intercept').
     terms : list of str
         Random-effects terms actually fitted ('annotator', 'document').
     categories : ndarray
@@ -900,7 +960,9 @@ def _starting_values(problem: _Problem, layout: _Layout) -> np.ndarray:
     solution = optimize.minimize(fixed_only_nll, packed, jac=True, method="L-BFGS-B")
     thresholds = solution.x[0] + np.concatenate([[0.0], np.cumsum(np.exp(solution.x[1:n_thr]))])
     cholesky = {name: np.eye(problem.q) for name in layout.names}
-    return layout.pack(thresholds, solution.x[n_thr:], cholesky)
+    start = layout.pack(thresholds, solution.x[n_thr:], cholesky)
+    start[layout.fixed_mask()] = 0.0
+    return start
 
 
 def _numerical_hessian(objective: _Objective, natural: np.ndarray, free: np.ndarray, central: bool = False,
@@ -932,7 +994,7 @@ def _numerical_hessian(objective: _Objective, natural: np.ndarray, free: np.ndar
     return 0.5 * (hessian + hessian.T), index
 
 
-def fit(judgements: pd.DataFrame, structure: str = "maximal", reference=None, *,
+def fit(judgements: pd.DataFrame, structure="maximal", reference=None, *,
         maxcor: int = 50, max_iterations: int = 3000) -> ClmmResult:
     """Fit ``score ~ system + (1 + system | annotator) + (1 + system | document)`` by Laplace ML.
 
@@ -942,11 +1004,14 @@ def fit(judgements: pd.DataFrame, structure: str = "maximal", reference=None, *,
         One row per judgement with columns ``annotator, document, system, score``
         (others are ignored). Scores are ordered numeric values; the thresholds sit
         between the observed values, as in ``ordinal::clmm`` with ``factor(score)``.
-    structure : {'maximal', 'intercepts', 'paper'}
+    structure : {'maximal', 'intercepts', 'paper'} or mapping
         'maximal': random intercept and a slope for every non-reference system, with
         full covariance, for both annotator and document. 'intercepts': random
         intercepts only. 'paper': maximal, but without the document term when every
-        document is judged by exactly one annotator (a nested design).
+        document is judged by exactly one annotator (a nested design). A mapping
+        gives each fitted term's form, e.g. ``{'annotator': 'slopes', 'document':
+        'intercept'}`` for ``(1 + system | annotator) + (1 | document)`` (see
+        :func:`term_forms`); an intercept-only term's covariance is then 1 x 1.
     reference : str, optional
         The reference system (its effect is 0). Default: the first system in
         Python's sorted order (uppercase before underscore before lowercase), which
@@ -978,16 +1043,17 @@ def fit(judgements: pd.DataFrame, structure: str = "maximal", reference=None, *,
     return result
 
 
-def _error_result(problem: _Problem, structure: str, message: str) -> ClmmResult:
-    n_beta, q = problem.n_systems - 1, problem.q
+def _error_result(problem: _Problem, structure, message: str) -> ClmmResult:
+    n_beta = problem.n_systems - 1
     names = [f.name for f in problem.factors]
+    size = {f.name: 1 if f.intercept_only else problem.q for f in problem.factors}
     return ClmmResult(
-        systems=list(problem.systems), structure=structure, terms=names, categories=problem.categories,
-        thresholds=np.full(problem.n_thresholds, np.nan),
+        systems=list(problem.systems), structure=_structure_label(structure), terms=names,
+        categories=problem.categories, thresholds=np.full(problem.n_thresholds, np.nan),
         fixed_effects={s: (0.0 if i == 0 else float("nan")) for i, s in enumerate(problem.systems)},
         fixed_effects_cov=np.full((n_beta, n_beta), np.nan),
-        random_effects_cov={name: np.full((q, q), np.nan) for name in names},
-        cholesky_factors={name: np.full((q, q), np.nan) for name in names},
+        random_effects_cov={name: np.full((size[name],) * 2, np.nan) for name in names},
+        cholesky_factors={name: np.full((size[name],) * 2, np.nan) for name in names},
         loglik=float("nan"), converged=False, status="error", message=message, n_obs=problem.n_obs)
 
 
@@ -998,7 +1064,8 @@ def _projected_gradient(layout: _Layout, packed: np.ndarray, packed_gradient: np
     only the other components must vanish.
     """
     at_bound = layout.diagonal_mask() & (packed <= 0.0)
-    return float(np.abs(np.where(at_bound, np.minimum(packed_gradient, 0.0), packed_gradient)).max())
+    projected = np.where(at_bound, np.minimum(packed_gradient, 0.0), packed_gradient)
+    return float(np.abs(np.where(layout.fixed_mask(), 0.0, projected)).max())
 
 
 def _invert_hessian(hessian: np.ndarray, n_fixed: int) -> tuple[np.ndarray, float, int]:
@@ -1042,7 +1109,7 @@ def _boundary_escape(objective: _Objective, layout: _Layout, solution) -> np.nda
     minimum). Probing each bounded diagonal at ESCAPE_PROBE tells the two apart.
     """
     diagonal = layout.diagonal_mask()
-    at_bound = np.flatnonzero(diagonal & (solution.x <= 0.0))
+    at_bound = np.flatnonzero(diagonal & (solution.x <= 0.0) & ~layout.fixed_mask())
     if len(at_bound) == 0:
         return None
     base = solution.fun
@@ -1063,12 +1130,14 @@ def _boundary_escape(objective: _Objective, layout: _Layout, solution) -> np.nda
     return escape
 
 
-def _fit_problem(problem: _Problem, structure: str, maxcor: int, max_iterations: int) -> ClmmResult:
+def _fit_problem(problem: _Problem, structure, maxcor: int, max_iterations: int) -> ClmmResult:
     layout = _Layout(problem)
     objective = _Objective(problem, layout)
     start = layout.to_optimiser(_starting_values(problem, layout))
     diagonal = layout.diagonal_mask()
-    bounds = [(0.0, None) if is_diag else (None, None) for is_diag in diagonal]
+    fixed = layout.fixed_mask()
+    bounds = [(0.0, 0.0) if is_fixed else (0.0, None) if is_diag else (None, None)
+              for is_diag, is_fixed in zip(diagonal, fixed)]
     options = {"maxcor": maxcor, "maxiter": max_iterations, "maxfun": 2 * max_iterations, "ftol": 1e-11, "gtol": 1e-7}
     solution = optimize.minimize(objective.optimiser, start, jac=True, method="L-BFGS-B", bounds=bounds,
                                  options=options)
@@ -1086,7 +1155,7 @@ def _fit_problem(problem: _Problem, structure: str, maxcor: int, max_iterations:
     nll, natural_gradient = objective.natural(natural)
     max_gradient = _projected_gradient(layout, solution.x, layout.gradient_to_optimiser(solution.x, natural_gradient))
 
-    free = ~(diagonal & (natural < HESSIAN_BOUNDARY))
+    free = ~(diagonal & (natural < HESSIAN_BOUNDARY)) & ~fixed
     hessian, free_index = _numerical_hessian(objective, natural, free)
     n_fixed = layout.n_thr + layout.n_beta  # thresholds and effects come first and are always free
     n_beta = layout.n_beta
@@ -1104,6 +1173,7 @@ def _fit_problem(problem: _Problem, structure: str, maxcor: int, max_iterations:
         message = f"fixed-effect covariance unavailable: {exc}"
 
     thresholds, beta, cholesky = layout.unpack(natural)
+    cholesky = {name: layout.own_block(name, cholesky[name]) for name in layout.names}
     boundary = {name: np.diag(cholesky[name]) <= 0.0 for name in layout.names}
     covariances = {name: cholesky[name] @ cholesky[name].T for name in layout.names}
     # L-BFGS-B's own verdict is not used: it often stops with a line-search warning at an optimum
@@ -1119,7 +1189,7 @@ def _fit_problem(problem: _Problem, structure: str, maxcor: int, max_iterations:
     else:
         status = "ok"
     return ClmmResult(
-        systems=list(problem.systems), structure=structure, terms=list(layout.names),
+        systems=list(problem.systems), structure=_structure_label(structure), terms=list(layout.names),
         categories=problem.categories, thresholds=np.asarray(thresholds),
         fixed_effects=dict(zip(problem.systems, np.concatenate([[0.0], beta]).tolist())),
         fixed_effects_cov=beta_cov, random_effects_cov=covariances, cholesky_factors=cholesky,

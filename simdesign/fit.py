@@ -19,26 +19,30 @@ Examples
 """
 from __future__ import annotations
 
+import csv
 import datetime as _dt
 import hashlib
-from dataclasses import dataclass
+import io
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import yaml
 
+from simdesign import __version__ as simdesign_version
 from simdesign import clmm
 from simdesign.errors import ConfigError
 from simdesign.model import OrdinalMixedModel
 from simdesign.store import package_versions
 
 REQUIRED_COLUMNS = ("annotator", "document", "system", "score")
-FORMULAS = {
-    "maximal": "score ~ system + (1 + system | annotator) + (1 + system | document)",
-    "intercepts": "score ~ system + (1 | annotator) + (1 | document)",
-}
-SOFTWARE = ("simdesign", "numpy", "scipy", "pandas", "krippendorff")
+# 'auto' picks the largest structure the pilot's design identifies (see choose_structure); the others are
+# the analyses' structures (DESIGN.md section 3).
+STRUCTURES = ("auto", "paper", "maximal", "intercepts")
+# simdesign's own version comes from the package itself: it need not be installed (a checkout on PYTHONPATH),
+# and its distribution name differs from the import name.
+SOFTWARE = ("numpy", "scipy", "pandas", "krippendorff")
 # How many offending rows an error message lists before it says "and N more".
 EXAMPLES_SHOWN = 5
 
@@ -89,15 +93,51 @@ def parse_columns(text: str | None) -> dict:
     return mapping
 
 
-def _rows(index, limit: int = EXAMPLES_SHOWN) -> str:
-    """File line numbers of table rows (header = line 1), shortened."""
-    lines = [str(int(i) + 2) for i in list(index)[:limit]]
-    more = len(index) - limit
-    return ", ".join(lines) + (f" and {more} more" if more > 0 else "")
+def _line_numbers(frame: pd.DataFrame) -> np.ndarray:
+    """The file line of every row: recorded by :func:`read_judgements`, else header = line 1, no blank lines."""
+    lines = frame.attrs.get("lines")
+    if lines is not None and len(lines) == len(frame):
+        return np.asarray(lines)
+    return np.arange(len(frame)) + 2
 
 
-def validate_judgements(frame: pd.DataFrame, scale=None, *, for_fit: bool = True, names: dict | None = None) -> tuple:
+def _rows(frame: pd.DataFrame, mask, limit: int = EXAMPLES_SHOWN) -> str:
+    """File line numbers of the rows selected by a boolean mask, shortened."""
+    lines = _line_numbers(frame)[np.asarray(mask, dtype=bool)]
+    shown = ", ".join(str(int(line)) for line in lines[:limit])
+    more = len(lines) - limit
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def _near_duplicate_names(frame: pd.DataFrame, column: str, fold_case: bool) -> list:
+    """Messages for ids that differ from another id of the column only in surrounding spaces (or case).
+
+    ' seneca' beside 'seneca', or 'bart' beside 'BART', is almost always a typo that would
+    otherwise become a system (or annotator, document) of its own.
+    """
+    values = frame[column].dropna().astype(str)
+    key = values.str.strip()
+    if fold_case:
+        key = key.str.casefold()
+    messages = []
+    for _, names in values.groupby(key):
+        distinct = list(pd.unique(names))
+        if len(distinct) < 2:
+            continue
+        counts = names.value_counts()
+        odd = [name for name in distinct if name != counts.index[0]]
+        where = frame[column].isin(odd).to_numpy()
+        messages.append(f"The '{column}' column has {distinct!r}, which differ only in "
+                        f"{'case or ' if fold_case else ''}surrounding spaces; the less frequent "
+                        f"{odd!r} (lines {_rows(frame, where)}) is probably a typo: spell each the same way")
+    return messages
+
+
+def validate_judgements(frame: pd.DataFrame, scale=None, *, names: dict | None = None) -> tuple:
     """Check a judgements table; return its scale. Every problem is reported, nothing is dropped.
+
+    The one check of every command that reads judgements (``fit``, ``check``,
+    ``reliability``), so a table one command refuses is refused by all.
 
     Parameters
     ----------
@@ -107,9 +147,6 @@ def validate_judgements(frame: pd.DataFrame, scale=None, *, for_fit: bool = True
         The scale's score values. When given, every score must be one of
         them and every value must occur (a category nobody used leaves its
         thresholds unidentified). Default: the observed values.
-    for_fit : bool
-        Also require what a model fit needs: two or more systems, and no
-        system with a single judgement.
     names : dict, optional
         Our column name -> the file's, so messages name the file's columns.
 
@@ -121,10 +158,12 @@ def validate_judgements(frame: pd.DataFrame, scale=None, *, for_fit: bool = True
     Raises
     ------
     ConfigError
-        With one message per problem: missing columns, missing values,
-        non-integer scores, duplicate judgements (an annotator scoring the
-        same system's output for a document twice), systems with one
-        judgement, scores outside the scale, unused scale values.
+        With one message per problem, naming lines: missing columns, missing
+        values, non-integer scores, duplicate judgements (an annotator scoring
+        the same system's output for a document twice), fewer than two
+        systems, a system with a single judgement, ids that differ only in
+        surrounding spaces (system names also in case), scores outside the
+        scale, unused scale values.
     """
     names = names or {}
 
@@ -140,32 +179,37 @@ def validate_judgements(frame: pd.DataFrame, scale=None, *, for_fit: bool = True
     if frame.empty:
         raise ConfigError("The judgements table has no rows")
     for column in REQUIRED_COLUMNS:
-        absent = frame.index[frame[column].isna()]
-        if len(absent):
-            errors.append(f"The {column_text(column)} column has {len(absent)} missing value(s) (lines {_rows(absent)}); "
-                          "fill or remove them: rows are never dropped silently")
+        absent = frame[column].isna().to_numpy()
+        if absent.any():
+            errors.append(f"The {column_text(column)} column has {absent.sum()} missing value(s) (lines "
+                          f"{_rows(frame, absent)}); fill or remove them: rows are never dropped silently")
     score = pd.to_numeric(frame["score"], errors="coerce")
-    not_numeric = frame.index[score.isna() & frame["score"].notna()]
-    if len(not_numeric):
-        errors.append(f"The {column_text('score')} column has {len(not_numeric)} non-numeric value(s) (lines {_rows(not_numeric)}), "
-                      f"e.g. {frame.loc[not_numeric[0], 'score']!r}")
-    fractional = frame.index[score.notna() & (score != score.round())]
-    if len(fractional):
-        errors.append(f"The {column_text('score')} column has {len(fractional)} non-integer value(s) (lines "
-                      f"{_rows(fractional)}), e.g. {float(score[fractional[0]])!r}; scores are points of an ordinal scale")
+    not_numeric = (score.isna() & frame["score"].notna()).to_numpy()
+    if not_numeric.any():
+        errors.append(f"The {column_text('score')} column has {not_numeric.sum()} non-numeric value(s) (lines "
+                      f"{_rows(frame, not_numeric)}), e.g. {frame['score'][not_numeric].iloc[0]!r}")
+    fractional = (score.notna() & (score != score.round())).to_numpy()
+    if fractional.any():
+        errors.append(f"The {column_text('score')} column has {fractional.sum()} non-integer value(s) (lines "
+                      f"{_rows(frame, fractional)}), e.g. {float(score[fractional].iloc[0])!r}; scores are points "
+                      "of an ordinal scale")
     keys = list(REQUIRED_COLUMNS[:3])
-    duplicated = frame.index[frame.duplicated(keys, keep=False) & frame[keys].notna().all(axis=1)]
-    if len(duplicated):
-        first = frame.loc[duplicated[0], keys].to_dict()
-        errors.append(f"{len(duplicated)} rows repeat an (annotator, document, system) judgement (lines "
-                      f"{_rows(duplicated)}; e.g. {first}); keep one judgement per annotator and output")
-    if for_fit:
-        per_system = frame["system"].value_counts()
-        lonely = sorted(per_system.index[per_system == 1].astype(str))
-        if lonely:
-            errors.append(f"The system(s) {lonely} have a single judgement: too few to estimate an effect")
-        if frame["system"].nunique() < 2:
-            errors.append("The 'system' column needs at least two systems to compare")
+    duplicated = (frame.duplicated(keys, keep=False) & frame[keys].notna().all(axis=1)).to_numpy()
+    if duplicated.any():
+        first = frame.loc[duplicated, keys].iloc[0].to_dict()
+        errors.append(f"{duplicated.sum()} rows repeat an (annotator, document, system) judgement (lines "
+                      f"{_rows(frame, duplicated)}; e.g. {first}); keep one judgement per annotator and output")
+    for column in keys:
+        errors += _near_duplicate_names(frame, column, fold_case=column == "system")
+    per_system = frame["system"].value_counts()
+    lonely = sorted(per_system.index[per_system == 1].astype(str))
+    if lonely:
+        errors.append(f"The system(s) {lonely} have a single judgement (lines "
+                      f"{_rows(frame, frame['system'].isin(lonely))}): too few to estimate anything about them; "
+                      "a typo in a system name?")
+    if frame["system"].nunique() < 2:
+        errors.append(f"The {column_text('system')} column needs at least two systems to compare; "
+                      f"it has {list(pd.unique(frame['system'].dropna()))}")
     observed = np.unique(score[score.notna() & (score == score.round())].to_numpy()).astype(np.int64)
     if scale is None:
         scale = tuple(int(v) for v in observed)
@@ -173,8 +217,8 @@ def validate_judgements(frame: pd.DataFrame, scale=None, *, for_fit: bool = True
         scale = tuple(int(v) for v in scale)
         outside = sorted(set(observed.tolist()) - set(scale))
         if outside:
-            lines = frame.index[score.isin(outside)]
-            errors.append(f"Scores {outside} are outside the scale {list(scale)} (lines {_rows(lines)})")
+            errors.append(f"Scores {outside} are outside the scale {list(scale)} (lines "
+                          f"{_rows(frame, score.isin(outside))})")
         unused = sorted(set(scale) - set(observed.tolist()))
         if unused:
             remedy = "merge the unused categories into their neighbours"
@@ -189,8 +233,43 @@ def validate_judgements(frame: pd.DataFrame, scale=None, *, for_fit: bool = True
     return scale
 
 
-def read_judgements(path, columns: dict | None = None, scale=None, *, for_fit: bool = True):
-    """Read and check a judgements CSV.
+def _decode(path: Path) -> str:
+    """The file's text; bytes that are not UTF-8 are an error naming their line."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")  # a byte-order mark (spreadsheet export) is not part of the header
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigError(f"{path}: line {line} is not UTF-8 text (byte 0x{data[exc.start]:02x} at character "
+                          f"{column}); save the file as UTF-8") from None
+
+
+def _record_lines(text: str, path: Path) -> tuple[list, list]:
+    """(header fields, [(first line, number of fields)] per non-blank record), as the csv module parses it.
+
+    pandas reports neither where a row starts (quoted fields may span lines;
+    blank lines are skipped) nor every row with a wrong number of fields, so
+    the records are located once with the standard library's parser.
+    """
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header, records, previous_end = None, [], 0
+    try:
+        for row in reader:
+            first_line, previous_end = previous_end + 1, reader.line_num
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue
+            if header is None:
+                header = row
+            else:
+                records.append((first_line, len(row)))
+    except csv.Error as exc:
+        raise ConfigError(f"{path}: line {reader.line_num} is not valid CSV ({exc})") from None
+    return header or [], records
+
+
+def read_judgements(path, columns: dict | None = None, scale=None):
+    """Read and check a judgements CSV: the reader of every command that reads judgements.
 
     Parameters
     ----------
@@ -198,24 +277,59 @@ def read_judgements(path, columns: dict | None = None, scale=None, *, for_fit: b
     columns : dict, optional
         File column name -> our name (see :func:`parse_columns`).
     scale : sequence of int, optional
-    for_fit : bool
 
     Returns
     -------
     frame : pandas.DataFrame
         Columns ``annotator, document, system, score`` (scores as int64;
-        ids as strings, so '07' and '7' stay distinct).
+        ids as strings, so '07' and '7' stay distinct); ``frame.attrs['lines']``
+        holds each row's line in the file.
     scale : tuple of int
+
+    Raises
+    ------
+    ConfigError
+        A missing or empty file, bytes that are not UTF-8 (line named), rows
+        with more or fewer fields than the header (lines named), ``columns``
+        naming a column the file lacks or mapping onto a name the file
+        already has, and everything :func:`validate_judgements` checks.
     """
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"Judgements file not found: {path}")
-    raw = pd.read_csv(path, dtype=str, keep_default_na=True)
-    raw = raw.rename(columns=columns or {})
-    scale = validate_judgements(raw, scale, for_fit=for_fit,
-                                names={ours: theirs for theirs, ours in (columns or {}).items()})
+    text = _decode(path)
+    header, records = _record_lines(text, path)
+    if not header:
+        raise ConfigError(f"{path} is empty: it needs a header line naming the columns "
+                          f"{', '.join(REQUIRED_COLUMNS)} and one row per judgement")
+    ragged = [(line, n) for line, n in records if n != len(header)]
+    if ragged:
+        shown = ", ".join(f"line {line} has {n}" for line, n in ragged[:EXAMPLES_SHOWN])
+        more = f" and {len(ragged) - EXAMPLES_SHOWN} more" if len(ragged) > EXAMPLES_SHOWN else ""
+        raise ConfigError(f"{path}: the header has {len(header)} fields but {shown}{more} (a comma inside an "
+                          "unquoted value?); quote such values or fix the rows")
+    try:
+        raw = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise ConfigError(f"{path} is not a readable CSV table: {exc}") from None
+    if len(records) == len(raw):
+        raw.attrs["lines"] = [line for line, _ in records]
+    columns = dict(columns or {})
+    problems = []
+    for theirs, ours in columns.items():
+        if theirs not in raw.columns:
+            problems.append(f"--columns maps {ours}={theirs}, but the file has no column '{theirs}' "
+                            f"(its columns: {list(raw.columns)})")
+        elif ours in raw.columns and ours != theirs and ours not in columns:
+            problems.append(f"--columns maps {ours}={theirs}, but the file also has a column '{ours}': "
+                            f"two '{ours}' columns; drop or rename one of them in the file")
+    if problems:
+        raise ConfigError(problems)
+    raw = raw.rename(columns=columns)
+    scale = validate_judgements(raw, scale, names={ours: theirs for theirs, ours in columns.items()})
     frame = raw[list(REQUIRED_COLUMNS)].copy()
     frame["score"] = pd.to_numeric(frame["score"]).round().astype(np.int64)
+    frame.attrs["lines"] = raw.attrs.get("lines")
     return frame, scale
 
 
@@ -264,17 +378,148 @@ def _full_covariance(result, term: str, n_systems: int) -> np.ndarray:
     return full
 
 
-def fit_model(frame: pd.DataFrame, structure: str = "paper", reference=None, scale=None, name: str = "fitted",
-              source: dict | None = None) -> FitOutcome:
+@dataclass(frozen=True)
+class StructureChoice:
+    """The random-effects terms a fit uses, and why.
+
+    Attributes
+    ----------
+    structure : str
+        As requested (one of :data:`STRUCTURES`).
+    forms : dict
+        Term -> 'slopes' ``(1 + system | term)`` or 'intercept' ``(1 | term)``;
+        a term left out is not fitted (see :func:`simdesign.clmm.term_forms`).
+    reduced : dict
+        Term -> why its slopes were dropped (``allow_reduced``).
+    notes : list of str
+        What a reader of the model file must know about the choice.
+    """
+
+    structure: str
+    forms: dict
+    reduced: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    @property
+    def formula(self) -> str:
+        terms = [f"({'1 + system' if form == 'slopes' else '1'} | {term})" for term, form in self.forms.items()]
+        return "score ~ system + " + " + ".join(terms)
+
+
+def choose_structure(frame: pd.DataFrame, structure: str = "auto", allow_reduced: bool = False) -> StructureChoice:
+    """The terms to fit to a pilot, refusing what its design cannot identify.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Checked judgements.
+    structure : {'auto', 'paper', 'maximal', 'intercepts'}
+        'auto' (for fitting a generator): ``(1 + system | annotator) +
+        (1 + system | document)`` when some document is judged by two or more
+        annotators; ``(1 + system | annotator) + (1 | document)`` when every
+        document has one annotator and some annotator judges two or more
+        documents (each (document, system) is then judged once, so document
+        slopes cannot be told apart from the judgement noise, but the
+        document intercept can); the annotator term alone when every
+        annotator judges one document of their own (annotator and document
+        are then one grouping). The others are the analyses' structures
+        (DESIGN.md section 3).
+    allow_reduced : bool
+        With fewer levels than systems + 1 (too few for a full covariance of
+        intercept and slopes), fit that term's intercept only instead of
+        refusing; recorded in ``reduced``.
+
+    Returns
+    -------
+    StructureChoice
+
+    Raises
+    ------
+    ConfigError
+        Naming the reason: a single annotator; fewer annotators (documents)
+        than systems + 1 for a full covariance without ``allow_reduced``; a
+        document term the design cannot separate from the annotator term or
+        from the noise.
+    """
+    if structure not in STRUCTURES:
+        raise ConfigError(f"--structure must be one of {list(STRUCTURES)}; got {structure!r}")
+    n_systems = frame["system"].nunique()
+    annotators = frame["annotator"].nunique()
+    if annotators < 2:
+        raise ConfigError(
+            f"The pilot has a single annotator ({frame['annotator'].iloc[0]!r}): the variation between annotators "
+            "cannot be estimated from one, and a generator without it would treat every judgement as independent "
+            "(the error simulated studies exist to catch). Collect judgements from several annotators "
+            f"(a full annotator covariance needs at least {n_systems + 1}).")
+    annotators_per_document = frame.groupby("document")["annotator"].nunique()
+    documents_per_annotator = frame.groupby("annotator")["document"].nunique()
+    shared = bool((annotators_per_document >= 2).any())
+    one_each = not shared and bool((documents_per_annotator == 1).all())
+    if structure == "auto":
+        if shared:
+            forms = {"annotator": "slopes", "document": "slopes"}
+        elif not one_each:
+            forms = {"annotator": "slopes", "document": "intercept"}
+        else:
+            forms = {"annotator": "slopes"}
+    else:
+        forms = clmm.term_forms(frame, structure)
+    if "document" in forms and one_each:
+        raise ConfigError(f"--structure {structure}: every annotator judged a single document of their own, so "
+                          "annotator and document effects are one grouping and cannot be told apart; use "
+                          "--structure auto (the annotator term alone, carrying both)")
+    if forms.get("document") == "slopes" and not shared:
+        raise ConfigError(f"--structure {structure}: every document is judged by one annotator, so each (document, "
+                          "system) output is judged once and document slopes cannot be told apart from the judgement "
+                          "noise; use --structure auto ((1 | document)) or paper (no document term)")
+    reduced = {}
+    for term, form in list(forms.items()):
+        levels = frame[term].nunique()
+        if form != "slopes" or levels >= n_systems + 1:
+            continue
+        reason = (f"{levels} {term}s for {n_systems} systems: a full {term} covariance (intercept and "
+                  f"{n_systems - 1} slopes, {n_systems * (n_systems + 1) // 2} parameters) needs at least "
+                  f"systems + 1 = {n_systems + 1} {term}s")
+        if not allow_reduced:
+            raise ConfigError(f"--structure {structure}: {reason}. Collect more, or pass --allow-reduced to fit "
+                              f"(1 | {term}) instead (recorded in the model's provenance)")
+        forms[term] = "intercept"
+        reduced[term] = f"(1 + system | {term}) reduced to (1 | {term}) by --allow-reduced: {reason}"
+    choice = StructureChoice(structure=structure, forms=forms, reduced=reduced)
+    choice.notes.extend(reduced.values())
+    if "document" not in forms:
+        if one_each:
+            choice.notes.append("Every annotator judged one document of their own: annotator and document effects "
+                                "are one grouping, so only the annotator term was fitted; its covariance carries "
+                                "both (their sum) and document_cov is 0.")
+        else:
+            choice.notes.append(f"The document term was not fitted (structure {structure!r} on a nested pilot): "
+                                "document_cov is 0, so the variation between documents is missing from the model "
+                                "(the annotator covariance does not carry it); --structure auto fits "
+                                "(1 | document) for such pilots.")
+    elif forms["document"] == "intercept" and not shared:
+        choice.notes.append("Nested pilot (each document judged by one annotator): each (document, system) output "
+                            "is judged once, so document slopes cannot be told apart from the judgement noise and "
+                            "only the document intercept was fitted. document_cov has its variance in [0, 0] and "
+                            "zeros elsewhere: simulations give documents a common difficulty but no "
+                            "document-specific system differences.")
+    if set(forms.values()) == {"intercept"}:
+        choice.notes.append("Random intercepts only: each covariance has the intercept variance in [0, 0] and "
+                            "zeros elsewhere, so z_s . u = u_0 for every system.")
+    return choice
+
+
+def fit_model(frame: pd.DataFrame, structure: str = "auto", reference=None, scale=None, name: str = "fitted",
+              source: dict | None = None, allow_reduced: bool = False) -> FitOutcome:
     """Fit the cumulative link mixed model to judgements and wrap it as a generator.
 
     Parameters
     ----------
     frame : pandas.DataFrame
         Checked judgements (see :func:`read_judgements`).
-    structure : {'paper', 'maximal', 'intercepts'}
-        Random-effects structure (docs/model.md, "Random-effects structures"); 'paper' is maximal
-        without the document term when every document has one annotator.
+    structure : {'auto', 'paper', 'maximal', 'intercepts'}
+        Random-effects structure (docs/model.md, "Random-effects structures"); 'auto' is chosen
+        from the pilot's design by :func:`choose_structure`.
     reference : str, optional
         Reference system; default the first in sorted order (as
         :func:`simdesign.clmm.fit`), so to compare with the paper's models
@@ -284,6 +529,9 @@ def fit_model(frame: pd.DataFrame, structure: str = "paper", reference=None, sca
     name : str
     source : dict, optional
         Recorded in the provenance (e.g. file name and sha256).
+    allow_reduced : bool
+        Fit intercepts only for a term with too few levels for a full
+        covariance instead of refusing (recorded in the provenance).
 
     Returns
     -------
@@ -291,11 +539,15 @@ def fit_model(frame: pd.DataFrame, structure: str = "paper", reference=None, sca
 
     Raises
     ------
+    ConfigError
+        Bad judgements, or a structure the pilot cannot identify (see
+        :func:`choose_structure`).
     FitError
         The fit broke down numerically (status 'error').
     """
     scale = validate_judgements(frame, scale)
-    result = clmm.fit(frame, structure=structure, reference=reference)
+    choice = choose_structure(frame, structure, allow_reduced)
+    result = clmm.fit(frame, structure=choice.forms, reference=reference)
     if result.status == "error":
         raise FitError(f"The model fit failed: {result.message}")
     systems = list(result.systems)
@@ -304,23 +556,20 @@ def fit_model(frame: pd.DataFrame, structure: str = "paper", reference=None, sca
     document_cov = _full_covariance(result, "document", n_systems)
     effect_cov = np.asarray(result.fixed_effects_cov, dtype=float)
     effect_se = np.sqrt(np.clip(np.diag(effect_cov), 0, None)) if effect_cov.size else np.array([])
-    notes = []
-    if "document" not in result.terms:
-        notes.append("The document term was not fitted (every document has one annotator, structure 'paper'): "
-                     "document_cov is 0 and the annotator covariance also carries the document variation.")
-    if structure == "intercepts":
-        notes.append("Random intercepts only: each covariance has the intercept variance in [0, 0] and zeros "
-                     "elsewhere, so z_s . u = u_0 for every system.")
+    notes = list(choice.notes)
     if result.status == "singular":
-        notes.append("Singular (boundary) fit: some random-effects variance or correlation is at its bound, as is "
-                     "usual for the maximal model; the covariance matrices are positive semi-definite.")
+        usual = (", as is usual for a model with random slopes" if "slopes" in choice.forms.values()
+                 else " (a variance estimated as 0)")
+        notes.append(f"Singular (boundary) fit: some random-effects variance or correlation is at its bound{usual}; "
+                     "the covariance matrices are positive semi-definite.")
     if result.status == "not_converged":
         notes.append(f"The optimiser did not converge: {result.message}. Treat the parameters with caution.")
     provenance = {
         "software": "simdesign.clmm (native Laplace maximum likelihood, like ordinal::clmm)",
-        "formula": FORMULAS["intercepts" if structure == "intercepts" else "maximal"],
+        "formula": choice.formula,
         "structure": structure,
-        "terms_fitted": list(result.terms),
+        "terms_fitted": dict(choice.forms),
+        "reduced": dict(choice.reduced),
         "reference": systems[0],
         "fitted_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "source": dict(source or {}),
@@ -334,7 +583,7 @@ def fit_model(frame: pd.DataFrame, structure: str = "paper", reference=None, sca
             "evaluations": int(result.n_evaluations), "seconds": round(float(result.seconds), 3),
         },
         "effect_standard_errors": {system: float(se) for system, se in zip(systems[1:], effect_se)},
-        "versions": package_versions(SOFTWARE),
+        "versions": {"simdesign": simdesign_version, **package_versions(SOFTWARE)},
         "notes": notes,
     }
     model = OrdinalMixedModel(name=name, scale=tuple(scale), systems=tuple(systems), thresholds=result.thresholds,
@@ -421,7 +670,11 @@ def _recovery_round(model: OrdinalMixedModel, design, structure: str, rng: np.ra
     if frame["score"].nunique() != len(model.scale):
         # A category nobody used: the fit has fewer thresholds than the truth.
         return None, f"score values {sorted(set(model.scale) - set(frame['score']))} unused"
-    result = clmm.fit(frame, structure=structure, reference=model.systems[0])
+    try:
+        forms = choose_structure(frame, structure).forms
+    except ConfigError as exc:
+        return None, f"structure: {exc}"
+    result = clmm.fit(frame, structure=forms, reference=model.systems[0])
     if result.status in ("error", "not_converged"):
         return None, f"{result.status}: {result.message}"
     return _fit_parameters(result, model.systems)
@@ -439,8 +692,9 @@ def parameter_recovery(model: OrdinalMixedModel, design, rounds: int, rng: np.ra
     rounds : int
     rng : numpy.random.Generator
     structure : str
-        Random-effects structure of the fits. It should match the truth
-        ('paper' or 'maximal' for the presets): a smaller structure
+        Random-effects structure of the fits (:data:`STRUCTURES`, chosen per
+        simulated data set by :func:`choose_structure`). It should match the
+        truth ('paper' or 'maximal' for the presets): a smaller structure
         attenuates thresholds and effects (the latent scale shrinks).
     jobs : int
         joblib workers. Each round has its own stream spawned from ``rng``,

@@ -11,6 +11,14 @@ SHARED_DATA = REPO.parent / "shared" / "data" / "steen-markert-2021"
 
 
 @pytest.fixture
+def paper_data_dir() -> Path:
+    """The paper's data (../shared); the test is skipped, with the reason, in a clone without it."""
+    if not (SHARED_DATA / "judgements").is_dir():
+        pytest.skip(f"the Steen & Markert data are not present at {SHARED_DATA} (a clone without ../shared)")
+    return SHARED_DATA
+
+
+@pytest.fixture
 def coherence():
     from simdesign import load_model
     return load_model("coherence")

@@ -5,7 +5,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import SHARED_DATA
 from simdesign import BlockDesign, PoolDesign, load_model
 from simdesign.cli import main, write_outputs
 from simdesign.config import parse_config
@@ -15,9 +14,6 @@ from simdesign.judgements import Judgements
 from simdesign.reliability import (UndefinedReliability, krippendorff_alpha, n_distinct_splits, shr,
                                    split_half_reliability)
 from simdesign.store import ResultsStore
-
-JUDGEMENTS = SHARED_DATA / "judgements"
-needs_data = pytest.mark.skipif(not JUDGEMENTS.is_dir(), reason="the shared Steen & Markert data are not present")
 
 
 def _frame(rows):
@@ -127,19 +123,17 @@ def test_shr_needs_two_blocks(coherence, rng):
 # The paper's Table 3
 # ---------------------------------------------------------------------------------------------
 
-@needs_data
 @pytest.mark.parametrize("task, alpha, split_half", [("coherence", 0.22, 0.96), ("repetition", 0.27, 0.95)])
-def test_alpha_and_shr_match_the_papers_table_3(task, alpha, split_half):
-    frame = pd.read_csv(JUDGEMENTS / f"likert_{task}_cnn_dm.csv")
+def test_alpha_and_shr_match_the_papers_table_3(task, alpha, split_half, paper_data_dir):
+    frame = pd.read_csv(paper_data_dir / "judgements" / f"likert_{task}_cnn_dm.csv")
     assert round(krippendorff_alpha(frame), 2) == alpha
     result = split_half_reliability(frame)  # blocks recovered from shared document sets
     assert result.n_blocks == 20 and result.exact and result.n_undefined == 0
     assert round(result.value, 2) == split_half
 
 
-@needs_data
-def test_reliability_command_prints_both(capsys):
-    assert main(["reliability", str(JUDGEMENTS / "likert_coherence_cnn_dm.csv")]) == 0
+def test_reliability_command_prints_both(capsys, paper_data_dir):
+    assert main(["reliability", str(paper_data_dir / "judgements" / "likert_coherence_cnn_dm.csv")]) == 0
     out = capsys.readouterr().out
     assert "alpha" in out and "0.2211" in out and "92378" in out and "0.9584" in out
 
