@@ -38,7 +38,7 @@ from simdesign.store import package_versions
 
 REQUIRED_COLUMNS = ("annotator", "document", "system", "score")
 # 'auto' picks the largest structure the pilot's design identifies (see choose_structure); the others are
-# the analyses' structures (DESIGN.md section 3).
+# the analyses' structures (docs/model.md, "Random-effects structures").
 STRUCTURES = ("auto", "paper", "maximal", "intercepts")
 # simdesign's own version comes from the package itself: it need not be installed (a checkout on PYTHONPATH),
 # and its distribution name differs from the import name.
@@ -423,7 +423,7 @@ def choose_structure(frame: pd.DataFrame, structure: str = "auto", allow_reduced
         document intercept can); the annotator term alone when every
         annotator judges one document of their own (annotator and document
         are then one grouping). The others are the analyses' structures
-        (DESIGN.md section 3).
+        (docs/model.md, "Random-effects structures").
     allow_reduced : bool
         With fewer levels than systems + 1 (too few for a full covariance of
         intercept and slopes), fit that term's intercept only instead of
