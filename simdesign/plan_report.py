@@ -152,7 +152,7 @@ def recommendation_text(result: PlanResult) -> str:
             cheaper = [r for r in active if r.candidate.total_cost < c.total_cost]
             failed = sum(r.decision == FAIL for r in cheaper)
             liberal = sum(r.decision == LIBERAL for r in cheaper)
-            undecided = [r for r in cheaper if r.decision == UNDECIDED]
+            undecided = _by_cost_of([r for r in cheaper if r.decision == UNDECIDED])
             if failed_confirmations:
                 text += (" Cheaper pick(s) of the search failed their confirmation: "
                          + "; ".join(_confirmation_phrase(config, r) for r in failed_confirmations) + ".")
@@ -160,12 +160,19 @@ def recommendation_text(result: PlanResult) -> str:
                      f"{failed} of the {len(cheaper)} cheaper simulated candidates were shown to fall short")
             if liberal:
                 text += (f", {liberal} were shown to reject a true null hypothesis too often (type I error above "
-                         f"{config.max_type1:.0%}: annotators judging many documents make their judgements "
+                         f"{config.max_type1:.1%}: annotators judging many documents make their judgements "
                          f"dependent, which the test ignores), so their power is not real")
-            text += (f", and {len(undecided)} stayed undecided at {config.max_trials} trials (power near the "
-                     f"target; the cheapest: {undecided[0].candidate.design.label} with {undecided[0].candidate.test.label}, "
-                     f"{_money(config, undecided[0].candidate.total_cost)}, power {undecided[0].power:.2f})."
-                     if undecided else ".")
+            if undecided:
+                first = undecided[0]
+                text += (f", and {len(undecided)} stayed undecided at {config.max_trials} trials (power, or type I "
+                         f"error, too close to its limit to be shown on the right side; the cheapest: "
+                         f"{first.candidate.design.label} with {first.candidate.test.label}, "
+                         f"{_money(config, first.candidate.total_cost)}, power {first.power:.3f} "
+                         f"[{first.ci_low:.3f}, {first.ci_high:.3f}]"
+                         + (f", type I error {first.type1:.1%} [{first.type1_low:.1%}, {first.type1_high:.1%}]"
+                            if first.type1_trials else "") + ").")
+            else:
+                text += "."
             others = {}
             for r in _by_cost_of([r for r in active if r.decision == PASS]):
                 if r.candidate.test.label != c.test.label:
@@ -189,7 +196,7 @@ def recommendation_text(result: PlanResult) -> str:
             text += (f" {worse} affordable candidate(s) were shown to have less power at {confidence}")
             if liberal:
                 text += (f" and {liberal} to reject a true null hypothesis too often (type I error above "
-                         f"{config.max_type1:.0%})")
+                         f"{config.max_type1:.1%})")
             if tied:
                 cheapest = min(tied, key=lambda r: r.candidate.total_cost)
                 text += (f"; {len(tied)} could not be told apart from it (within {config.power_tolerance:.0%} "

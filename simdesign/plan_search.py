@@ -72,6 +72,7 @@ outcome does not depend on how the work was staged.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -84,12 +85,15 @@ from joblib import Parallel, delayed
 from scipy import stats
 
 from simdesign.analyses import FAILURES, system_pairs
-from simdesign.config import parse_config
+from simdesign.config import parse_config, stable_digest
 from simdesign.engine import check_backends, plan_chunks, simulate_chunk
 from simdesign.planner import Candidate, PlanConfig
-from simdesign.store import ResultsStore
+from simdesign.store import TRIALS_DIR, ResultsStore, atomic_write_bytes
 
 STUDIES_DIR = "studies"
+CACHE_DIR = ".plan_cache"
+# what the decisions read from a stored row (right_rejections, null_rejections)
+CACHE_COLUMNS = ["design", "test", "trial", "pair", "p_value", "status", "estimate", "true_diff"]
 NULL_STUDIES_DIR = "studies_null"
 PASS, FAIL, UNDECIDED, NOT_NEEDED, LIBERAL = "pass", "fail", "undecided", "not_needed", "liberal"
 BEST, TIED, WORSE = "best", "tied", "worse"
@@ -403,47 +407,100 @@ class OutcomeSource:
     def null(self, wanted: dict) -> dict:
         raise NotImplementedError
 
+    def flush(self) -> None:
+        """Called once the decisions are made (e.g. to save caches)."""
+
 
 def _chunk_task(model, effect, seed, chunk):
     return chunk, simulate_chunk(model, effect, seed, chunk)
 
 
 class _StudyStore:
-    """The studies of one effect (power or null) in results stores, with what they hold cached in memory.
+    """The studies of one effect (power or null) in results stores, with what they hold cached.
 
-    Every chunk file is read at most once per run (a finished plan re-run reads
-    each once and simulates nothing); new chunks are added to the cache as
-    they are written.
+    The stored chunk files stay the only record. But a finished plan has
+    about a thousand of them and reading each costs more than deciding, so
+    the columns the decisions need are also kept in one file per store,
+    ``DIR/.plan_cache/<studies dir>-<family>.parquet``, with the names of the
+    chunk files it holds and the store's fingerprint (model, effect, seed,
+    test options): a re-run reads that file plus only the chunk files it does
+    not hold, and simulates nothing it has. A cache whose fingerprint or file
+    list does not match the store is ignored and rebuilt.
     """
 
     def __init__(self, config: PlanConfig, out_dir: Path, jobs: int, effect, subdirectory: str):
         self.config = config
         self.jobs = jobs
         self.effect = effect
-        self.sim_configs, self.stores = {}, {}
+        self.sim_configs, self.stores, self.cache_paths = {}, {}, {}
         for family, raw in config.simulation_config_mappings(effect).items():
             sim_config = parse_config(raw)
             check_backends(sim_config)
             store = ResultsStore(out_dir / subdirectory / family)
             store.prepare(sim_config, raw)
             self.sim_configs[family], self.stores[family] = sim_config, store
+            self.cache_paths[family] = out_dir / CACHE_DIR / f"{subdirectory}-{family}.parquet"
         self.designs = {d.label: d for c in self.sim_configs.values() for d in c.designs}
         self.specs = {s.label: s for s in config.tests}
         self.new_studies = 0
         self._done: dict[str, dict[str, set]] = {}
         self._rows: dict[str, list] = {}
+        self._files: dict[str, set] = {}
+        self._dirty: set[str] = set()
+
+    def _cache_key(self, family: str) -> str:
+        manifest = self.stores[family].manifest()
+        return stable_digest({"fingerprint": manifest.get("fingerprint"), "analyses": manifest.get("analyses")})
+
+    def _load_family(self, family: str) -> None:
+        """Read a store once: its cache file, then the chunk files the cache does not hold."""
+        if family in self._files:
+            return
+        store = self.stores[family]
+        files = {str(path.relative_to(store.directory)) for path in (store.directory / TRIALS_DIR).glob("*/*.parquet")}
+        cache, meta = self.cache_paths[family], self.cache_paths[family].with_suffix(".json")
+        frames, known = [], set()
+        if cache.is_file() and meta.is_file():
+            stored = json.loads(meta.read_text())
+            if stored.get("key") == self._cache_key(family) and set(stored.get("files", ())) <= files:
+                frames.append(pd.read_parquet(cache))
+                known = set(stored["files"])
+        missing = sorted(files - known)
+        frames += [pd.read_parquet(store.directory / name, columns=CACHE_COLUMNS) for name in missing]
+        if missing:
+            self._dirty.add(family)
+        table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=CACHE_COLUMNS)
+        self._files[family] = files
+        for label in (d for d, design in self.designs.items() if design.kind == family):
+            self._rows[label], self._done[label] = [], {}
+        for label, group in table.groupby("design", sort=False):
+            if label in self._rows:
+                self._rows[label] = [group]
+                self._done[label] = {test: set(trials.tolist()) for test, trials in group.groupby("test")["trial"]}
 
     def _load(self, design_label: str) -> None:
-        if design_label in self._done:
-            return
-        table = self.stores[self.designs[design_label].kind].read_trials(designs=[design_label])
-        self._rows[design_label] = [table] if len(table) else []
-        self._done[design_label] = {test: set(trials.tolist()) for test, trials in table.groupby("test")["trial"]}
+        self._load_family(self.designs[design_label].kind)
 
     def completed(self, design_label: str) -> dict[str, set[int]]:
         """Test label -> stored trial indices (the store interface :func:`plan_chunks` needs)."""
         self._load(design_label)
         return self._done[design_label]
+
+    def flush(self) -> None:
+        """Write the cache of every store that gained rows (all designs of the store, needed columns)."""
+        for family in sorted(self._dirty):
+            labels = [label for label, design in self.designs.items() if design.kind == family]
+            frames = [frame[CACHE_COLUMNS] for label in labels for frame in self._rows.get(label, [])]
+            if not frames:
+                continue
+            table = pd.concat(frames, ignore_index=True)
+            cache = self.cache_paths[family]
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            # the table first, the file list last: a crash in between leaves a list that does not match
+            atomic_write_bytes(cache, table.to_parquet(index=False))
+            atomic_write_bytes(cache.with_suffix(".json"), json.dumps(
+                {"key": self._cache_key(family), "files": sorted(self._files[family])}).encode())
+        self._dirty.clear()
 
     def run(self, wanted: dict) -> None:
         """Make sure every (design, test): (first, stop) in ``wanted`` has those trials stored."""
@@ -469,9 +526,12 @@ class _StudyStore:
         for chunk, frame in Parallel(n_jobs=self.jobs, return_as="generator_unordered")(tasks):
             label = chunk.design.label
             tests = [s.label for s in chunk.analyses]
-            self.stores[chunk.design.kind].write_chunk(label, chunk.first_trial, chunk.stop_trial, tests, frame)
+            store = self.stores[chunk.design.kind]
+            path = store.write_chunk(label, chunk.first_trial, chunk.stop_trial, tests, frame)
             self._load(label)
-            self._rows[label].append(frame)
+            self._files[chunk.design.kind].add(str(path.relative_to(store.directory)))
+            self._dirty.add(chunk.design.kind)
+            self._rows[label].append(frame[CACHE_COLUMNS])
             for test in tests:
                 self._done[label].setdefault(test, set()).update(range(chunk.first_trial, chunk.stop_trial))
             studies.update((label, trial) for trial in range(chunk.first_trial, chunk.stop_trial))
@@ -526,6 +586,11 @@ class SimulatedOutcomes(OutcomeSource):
     def null(self, wanted: dict) -> dict:
         self._null.run(wanted)
         return {key: null_rejections(frame, self.alpha) for key, frame in self._null.frames(wanted).items()}
+
+    def flush(self) -> None:
+        self._power.flush()
+        if self._null is not None:
+            self._null.flush()
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -627,6 +692,7 @@ def decide_plan(config: PlanConfig, outcomes: OutcomeSource, progress: bool = Fa
             break
         if not exhaustive:
             power_pending, null_pending = _next_stage(config, active, looks)
+    outcomes.flush()
     recommended = pick
     if recommended is not None and needs_confirmation:
         recommended.decision = BEST if config.goal == "budget" else PASS

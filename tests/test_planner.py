@@ -265,15 +265,21 @@ def test_known_optimum_is_found_and_the_search_is_cheaper_than_full_evaluation(t
             assert full_decisions[key] == decision, key
     assert (tmp_path / "plan" / "recommendation.md").read_text().count("block-B20-D5-A1") >= 1
     assert (tmp_path / "plan" / "plan-test.png").is_file() and (tmp_path / "plan" / "plan-test.pdf").is_file()
-    # a re-run resumes: nothing new is simulated, every stored chunk file is read once, the answer is identical
-    chunk_files = list((tmp_path / "plan").glob("studies*/*/trials/*/*.parquet"))
+    # a re-run resumes: nothing new is simulated, only the plan's cache files are read, the answer is identical
     reads = []
     original = pd.read_parquet
     monkeypatch.setattr(pd, "read_parquet", lambda path, *a, **k: reads.append(Path(path)) or original(path, *a, **k))
     again = plan_study(config, tmp_path / "plan")
     assert again.new_studies == 0
-    assert 0 < len(reads) == len(set(reads)) <= len(chunk_files)
+    assert sorted(p.name for p in reads) == ["studies-block.parquet", "studies_null-block.parquet"]
     pd.testing.assert_frame_equal(plan_table(again), table)
+    # a cache that does not match its store (here: another store fingerprint) is ignored: the chunk files decide
+    meta = tmp_path / "plan" / ".plan_cache" / "studies-block.json"
+    meta.write_text(meta.read_text().replace('"key": "', '"key": "x'))
+    reads.clear()
+    rebuilt = plan_study(config, tmp_path / "plan")
+    assert rebuilt.new_studies == 0 and sum(p.suffix == ".parquet" and "trials" in p.parts for p in reads) > 10
+    pd.testing.assert_frame_equal(plan_table(rebuilt), table)
 
 
 def test_undecided_at_the_cap_is_never_passing(tmp_path):
