@@ -147,7 +147,8 @@ def recommendation_text(result: PlanResult) -> str:
                      f"{best.type1_high:.1%}] of the tests ({best.type1_trials} studies)")
         text += "."
         if best.confirmation:
-            text += f" Confirmed on fresh studies (trial indices the search did not use): {_confirmation_phrase(config, best)}."
+            text += (" Confirmed on fresh studies (trial indices the search did not use): "
+                     f"{_confirmation_phrase(config, best)}.")
         if config.goal == "target_power":
             cheaper = [r for r in active if r.candidate.total_cost < c.total_cost]
             failed = sum(r.decision == FAIL for r in cheaper)

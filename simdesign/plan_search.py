@@ -677,10 +677,7 @@ def decide_plan(config: PlanConfig, outcomes: OutcomeSource, progress: bool = Fa
                       + f"; {outcomes.new_studies} studies simulated so far", flush=True)
             power_pending, null_pending = ({}, {}) if exhaustive else _next_stage(config, active, looks)
         pick = _decide(config, active)
-        if pick is None or not needs_confirmation or pick.confirmation == CONFIRMED:
-            break
-        if len(confirmations) == config.confirm_candidates:
-            pick = None  # every allowed confirmation was spent: no design confirmed
+        if pick is None or not needs_confirmation:
             break
         _confirm(config, outcomes, pick, len(confirmations), level)
         confirmations.append(pick)
@@ -689,6 +686,10 @@ def decide_plan(config: PlanConfig, outcomes: OutcomeSource, progress: bool = Fa
                   f"{pick.candidate.test.label} on trials {pick.confirm_first_trial}-"
                   f"{pick.confirm_first_trial + pick.confirm_trials - 1}: {pick.confirmation}", flush=True)
         if pick.confirmation == CONFIRMED:
+            break
+        if len(confirmations) == config.confirm_candidates:
+            _decide(config, active)  # labels the rejected pick not_confirmed
+            pick = None  # every allowed confirmation was spent: no design confirmed (searching on would be waste)
             break
         if not exhaustive:
             power_pending, null_pending = _next_stage(config, active, looks)

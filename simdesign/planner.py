@@ -547,7 +547,8 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
         budget = _number(errors, raw, "budget", "", 1.0, 0, low_open=True)
     max_type1 = raw.get("max_type1", "auto")
     if max_type1 == "auto":
-        max_type1 = DEFAULT_MAX_TYPE1_FACTOR * alpha if isinstance(alpha, float) and 0 < alpha < 0.5 else None
+        max_type1 = (round(DEFAULT_MAX_TYPE1_FACTOR * alpha, 12) if isinstance(alpha, float) and 0 < alpha < 0.5
+                     else None)
     elif max_type1 is not None:
         max_type1 = _number(errors, raw, "max_type1", "", 0.1, 0, 1, low_open=True, high_open=True)
         if isinstance(alpha, float) and max_type1 < alpha:
