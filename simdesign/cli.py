@@ -137,6 +137,9 @@ def cmd_plan(args) -> int:
     from simdesign.plan_search import run_plan
     from simdesign.planner import load_plan
 
+    if args.jobs == 0:  # joblib refuses 0 only once work starts, after the results directory is written
+        raise ConfigError("The '--jobs' option must be a positive number of workers, or negative to count back from "
+                          "all cores (-1: all, -2: all but one); got 0")
     overrides = {key: value for key, value in (("max_trials", args.max_trials), ("screen_trials", args.screen_trials))
                  if value is not None}
     config = load_plan(args.config, overrides)

@@ -10,17 +10,19 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from simdesign.plan_search import (BEST, FAIL, LIBERAL, NOT_NEEDED, PASS, TIED, UNDECIDED, WORSE,  # noqa: E402
-                                   PlanResult)
+from simdesign.plan_search import (BEST, FAIL, LIBERAL, NOT_CONFIRMED, NOT_NEEDED, PASS, TIED,  # noqa: E402
+                                   UNDECIDED, WORSE, PlanResult)
 from simdesign.planner import max_judgements_per_annotator  # noqa: E402
 
 PLAN_COLUMNS = ("rank", "design", "shape", "test", "blocks", "docs_per_block", "annotators_per_block", "docs",
                 "annotators", "judgements_per_output", "judgements", "max_judgements_per_annotator", "hours",
                 "labour_cost", "annotator_cost", "document_cost", "cost", "power", "ci_low", "ci_high", "mcse",
-                "confidence", "trials", "type1", "type1_low", "type1_high", "type1_trials", "decision",
-                "weakest_pair", "note")
-DECISION_ORDER = {"recommended": 0, BEST: 0, PASS: 1, TIED: 1, UNDECIDED: 2, NOT_NEEDED: 3, FAIL: 4, WORSE: 4,
-                  LIBERAL: 5, "excluded": 6}
+                "confidence", "trials", "type1", "type1_low", "type1_high", "type1_trials", "confirmation",
+                "confirm_first_trial", "confirm_trials", "confirm_power", "confirm_low", "confirm_type1",
+                "confirm_type1_high", "confirm_type1_trials", "decision", "weakest_pair", "seconds_per_judgement",
+                "seconds_source", "note")
+DECISION_ORDER = {"recommended": 0, BEST: 0, PASS: 1, TIED: 1, UNDECIDED: 2, NOT_NEEDED: 3, NOT_CONFIRMED: 4,
+                  FAIL: 4, WORSE: 4, LIBERAL: 5, "excluded": 6}
 SHAPE_COLOURS = {"nested": "tab:blue", "block": "tab:green", "crossed": "tab:red", "pool": "tab:purple"}
 TEST_MARKERS = ("o", "s", "^", "D", "v", "P")
 
@@ -51,7 +53,12 @@ def plan_table(result: PlanResult) -> pd.DataFrame:
             "power": r.power, "ci_low": r.ci_low, "ci_high": r.ci_high, "mcse": r.mcse,
             "confidence": result.look_confidence.get(r.trials, np.nan), "trials": r.trials,
             "type1": r.type1, "type1_low": r.type1_low, "type1_high": r.type1_high, "type1_trials": r.type1_trials,
-            "decision": decision, "weakest_pair": r.weakest_pair, "note": r.candidate.excluded,
+            "confirmation": r.confirmation, "confirm_first_trial": r.confirm_first_trial if r.confirm_trials else 0,
+            "confirm_trials": r.confirm_trials, "confirm_power": r.confirm_power, "confirm_low": r.confirm_low,
+            "confirm_type1": r.confirm_type1, "confirm_type1_high": r.confirm_type1_high,
+            "confirm_type1_trials": r.confirm_type1_trials, "decision": decision, "weakest_pair": r.weakest_pair,
+            "seconds_per_judgement": config.cost.seconds_per_judgement, "seconds_source": config.cost.seconds_source,
+            "note": r.candidate.excluded,
         })
     table = pd.DataFrame(rows)
     secondary = "cost" if config.goal == "target_power" else "power"
@@ -103,7 +110,14 @@ def recommendation_text(result: PlanResult) -> str:
         goal = (f"To get the most power ({estimand}) for detecting the {config.effect_label} of the "
                 f"{config.model.name} model at alpha {config.alpha:g} within a budget of "
                 f"{_money(config, config.budget)}")
-    if best is None and config.goal == "budget":
+    failed_confirmations = [r for r in result.confirmations if r.confirmation == NOT_CONFIRMED]
+    if best is None and failed_confirmations:
+        text = (f"{goal}, **no design was confirmed**: the search's pick(s) "
+                + "; ".join(_confirmation_phrase(config, r) for r in failed_confirmations)
+                + f". At most {config.confirm_candidates} pick(s) are confirmed (confirm_candidates), so that the "
+                  "recommendation keeps its guarantee. The candidates near the target are too close to call: raise "
+                  "max_trials and confirm_trials, lower the target, or widen the search space.")
+    elif best is None and config.goal == "budget":
         text = (f"{goal}, no affordable design could be recommended: none was shown to hold its level "
                 f"(type I error at most {config.max_type1:g}) among those that might be the most powerful. "
                 "Raise max_trials, widen the search space, or reconsider the tests.")
@@ -126,28 +140,40 @@ def recommendation_text(result: PlanResult) -> str:
                 f"(pay {_money(config, cost['labour_cost'])}, fixed per annotator "
                 f"{_money(config, cost['annotator_cost'])}"
                 + (f", documents {_money(config, cost['document_cost'])}" if cost["document_cost"] else "")
-                + f") and its estimated power is {best.power:.2f} "
-                f"[{best.ci_low:.2f}, {best.ci_high:.2f}] from {best.trials} simulated studies")
+                + f"). In the search its power was {best.power:.3f} [{best.ci_low:.3f}, {best.ci_high:.3f}] "
+                f"from {best.trials} simulated studies")
         if config.max_type1 is not None:
-            text += (f"; with no true differences it rejects {best.type1:.1%} [{best.type1_low:.1%}, "
-                     f"{best.type1_high:.1%}] of the tests ({best.type1_trials} studies), within the limit of "
-                     f"{config.max_type1:.0%}")
+            text += (f" and, with no true differences, it rejected {best.type1:.1%} [{best.type1_low:.1%}, "
+                     f"{best.type1_high:.1%}] of the tests ({best.type1_trials} studies)")
         text += "."
+        if best.confirmation:
+            text += (" Confirmed on fresh studies (trial indices the search did not use): "
+                     f"{_confirmation_phrase(config, best)}.")
         if config.goal == "target_power":
             cheaper = [r for r in active if r.candidate.total_cost < c.total_cost]
             failed = sum(r.decision == FAIL for r in cheaper)
             liberal = sum(r.decision == LIBERAL for r in cheaper)
-            undecided = [r for r in cheaper if r.decision == UNDECIDED]
-            text += (f" It is the cheapest candidate shown to reach the target at {confidence}: "
+            undecided = _by_cost_of([r for r in cheaper if r.decision == UNDECIDED])
+            if failed_confirmations:
+                text += (" Cheaper pick(s) of the search failed their confirmation: "
+                         + "; ".join(_confirmation_phrase(config, r) for r in failed_confirmations) + ".")
+            text += (f" It is the cheapest candidate the search showed to reach the target at {confidence}: "
                      f"{failed} of the {len(cheaper)} cheaper simulated candidates were shown to fall short")
             if liberal:
                 text += (f", {liberal} were shown to reject a true null hypothesis too often (type I error above "
-                         f"{config.max_type1:.0%}: annotators judging many documents make their judgements "
+                         f"{config.max_type1:.1%}: annotators judging many documents make their judgements "
                          f"dependent, which the test ignores), so their power is not real")
-            text += (f", and {len(undecided)} stayed undecided at {config.max_trials} trials (power near the "
-                     f"target; the cheapest: {undecided[0].candidate.design.label} with {undecided[0].candidate.test.label}, "
-                     f"{_money(config, undecided[0].candidate.total_cost)}, power {undecided[0].power:.2f})."
-                     if undecided else ".")
+            if undecided:
+                first = undecided[0]
+                text += (f", and {len(undecided)} stayed undecided at {config.max_trials} trials (power, or type I "
+                         f"error, too close to its limit to be shown on the right side; the cheapest: "
+                         f"{first.candidate.design.label} with {first.candidate.test.label}, "
+                         f"{_money(config, first.candidate.total_cost)}, power {first.power:.3f} "
+                         f"[{first.ci_low:.3f}, {first.ci_high:.3f}]"
+                         + (f", type I error {first.type1:.1%} [{first.type1_low:.1%}, {first.type1_high:.1%}]"
+                            if first.type1_trials else "") + ").")
+            else:
+                text += "."
             others = {}
             for r in _by_cost_of([r for r in active if r.decision == PASS]):
                 if r.candidate.test.label != c.test.label:
@@ -171,7 +197,7 @@ def recommendation_text(result: PlanResult) -> str:
             text += (f" {worse} affordable candidate(s) were shown to have less power at {confidence}")
             if liberal:
                 text += (f" and {liberal} to reject a true null hypothesis too often (type I error above "
-                         f"{config.max_type1:.0%})")
+                         f"{config.max_type1:.1%})")
             if tied:
                 cheapest = min(tied, key=lambda r: r.candidate.total_cost)
                 text += (f"; {len(tied)} could not be told apart from it (within {config.power_tolerance:.0%} "
@@ -186,15 +212,52 @@ def recommendation_text(result: PlanResult) -> str:
         f"{_money(config, config.cost.per_annotator)} per annotator, {_money(config, config.cost.per_document)} "
         f"per document. "
         + ("No type I error check (max_type1: null). " if config.max_type1 is None else
-           f"Type I error checked under no effect against max_type1 {config.max_type1:g}. ")
-        + f"Intervals are Wilson intervals with the trial as the unit, at "
+           f"A test must be shown to hold its level: the upper end of its type I interval "
+           f"({'pooled over all pairs' if config.type1_over == 'pooled' else 'every pair'}) at most max_type1 "
+           f"{config.max_type1:g}. ")
+        + f"Search intervals are two-sided Wilson intervals with the trial as the unit, at "
         f"{result.look_confidence[result.looks[-1]]:.2%} confidence at {result.looks[-1]} trials"
         + (f" and {result.look_confidence[result.looks[0]]:.2%} at fewer" if len(result.looks) > 1 else "")
-        + f" (the {config.confidence:.0%} confidence spent over up to {len(result.looks)} looks per candidate).")
+        + f" (the {config.confidence:.0%} confidence spent over up to {len(result.looks)} looks per candidate). "
+        + _guarantee_sentence(result))
     effort = (f"Simulation effort: {result.adaptive_trials:,} candidate-trials ({result.adaptive_studies:,} "
               f"simulated studies) adaptively, against {result.full_trials:,} ({result.full_studies:,} studies) "
               f"for evaluating every candidate at {config.max_trials} trials.")
     return f"{text}\n\n{assumptions}\n\n{effort}\n"
+
+
+def _confirmation_phrase(config, r) -> str:
+    """What one confirmation found, in words."""
+    level = 1.0 - (1.0 - config.confidence) / (2 * config.confirm_candidates)
+    label = f"{r.candidate.design.label} with {r.candidate.test.label}"
+    span = f"trials {r.confirm_first_trial}-{r.confirm_first_trial + r.confirm_trials - 1}"
+    parts = []
+    if np.isfinite(r.confirm_power):
+        parts.append(f"power {r.confirm_power:.3f}, one-sided {level:.2%} lower bound {r.confirm_low:.3f} "
+                     f"({'reaches' if r.confirm_low >= config.target_power else 'below'} the target "
+                     f"{config.target_power:g})")
+    if np.isfinite(r.confirm_type1):
+        parts.append(f"type I error {r.confirm_type1:.1%}, one-sided {level:.2%} upper bound "
+                     f"{r.confirm_type1_high:.1%} ({'within' if r.confirm_type1_high <= config.max_type1 else 'above'}"
+                     f" max_type1 {config.max_type1:g})")
+    return f"{label} on {span}: " + ", ".join(parts) + (" (not confirmed)" if r.confirmation == NOT_CONFIRMED
+                                                        else "")
+
+
+def _guarantee_sentence(result: PlanResult) -> str:
+    config = result.config
+    bound = (1.0 - config.confidence) / 2
+    what = []
+    if config.goal == "target_power":
+        what.append(f"power below the target {config.target_power:g}")
+    if config.max_type1 is not None:
+        what.append(f"type I error above {config.max_type1:g}")
+    if not what:
+        return "No guarantee applies (budget goal without a type I check)."
+    return (f"Guarantee: the probability that the planner recommends a design with {' or with '.join(what)} is at "
+            f"most {bound:.3g} for each ((1 - confidence) / 2), whatever the number of candidates: the pick is "
+            f"confirmed on {config.confirm_trials} fresh studies with each bound applied once at one-sided level "
+            f"{result.confirm_level:.3g}, for at most {config.confirm_candidates} pick(s).")
 
 
 def pareto_front(cost: np.ndarray, power: np.ndarray) -> np.ndarray:

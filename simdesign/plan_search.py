@@ -1,8 +1,8 @@
-"""Adaptive evaluation of the planner's candidates by simulation.
+"""Adaptive evaluation of the planner's candidates by simulation, and confirmation of the answer.
 
-Every simulated candidate first gets ``screen_trials`` trials; after that,
-trials double (up to ``max_trials``) only for the candidates whose decision
-still matters and is not yet made:
+**Search.** Every simulated candidate first gets ``screen_trials`` trials;
+after that, trials double (up to ``max_trials``) only for the candidates
+whose decision still matters and is not yet made:
 
 * goal ``target_power``: a candidate *passes* when the lower end of its
   power interval reaches the target, *fails* when the upper end is below
@@ -11,10 +11,9 @@ still matters and is not yet made:
   decision; costlier ones keep their screening estimate ("not_needed").
 * goal ``budget``: a candidate is *worse* when its upper end is below the
   best lower end among the affordable candidates; the rest are refined
-  until their intervals are narrower than ``power_tolerance``. The
-  recommendation is the cheapest of those whose power estimate is within
-  ``power_tolerance`` of the highest (more power than that cannot be told
-  apart, less money can).
+  until their intervals are narrower than ``power_tolerance``. The pick is
+  the cheapest of those whose power estimate is within ``power_tolerance``
+  of the highest (more power than that cannot be told apart, less money can).
 
 A candidate still open at ``max_trials`` is *undecided*, never passing.
 
@@ -22,21 +21,47 @@ Power is worth nothing if the test does not hold its level: the paper's
 central finding is that tests on non-independent judgements (few
 annotators judging many documents) reject a true null far more often than
 alpha. So, unless ``max_type1`` is null, every candidate that could be the
-answer is also simulated under ``effect: zero`` and must be shown to have a
-type I error rate (over all pairs) of at most ``max_type1`` (default
-2 x alpha); one shown to exceed it is *liberal* and never recommended. This
-check is adaptive in the same way and starts only for candidates whose
-power has not failed.
+answer is also simulated under ``effect: zero`` and must be *shown to hold*
+``max_type1`` (default 1.5 x alpha): the upper end of its type I interval
+must be at most ``max_type1`` (``type1_over: pooled``, the rate over all
+pairs, or ``each_pair``, every pair's rate). One shown to exceed it is
+*liberal*; one that cannot be shown either way stays undecided. Neither is
+ever recommended.
 
 Intervals are Wilson intervals at the trial-level effective size (the
 summary's :func:`~simdesign.summary.rate_from_shares` and
 :func:`~simdesign.summary.wilson_from_mcse`). Each candidate is looked at
-up to L times (screening plus each doubling), and deciding at the first
-look whose interval clears the threshold would inflate the error rate. So
-the error 1 - confidence is spent across the looks: half on the last look
-(where the close calls are made) and the other half split evenly over the
-earlier ones; by the union bound every decision holds at the stated
-confidence despite the repeated looks.
+up to L times, so the search spends its error 1 - confidence across the
+looks (half on the last look, the other half split evenly over the earlier
+ones). With ``each_pair`` a candidate passes when *every* pair's lower
+bound reaches the target (no correction is needed for "all pass") and
+fails when *some* pair's upper bound is below it, with those upper bounds
+Bonferroni-corrected over the pairs (else good candidates would be thrown
+away by whichever pair happened to come out low); the same, mirrored, for
+the type I check.
+
+**Confirmation.** The search picks the cheapest of many passing candidates,
+a selection: with many candidates just below the target, one of them
+passes by chance more often than one candidate's rule allows. So the pick
+is *confirmed* on fresh trial indices (``max_trials`` onwards, never used
+by the search): ``confirm_trials`` new studies for its power and, unless
+``max_type1`` is null, as many under the null for its type I check, each
+bound applied once, at one-sided level (1 - confidence) / (2 m). If the
+confirmation fails, the candidate is *not_confirmed*, the search goes on
+without it and confirms its next pick, at most m = ``confirm_candidates``
+picks in all (each on its own fresh trial range); after m failures the
+answer is "no design confirmed". Since the confirmation data are
+independent of everything that chose the candidate, by the union bound over
+the m attempts:
+
+    P(recommending a design whose true power is below the target) <= (1 - confidence) / 2
+    P(recommending a design whose type I error is above max_type1) <= (1 - confidence) / 2
+
+whatever the number of candidates (the budget goal confirms the type I
+check only; its power is a best estimate, not a guarantee).
+:func:`decide_plan` is the procedure; its outcomes come from an *outcome
+source*: :class:`SimulatedOutcomes` (studies simulated by the engine) in
+the planner, binomial draws at known rates in the test of the guarantee.
 
 Trials come from the engine (:func:`simdesign.engine.simulate_chunk`) and
 are stored in an ordinary results directory, so a re-run resumes and any
@@ -47,24 +72,32 @@ outcome does not depend on how the work was staged.
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from joblib import Parallel, delayed
+from scipy import stats
 
 from simdesign.analyses import FAILURES, system_pairs
-from simdesign.config import parse_config
+from simdesign.config import parse_config, stable_digest
 from simdesign.engine import check_backends, plan_chunks, simulate_chunk
 from simdesign.planner import Candidate, PlanConfig
-from simdesign.store import ResultsStore
-from simdesign.summary import rate_from_shares, wilson_from_mcse
+from simdesign.store import TRIALS_DIR, ResultsStore, atomic_write_bytes
 
 STUDIES_DIR = "studies"
+CACHE_DIR = ".plan_cache"
+# what the decisions read from a stored row (right_rejections, null_rejections)
+CACHE_COLUMNS = ["design", "test", "trial", "pair", "p_value", "status", "estimate", "true_diff"]
 NULL_STUDIES_DIR = "studies_null"
 PASS, FAIL, UNDECIDED, NOT_NEEDED, LIBERAL = "pass", "fail", "undecided", "not_needed", "liberal"
 BEST, TIED, WORSE = "best", "tied", "worse"
+CONFIRMED, NOT_CONFIRMED = "confirmed", "not_confirmed"
 OPEN = "open"
 
 
@@ -76,20 +109,28 @@ class CandidateResult:
     ----------
     candidate : Candidate
     trials : int
-        Simulated studies behind the power estimate (0 if not simulated).
+        Simulated studies behind the search's power estimate (0 if not simulated).
     power, ci_low, ci_high, mcse : float
         The power estimand (pooled, or the weakest pair's) with its interval
-        at the per-look confidence.
+        at the per-look confidence (``each_pair``: ``ci_high`` is the
+        smallest Bonferroni-corrected per-pair upper bound).
     weakest_pair : str
         The pair with the lowest power ('' for pooled power).
     type1_trials : int
-        Studies simulated under the null (0 if not checked).
+        Studies simulated under the null in the search (0 if not checked).
     type1, type1_low, type1_high : float
-        Type I error rate over all pairs and its interval.
+        Type I error rate (pooled, or the most liberal pair's) and its interval.
     decision : str
-        pass / fail / liberal / undecided / not_needed (target goal); best /
-        tied / worse / liberal / undecided (budget goal); 'excluded' if not
-        simulated.
+        pass / fail / liberal / undecided / not_needed / not_confirmed (target
+        goal); best / tied / worse / liberal / undecided / not_confirmed
+        (budget goal); 'excluded' if not simulated.
+    confirmation : str
+        '' (not confirmed, not attempted), 'confirmed' or 'not_confirmed'.
+    confirm_first_trial, confirm_trials : int
+        The fresh trial range of the confirmation (``confirm_trials`` 0 if none).
+    confirm_power, confirm_low, confirm_type1, confirm_type1_high : float
+        Confirmation estimates and the one-sided bounds that decided it
+        (NaN where not run).
     """
 
     candidate: Candidate
@@ -104,6 +145,14 @@ class CandidateResult:
     type1_low: float = float("nan")
     type1_high: float = float("nan")
     decision: str = ""
+    confirmation: str = ""
+    confirm_first_trial: int = 0
+    confirm_trials: int = 0
+    confirm_power: float = float("nan")
+    confirm_low: float = float("nan")
+    confirm_type1: float = float("nan")
+    confirm_type1_high: float = float("nan")
+    confirm_type1_trials: int = 0
     indicators: np.ndarray | None = field(default=None, repr=False)
 
 
@@ -117,14 +166,19 @@ class PlanResult:
     results : list of CandidateResult
         One per candidate, excluded ones included.
     recommended : CandidateResult or None
+        The confirmed answer (None: nothing passed the search, or no pick was confirmed).
     look_confidence : dict
         Trials -> confidence of the interval at that look (see the module docstring).
     looks : list of int
         The trial counts a candidate can be evaluated at.
+    confirm_level : float
+        One-sided error level of each confirmation, (1 - confidence) / (2 m).
+    confirmations : list of CandidateResult
+        The confirmed or rejected picks, in order.
     adaptive_trials, full_trials : int
-        Candidate-trials (one synthetic study analysed by one test; power
-        and type I check together) used, and what evaluating every simulated
-        candidate at ``max_trials`` needs for the same decisions.
+        Candidate-trials (one synthetic study analysed by one test; power,
+        type I check and confirmation together) used, and what evaluating every
+        simulated candidate at ``max_trials`` needs (without confirmation).
     adaptive_studies, full_studies : int
         The same in simulated studies (one study serves all tests of a design).
     new_studies : int
@@ -139,6 +193,8 @@ class PlanResult:
     recommended: CandidateResult | None
     look_confidence: dict
     looks: list
+    confirm_level: float
+    confirmations: list
     adaptive_trials: int
     full_trials: int
     adaptive_studies: int
@@ -175,6 +231,15 @@ def look_confidences(looks: list[int], confidence: float) -> dict[int, float]:
     return {n: round(1.0 - (error / 2 if n == looks[-1] else early), 12) for n in looks}
 
 
+def confirmation_confidence(confidence: float, candidates: int) -> float:
+    """Two-sided confidence whose one-sided error is (1 - confidence) / (2 x candidates).
+
+    >>> round(confirmation_confidence(0.95, 2), 6)
+    0.975
+    """
+    return 1.0 - (1.0 - confidence) / candidates
+
+
 def right_rejections(frame, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Per trial and pair with a true difference: rejected in the right direction?
 
@@ -204,90 +269,6 @@ def right_rejections(frame, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     return right, relevant
 
 
-def assess(indicators: np.ndarray, power_over: str, confidence: float) -> dict:
-    """Power and its interval from per-trial, per-pair right rejections.
-
-    ``pooled``: the share over all pairs with a true difference, its MCSE
-    from per-trial shares (the trial is the unit). ``each_pair``: the
-    smallest per-pair power; its interval runs from the smallest lower to
-    the smallest upper bound of the per-pair intervals, so "passes" means
-    every pair passes and "fails" means some pair fails.
-    """
-    trials, n_relevant = indicators.shape
-    if power_over == "pooled":
-        rate = rate_from_shares(indicators.mean(axis=1), trials * n_relevant)
-        low, high = wilson_from_mcse(rate.rate, rate.mcse, trials, rate.n_tests, confidence)
-        return {"power": rate.rate, "ci_low": low, "ci_high": high, "mcse": rate.mcse, "weakest": -1}
-    per_pair = [rate_from_shares(indicators[:, column].astype(float), trials) for column in range(n_relevant)]
-    bounds = [wilson_from_mcse(r.rate, r.mcse, trials, trials, confidence) for r in per_pair]
-    weakest = int(np.argmin([r.rate for r in per_pair]))
-    return {"power": per_pair[weakest].rate, "ci_low": min(b[0] for b in bounds),
-            "ci_high": min(b[1] for b in bounds), "mcse": per_pair[weakest].mcse, "weakest": weakest}
-
-
-def _chunk_task(model, effect, seed, chunk):
-    return chunk, simulate_chunk(model, effect, seed, chunk)
-
-
-class _Evaluator:
-    """Runs and reads the trials of (design, test) candidates through a results store."""
-
-    def __init__(self, config: PlanConfig, out_dir: Path, jobs: int, effect, subdirectory: str):
-        self.config = config
-        self.jobs = jobs
-        self.effect = effect
-        self.sim_configs, self.stores = {}, {}
-        for family, raw in config.simulation_config_mappings(effect).items():
-            sim_config = parse_config(raw)
-            check_backends(sim_config)
-            store = ResultsStore(out_dir / subdirectory / family)
-            store.prepare(sim_config, raw)
-            self.sim_configs[family], self.stores[family] = sim_config, store
-        self.designs = {d.label: d for c in self.sim_configs.values() for d in c.designs}
-        self.specs = {s.label: s for s in config.tests}
-        self.new_studies = 0
-
-    def _family(self, design_label: str) -> str:
-        return self.designs[design_label].kind
-
-    def run(self, wanted: dict[tuple[str, str], int]) -> None:
-        """Make sure every (design, test) in ``wanted`` has its first n trials stored."""
-        by_design: dict[tuple[str, int], list[str]] = {}
-        for (design, test), n in wanted.items():
-            by_design.setdefault((design, n), []).append(test)
-        chunks = []
-        for (design, n), tests in by_design.items():
-            family = self._family(design)
-            sub = dataclasses.replace(self.sim_configs[family], designs=(self.designs[design],),
-                                      analyses=tuple(self.specs[t] for t in sorted(tests)))
-            chunks += plan_chunks(sub, self.stores[family], n)
-        if not chunks:
-            return
-        # Largest chunks first, so that a slow design does not start last and idle the other workers.
-        chunks.sort(key=lambda c: -(c.design.judgements(self.config.model.n_systems) * c.trials))
-        studies = set()
-        tasks = (delayed(_chunk_task)(self.config.model, self.effect, self.config.seed, chunk)
-                 for chunk in chunks)
-        for chunk, frame in Parallel(n_jobs=self.jobs, return_as="generator_unordered")(tasks):
-            self.stores[chunk.design.kind].write_chunk(chunk.design.label, chunk.first_trial, chunk.stop_trial,
-                                                       [s.label for s in chunk.analyses], frame)
-            studies.update((chunk.design.label, trial) for trial in range(chunk.first_trial, chunk.stop_trial))
-        self.new_studies += len(studies)
-
-    def frames(self, trials: dict) -> dict:
-        """Stored rows of the first ``trials[key]`` trials of each (design, test) key, sorted by trial and pair."""
-        keys = list(trials)
-        out = {}
-        for design in sorted({d for d, _ in keys}):
-            tests = [t for d, t in keys if d == design]
-            table = self.stores[self._family(design)].read_trials(designs=[design], tests=tests,
-                                           trials=max(trials[(design, t)] for t in tests))
-            for test in tests:
-                group = table[(table["test"] == test) & (table["trial"] < trials[(design, test)])]
-                out[(design, test)] = group.sort_values(["trial", "pair"])
-        return out
-
-
 def null_rejections(frame, alpha: float) -> np.ndarray:
     """Per trial and pair: rejected under the null? (failures count as non-rejections, as in ``type1``)."""
     n_pairs = int(frame["pair"].max()) + 1
@@ -296,9 +277,329 @@ def null_rejections(frame, alpha: float) -> np.ndarray:
     return (frame["p_value"].to_numpy().reshape(shape) < alpha) & ~failed
 
 
+@lru_cache(maxsize=64)
+def _critical_value(confidence: float) -> float:
+    return float(stats.norm.isf((1.0 - confidence) / 2.0))
+
+
+def wilson_interval(rate: float, mcse: float, trials: int, n_tests: int, confidence: float) -> tuple[float, float]:
+    """:func:`simdesign.summary.wilson_from_mcse`, computed without statsmodels' per-call overhead.
+
+    The same Wilson interval at the same effective size (tests/test_planner.py
+    checks the two agree to 1e-12). It is written out because the decision
+    procedure computes it hundreds of times per plan and the guarantee test
+    runs the procedure thousands of times: ``proportion_confint`` evaluates a
+    normal quantile through scipy's generic distribution machinery on every
+    call, which made that test take minutes.
+    """
+    if not math.isfinite(mcse) or mcse <= 0:
+        n_eff = float(trials)
+    else:
+        n_eff = min(max(rate * (1 - rate) / mcse ** 2, float(trials)), float(max(n_tests, trials)))
+    crit = _critical_value(confidence)
+    crit2 = crit * crit
+    denominator = 1.0 + crit2 / n_eff
+    centre = (rate + crit2 / (2.0 * n_eff)) / denominator
+    half_width = crit * math.sqrt(rate * (1.0 - rate) / n_eff + crit2 / (4.0 * n_eff ** 2)) / denominator
+    return max(0.0, centre - half_width), min(1.0, centre + half_width)
+
+
+def _rate_and_mcse(shares: np.ndarray) -> tuple[float, float]:
+    """Mean of per-trial shares and its trial-level MCSE, as :func:`simdesign.summary.rate_from_shares`.
+
+    From two sums rather than ``np.std``, whose per-call overhead dominated the
+    guarantee test (the values are shares in [0, 1], so the one-pass variance
+    loses nothing that matters).
+    """
+    trials = len(shares)
+    total = float(shares.sum())
+    rate = total / trials
+    if trials < 2:
+        return rate, float("nan")
+    variance = max(float(np.dot(shares, shares)) - total * rate, 0.0) / (trials - 1)
+    return rate, math.sqrt(variance / trials)
+
+
+def rate_over_pairs(indicators: np.ndarray, over: str, confidence: float, worst: str) -> dict:
+    """A rate over system pairs with the interval its decision rules need.
+
+    Parameters
+    ----------
+    indicators : ndarray of bool, shape (trials, pairs)
+    over : {'pooled', 'each_pair'}
+        ``pooled``: the share over all pairs, its MCSE from per-trial shares
+        (the trial is the unit; the summary's estimand). ``each_pair``: the
+        worst pair's rate.
+    confidence : float
+        Two-sided confidence of the intervals (one-sided error (1 - confidence) / 2 per bound).
+    worst : {'min', 'max'}
+        Which pair is the worst: the least powerful ('min', power) or the
+        most liberal ('max', type I error).
+
+    Returns
+    -------
+    dict
+        ``rate, ci_low, ci_high, mcse, worst`` (index of the worst pair, -1 if pooled).
+        With ``each_pair`` and ``worst='min'``, ``ci_low`` is the smallest
+        per-pair lower bound ("every pair reaches t" if ci_low >= t: needs
+        no correction) and ``ci_high`` the smallest per-pair upper bound at
+        the Bonferroni-corrected confidence over the pairs ("some pair is
+        below t" if ci_high < t: one of several chances, hence the
+        correction); mirrored for ``worst='max'``.
+    """
+    trials, n_pairs = indicators.shape
+    if over == "pooled":
+        rate, mcse = _rate_and_mcse(indicators.mean(axis=1))
+        low, high = wilson_interval(rate, mcse, trials, trials * n_pairs, confidence)
+        return {"rate": rate, "ci_low": low, "ci_high": high, "mcse": mcse, "worst": -1}
+    corrected = 1.0 - (1.0 - confidence) / n_pairs
+    # per pair the shares are 0/1, so the sum of squares is the count
+    counts = indicators.sum(axis=0).astype(float)
+    rates = counts / trials
+    mcses = (np.sqrt(np.maximum(counts - counts * rates, 0.0) / (trials - 1) / trials) if trials > 1
+             else np.full(n_pairs, np.nan))
+    plain = [wilson_interval(float(r), float(m), trials, trials, confidence) for r, m in zip(rates, mcses)]
+    bonferroni = [wilson_interval(float(r), float(m), trials, trials, corrected) for r, m in zip(rates, mcses)]
+    if worst == "min":
+        index = int(np.argmin(rates))
+        low, high = min(b[0] for b in plain), min(b[1] for b in bonferroni)
+    else:
+        index = int(np.argmax(rates))
+        low, high = max(b[0] for b in bonferroni), max(b[1] for b in plain)
+    return {"rate": float(rates[index]), "ci_low": low, "ci_high": high, "mcse": float(mcses[index]),
+            "worst": index}
+
+
+def assess(indicators: np.ndarray, power_over: str, confidence: float) -> dict:
+    """Power and its interval from per-trial, per-pair right rejections.
+
+    ``pooled``: the share over all pairs with a true difference.
+    ``each_pair``: the smallest per-pair power; "passes" means every pair's
+    lower bound reaches the target, "fails" means some pair's
+    Bonferroni-corrected upper bound is below it (see :func:`rate_over_pairs`).
+    """
+    estimate = rate_over_pairs(indicators, power_over, confidence, "min")
+    return {"power": estimate["rate"], "ci_low": estimate["ci_low"], "ci_high": estimate["ci_high"],
+            "mcse": estimate["mcse"], "weakest": estimate["worst"]}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Outcome sources
+
+
+class OutcomeSource:
+    """Where the decision procedure gets its outcomes from.
+
+    ``power(wanted)`` and ``null(wanted)`` take ``{(design label, test
+    label): (first_trial, stop_trial)}`` and return, per key, a boolean
+    matrix of shape (stop - first, pairs): right rejections of the pairs
+    with a true difference (power) or rejections of every pair under the
+    null. Trial t of a key must always give the same row, whatever the
+    range asked for: the search extends a candidate's trials, and the
+    confirmation relies on trial ranges being disjoint and independent.
+    """
+
+    new_studies = 0
+
+    def power(self, wanted: dict) -> dict:
+        raise NotImplementedError
+
+    def null(self, wanted: dict) -> dict:
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        """Called once the decisions are made (e.g. to save caches)."""
+
+
+def _chunk_task(model, effect, seed, chunk):
+    return chunk, simulate_chunk(model, effect, seed, chunk)
+
+
+class _StudyStore:
+    """The studies of one effect (power or null) in results stores, with what they hold cached.
+
+    The stored chunk files stay the only record. But a finished plan has
+    about a thousand of them and reading each costs more than deciding, so
+    the columns the decisions need are also kept in one file per store,
+    ``DIR/.plan_cache/<studies dir>-<family>.parquet``, with the names of the
+    chunk files it holds and the store's fingerprint (model, effect, seed,
+    test options): a re-run reads that file plus only the chunk files it does
+    not hold, and simulates nothing it has. A cache whose fingerprint or file
+    list does not match the store is ignored and rebuilt.
+    """
+
+    def __init__(self, config: PlanConfig, out_dir: Path, jobs: int, effect, subdirectory: str):
+        self.config = config
+        self.jobs = jobs
+        self.effect = effect
+        self.sim_configs, self.stores, self.cache_paths = {}, {}, {}
+        for family, raw in config.simulation_config_mappings(effect).items():
+            sim_config = parse_config(raw)
+            check_backends(sim_config)
+            store = ResultsStore(out_dir / subdirectory / family)
+            store.prepare(sim_config, raw)
+            self.sim_configs[family], self.stores[family] = sim_config, store
+            self.cache_paths[family] = out_dir / CACHE_DIR / f"{subdirectory}-{family}.parquet"
+        self.designs = {d.label: d for c in self.sim_configs.values() for d in c.designs}
+        self.specs = {s.label: s for s in config.tests}
+        self.new_studies = 0
+        self._done: dict[str, dict[str, set]] = {}
+        self._rows: dict[str, list] = {}
+        self._files: dict[str, set] = {}
+        self._dirty: set[str] = set()
+
+    def _cache_key(self, family: str) -> str:
+        manifest = self.stores[family].manifest()
+        return stable_digest({"fingerprint": manifest.get("fingerprint"), "analyses": manifest.get("analyses")})
+
+    def _load_family(self, family: str) -> None:
+        """Read a store once: its cache file, then the chunk files the cache does not hold."""
+        if family in self._files:
+            return
+        store = self.stores[family]
+        files = {str(path.relative_to(store.directory)) for path in (store.directory / TRIALS_DIR).glob("*/*.parquet")}
+        cache, meta = self.cache_paths[family], self.cache_paths[family].with_suffix(".json")
+        frames, known = [], set()
+        if cache.is_file() and meta.is_file():
+            stored = json.loads(meta.read_text())
+            if stored.get("key") == self._cache_key(family) and set(stored.get("files", ())) <= files:
+                frames.append(pd.read_parquet(cache))
+                known = set(stored["files"])
+        missing = sorted(files - known)
+        frames += [pd.read_parquet(store.directory / name, columns=CACHE_COLUMNS) for name in missing]
+        if missing:
+            self._dirty.add(family)
+        table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=CACHE_COLUMNS)
+        self._files[family] = files
+        for label in (d for d, design in self.designs.items() if design.kind == family):
+            self._rows[label], self._done[label] = [], {}
+        for label, group in table.groupby("design", sort=False):
+            if label in self._rows:
+                self._rows[label] = [group]
+                self._done[label] = {test: set(trials.tolist()) for test, trials in group.groupby("test")["trial"]}
+
+    def _load(self, design_label: str) -> None:
+        self._load_family(self.designs[design_label].kind)
+
+    def completed(self, design_label: str) -> dict[str, set[int]]:
+        """Test label -> stored trial indices (the store interface :func:`plan_chunks` needs)."""
+        self._load(design_label)
+        return self._done[design_label]
+
+    def flush(self) -> None:
+        """Write the cache of every store that gained rows (all designs of the store, needed columns)."""
+        for family in sorted(self._dirty):
+            labels = [label for label, design in self.designs.items() if design.kind == family]
+            frames = [frame[CACHE_COLUMNS] for label in labels for frame in self._rows.get(label, [])]
+            if not frames:
+                continue
+            table = pd.concat(frames, ignore_index=True)
+            cache = self.cache_paths[family]
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            # the table first, the file list last: a crash in between leaves a list that does not match
+            atomic_write_bytes(cache, table.to_parquet(index=False))
+            atomic_write_bytes(cache.with_suffix(".json"), json.dumps(
+                {"key": self._cache_key(family), "files": sorted(self._files[family])}).encode())
+        self._dirty.clear()
+
+    def run(self, wanted: dict) -> None:
+        """Make sure every (design, test): (first, stop) in ``wanted`` has those trials stored."""
+        groups: dict[tuple[str, int, int], list[str]] = {}
+        for (design, test), (first, stop) in wanted.items():
+            groups.setdefault((design, first, stop), []).append(test)
+        chunks = []
+        for (design, first, stop), tests in groups.items():
+            family = self.designs[design].kind
+            sub = dataclasses.replace(self.sim_configs[family], designs=(self.designs[design],),
+                                      analyses=tuple(self.specs[t] for t in sorted(tests)))
+            # plan_chunks covers trials 0..stop-1; a confirmation range starts later (fresh trials only)
+            for chunk in plan_chunks(sub, self, stop):
+                if chunk.stop_trial > first:
+                    chunks.append(dataclasses.replace(chunk, first_trial=max(chunk.first_trial, first)))
+        if not chunks:
+            return
+        # Largest chunks first, so that a slow design does not start last and idle the other workers.
+        chunks.sort(key=lambda c: -(c.design.judgements(self.config.model.n_systems) * c.trials))
+        studies = set()
+        tasks = (delayed(_chunk_task)(self.config.model, self.effect, self.config.seed, chunk)
+                 for chunk in chunks)
+        for chunk, frame in Parallel(n_jobs=self.jobs, return_as="generator_unordered")(tasks):
+            label = chunk.design.label
+            tests = [s.label for s in chunk.analyses]
+            store = self.stores[chunk.design.kind]
+            path = store.write_chunk(label, chunk.first_trial, chunk.stop_trial, tests, frame)
+            self._load(label)
+            self._files[chunk.design.kind].add(str(path.relative_to(store.directory)))
+            self._dirty.add(chunk.design.kind)
+            self._rows[label].append(frame[CACHE_COLUMNS])
+            for test in tests:
+                self._done[label].setdefault(test, set()).update(range(chunk.first_trial, chunk.stop_trial))
+            studies.update((label, trial) for trial in range(chunk.first_trial, chunk.stop_trial))
+        self.new_studies += len(studies)
+
+    def frames(self, wanted: dict) -> dict:
+        """Stored rows of each (design, test): (first, stop) in ``wanted``, sorted by trial and pair."""
+        out = {}
+        for design in sorted({d for d, _ in wanted}):
+            self._load(design)
+            rows = self._rows[design]
+            if len(rows) > 1:
+                self._rows[design] = rows = [pd.concat(rows, ignore_index=True)]
+            table = rows[0] if rows else pd.DataFrame(columns=["test", "trial", "pair"])
+            for (d, test), (first, stop) in wanted.items():
+                if d != design:
+                    continue
+                group = table[(table["test"] == test) & (table["trial"] >= first) & (table["trial"] < stop)]
+                group = group.sort_values(["trial", "pair"])
+                if group["trial"].nunique() != stop - first:
+                    raise RuntimeError(f"{design} / {test}: trials {first}-{stop - 1} are not all stored")
+                out[(design, test)] = group
+        return out
+
+
+class SimulatedOutcomes(OutcomeSource):
+    """Outcomes of studies simulated by the engine and kept in ``out_dir/studies*`` (resumable).
+
+    Parameters
+    ----------
+    config : PlanConfig
+    out_dir : Path
+        Results directory (created or resumed).
+    jobs : int
+        joblib workers; outcomes do not depend on it.
+    """
+
+    def __init__(self, config: PlanConfig, out_dir: Path, jobs: int = 1):
+        self.alpha = config.alpha
+        self._power = _StudyStore(config, out_dir, jobs, config.effect, STUDIES_DIR)
+        self._null = (_StudyStore(config, out_dir, jobs, "zero", NULL_STUDIES_DIR)
+                      if config.max_type1 is not None else None)
+
+    @property
+    def new_studies(self) -> int:
+        return self._power.new_studies + (self._null.new_studies if self._null else 0)
+
+    def power(self, wanted: dict) -> dict:
+        self._power.run(wanted)
+        return {key: right_rejections(frame, self.alpha)[0] for key, frame in self._power.frames(wanted).items()}
+
+    def null(self, wanted: dict) -> dict:
+        self._null.run(wanted)
+        return {key: null_rejections(frame, self.alpha) for key, frame in self._null.frames(wanted).items()}
+
+    def flush(self) -> None:
+        self._power.flush()
+        if self._null is not None:
+            self._null.flush()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The decision procedure
+
+
 def run_plan(config: PlanConfig, out_dir: Path, jobs: int = 1, progress: bool = False,
              exhaustive: bool = False) -> PlanResult:
-    """Evaluate the candidates of ``config`` adaptively (see the module docstring).
+    """Evaluate the candidates of ``config`` by simulation and confirm the answer (see the module docstring).
 
     Parameters
     ----------
@@ -311,61 +612,127 @@ def run_plan(config: PlanConfig, out_dir: Path, jobs: int = 1, progress: bool = 
     exhaustive : bool
         Instead of searching adaptively, evaluate every candidate's power
         and type I error at ``max_trials`` in one look (at the plain
-        ``confidence``), then decide by the same rules: the baseline that
-        adaptive evaluation is measured against (scripts/bench_planner.py).
+        ``confidence``), then decide and confirm by the same rules: the
+        baseline that adaptive evaluation is measured against
+        (scripts/bench_planner.py).
+
+    Returns
+    -------
+    PlanResult
+    """
+    return decide_plan(config, SimulatedOutcomes(config, Path(out_dir), jobs), progress=progress,
+                       exhaustive=exhaustive)
+
+
+def decide_plan(config: PlanConfig, outcomes: OutcomeSource, progress: bool = False,
+                exhaustive: bool = False) -> PlanResult:
+    """The planner's decision procedure: adaptive search, then confirmation of its pick.
+
+    Parameters
+    ----------
+    config : PlanConfig
+    outcomes : OutcomeSource
+        Supplies per-trial rejections (:class:`SimulatedOutcomes` in the
+        planner; known-rate draws in tests of the guarantee).
+    progress : bool
+    exhaustive : bool
+        See :func:`run_plan`.
 
     Returns
     -------
     PlanResult
     """
     started = time.perf_counter()
-    power_runs = _Evaluator(config, out_dir, jobs, config.effect, STUDIES_DIR)
-    null_runs = _Evaluator(config, out_dir, jobs, "zero", NULL_STUDIES_DIR) if config.max_type1 is not None else None
+    checks_type1 = config.max_type1 is not None
     looks = [config.max_trials] if exhaustive else trial_schedule(config.screen_trials, config.max_trials)
     look_confidence = look_confidences(looks, config.confidence)
     results = {c.key: CandidateResult(candidate=c, decision="excluded") for c in config.candidates}
     active = [results[c.key] for c in config.candidates if not c.excluded]
-    pairs = system_pairs(config.model.n_systems)
-    relevant = [p for p, (i, j) in enumerate(pairs) if config.model.effects[i] != config.model.effects[j]]
+    labels = _pair_labels(config)
     power_pending = {r.candidate.key: looks[0] for r in active}
-    null_pending = {r.candidate.key: looks[0] for r in active} if exhaustive and null_runs is not None else {}
-    stages = []
-    while power_pending or null_pending:
-        power_runs.run(power_pending)
-        for key, frame in power_runs.frames(power_pending).items():
-            result = results[key]
-            matrix, _ = right_rejections(frame, config.alpha)
-            result.trials, result.indicators = matrix.shape[0], matrix
-            estimate = assess(matrix, config.power_over, look_confidence[result.trials])
-            result.power, result.ci_low, result.ci_high, result.mcse = (
-                estimate["power"], estimate["ci_low"], estimate["ci_high"], estimate["mcse"])
-            if estimate["weakest"] >= 0:
-                i, j = pairs[relevant[estimate["weakest"]]]
-                result.weakest_pair = f"{config.model.systems[i]} vs {config.model.systems[j]}"
-        if null_pending:
-            null_runs.run(null_pending)
-            for key, frame in null_runs.frames(null_pending).items():
+    null_pending = {r.candidate.key: looks[0] for r in active} if exhaustive and checks_type1 else {}
+    stages, confirmations = [], []
+    level = confirmation_confidence(config.confidence, config.confirm_candidates)
+    needs_confirmation = config.goal == "target_power" or checks_type1
+    while True:
+        while power_pending or null_pending:
+            for key, matrix in outcomes.power({k: (0, n) for k, n in power_pending.items()}).items():
                 result = results[key]
-                rejections = null_rejections(frame, config.alpha)
-                rate = rate_from_shares(rejections.mean(axis=1), rejections.size)
-                result.type1_trials = rejections.shape[0]
-                result.type1 = rate.rate
-                result.type1_low, result.type1_high = wilson_from_mcse(rate.rate, rate.mcse, result.type1_trials,
-                                                                       rate.n_tests,
-                                                                       look_confidence[result.type1_trials])
-        stages.append({"power": len(power_pending), "type1": len(null_pending)})
+                estimate = assess(matrix, config.power_over, look_confidence[matrix.shape[0]])
+                result.trials, result.indicators = matrix.shape[0], matrix
+                result.power, result.ci_low, result.ci_high, result.mcse = (
+                    estimate["power"], estimate["ci_low"], estimate["ci_high"], estimate["mcse"])
+                result.weakest_pair = labels["power"][estimate["weakest"]] if estimate["weakest"] >= 0 else ""
+            if null_pending:
+                for key, matrix in outcomes.null({k: (0, n) for k, n in null_pending.items()}).items():
+                    result = results[key]
+                    estimate = rate_over_pairs(matrix, config.type1_over, look_confidence[matrix.shape[0]], "max")
+                    result.type1_trials = matrix.shape[0]
+                    result.type1, result.type1_low, result.type1_high = (
+                        estimate["rate"], estimate["ci_low"], estimate["ci_high"])
+            stages.append({"power": len(power_pending), "type1": len(null_pending)})
+            if progress:
+                print(f"  stage {len(stages)}: power of {len(power_pending)} candidate(s)"
+                      + (f", type I error of {len(null_pending)}" if checks_type1 else "")
+                      + f"; {outcomes.new_studies} studies simulated so far", flush=True)
+            power_pending, null_pending = ({}, {}) if exhaustive else _next_stage(config, active, looks)
+        pick = _decide(config, active)
+        if pick is None or not needs_confirmation:
+            break
+        _confirm(config, outcomes, pick, len(confirmations), level)
+        confirmations.append(pick)
         if progress:
-            print(f"  stage {len(stages)}: power of {len(power_pending)} candidate(s)"
-                  + (f", type I error of {len(null_pending)}" if null_runs is not None else "")
-                  + f"; {power_runs.new_studies + (null_runs.new_studies if null_runs else 0)} studies simulated "
-                    "so far", flush=True)
-        power_pending, null_pending = ({}, {}) if exhaustive else _next_stage(config, active, looks)
-    recommended = _decide(config, active)
+            print(f"  confirmation {len(confirmations)}: {pick.candidate.design.label} with "
+                  f"{pick.candidate.test.label} on trials {pick.confirm_first_trial}-"
+                  f"{pick.confirm_first_trial + pick.confirm_trials - 1}: {pick.confirmation}", flush=True)
+        if pick.confirmation == CONFIRMED:
+            break
+        if len(confirmations) == config.confirm_candidates:
+            _decide(config, active)  # labels the rejected pick not_confirmed
+            pick = None  # every allowed confirmation was spent: no design confirmed (searching on would be waste)
+            break
+        if not exhaustive:
+            power_pending, null_pending = _next_stage(config, active, looks)
+    outcomes.flush()
+    recommended = pick
+    if recommended is not None and needs_confirmation:
+        recommended.decision = BEST if config.goal == "budget" else PASS
     return PlanResult(
         config=config, results=list(results.values()), recommended=recommended, look_confidence=look_confidence,
-        looks=looks, **_effort(config, active), new_studies=power_runs.new_studies + (null_runs.new_studies
-                                                                                      if null_runs else 0),
-        seconds=time.perf_counter() - started, stages=stages)
+        looks=looks, confirm_level=(1.0 - level) / 2, confirmations=confirmations,
+        **_effort(config, active), new_studies=outcomes.new_studies, seconds=time.perf_counter() - started,
+        stages=stages)
+
+
+def _pair_labels(config: PlanConfig) -> dict:
+    pairs = system_pairs(config.model.n_systems)
+    systems = config.model.systems
+    relevant = [(i, j) for i, j in pairs if config.model.effects[i] != config.model.effects[j]]
+    return {"power": [f"{systems[i]} vs {systems[j]}" for i, j in relevant]}
+
+
+def _confirm(config: PlanConfig, outcomes: OutcomeSource, r: CandidateResult, attempt: int, level: float) -> None:
+    """Re-evaluate ``r`` once on its own fresh trial range; set ``r.confirmation``.
+
+    Attempt k uses trials max_trials + k x confirm_trials onwards, so no two
+    confirmations and no search share a study (trial t of a design has its
+    own seed).
+    """
+    first = config.max_trials + attempt * config.confirm_trials
+    span = {r.candidate.key: (first, first + config.confirm_trials)}
+    r.confirm_first_trial, r.confirm_trials = first, config.confirm_trials
+    confirmed = True
+    if config.goal == "target_power":
+        estimate = assess(outcomes.power(span)[r.candidate.key], config.power_over, level)
+        r.confirm_power, r.confirm_low = estimate["power"], estimate["ci_low"]
+        confirmed = estimate["ci_low"] >= config.target_power
+    # no null studies for a pick whose power already failed: the answer is the same, and they cost time
+    if confirmed and config.max_type1 is not None:
+        estimate = rate_over_pairs(outcomes.null(span)[r.candidate.key], config.type1_over, level, "max")
+        r.confirm_type1, r.confirm_type1_high = estimate["rate"], estimate["ci_high"]
+        r.confirm_type1_trials = config.confirm_trials
+        confirmed = estimate["ci_high"] <= config.max_type1
+    r.confirmation = CONFIRMED if confirmed else NOT_CONFIRMED
 
 
 def _effort(config: PlanConfig, active: list) -> dict:
@@ -373,13 +740,18 @@ def _effort(config: PlanConfig, active: list) -> dict:
     checks = 2 if config.max_type1 is not None else 1
     power_studies: dict[str, int] = {}
     null_studies: dict[str, int] = {}
+    confirm_studies: dict[str, int] = {}
     for r in active:
         label = r.candidate.design.label
         power_studies[label] = max(power_studies.get(label, 0), r.trials)
         null_studies[label] = max(null_studies.get(label, 0), r.type1_trials)
-    return {"adaptive_trials": sum(r.trials + r.type1_trials for r in active),
+        # confirmation ranges of one design never overlap, and each is simulated once for its power and null runs
+        confirm_studies[label] = confirm_studies.get(label, 0) + r.confirm_trials + r.confirm_type1_trials
+    return {"adaptive_trials": sum(r.trials + r.type1_trials + r.confirm_trials + r.confirm_type1_trials
+                                   for r in active),
             "full_trials": len(active) * config.max_trials * checks,
-            "adaptive_studies": sum(power_studies.values()) + sum(null_studies.values()),
+            "adaptive_studies": sum(power_studies.values()) + sum(null_studies.values())
+            + sum(confirm_studies.values()),
             "full_studies": len(power_studies) * config.max_trials * checks}
 
 
@@ -392,7 +764,7 @@ def _power_status(config: PlanConfig, r: CandidateResult) -> str:
 
 
 def _type1_status(config: PlanConfig, r: CandidateResult) -> str:
-    """'pass' (at most max_type1), 'liberal' (above it), 'open', or 'unchecked'."""
+    """'pass' (shown to be at most max_type1), 'liberal' (shown above it), 'open', or 'unchecked'."""
     if config.max_type1 is None:
         return PASS
     if not r.type1_trials:
@@ -403,6 +775,8 @@ def _type1_status(config: PlanConfig, r: CandidateResult) -> str:
 
 
 def _overall(config: PlanConfig, r: CandidateResult) -> str:
+    if r.confirmation == NOT_CONFIRMED:
+        return NOT_CONFIRMED
     power, type1 = _power_status(config, r), _type1_status(config, r)
     if power == FAIL:
         return FAIL
@@ -414,6 +788,10 @@ def _overall(config: PlanConfig, r: CandidateResult) -> str:
 def _next_level(looks: list, trials: int) -> int | None:
     later = [n for n in looks if n > trials]
     return later[0] if later else None
+
+
+def _eligible_for_budget(config: PlanConfig, active: list) -> list:
+    return [r for r in active if _type1_status(config, r) != LIBERAL and r.confirmation != NOT_CONFIRMED]
 
 
 def _next_stage(config: PlanConfig, active: list, looks: list) -> tuple[dict, dict]:
@@ -429,7 +807,7 @@ def _next_stage(config: PlanConfig, active: list, looks: list) -> tuple[dict, di
         threshold = min(passing) * (1.0 + config.cost_tolerance) if passing else np.inf
         needed = [r for r in active if r.candidate.total_cost <= threshold and _overall(config, r) == OPEN]
     else:
-        eligible = [r for r in active if _type1_status(config, r) != LIBERAL]
+        eligible = _eligible_for_budget(config, active)
         best_low = max((r.ci_low for r in eligible), default=np.inf)
         needed = [r for r in eligible if r.ci_high >= best_low
                   and (_power_status(config, r) == OPEN or _type1_status(config, r) in (OPEN, "unchecked"))]
@@ -451,7 +829,7 @@ def _by_cost(results):
 
 
 def _decide(config: PlanConfig, active: list):
-    """Label every simulated candidate and pick the recommendation."""
+    """Label every simulated candidate and return the search's pick (before its confirmation)."""
     if config.goal == "target_power":
         passing = [r.candidate.total_cost for r in active if _overall(config, r) == PASS]
         threshold = min(passing) * (1.0 + config.cost_tolerance) if passing else np.inf
@@ -463,10 +841,12 @@ def _decide(config: PlanConfig, active: list):
                 r.decision = UNDECIDED if r.candidate.total_cost <= threshold else NOT_NEEDED
         passing = _by_cost([r for r in active if r.decision == PASS])
         return passing[0] if passing else None
-    eligible = [r for r in active if _type1_status(config, r) != LIBERAL]
+    eligible = _eligible_for_budget(config, active)
     best_low = max((r.ci_low for r in eligible), default=np.inf)
     for r in active:
-        if _type1_status(config, r) == LIBERAL:
+        if r.confirmation == NOT_CONFIRMED:
+            r.decision = NOT_CONFIRMED
+        elif _type1_status(config, r) == LIBERAL:
             r.decision = LIBERAL
         elif r.ci_high < best_low:
             r.decision = WORSE

@@ -15,8 +15,11 @@ Example plan config::
     alpha: 0.05
     target_power: 0.8              # or: budget: 2000 (the most powerful affordable design)
     power_over: pooled             # pooled | each_pair
-    max_type1: auto                # guard against invalid tests: 2 x alpha; a number; or null (no check)
+    max_type1: auto                # a test must be shown to hold it: 1.5 x alpha; a number; or null (no check)
+    type1_over: pooled             # pooled | each_pair
     cost: {pay_per_hour: 12, seconds_per_judgement: auto, per_annotator: 2, per_document: 0, currency: EUR}
+    # seconds_per_judgement: auto (= capped_mean) | capped_mean | median | trimmed_mean (the paper's times
+    # for a preset model's task) | a number | {times: FILE.csv, rule: capped_mean, outputs_per_item: 1}
     limits: {max_judgements_per_annotator: 125, min_annotators: 1, max_annotators: 200}
     search:
       shapes: [nested, block, crossed, pool]
@@ -28,6 +31,8 @@ Example plan config::
     screen_trials: 50
     max_trials: 800
     confidence: 0.95
+    confirm_trials: 800            # fresh studies confirming the pick (default max_trials)
+    confirm_candidates: 2          # picks confirmed at most (each at one-sided (1 - confidence) / (2 x this))
     seed: 2021
 
 A *candidate* is a (design, test) combination: the study analysed with that
@@ -42,10 +47,12 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+import pandas as pd
 import yaml
 from scipy import optimize
 
 from simdesign.analyses import ANALYSES, system_pairs
+from simdesign.annotation_time import DURATION_COLUMN, RULES, describe_rule, seconds_per_output
 from simdesign.config import AnalysisSpec, check_name, parse_analyses, parse_designs, read_config_mapping, resolve_model
 from simdesign.designs import BlockDesign, PoolDesign
 from simdesign.errors import ConfigError
@@ -53,13 +60,16 @@ from simdesign.model import OrdinalMixedModel, effect_scale
 
 PLAN_KEYS = ("name", "description", "model", "effect", "tests", "alpha", "target_power", "budget", "power_over",
              "cost", "limits", "search", "screen_trials", "max_trials", "confidence", "cost_tolerance",
-             "power_tolerance", "max_type1", "seed", "art_resamples", "art_exact", "chunk_size")
+             "power_tolerance", "max_type1", "type1_over", "confirm_trials", "confirm_candidates", "seed",
+             "art_resamples", "art_exact", "chunk_size")
 COST_KEYS = ("pay_per_hour", "seconds_per_judgement", "per_annotator", "per_document", "currency")
 LIMIT_KEYS = ("max_judgements_per_annotator", "min_annotators", "max_annotators")
 SEARCH_KEYS = ("shapes", "docs", "docs_per_block", "annotators_per_block", "judgements_per_output", "annotators",
                "designs")
 SHAPES = ("nested", "block", "crossed", "pool")
 POWER_OVER = ("pooled", "each_pair")
+TYPE1_OVER = ("pooled", "each_pair")
+DEFAULT_MAX_TYPE1_FACTOR = 1.5  # 'auto': a test may reject a true null at most 1.5 x alpha
 EFFECT_UNITS = ("latent", "likert")
 
 
@@ -70,8 +80,9 @@ def annotation_times() -> dict:
     Returns
     -------
     dict
-        ``{'likert': {task: {'median_seconds': ...}}, 'rank': ..., 'citation': ...}``
-        (see ``simdesign/presets/annotation_times.yaml`` for how they were computed).
+        ``{'likert': {task: {'capped_mean_seconds': ..., 'median_seconds': ..., 'trimmed_mean_seconds': ...}},
+        'rank': ..., 'citation': ...}``, seconds per judged output (see
+        ``simdesign/presets/annotation_times.yaml`` and :mod:`simdesign.annotation_time` for the rule).
     """
     text = resources.files("simdesign.presets").joinpath("annotation_times.yaml").read_text()
     return yaml.safe_load(text)
@@ -214,6 +225,9 @@ class PlanConfig:
     budget: float | None
     power_over: str
     max_type1: float | None
+    type1_over: str
+    confirm_trials: int
+    confirm_candidates: int
     cost: CostModel
     limits: Limits
     candidates: tuple
@@ -411,24 +425,75 @@ def _int_list(errors, mapping, key, default) -> list[int]:
     return sorted(set(items))
 
 
-def _seconds_per_judgement(raw_value, model, errors) -> tuple[float, str]:
-    times = annotation_times()["likert"]
-    if raw_value in (None, "auto"):
-        task = model.name if model is not None else None
+def _seconds_per_judgement(raw_value, model_source, base_dir, errors) -> tuple[float, str]:
+    """The cost model's seconds per judgement, and a sentence saying where they come from.
+
+    Accepted: a positive number; ``auto`` (= ``capped_mean``), ``capped_mean``, ``median`` or
+    ``trimmed_mean`` of the paper's Likert times for a preset model's task; a task name
+    (``coherence``, ``repetition``: that task's capped mean); or a times table
+    ``{times: FILE.csv, rule: capped_mean, outputs_per_item: 1, column: time_stamp}``.
+    """
+    field_name = "The 'cost.seconds_per_judgement' field"
+    paper = annotation_times()
+    times = paper["likert"]
+    if raw_value is None:
+        raw_value = "auto"
+    if isinstance(raw_value, dict):
+        return _seconds_from_table(raw_value, base_dir, errors)
+    if isinstance(raw_value, str) and (raw_value in ("auto",) + RULES or raw_value in times):
+        rule = "capped_mean" if raw_value in ("auto",) + tuple(times) else raw_value
+        task = raw_value if raw_value in times else model_source
         if task not in times:
-            errors.append(f"The 'cost.seconds_per_judgement' field is 'auto', which needs a model named after a "
-                          f"task with measured times ({sorted(times)}); got model {task!r}: give seconds instead")
+            errors.append(
+                f"{field_name} is {raw_value!r}, which takes the measured Likert times of the paper's task of a "
+                f"preset model ({sorted(times)}); the model {model_source!r} is a model file, whose task's times "
+                "simdesign does not know. Give the seconds per judgement as a number (e.g. 25), or a times table "
+                "of your own: {times: FILE.csv, rule: capped_mean} (one row per judged item, its duration in "
+                "seconds in a 'time_stamp' column), or a paper task (coherence, repetition)")
             return 1.0, ""
-        return float(times[task]["median_seconds"]), (
-            f"median seconds per Likert judgement of the {task} task in Steen & Markert (2021)")
-    if isinstance(raw_value, str) and raw_value in times:
-        return float(times[raw_value]["median_seconds"]), (
-            f"median seconds per Likert judgement of the {raw_value} task in Steen & Markert (2021)")
-    if isinstance(raw_value, bool) or not isinstance(raw_value, (int, float)) or not raw_value > 0:
-        errors.append(f"The 'cost.seconds_per_judgement' field must be a positive number, 'auto' or a task "
-                      f"({sorted(times)}); got {raw_value!r}")
+        return float(times[task][f"{rule}_seconds"]), (
+            f"{describe_rule(rule)} of the Likert annotation times of the {task} task in Steen & Markert (2021); "
+            f"rule {rule}")
+    if isinstance(raw_value, bool) or not isinstance(raw_value, (int, float)) or not math.isfinite(raw_value) \
+            or not raw_value > 0:
+        errors.append(f"{field_name} must be a positive number, 'auto' (= capped_mean), one of {list(RULES)} "
+                      f"(the paper's times for a preset model's task), a task ({sorted(times)}) or a times table "
+                      f"{{times: FILE.csv, rule: capped_mean}}; got {raw_value!r}")
         return 1.0, ""
     return float(raw_value), "given in the config"
+
+
+def _seconds_from_table(raw: dict, base_dir, errors) -> tuple[float, str]:
+    """``{times: FILE.csv, rule, outputs_per_item, column}`` -> seconds per output under the rule."""
+    where = "cost.seconds_per_judgement"
+    allowed = ("times", "rule", "outputs_per_item", "column")
+    unknown = sorted(set(raw) - set(allowed))
+    if unknown:
+        errors.append(f"Unknown '{where}' key(s) {unknown}; allowed: {list(allowed)}")
+        return 1.0, ""
+    rule = raw.get("rule", "capped_mean")
+    if rule not in RULES:
+        errors.append(f"The '{where}.rule' field must be one of {list(RULES)}; got {rule!r}")
+        return 1.0, ""
+    outputs = raw.get("outputs_per_item", 1)
+    if isinstance(outputs, bool) or not isinstance(outputs, int) or outputs < 1:
+        errors.append(f"The '{where}.outputs_per_item' field must be a positive integer; got {outputs!r}")
+        return 1.0, ""
+    column = str(raw.get("column", DURATION_COLUMN))
+    if "times" not in raw:
+        errors.append(f"The '{where}.times' field is required in a times table: a CSV file with one row per "
+                      f"judged item and its duration in seconds in a {column!r} column")
+        return 1.0, ""
+    path = Path(str(raw["times"]))
+    if base_dir is not None and not path.is_absolute() and not path.exists() and (base_dir / path).exists():
+        path = base_dir / path
+    try:
+        table = pd.read_csv(path)
+        seconds = seconds_per_output(table, rule, outputs, column=column)
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        errors.append(f"The '{where}.times' field ({raw['times']!r}): cannot use this times table: {exc}")
+        return 1.0, ""
+    return seconds, f"{describe_rule(rule, outputs)} of {len(table)} items in {path}; rule {rule}"
 
 
 def load_plan(path, overrides: dict | None = None) -> PlanConfig:
@@ -482,7 +547,8 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
         budget = _number(errors, raw, "budget", "", 1.0, 0, low_open=True)
     max_type1 = raw.get("max_type1", "auto")
     if max_type1 == "auto":
-        max_type1 = 2 * alpha if isinstance(alpha, float) and 0 < alpha < 0.5 else None
+        max_type1 = (round(DEFAULT_MAX_TYPE1_FACTOR * alpha, 12) if isinstance(alpha, float) and 0 < alpha < 0.5
+                     else None)
     elif max_type1 is not None:
         max_type1 = _number(errors, raw, "max_type1", "", 0.1, 0, 1, low_open=True, high_open=True)
         if isinstance(alpha, float) and max_type1 < alpha:
@@ -491,6 +557,9 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
     power_over = raw.get("power_over", "pooled")
     if power_over not in POWER_OVER:
         errors.append(f"The 'power_over' field must be one of {list(POWER_OVER)}; got {power_over!r}")
+    type1_over = raw.get("type1_over", "pooled")
+    if type1_over not in TYPE1_OVER:
+        errors.append(f"The 'type1_over' field must be one of {list(TYPE1_OVER)}; got {type1_over!r}")
 
     cost_raw = raw.get("cost", {})
     if not isinstance(cost_raw, dict):
@@ -501,7 +570,8 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
         errors.append(f"Unknown 'cost' key(s) {unknown}; allowed: {list(COST_KEYS)}")
     if "pay_per_hour" not in cost_raw:
         errors.append("The 'cost.pay_per_hour' field is required (annotator pay per hour)")
-    seconds, seconds_source = _seconds_per_judgement(cost_raw.get("seconds_per_judgement", "auto"), model, errors)
+    seconds, seconds_source = _seconds_per_judgement(cost_raw.get("seconds_per_judgement", "auto"), model_source,
+                                                     base_dir, errors)
     cost = CostModel(
         pay_per_hour=float(_number(errors, cost_raw, "pay_per_hour", "cost.", 0.0, 0)),
         seconds_per_judgement=seconds,
@@ -527,6 +597,10 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
     if isinstance(screen_trials, int) and isinstance(max_trials, int) and screen_trials > max_trials:
         errors.append(f"The 'screen_trials' field ({screen_trials}) must not exceed 'max_trials' ({max_trials})")
     confidence = _number(errors, raw, "confidence", "", 0.95, 0, 1, low_open=True, high_open=True)
+    # Confirmation on fresh trials (plan_search): by default as many as a fully evaluated candidate had.
+    confirm_trials = _number(errors, raw, "confirm_trials", "", max_trials if isinstance(max_trials, int) else 800,
+                             2, integer=True)
+    confirm_candidates = _number(errors, raw, "confirm_candidates", "", 2, 1, integer=True)
     cost_tolerance = _number(errors, raw, "cost_tolerance", "", 0.05, 0)
     power_tolerance = _number(errors, raw, "power_tolerance", "", 0.02, 0, 1, low_open=True, high_open=True)
     # None lets the engine choose per test (slow mixed-model fits get short chunks, so little is lost on a crash)
@@ -554,7 +628,8 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
         effect=float(effect), effect_label=effect_label, tests=tuple(tests), alpha=float(alpha),
         target_power=None if target_power is None else float(target_power),
         budget=None if budget is None else float(budget), power_over=power_over,
-        max_type1=None if max_type1 is None else float(max_type1), cost=cost, limits=limits,
+        max_type1=None if max_type1 is None else float(max_type1), type1_over=type1_over,
+        confirm_trials=confirm_trials, confirm_candidates=confirm_candidates, cost=cost, limits=limits,
         candidates=tuple(candidates), screen_trials=screen_trials, max_trials=max_trials,
         confidence=float(confidence), cost_tolerance=float(cost_tolerance), power_tolerance=float(power_tolerance),
         seed=seed, art_resamples=art_resamples, art_exact=art_exact, chunk_size=chunk_size,
