@@ -7,12 +7,11 @@ import yaml
 from simdesign import BlockDesign, ConfigError, OrdinalMixedModel, PoolDesign, load_model
 from simdesign.model import covariance_square_root, effect_scale
 
-from conftest import SHARED_DATA
 
 
 @pytest.mark.parametrize("task", ["coherence", "repetition"])
-def test_presets_match_the_papers_fitted_models(task):
-    shared = json.loads((SHARED_DATA / "models" / f"clmm_likert_{task}.json").read_text())
+def test_presets_match_the_papers_fitted_models(task, paper_data_dir):
+    shared = json.loads((paper_data_dir / "models" / f"clmm_likert_{task}.json").read_text())
     preset = load_model(task)
     assert list(preset.systems) == ["__REFERENCE__", "abssentrw", "BART", "onmt_pg", "seneca"]
     assert list(preset.systems) == shared["system_names"]
@@ -22,7 +21,7 @@ def test_presets_match_the_papers_fitted_models(task):
     np.testing.assert_array_equal(preset.document_cov.ravel(), shared["random_effects"]["document"])
     assert "Steen" in preset.citation and preset.scale == tuple(range(1, 8))
     # the shared JSON layout loads to the same model
-    from_json = load_model(SHARED_DATA / "models" / f"clmm_likert_{task}.json")
+    from_json = load_model(paper_data_dir / "models" / f"clmm_likert_{task}.json")
     np.testing.assert_array_equal(from_json.annotator_cov, preset.annotator_cov)
 
 
