@@ -433,7 +433,8 @@ def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS,
     details = {
         "description": describe(info), "judgements": len(data), "annotators": data["annotator"].nunique(),
         "documents": data["document"].nunique(), "bootstrap_text": scheme["text"], "bootstrap_short": scheme["short"],
-        "bootstrap_scheme": scheme["name"], "bootstrap": int(bootstrap), "seed": seed, "alpha": alpha,
+        "bootstrap_scheme": scheme["name"], "blocks": scheme["blocks"], "bootstrap": int(bootstrap), "seed": seed,
+        "alpha": alpha,
         "primary_test": specs[0].label, "tests": [s.label for s in specs], "adjust": adjust,
         "rule": ("a system significantly worse than b systems and significantly better than w systems can take "
                  "ranks b+1 .. S-w"),
