@@ -122,7 +122,7 @@ def check_ranks(frame: pd.DataFrame, names: dict | None = None) -> int:
     as_scores = frame.rename(columns={"rank": "score"})
     try:
         # The generic checks (missing values, non-integers, repeated outputs) come from fit's validator.
-        validate_judgements(as_scores, for_fit=True, names={**names, "score": rank_column})
+        validate_judgements(as_scores, for_fit=False, names={**names, "score": rank_column})
     except ConfigError as exc:
         errors.extend(message.replace("'score'", "'rank'").replace("'rank' (file column 'rank')", "'rank'")
                       .replace("scores are points of an ordinal scale", "ranks are whole numbers")
