@@ -55,6 +55,13 @@ DEFAULT_BOOTSTRAP = 2000
 ADJUST_CHOICES = ("none", "holm", "tukey")
 
 
+def _p_text(value: float) -> str:
+    """A p-value for reports; the Tukey tail underflows to 0 below about 1e-16, shown as a bound."""
+    if pd.isna(value):
+        return "failed"
+    return "<1e-15" if value < 1e-15 else f"{value:.4g}"
+
+
 @dataclass
 class Analysis:
     """The analysis of one study; see the module docstring for what each part means.
@@ -99,7 +106,7 @@ class Analysis:
             lines.append(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
             lines.append("")
             pairs = self.pairs.copy()
-            pairs["p_value"] = pairs["p_value"].map(lambda v: "failed" if pd.isna(v) else f"{v:.4g}")
+            pairs["p_value"] = pairs["p_value"].map(_p_text)
             lines.append(pairs.to_string(index=False, float_format=lambda v: f"{v:+.3f}"))
         lines.extend(f"note: {note}" for note in self.notes)
         return "\n".join(lines)
@@ -114,7 +121,7 @@ class Analysis:
         pair_head = "| test | a | b | estimate | p | status | adjust |\n|---|---|---|---|---|---|---|\n"
         pair_rows = "".join(
             f"| {r.test} | {r.system_a} | {r.system_b} | {r.estimate:+.3f} | "
-            f"{'failed' if pd.isna(r.p_value) else f'{r.p_value:.4g}'} | {r.status} | {r.adjust} |\n"
+            f"{_p_text(r.p_value)} | {r.status} | {r.adjust} |\n"
             for r in self.pairs.itertuples())
         notes = "".join(f"- {note}\n" for note in self.notes)
         return (f"# Analysis\n\n{info.get('description', self.method)}.\n\n"

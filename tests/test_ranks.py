@@ -119,3 +119,15 @@ def test_shared_rank_files_read_with_base_0():
         assert info["base"] == 0 and len(frame) == 1500
         assert np.all(frame.groupby(["annotator", "document"])["rank"].apply(sorted).map(list)
                       .map(lambda r: r == [1, 2, 3, 4, 5]))
+
+
+def test_columns_mapping_for_rank_files(tmp_path):
+    rows = [{"worker": r["annotator"], "document": r["document"], "system": r["system"], "position": r["rank"]}
+            for r in _good_rows(1)]
+    path = _write(tmp_path, rows)
+    assert main(["reliability", str(path), "--columns", "annotator=worker,rank=position"]) == 0
+    from simdesign.ranks import parse_columns_any
+    frame, info = read_table(path, columns=parse_columns_any("annotator=worker,rank=position"))
+    assert info["method"] == "rank" and info["base"] == 1 and frame["rank"].min() == 1
+    with pytest.raises(ConfigError, match="--scale applies to Likert"):
+        read_table(path, columns=parse_columns_any("annotator=worker,rank=position"), scale=(1, 2, 3))
