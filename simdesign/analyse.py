@@ -128,7 +128,8 @@ class Analysis:
                 f"{info['judgements']} judgements, {info['annotators']} annotators, {info['documents']} documents.\n\n"
                 f"Intervals: {info['bootstrap_text']}.\n\n"
                 f"Groups: {info['rule']} (test {info['primary_test']}, alpha {info['alpha']}).\n\n"
-                f"{head}{rows}\n## Pairwise tests\n\n{pair_head}{pair_rows}\n" + (f"## Notes\n\n{notes}" if notes else ""))
+                f"{head}{rows}\n## Pairwise tests\n\n{pair_head}{pair_rows}\n"
+                + (f"## Notes\n\n{notes}" if notes else ""))
 
     def plot(self, path=None, ax=None, title: str | None = None):
         """Means with their 95% intervals, best system on top, groups as labels.
