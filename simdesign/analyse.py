@@ -147,10 +147,7 @@ class Analysis:
         -------
         matplotlib.figure.Figure
         """
-        import matplotlib
-        if ax is None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # headless machines fall back to Agg by themselves
 
         table = self.table.sort_values("mean", ascending=self.method != "rank").reset_index(drop=True)
         if ax is None:
