@@ -118,11 +118,11 @@ class Analysis:
         info = self.info
         table = self.table.copy()
         head = "| system | " + self.value_name + " | 95% interval | n | groups |\n|---|---|---|---|---|\n"
-        rows = "".join(f"| {r.system} | {r.mean:.2f} | {r.ci_low:.2f} to {r.ci_high:.2f} | {r.n} | {r.groups} |\n"
+        rows = "".join(f"| `{r.system}` | {r.mean:.2f} | {r.ci_low:.2f} to {r.ci_high:.2f} | {r.n} | {r.groups} |\n"
                        for r in table.itertuples())
         pair_head = "| test | a | b | estimate | p | status | adjust |\n|---|---|---|---|---|---|---|\n"
         pair_rows = "".join(
-            f"| {r.test} | {r.system_a} | {r.system_b} | {r.estimate:+.3f} | "
+            f"| {r.test} | `{r.system_a}` | `{r.system_b}` | {r.estimate:+.3f} | "
             f"{_p_text(r.p_value)} | {r.status} | {r.adjust} |\n"
             for r in self.pairs.itertuples())
         notes = "".join(f"- {note}\n" for note in self.notes)
@@ -434,6 +434,9 @@ def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS,
     if len(failed):
         notes.append(f"{len(failed)} pair(s) of {specs[0].label} failed ({failed['status'].iloc[0]}: "
                      f"{failed['message'].iloc[0]}); they count as not significant in the groups")
+    if (primary["status"] == "singular").any():
+        notes.append(f"{specs[0].label}: singular fit (a random-effects variance or correlation at its bound); "
+                     "its p-values are kept, as for lme4/ordinal (a failed fit would give none)")
     if method == "rank":
         notes.append("Rank data: tests work on the reversed rank S + 1 - rank (positive estimate = a better), the "
                      "table reports mean ranks 1-based (1 = best)")
