@@ -37,9 +37,10 @@ def test_table_2_means_to_two_decimals(name):
 
 @needs_data
 @pytest.mark.slow
-def test_paper_analysis_groups_coherence_likert():
-    # Table 2's brackets for Likert coherence (all five cells agree with the documented rule).
-    frame, _ = read_table(JUDGEMENTS / "likert_coherence_cnn_dm.csv")
+@pytest.mark.parametrize("name", ["likert_coherence", "rank_coherence"])
+def test_paper_analysis_groups_coherence(name):
+    # Table 2's brackets for coherence, Likert and Rank (all cells agree with the documented rule).
+    frame, _ = read_table(JUDGEMENTS / f"{name}_cnn_dm.csv")
     result = analyse(frame, systems=ORDER, bootstrap=200)
     assert result.table["groups"].tolist() == ["1", "3/4", "3/4", "2", "5"]
     assert result.pairs["test"].unique().tolist() == ["clmm_native[tukey,paper]"]
