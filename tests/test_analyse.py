@@ -132,3 +132,29 @@ def test_block_bootstrap_t_covers_about_95_percent_on_the_papers_design():
         shares.append(np.mean((low <= truth) & (truth <= high)))
     coverage, mcse = float(np.mean(shares)), float(np.std(shares, ddof=1) / np.sqrt(len(shares)))
     assert abs(coverage - 0.95) <= 4 * mcse, (coverage, mcse)
+
+
+def test_cli_on_a_rank_table_reports_one_based_mean_ranks(tmp_path, capsys):
+    # Random complete rankings (0 = best) on a 10-block layout: the five mean ranks, 1-based, sum to 1+...+5.
+    rng = np.random.default_rng(12)
+    systems = ["s1", "s2", "s3", "s4", "s5"]
+    rows = []
+    for block in range(10):
+        for annotator in range(3):
+            for document in range(2):
+                for system, rank in zip(systems, rng.permutation(5)):
+                    rows.append({"annotator": f"a{block}-{annotator}", "document": f"d{block}-{document}",
+                                 "system": system, "rank": int(rank)})
+    path = tmp_path / "ranks.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    out = tmp_path / "out"
+    assert main(["analyse", str(path), "--tests", "ttest_doc", "--bootstrap", "200", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "ranks 0..4 (0 = best)" in printed
+    table = pd.read_csv(out / "analysis.csv")
+    assert table["mean"].sum() == pytest.approx(15.0)
+    expected = pd.DataFrame(rows).groupby("system")["rank"].mean() + 1
+    np.testing.assert_allclose(table.set_index("system")["mean"].reindex(systems), expected.reindex(systems))
+    pairs = pd.read_csv(out / "pairs.csv")
+    first = pairs.iloc[0]  # s1 minus s2 on the reversed rank: positive when s1 has the smaller (better) mean rank
+    assert np.sign(first["estimate"]) == np.sign(expected["s2"] - expected["s1"])
