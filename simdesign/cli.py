@@ -175,7 +175,11 @@ def cmd_reliability(args) -> int:
     from simdesign.judgements import Judgements
     from simdesign.reliability import UndefinedReliability, krippendorff_alpha, split_half_reliability
 
-    frame, scale = _read_judgements_args(args)
+    from simdesign.ranks import describe, read_table_args
+
+    frame, info = read_table_args(args)  # Likert or Rank (reversed ranks: alpha and SHR unchanged)
+    scale = info["scale"]
+    print(describe(info))
     print(f"{args.judgements}: {len(frame)} judgements, {frame['annotator'].nunique()} annotators, "
           f"{frame['document'].nunique()} documents, {frame['system'].nunique()} systems; scale {list(scale)}")
     try:
@@ -331,6 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     reliability = sub.add_parser("reliability", help="Krippendorff's alpha and split-half reliability of real data")
     judgements_options(reliability)
     reliability.add_argument("--seed", type=int, default=0, help="for random splits (more than 100,000 splits)")
+    reliability.add_argument("--method", choices=["likert", "rank"], help="default: from a score or rank column")
     reliability.set_defaults(func=cmd_reliability)
 
     fit = sub.add_parser("fit", help="fit the generator (cumulative link mixed model) to judgements; "
@@ -362,6 +367,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     presets = sub.add_parser("presets", help="list the built-in models")
     presets.set_defaults(func=cmd_presets)
+
+    from simdesign import cli_analyse
+    cli_analyse.add_parser(sub)
     return parser
 
 

@@ -268,8 +268,69 @@ def _record_lines(text: str, path: Path) -> tuple[list, list]:
     return header or [], records
 
 
+def read_table_csv(path, columns: dict | None = None, required=REQUIRED_COLUMNS) -> pd.DataFrame:
+    """Read a judgements CSV as strings, with each row's file line, and apply ``--columns``.
+
+    The CSV reading that every table of judgements (Likert or Rank) goes through, so that an
+    unreadable file gets the same message whatever reads it.
+
+    Parameters
+    ----------
+    path : str or path-like
+    columns : dict, optional
+        File column name -> our name (see :func:`parse_columns`).
+    required : sequence of str
+        Our column names, named in the message for an empty file.
+
+    Returns
+    -------
+    pandas.DataFrame
+        All columns as strings, renamed by ``columns``; ``attrs['lines']`` holds each row's line.
+
+    Raises
+    ------
+    ConfigError
+        A missing or empty file, bytes that are not UTF-8 (line named), rows with more or fewer
+        fields than the header (lines named), ``columns`` naming a column the file lacks or mapping
+        onto a name the file already has.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"Judgements file not found: {path}")
+    text = _decode(path)
+    header, records = _record_lines(text, path)
+    if not header:
+        raise ConfigError(f"{path} is empty: it needs a header line naming the columns "
+                          f"{', '.join(required)} and one row per judgement")
+    ragged = [(line, n) for line, n in records if n != len(header)]
+    if ragged:
+        shown = ", ".join(f"line {line} has {n}" for line, n in ragged[:EXAMPLES_SHOWN])
+        more = f" and {len(ragged) - EXAMPLES_SHOWN} more" if len(ragged) > EXAMPLES_SHOWN else ""
+        raise ConfigError(f"{path}: the header has {len(header)} fields but {shown}{more} (a comma inside an "
+                          "unquoted value?); quote such values or fix the rows")
+    try:
+        raw = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise ConfigError(f"{path} is not a readable CSV table: {exc}") from None
+    lines = [line for line, _ in records] if len(records) == len(raw) else None
+    columns = dict(columns or {})
+    problems = []
+    for theirs, ours in columns.items():
+        if theirs not in raw.columns:
+            problems.append(f"--columns maps {ours}={theirs}, but the file has no column '{theirs}' "
+                            f"(its columns: {list(raw.columns)})")
+        elif ours in raw.columns and ours != theirs and ours not in columns:
+            problems.append(f"--columns maps {ours}={theirs}, but the file also has a column '{ours}': "
+                            f"two '{ours}' columns; drop or rename one of them in the file")
+    if problems:
+        raise ConfigError(problems)
+    raw = raw.rename(columns=columns)
+    raw.attrs["lines"] = lines
+    return raw
+
+
 def read_judgements(path, columns: dict | None = None, scale=None):
-    """Read and check a judgements CSV: the reader of every command that reads judgements.
+    """Read and check a Likert judgements CSV: the reader of every command that reads judgements.
 
     Parameters
     ----------
@@ -289,43 +350,10 @@ def read_judgements(path, columns: dict | None = None, scale=None):
     Raises
     ------
     ConfigError
-        A missing or empty file, bytes that are not UTF-8 (line named), rows
-        with more or fewer fields than the header (lines named), ``columns``
-        naming a column the file lacks or mapping onto a name the file
-        already has, and everything :func:`validate_judgements` checks.
+        Everything :func:`read_table_csv` and :func:`validate_judgements` check.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"Judgements file not found: {path}")
-    text = _decode(path)
-    header, records = _record_lines(text, path)
-    if not header:
-        raise ConfigError(f"{path} is empty: it needs a header line naming the columns "
-                          f"{', '.join(REQUIRED_COLUMNS)} and one row per judgement")
-    ragged = [(line, n) for line, n in records if n != len(header)]
-    if ragged:
-        shown = ", ".join(f"line {line} has {n}" for line, n in ragged[:EXAMPLES_SHOWN])
-        more = f" and {len(ragged) - EXAMPLES_SHOWN} more" if len(ragged) > EXAMPLES_SHOWN else ""
-        raise ConfigError(f"{path}: the header has {len(header)} fields but {shown}{more} (a comma inside an "
-                          "unquoted value?); quote such values or fix the rows")
-    try:
-        raw = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=True)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise ConfigError(f"{path} is not a readable CSV table: {exc}") from None
-    if len(records) == len(raw):
-        raw.attrs["lines"] = [line for line, _ in records]
     columns = dict(columns or {})
-    problems = []
-    for theirs, ours in columns.items():
-        if theirs not in raw.columns:
-            problems.append(f"--columns maps {ours}={theirs}, but the file has no column '{theirs}' "
-                            f"(its columns: {list(raw.columns)})")
-        elif ours in raw.columns and ours != theirs and ours not in columns:
-            problems.append(f"--columns maps {ours}={theirs}, but the file also has a column '{ours}': "
-                            f"two '{ours}' columns; drop or rename one of them in the file")
-    if problems:
-        raise ConfigError(problems)
-    raw = raw.rename(columns=columns)
+    raw = read_table_csv(path, columns)
     scale = validate_judgements(raw, scale, names={ours: theirs for theirs, ours in columns.items()})
     frame = raw[list(REQUIRED_COLUMNS)].copy()
     frame["score"] = pd.to_numeric(frame["score"]).round().astype(np.int64)

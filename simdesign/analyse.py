@@ -1,0 +1,453 @@
+"""Analyse a real study: which systems differ, with intervals and the paper's rank sets.
+
+``analyse(frame)`` takes a checked Likert or Rank table (see
+:func:`simdesign.ranks.read_table`) and returns an :class:`Analysis`:
+
+* ``table``: per system the mean score (Likert) or mean rank (Rank, 1-based,
+  1 = best, as in the paper's Table 2), a 95% bootstrap interval, the number
+  of judgements, and the set of ranks the system could take (``groups``,
+  the paper's "3/4" notation);
+* ``pairs``: the pairwise tests of every requested registered analysis
+  (default ``clmm_native`` with structure ``paper`` and Tukey adjustment,
+  the paper's analysis: ``ordinal::clmm`` with emmeans' Tukey contrasts);
+* ``plot()`` and ``summary()``.
+
+Rank data are modelled on the reversed rank (S + 1 - rank, higher = better),
+as ordinal 1..S by the same model, as the paper did.
+
+Interval (why this bootstrap): judgements of one annotator, or of one
+document, are correlated, so an interval must resample the units that are
+independent. In a block design annotators and documents are both nested in
+blocks, and blocks are independent: with at least ``MIN_BLOCKS`` blocks the
+interval is a studentized (bootstrap-t) *block* bootstrap, resampling whole
+blocks with replacement and studentizing by the cluster-robust standard
+error of each system's mean. With 20 blocks a plain percentile interval is
+too narrow (it ignores the uncertainty of the standard error itself: about
+93% coverage for a mean of 20 cluster means); bootstrap-t corrects this.
+Designs without enough blocks (pools, fully crossed studies) get a two-way
+("pigeonhole") bootstrap: annotators and documents are resampled
+independently and each judgement is weighted by the product of its
+annotator's and its document's multiplicity; percentile interval. Coverage
+(``scripts/check_bootstrap_coverage.py``; README, "Analysing a real study"):
+95.1-95.2% for the block bootstrap-t on the paper's design (93% for a plain
+percentile block interval), 94-95% for the two-way fallback with 4 blocks,
+and about 99% (conservative) for it on a pool design.
+
+Rank sets (one rule, fixed before looking at the paper's table): with the
+first requested test, a pair differs when its p-value is below ``alpha``
+(0.05) and its fit did not fail. A system that is significantly worse than
+``b`` systems and significantly better than ``w`` systems can take the ranks
+``b + 1 .. S - w``; ``groups`` lists them joined by '/'. Failed pairs count
+as not significant.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from simdesign.errors import ConfigError
+from simdesign.judgements import Judgements
+
+# A block bootstrap needs enough independent blocks for its resamples to vary like new studies.
+MIN_BLOCKS = 10
+DEFAULT_TESTS = ("clmm_native",)
+DEFAULT_BOOTSTRAP = 2000
+ADJUST_CHOICES = ("none", "holm", "tukey")
+
+
+def _p_text(value: float) -> str:
+    """A p-value for reports; the Tukey tail underflows to 0 below about 1e-16, shown as a bound."""
+    if pd.isna(value):
+        return "failed"
+    return "<1e-15" if value < 1e-15 else f"{value:.4g}"
+
+
+@dataclass
+class Analysis:
+    """The analysis of one study; see the module docstring for what each part means.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        ``system, mean, ci_low, ci_high, n, groups, rank_low, rank_high``.
+    pairs : pandas.DataFrame
+        ``test, system_a, system_b, mean_difference, estimate, p_value,
+        status, adjust, significant`` (estimate a minus b on the test's own
+        scale; for ``clmm_native`` the latent scale, positive = a better).
+    method : str
+        'likert' or 'rank'.
+    info : dict
+        How the table was read and analysed (base of ranks, scale, bootstrap
+        scheme and repetitions, seed, alpha, rule).
+    notes : list of str
+    """
+
+    table: pd.DataFrame
+    pairs: pd.DataFrame
+    method: str
+    info: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    @property
+    def value_name(self) -> str:
+        return "mean rank (1 = best)" if self.method == "rank" else "mean score"
+
+    def summary(self) -> str:
+        """A plain-text report: the table, the interval and rule used, and the p-values behind the groups."""
+        info = self.info
+        lines = [f"{info.get('description', self.method)}",
+                 f"{info['judgements']} judgements, {info['annotators']} annotators, {info['documents']} documents, "
+                 f"{len(self.table)} systems",
+                 f"95% intervals: {info['bootstrap_text']}",
+                 f"groups: ranks each system can take given the non-significant differences of "
+                 f"{info['primary_test']} (p < {info['alpha']}; {info['rule']})", ""]
+        shown = self.table.copy()
+        with pd.option_context("display.width", 200):
+            lines.append(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+            lines.append("")
+            pairs = self.pairs.copy()
+            pairs["p_value"] = pairs["p_value"].map(_p_text)
+            lines.append(pairs.to_string(index=False, float_format=lambda v: f"{v:+.3f}"))
+        lines.extend(f"note: {note}" for note in self.notes)
+        return "\n".join(lines)
+
+    def to_markdown(self) -> str:
+        """The summary as a Markdown document (``analysis.md``)."""
+        info = self.info
+        table = self.table.copy()
+        head = "| system | " + self.value_name + " | 95% interval | n | groups |\n|---|---|---|---|---|\n"
+        rows = "".join(f"| `{r.system}` | {r.mean:.2f} | {r.ci_low:.2f} to {r.ci_high:.2f} | {r.n} | {r.groups} |\n"
+                       for r in table.itertuples())
+        pair_head = "| test | a | b | estimate | p | status | adjust |\n|---|---|---|---|---|---|---|\n"
+        pair_rows = "".join(
+            f"| {r.test} | `{r.system_a}` | `{r.system_b}` | {r.estimate:+.3f} | "
+            f"{_p_text(r.p_value)} | {r.status} | {r.adjust} |\n"
+            for r in self.pairs.itertuples())
+        notes = "".join(f"- {note}\n" for note in self.notes)
+        return (f"# Analysis\n\n{info.get('description', self.method)}.\n\n"
+                f"{info['judgements']} judgements, {info['annotators']} annotators, {info['documents']} documents.\n\n"
+                f"Intervals: {info['bootstrap_text']}.\n\n"
+                f"Groups: {info['rule']} (test {info['primary_test']}, alpha {info['alpha']}).\n\n"
+                f"{head}{rows}\n## Pairwise tests\n\n{pair_head}{pair_rows}\n"
+                + (f"## Notes\n\n{notes}" if notes else ""))
+
+    def plot(self, path=None, ax=None, title: str | None = None):
+        """Means with their 95% intervals, best system on top, groups as labels.
+
+        Parameters
+        ----------
+        path : str or path-like, optional
+            Save the figure there (the suffix decides the format).
+        ax : matplotlib Axes, optional
+        title : str, optional
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        import matplotlib.pyplot as plt  # headless machines fall back to Agg by themselves
+
+        table = self.table.sort_values("mean", ascending=self.method != "rank").reset_index(drop=True)
+        if ax is None:
+            figure, ax = plt.subplots(figsize=(6, 0.5 * len(table) + 1.5))
+        else:
+            figure = ax.figure
+        y = np.arange(len(table))
+        ax.errorbar(table["mean"], y, xerr=[table["mean"] - table["ci_low"], table["ci_high"] - table["mean"]],
+                    fmt="o", color="black", capsize=3)
+        ax.set_yticks(y, [f"{s} ({g})" for s, g in zip(table["system"], table["groups"])])
+        ax.set_xlabel(f"{self.value_name}, 95% {self.info.get('bootstrap_short', 'bootstrap')} interval")
+        if self.method == "rank":
+            ax.invert_xaxis()  # best (rank 1) on the right, like the Likert panel
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_title(title or f"{self.method}: {self.info['primary_test']} groups (p < {self.info['alpha']})",
+                     fontsize=10)
+        figure.tight_layout()
+        if path is not None:
+            figure.savefig(path, dpi=150)
+        return figure
+
+
+# ---------------------------------------------------------------------------------------------
+# Bootstrap intervals
+# ---------------------------------------------------------------------------------------------
+
+def _block_bootstrap_t(sums: np.ndarray, counts: np.ndarray, repetitions: int, rng: np.random.Generator,
+                       level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Studentized block-bootstrap interval of each system's mean from per-block sums and counts, each (B, S).
+
+    The statistic is the ratio sum/count (blocks weigh by their judgements);
+    its standard error is the cluster-robust (linearised) one, recomputed in
+    every resample so the interval carries the uncertainty of the SE itself.
+    """
+    n_blocks = sums.shape[0]
+    total, n = sums.sum(axis=0), counts.sum(axis=0)
+    mean = total / n
+
+    def cluster_se(weights, means):
+        # sum_b w_b (sums_b - m counts_b)^2, expanded so all resamples are matrix products
+        squares = (weights @ sums ** 2 - 2 * means * (weights @ (sums * counts)) + means ** 2 * (weights @ counts ** 2))
+        size = weights @ counts
+        return np.sqrt(np.clip(squares, 0, None) * n_blocks / (n_blocks - 1)) / size
+
+    se = cluster_se(np.ones((1, n_blocks)), mean[None, :])[0]
+    weights = rng.multinomial(n_blocks, np.full(n_blocks, 1.0 / n_blocks), size=repetitions).astype(float)
+    boot_mean = (weights @ sums) / (weights @ counts)
+    boot_se = cluster_se(weights, boot_mean)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (boot_mean - mean) / boot_se
+    tail = (1 - level) / 2
+    low, high = np.empty_like(mean), np.empty_like(mean)
+    for s in range(len(mean)):
+        usable = t[np.isfinite(t[:, s]), s]  # a resample of identical blocks has SE 0: no t
+        q_low, q_high = np.quantile(usable, [tail, 1 - tail]) if usable.size else (0.0, 0.0)
+        low[s], high[s] = mean[s] - q_high * se[s], mean[s] - q_low * se[s]
+    return low, high
+
+
+def _two_way_bootstrap(values: np.ndarray, annotator: np.ndarray, document: np.ndarray, system: np.ndarray,
+                       n_systems: int, repetitions: int, rng: np.random.Generator,
+                       level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval from the pigeonhole bootstrap: annotators and documents resampled independently."""
+    n_ann, n_doc = int(annotator.max()) + 1, int(document.max()) + 1
+    ann_w = rng.multinomial(n_ann, np.full(n_ann, 1.0 / n_ann), size=repetitions).astype(float)
+    doc_w = rng.multinomial(n_doc, np.full(n_doc, 1.0 / n_doc), size=repetitions).astype(float)
+    weight = ann_w[:, annotator] * doc_w[:, document]  # (R, n)
+    onehot = np.zeros((len(values), n_systems))
+    onehot[np.arange(len(values)), system] = 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        boot = (weight @ (onehot * values[:, None])) / (weight @ onehot)
+    tail = (1 - level) / 2
+    low = np.array([np.nanquantile(boot[:, s], tail) for s in range(n_systems)])
+    high = np.array([np.nanquantile(boot[:, s], 1 - tail) for s in range(n_systems)])
+    return low, high
+
+
+def bootstrap_intervals(frame: pd.DataFrame, value_column: str, systems, repetitions: int,
+                        rng: np.random.Generator, min_blocks: int = MIN_BLOCKS) -> tuple[np.ndarray, np.ndarray, dict]:
+    """95% intervals of the per-system means of ``value_column``; see the module docstring for the scheme.
+
+    Returns
+    -------
+    low, high : ndarray, shape (S,)
+    scheme : dict
+        ``name`` ('block_t' or 'two_way'), ``text`` (a sentence), ``blocks``.
+    """
+    # Values are whole numbers (scores or ranks), so Judgements' integer matrix holds them exactly.
+    judgements = Judgements.from_frame(frame[["annotator", "document", "system", value_column]]
+                                       .rename(columns={value_column: "score"}), systems=list(systems))
+    n_blocks = int(judgements.block.max()) + 1 if judgements.has_blocks else 0
+    if n_blocks >= min_blocks:
+        sums = np.zeros((n_blocks, len(systems)))
+        np.add.at(sums, judgements.block, judgements.scores.astype(float))
+        counts = np.zeros_like(sums)
+        np.add.at(counts, judgements.block, 1.0)
+        low, high = _block_bootstrap_t(sums, counts, repetitions, rng)
+        text = (f"studentized block bootstrap ({repetitions} resamples of the {n_blocks} blocks, which hold both "
+                f"annotators and documents; bootstrap-t with the cluster-robust SE)")
+        return low, high, {"name": "block_t", "text": text, "short": "block bootstrap-t", "blocks": n_blocks}
+    codes = {name: pd.factorize(frame[name], sort=True)[0] for name in ("annotator", "document")}
+    system_code = pd.Categorical(frame["system"], categories=list(systems)).codes
+    low, high = _two_way_bootstrap(frame[value_column].to_numpy(float), codes["annotator"], codes["document"],
+                                   system_code, len(systems), repetitions, rng)
+    why = (f"only {n_blocks} blocks" if n_blocks else "no block structure")
+    text = (f"two-way (pigeonhole) percentile bootstrap ({repetitions} resamples of annotators and documents, "
+            f"independently; {why}, fewer than {min_blocks} for a block bootstrap)")
+    return low, high, {"name": "two_way", "text": text, "short": "two-way bootstrap", "blocks": n_blocks}
+
+
+# ---------------------------------------------------------------------------------------------
+# Tests and rank sets
+# ---------------------------------------------------------------------------------------------
+
+def rank_sets(systems, p_value: np.ndarray, estimate: np.ndarray, alpha: float = 0.05) -> pd.DataFrame:
+    """The ranks each system can take given which pairwise differences are significant.
+
+    Parameters
+    ----------
+    systems : sequence of str
+        In the order the pairs refer to.
+    p_value, estimate : ndarray, shape (S(S-1)/2,)
+        Per pair (i, j), i < j (see :func:`simdesign.analyses.base.system_pairs`);
+        estimate i minus j with positive = i better. NaN p-values (failed
+        pairs) count as not significant.
+    alpha : float
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``system, rank_low, rank_high, groups``: a system significantly worse
+        than b systems and better than w systems takes ranks b+1 .. S-w.
+
+    Examples
+    --------
+    >>> rank_sets(["a", "b", "c"], np.array([0.01, 0.01, 0.5]), np.array([1.0, 1.2, 0.2]))["groups"].tolist()
+    ['1', '2/3', '2/3']
+    """
+    from simdesign.analyses.base import system_pairs
+
+    n_systems = len(systems)
+    pairs = system_pairs(n_systems)
+    if len(p_value) != len(pairs) or len(estimate) != len(pairs):
+        raise ValueError(f"{n_systems} systems have {len(pairs)} pairs; got {len(p_value)} p-values")
+    better_than = np.zeros(n_systems, dtype=int)  # significantly better than this many
+    worse_than = np.zeros(n_systems, dtype=int)
+    for (i, j), p, est in zip(pairs, p_value, estimate):
+        if not (np.isfinite(p) and p < alpha and np.isfinite(est) and est != 0):
+            continue
+        winner, loser = (i, j) if est > 0 else (j, i)
+        better_than[winner] += 1
+        worse_than[loser] += 1
+    low = worse_than + 1
+    high = n_systems - better_than
+    return pd.DataFrame({"system": list(systems), "rank_low": low, "rank_high": high,
+                         "groups": ["/".join(str(r) for r in range(lo, hi + 1)) for lo, hi in zip(low, high)]})
+
+
+def _analysis_specs(tests, adjust: str, structure: str | None):
+    """Registry specs for the requested tests, with ``adjust``/``structure`` passed where a test takes them."""
+    from simdesign.analyses import ANALYSES
+    from simdesign.config import parse_analyses
+
+    items, errors = [], []
+    for test in tests:
+        item = dict(test) if isinstance(test, dict) else {"name": str(test)}
+        info = ANALYSES.get(item["name"])
+        if info is not None:
+            if "adjust" in info.options and "adjust" not in item:
+                item["adjust"] = adjust
+            if structure is not None and "structure" in info.options and "structure" not in item:
+                item["structure"] = structure
+        items.append(item)
+    specs = parse_analyses(items, errors, {})
+    if errors:
+        raise ConfigError(errors)
+    return specs
+
+
+def _run_tests(judgements: Judgements, specs, adjust: str, seed: int) -> pd.DataFrame:
+    from statsmodels.stats.multitest import multipletests
+
+    from simdesign.analyses import ANALYSES
+    from simdesign.analyses.base import FAILURES, run_analysis, system_pairs
+
+    pairs = system_pairs(judgements.n_systems)
+    means = judgements.scores.mean(axis=0)
+    rows = []
+    for position, spec in enumerate(specs):
+        info = ANALYSES[spec.name]
+        rng = np.random.default_rng(np.random.SeedSequence([seed, position]))
+        result = run_analysis(info, judgements, rng, spec.options)
+        p_value = np.asarray(result.p_value, dtype=float)
+        applied = spec.options.get("adjust", "none")
+        if "adjust" not in spec.options and adjust != "none":
+            # Tukey needs the joint covariance of a model's contrasts; a pair-by-pair test gets Holm instead.
+            ok = np.isfinite(p_value)
+            if ok.any():
+                p_value = p_value.copy()
+                p_value[ok] = multipletests(p_value[ok], method="holm")[1]
+            applied = "holm" if adjust == "holm" else "holm (tukey needs a model's joint covariance)"
+        for (i, j), est, p, status in zip(pairs, result.estimate, p_value, result.status):
+            rows.append({"test": spec.label, "system_a": judgements.systems[i], "system_b": judgements.systems[j],
+                         "mean_difference": float(means[i] - means[j]), "estimate": float(est),
+                         "p_value": float(p) if status not in FAILURES else float("nan"), "status": status,
+                         "adjust": applied, "message": result.message})
+    return pd.DataFrame(rows)
+
+
+def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str = "tukey",
+            structure: str | None = "paper", alpha: float = 0.05, seed: int = 0, bootstrap: int = DEFAULT_BOOTSTRAP,
+            systems=None, min_blocks: int = MIN_BLOCKS) -> Analysis:
+    """Analyse a Likert or Rank study: means with intervals, pairwise tests, rank sets.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Likert: ``annotator, document, system, score``. Rank: ``annotator,
+        document, system, rank`` (0..S-1 or 1..S, checked), or the form
+        :func:`simdesign.ranks.read_table` returns.
+    method : {'likert', 'rank'}, optional
+        Default: inferred from the columns.
+    tests : sequence
+        Registered analyses, by name or as mappings ``{name: ..., option: ...}``
+        (as in a config's ``tests``). The first decides the groups.
+    adjust : {'none', 'holm', 'tukey'}
+        Passed to tests with an ``adjust`` option; tests without one get Holm
+        when anything but 'none' is asked.
+    structure : str, optional
+        Passed to tests with a ``structure`` option (default 'paper').
+    alpha : float
+    seed : int
+        Seeds the bootstrap and any randomised test (SeedSequence keyed by
+        seed and purpose), so the output is reproducible.
+    bootstrap : int
+        Bootstrap resamples.
+    systems : sequence of str, optional
+        Output order; default the order of first appearance.
+    min_blocks : int
+        Fewest blocks for the block bootstrap.
+
+    Returns
+    -------
+    Analysis
+    """
+    from simdesign.ranks import orient, describe
+
+    if adjust not in ADJUST_CHOICES:
+        raise ConfigError(f"adjust must be one of {list(ADJUST_CHOICES)}; got {adjust!r}")
+    if not 0 < alpha < 1:
+        raise ConfigError(f"alpha must be between 0 and 1; got {alpha!r}")
+    if int(bootstrap) < 100:
+        raise ConfigError(f"bootstrap must be at least 100 resamples; got {bootstrap!r}")
+    if "score" in frame.columns and "rank" in frame.columns and method is None:
+        method = "rank"  # the form read_table returns for Rank tables
+    if method == "rank" and "score" in frame.columns and "rank" in frame.columns:
+        from simdesign.ranks import check_ranks
+
+        # read_table's form: 'rank' already 1-based; the file's own base is kept in attrs for the report
+        check_ranks(frame.drop(columns=["score"]))
+        n_systems = frame["system"].nunique()
+        data, info = frame.copy(), {"method": "rank", "scale": tuple(range(1, n_systems + 1)),
+                                    "base": int(frame.attrs.get("rank_base", 1)), "n_systems": n_systems}
+    else:
+        data, info = orient(frame, method)
+    method = info["method"]
+    systems = list(systems) if systems is not None else list(pd.unique(data["system"]))
+    if sorted(map(str, systems)) != sorted(map(str, data["system"].unique())):
+        raise ConfigError(f"systems {systems} do not match the table's {sorted(data['system'].unique())}")
+    value_column = "rank" if method == "rank" else "score"
+    judgements = Judgements.from_frame(data[["annotator", "document", "system", "score"]], systems=systems)
+    boot_rng = np.random.default_rng(np.random.SeedSequence([seed, 1_000_003]))
+    low, high, scheme = bootstrap_intervals(data, value_column, systems, int(bootstrap), boot_rng, min_blocks)
+    specs = _analysis_specs(list(tests), adjust, structure)
+    pairs = _run_tests(judgements, specs, adjust, seed)
+    primary = pairs[pairs["test"] == specs[0].label]
+    sets = rank_sets(systems, primary["p_value"].to_numpy(float), primary["estimate"].to_numpy(float), alpha)
+    grouped = data.groupby("system")[value_column]
+    table = pd.DataFrame({"system": systems, "mean": grouped.mean().reindex(systems).to_numpy(),
+                          "ci_low": low, "ci_high": high, "n": grouped.size().reindex(systems).to_numpy()})
+    table = table.merge(sets, on="system")
+    notes = []
+    failed = primary[primary["p_value"].isna()]
+    if len(failed):
+        notes.append(f"{len(failed)} pair(s) of {specs[0].label} failed ({failed['status'].iloc[0]}: "
+                     f"{failed['message'].iloc[0]}); they count as not significant in the groups")
+    if (primary["status"] == "singular").any():
+        notes.append(f"{specs[0].label}: singular fit (a random-effects variance or correlation at its bound); "
+                     "its p-values are kept, as for lme4/ordinal (a failed fit would give none)")
+    if method == "rank":
+        notes.append("Rank data: tests work on the reversed rank S + 1 - rank (positive estimate = a better), the "
+                     "table reports mean ranks 1-based (1 = best)")
+    details = {
+        "description": describe(info), "judgements": len(data), "annotators": data["annotator"].nunique(),
+        "documents": data["document"].nunique(), "bootstrap_text": scheme["text"], "bootstrap_short": scheme["short"],
+        "bootstrap_scheme": scheme["name"], "blocks": scheme["blocks"], "bootstrap": int(bootstrap), "seed": seed,
+        "alpha": alpha,
+        "primary_test": specs[0].label, "tests": [s.label for s in specs], "adjust": adjust,
+        "rule": ("a system significantly worse than b systems and significantly better than w systems can take "
+                 "ranks b+1 .. S-w"),
+        **{key: value for key, value in info.items() if key != "method"},
+    }
+    return Analysis(table=table, pairs=pairs.drop(columns="message"), method=method, info=details, notes=notes)

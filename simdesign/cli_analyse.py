@@ -1,0 +1,67 @@
+"""``simdesign analyse JUDGEMENTS.csv``: which systems differ in a real Likert or Rank study.
+
+Registered in :mod:`simdesign.cli` by :func:`add_parser`; the work is done by
+:func:`simdesign.analyse.analyse`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+
+def add_parser(subparsers) -> None:
+    """Add the ``analyse`` subcommand to the CLI's subparsers."""
+    from simdesign.analyse import ADJUST_CHOICES, DEFAULT_BOOTSTRAP
+
+    parser = subparsers.add_parser(
+        "analyse", help="analyse a real study (Likert or Rank): means with 95%% intervals, pairwise tests, "
+                        "the ranks each system can take")
+    parser.add_argument("judgements", help="CSV, one row per judgement: annotator, document, system and score "
+                                           "(Likert) or rank (Rank: 0..S-1 or 1..S per annotator and document)")
+    parser.add_argument("--method", choices=["likert", "rank"],
+                        help="default: inferred from a 'score' or 'rank' column")
+    parser.add_argument("--columns", help="map column names, e.g. annotator=worker,rank=position")
+    parser.add_argument("--scale", help="Likert: the scale's values, e.g. 1..7 (default: the observed values)")
+    parser.add_argument("--tests", default="clmm_native",
+                        help="comma-separated registered analyses; the first decides the groups "
+                             "(default clmm_native, the paper's analysis)")
+    parser.add_argument("--structure", default="paper",
+                        help="random-effects structure for tests that take one (default paper)")
+    parser.add_argument("--adjust", default="tukey", choices=ADJUST_CHOICES,
+                        help="multiplicity adjustment (default tukey, as the paper's emmeans contrasts; tests "
+                             "without a joint covariance get holm)")
+    parser.add_argument("--alpha", type=float, default=0.05, help="significance level of the groups")
+    parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples")
+    parser.add_argument("--systems", help="comma-separated output order (default: order of first appearance)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="directory for analysis.csv, pairs.csv, analysis.md and analysis.png")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    """Run ``simdesign analyse``; bad input raises ConfigError (exit code 2 in :func:`simdesign.cli.main`)."""
+    from simdesign.analyse import analyse
+    from simdesign.errors import ConfigError
+    from simdesign.ranks import read_table_args
+
+    frame, info = read_table_args(args)
+    tests = [name.strip() for name in args.tests.split(",") if name.strip()]
+    if not tests:
+        raise ConfigError("--tests needs at least one registered analysis, e.g. clmm_native")
+    systems = [s.strip() for s in args.systems.split(",")] if args.systems else None
+    result = analyse(frame, method=info["method"], tests=tests, adjust=args.adjust, structure=args.structure,
+                     alpha=args.alpha, seed=args.seed, bootstrap=args.bootstrap, systems=systems)
+    print(f"{args.judgements}:")
+    print(result.summary())
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        result.table.to_csv(out / "analysis.csv", index=False)
+        result.pairs.to_csv(out / "pairs.csv", index=False)
+        (out / "analysis.md").write_text(result.to_markdown())
+        result.plot(out / "analysis.png", title=f"{Path(args.judgements).name}: {result.info['primary_test']}")
+        pd.Series({key: str(value) for key, value in result.info.items()}).to_csv(out / "analysis_info.csv",
+                                                                                  header=["value"])
+        print(f"wrote {out / 'analysis.csv'}, {out / 'pairs.csv'}, {out / 'analysis.md'}, {out / 'analysis.png'}")
+    return 0

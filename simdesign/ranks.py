@@ -1,0 +1,290 @@
+"""Rank tables: reading, checking and orienting rankings of system outputs.
+
+In a Rank study each annotator ranks the S outputs for a document from best
+to worst (Steen & Markert 2021 ran every study with Likert scores and with
+ranks). A Rank table has the columns ``annotator, document, system, rank``,
+one row per ranked output.
+
+Checks (every problem is reported with file line numbers, header = line 1;
+nothing is dropped):
+
+* the checks every judgements table gets (:func:`simdesign.fit.validate_judgements`:
+  missing values, non-integers, an output ranked twice by one annotator);
+* the ranks of every (annotator, document) are a permutation of 0..S-1 or
+  of 1..S (no rank used twice, none outside the range, no system missing),
+  with the same base in the whole file.
+
+Orientation: on every method a higher latent value is better. Rank 1 is the
+best output, so models and tests use the *reversed* rank ``S + 1 - rank``
+(1-based), which makes positive effects mean better, as for Likert; tables
+report mean ranks 1-based (1 = best), as the paper does.
+
+Examples
+--------
+>>> import pandas as pd
+>>> frame = pd.DataFrame({"annotator": ["a"] * 3, "document": ["d"] * 3, "system": ["x", "y", "z"],
+...                       "rank": [0, 2, 1]})
+>>> check_ranks(frame)
+0
+>>> reversed_ranks(frame["rank"], base=0, n_systems=3).tolist()
+[3, 1, 2]
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from simdesign.errors import ConfigError
+from simdesign.fit import _rows, parse_columns, read_judgements, read_table_csv, validate_judgements
+
+METHODS = ("likert", "rank")
+RANK_COLUMNS = ("annotator", "document", "system", "rank")
+# Which column names a method's table carries its judgement in.
+VALUE_COLUMN = {"likert": "score", "rank": "rank"}
+
+
+def infer_method(columns, method: str | None = None, mapping: dict | None = None) -> str:
+    """'likert' when the table has a ``score`` column, 'rank' when it has a ``rank`` column.
+
+    Parameters
+    ----------
+    columns : iterable of str
+        The file's column names.
+    method : {'likert', 'rank'}, optional
+        Given by the user: checked, not inferred.
+    mapping : dict, optional
+        File column -> our name (``--columns``), applied before looking.
+
+    Raises
+    ------
+    ConfigError
+        Unknown method, or neither or both columns present without ``method``.
+    """
+    if method is not None:
+        if method not in METHODS:
+            raise ConfigError(f"--method must be one of {list(METHODS)}; got {method!r}")
+        return method
+    ours = {(mapping or {}).get(column, column) for column in columns}
+    found = [m for m in METHODS if VALUE_COLUMN[m] in ours]
+    if len(found) == 1:
+        return found[0]
+    what = "both a 'score' and a 'rank' column" if found else "neither a 'score' nor a 'rank' column"
+    raise ConfigError(f"Cannot tell the method: the table has {what} (columns {list(columns)}); "
+                      f"say --method likert or --method rank (map names with --columns score=... or rank=...)")
+
+
+def parse_columns_any(text: str | None) -> dict:
+    """``--columns`` for Likert or Rank tables: like :func:`simdesign.fit.parse_columns`, plus ``rank=COLUMN``."""
+    if not text:
+        return {}
+    rank_items = [item for item in text.split(",") if item.partition("=")[0].strip() == "rank"]
+    others = ",".join(item for item in text.split(",") if item not in rank_items)
+    mapping = parse_columns(others)
+    for item in rank_items:
+        theirs = item.partition("=")[2].strip()
+        if not theirs:
+            raise ConfigError(f"--columns takes NAME=COLUMN items; got {item!r}")
+        mapping[theirs] = "rank"
+    return mapping
+
+
+def check_ranks(frame: pd.DataFrame, names: dict | None = None) -> int:
+    """Check that each (annotator, document) ranks all systems with a permutation; return the base (0 or 1).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Columns ``annotator, document, system, rank``; the index gives line
+        numbers (row i is file line i + 2).
+    names : dict, optional
+        Our column name -> the file's, for messages.
+
+    Returns
+    -------
+    int
+        0 when the ranks run 0..S-1 (0 = best), 1 when they run 1..S.
+
+    Raises
+    ------
+    ConfigError
+        Every problem found, with line numbers: the generic judgements
+        checks, ranks outside 0..S-1 / 1..S, a rank used twice within one
+        (annotator, document), a system missing from a ranking, or a file
+        mixing both bases.
+    """
+    names = dict(names or {})
+    rank_column = names.get("rank", "rank")
+    missing = [c for c in RANK_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ConfigError(f"The rank table lacks the column(s) {missing}; it has {list(frame.columns)} "
+                          "(map other names with --columns annotator=...,document=...,system=...,rank=...)")
+    errors = []
+    as_scores = frame.rename(columns={"rank": "score"})
+    try:
+        # The generic checks (missing values, non-integers, repeated outputs) come from fit's validator.
+        validate_judgements(as_scores, names={**names, "score": rank_column})
+    except ConfigError as exc:
+        errors.extend(message.replace("'score'", "'rank'").replace("'rank' (file column 'rank')", "'rank'")
+                      .replace("scores are points of an ordinal scale", "ranks are whole numbers")
+                      for message in exc.messages)
+    rank = pd.to_numeric(frame["rank"], errors="coerce")
+    usable = frame.index[rank.notna() & (rank == rank.round()) & frame[["annotator", "document", "system"]]
+                         .notna().all(axis=1)]
+    if len(usable) == 0:
+        raise ConfigError(errors or ["The rank table has no usable rows"])
+    table = frame.loc[usable, ["annotator", "document", "system"]].copy()
+    table["rank"] = rank[usable].astype(np.int64)
+    systems = sorted(table["system"].astype(str).unique())
+    n_systems = len(systems)
+    groups = table.groupby(["annotator", "document"], sort=False)
+    lowest = groups["rank"].transform("min")
+    bases = sorted(set(int(v) for v in groups["rank"].min()) & {0, 1})
+    base = 0 if 0 in bases else 1
+    if bases == [0, 1]:
+        ones = table.index[lowest == 1]
+        errors.append(f"The {rank_column!r} column mixes bases: some rankings start at 0 and others at 1 "
+                      f"(rankings starting at 1 on lines {_rows(frame, frame.index.isin(ones))}); use 0..{n_systems - 1} or 1..{n_systems} "
+                      "in the whole file")
+    allowed = range(base, base + n_systems)
+    outside = table.index[~table["rank"].between(base, base + n_systems - 1)]
+    if len(outside):
+        errors.append(f"{len(outside)} rank(s) outside {base}..{base + n_systems - 1} ({n_systems} systems, "
+                      f"ranks {'0 = best' if base == 0 else '1 = best'}) on lines {_rows(frame, frame.index.isin(outside))}, "
+                      f"e.g. {int(table.loc[outside[0], 'rank'])}")
+    repeated = table.index[table.duplicated(["annotator", "document", "rank"], keep=False)
+                           & table["rank"].isin(allowed)]
+    if len(repeated):
+        first = table.loc[repeated[0]]
+        errors.append(f"{len(repeated)} rows reuse a rank within one (annotator, document) (lines {_rows(frame, frame.index.isin(repeated))}; "
+                      f"e.g. annotator {first['annotator']!r}, document {first['document']!r} gives rank "
+                      f"{int(first['rank'])} twice); each ranking must use every rank once")
+    per_ranking = groups["system"].agg(lambda s: frozenset(s.astype(str)))
+    incomplete = per_ranking[per_ranking.map(len) < n_systems]
+    if len(incomplete):
+        examples = []
+        lines = []
+        for (annotator, document), present in incomplete.items():
+            rows = table.index[(table["annotator"] == annotator) & (table["document"] == document)]
+            lines.extend(rows)
+            if len(examples) < 3:
+                examples.append(f"annotator {annotator!r}, document {document!r} lacks "
+                                f"{sorted(set(systems) - present)}")
+        errors.append(f"{len(incomplete)} ranking(s) do not rank all {n_systems} systems {systems} (lines "
+                      f"{_rows(frame, frame.index.isin(lines))}; {'; '.join(examples)}); every (annotator, document) must rank "
+                      "every system")
+    if errors:
+        raise ConfigError(errors)
+    return base
+
+
+def one_based(rank, base: int) -> np.ndarray:
+    """Ranks on 1..S (1 = best), whatever the file's base."""
+    return np.asarray(rank, dtype=np.int64) - int(base) + 1
+
+
+def reversed_ranks(rank, base: int, n_systems: int) -> np.ndarray:
+    """S + 1 - (1-based rank): 1..S with S = best, the orientation models and tests use."""
+    return n_systems + 1 - one_based(rank, base)
+
+
+def read_table(path, method: str | None = None, columns: dict | None = None,
+               scale=None) -> tuple[pd.DataFrame, dict]:
+    """Read and check a Likert or Rank judgements CSV.
+
+    Parameters
+    ----------
+    path : str or path-like
+    method : {'likert', 'rank'}, optional
+        Default: inferred from a ``score`` or ``rank`` column.
+    columns : dict, optional
+        File column -> our name (:func:`parse_columns_any`).
+    scale : sequence of int, optional
+        Likert only: the scale's values.
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+        Columns ``annotator, document, system, score``; for Rank tables
+        ``score`` is the reversed rank (1..S, S = best) and the 1-based rank
+        (1 = best) is kept in ``rank``.
+    info : dict
+        ``method``, ``scale`` (tuple), and for Rank ``base`` (0 or 1, the
+        file's) and ``n_systems``.
+
+    Raises
+    ------
+    ConfigError
+        Unreadable file or any problem :func:`check_ranks` or
+        :func:`simdesign.fit.validate_judgements` finds.
+    """
+    columns = dict(columns or {})
+    header = read_table_csv(path, required=("annotator", "document", "system", "score or rank")).columns
+    method = infer_method(header, method, columns)
+    if method == "likert":
+        frame, scale = read_judgements(path, columns, scale)
+        return frame, {"method": "likert", "scale": tuple(scale)}
+    if scale is not None:
+        raise ConfigError("--scale applies to Likert tables; a Rank table's scale is 1..S (S = number of systems)")
+    rank_source = next((theirs for theirs, ours in columns.items() if ours == "rank"), "rank")
+    if "score" in header and columns.get("score", "score") == "score" and "score" not in columns.values():
+        columns["score"] = "likert_score_unused"  # an unrelated 'score' column must not clash with ours
+    raw = read_table_csv(path, columns, required=RANK_COLUMNS)
+    names = {ours: theirs for theirs, ours in columns.items()}
+    names.setdefault("rank", rank_source)
+    base = check_ranks(raw, names)
+    frame = raw[list(RANK_COLUMNS)].copy()
+    n_systems = frame["system"].nunique()
+    rank = pd.to_numeric(frame["rank"]).round().astype(np.int64)
+    frame["rank"] = one_based(rank, base)
+    frame["score"] = reversed_ranks(rank, base, n_systems)
+    frame = frame[["annotator", "document", "system", "score", "rank"]].copy()
+    frame.attrs["rank_base"] = base
+    return frame, {"method": "rank", "scale": tuple(range(1, n_systems + 1)), "base": base, "n_systems": n_systems}
+
+
+def orient(frame: pd.DataFrame, method: str, base: int | None = None) -> tuple[pd.DataFrame, dict]:
+    """An in-memory table in the form :func:`read_table` returns (checked; Rank tables get ``score`` reversed).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Likert: ``annotator, document, system, score``. Rank: ``annotator,
+        document, system, rank`` with ranks 0..S-1 or 1..S (checked), or
+        already in read_table's form (a ``score`` column beside ``rank``).
+    method : {'likert', 'rank'}
+    base : int, optional
+        Rank only: the base of ``rank``; default found by :func:`check_ranks`.
+    """
+    method = infer_method(frame.columns, method)
+    if method == "likert":
+        scale = validate_judgements(frame)
+        out = frame[["annotator", "document", "system", "score"]].copy()
+        out["score"] = pd.to_numeric(out["score"]).round().astype(np.int64)
+        return out, {"method": "likert", "scale": tuple(scale)}
+    found = check_ranks(frame.drop(columns=["score"], errors="ignore"))
+    base = found if base is None else int(base)
+    n_systems = frame["system"].nunique()
+    out = frame[list(RANK_COLUMNS)].copy()
+    rank = pd.to_numeric(out["rank"]).round().astype(np.int64)
+    out["rank"] = one_based(rank, base)
+    out["score"] = reversed_ranks(rank, base, n_systems)
+    return out[["annotator", "document", "system", "score", "rank"]], {
+        "method": "rank", "scale": tuple(range(1, n_systems + 1)), "base": base, "n_systems": n_systems}
+
+
+def read_table_args(args) -> tuple[pd.DataFrame, dict]:
+    """:func:`read_table` from the CLI's ``judgements``, ``--columns``, ``--scale`` and ``--method`` options."""
+    from simdesign.fit import parse_scale
+
+    scale = parse_scale(args.scale) if getattr(args, "scale", None) else None
+    return read_table(args.judgements, getattr(args, "method", None), parse_columns_any(getattr(args, "columns", None)),
+                      scale)
+
+
+def describe(info: dict) -> str:
+    """One line saying how a table was read (shown by the CLI commands)."""
+    if info["method"] == "likert":
+        return f"Likert scores, scale {list(info['scale'])}"
+    last = info["base"] + info["n_systems"] - 1
+    return (f"Rank table: ranks {info['base']}..{last} ({info['base']} = best) in the file; analysed as reversed "
+            f"ranks S + 1 - rank on 1..{info['n_systems']} (higher = better), mean ranks reported 1-based (1 = best)")
