@@ -40,12 +40,11 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from simdesign.annotation_time import CAP_SECONDS_PER_OUTPUT, capped_durations
 from simdesign.errors import ConfigError
 from simdesign.judgements import Judgements
 
 SCHEMES = ("blocks", "nested", "crossed")
-# Annotation-time cap per judged output (seconds): longer values are breaks, not work.
-CAP_SECONDS_PER_OUTPUT = 300
 
 
 def capped_annotation_seconds(times: pd.DataFrame, outputs_per_item: int,
@@ -56,9 +55,8 @@ def capped_annotation_seconds(times: pd.DataFrame, outputs_per_item: int,
     output) is capped at 300 s and a ranking of 5 outputs at 1500 s; the few
     longer values in the paper's times (up to about 3300 s) are breaks.
 
-    TODO: simdesign/annotation_time.py (being added for the planner's cost
-    model) implements the same capped rule; the lead should make this
-    function call it so there is one rule.
+    The capping itself is :func:`simdesign.annotation_time.capped_durations`, the
+    rule the planner's cost model uses.
 
     Parameters
     ----------
@@ -83,8 +81,8 @@ def capped_annotation_seconds(times: pd.DataFrame, outputs_per_item: int,
     if len(bad):
         raise ConfigError(f"The times column {column!r} has {len(bad)} missing, non-numeric or negative value(s) "
                           f"(lines {', '.join(str(i + 2) for i in bad[:5])})")
-    capped = seconds.clip(upper=cap_per_output * outputs_per_item)
-    return capped.groupby(times["annotator"].astype(str)).sum()
+    capped = capped_durations(seconds.to_numpy(), outputs_per_item, cap_per_output).to_numpy()
+    return pd.Series(capped, index=times.index).groupby(times["annotator"].astype(str)).sum()
 
 
 @dataclass(frozen=True)
