@@ -37,6 +37,7 @@ TOP_LEVEL_KEYS = ("name", "model", "effect", "designs", "tests", "trials", "alph
                   "art_exact", "chunk_size", "figure", "description", "estimands")
 FIGURE_X = ("annotators", "judgements", "docs", "blocks", "annotators_per_block", "judgements_per_output")
 FIGURE_COLOUR = ("test", "shape")
+BLOCK_ONLY_X = ("blocks", "annotators_per_block")  # pool designs have no blocks: no value on these axes
 # The summary's estimands for the tests, by hypothesis (simdesign.summary.summarise_group); a figure can draw
 # only what the summary will hold, so 'figure.estimand' is checked against these before anything runs.
 NULL_ESTIMANDS = ("type1", "familywise", "failure_rate", "singular_rate")
@@ -254,6 +255,9 @@ def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
             errors.append(f"The block-level test(s) {block_tests} do not apply to pool designs "
                           f"{pool_labels}: pool designs have no blocks")
     figure = parse_figure(raw.get("figure"), errors)
+    if designs and figure.x in BLOCK_ONLY_X and not any(d.has_blocks for d in designs):
+        errors.append(f"The 'figure.x' field {figure.x!r} has no value for pool designs, and this config has only "
+                      f"pool designs; use one of {[x for x in FIGURE_X if x not in BLOCK_ONLY_X]}")
     if figure.estimand is not None and scale is not None and not any("'estimands'" in e for e in errors):
         check_figure_estimand(figure.estimand, scale == 0.0, bool(analyses) or not estimands, estimands, errors)
 
