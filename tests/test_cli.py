@@ -1,4 +1,10 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pandas as pd
+import pytest
 import yaml
 
 from simdesign.cli import main
@@ -107,3 +113,14 @@ def test_blocks_axis_for_pool_designs_only_is_refused(tmp_path, capsys):
     assert main(["run", str(path), "--out", str(tmp_path / "o")]) == 2
     assert "The 'figure.x' field 'blocks' has no value for pool designs" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_bench_type1_runs_from_any_directory(tmp_path):
+    # Run from a directory without configs/: the default config must be found next to the script.
+    script = Path(__file__).resolve().parents[1] / "scripts" / "bench_type1.py"
+    env = {**os.environ, "PYTHONPATH": str(script.parents[1])}
+    done = subprocess.run([sys.executable, str(script), "--trials", "2", "--per-test-trials", "1", "--jobs", "1"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "whole grid through the engine: 8 designs x 2 trials" in done.stdout
