@@ -124,3 +124,12 @@ def test_bench_type1_runs_from_any_directory(tmp_path):
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "whole grid through the engine: 8 designs x 2 trials" in done.stdout
+
+
+def test_chunk_size_option_overrides_the_config_key(tmp_path):
+    path = tmp_path / "cli.yaml"
+    path.write_text(yaml.safe_dump({**CONFIG, "chunk_size": 12}))
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--out", str(out), "--jobs", "1", "--quiet", "--chunk-size", "5"]) == 0
+    names = sorted(p.name[:16] for p in (out / "trials" / "block-B3-D2-A2").glob("*.parquet"))
+    assert names == ["t0000000-0000005", "t0000005-0000010", "t0000010-0000012"]
