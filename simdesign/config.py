@@ -42,6 +42,8 @@ BLOCK_ONLY_X = ("blocks", "annotators_per_block")  # pool designs have no blocks
 # only what the summary will hold, so 'figure.estimand' is checked against these before anything runs.
 NULL_ESTIMANDS = ("type1", "familywise", "failure_rate", "singular_rate")
 EFFECT_ESTIMANDS = ("power", "power_fitted", "type_s", "failure_rate", "singular_rate")
+# Tests that fit one model per trial and so report a fit status: only they get a 'singular_rate' row.
+MODEL_FIT_TESTS = ("clmm", "lmer", "clm", "clmm_native")
 # Bound on the largest scaled fixed effect (latent logit scale). The latent noise is logistic, and
 # P(noise > 20) = 2e-9: beyond this every judgement of a system lands at one end of the scale, so a larger
 # factor changes nothing but the share of tests that degenerate (and 1e308 overflows).
@@ -259,7 +261,8 @@ def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
         errors.append(f"The 'figure.x' field {figure.x!r} has no value for pool designs, and this config has only "
                       f"pool designs; use one of {[x for x in FIGURE_X if x not in BLOCK_ONLY_X]}")
     if figure.estimand is not None and scale is not None and not any("'estimands'" in e for e in errors):
-        check_figure_estimand(figure.estimand, scale == 0.0, bool(analyses) or not estimands, estimands, errors)
+        check_figure_estimand(figure.estimand, scale == 0.0, bool(analyses) or not estimands, estimands, errors,
+                              fits_models=any(a.name in MODEL_FIT_TESTS for a in analyses))
 
     if errors:
         raise ConfigError(errors)
@@ -283,15 +286,18 @@ def check_effect_size(effect, scale: float, model: OrdinalMixedModel, errors: li
 
 
 def check_figure_estimand(estimand: str, is_null: bool, has_tests: bool, estimands: list[str],
-                          errors: list[str]) -> None:
+                          errors: list[str], fits_models: bool = True) -> None:
     """'figure.estimand' must be one the summary will have: under the effect given, or a requested estimand."""
-    allowed = ([*(NULL_ESTIMANDS if is_null else EFFECT_ESTIMANDS)] if has_tests else []) + list(estimands)
+    allowed = ([e for e in (NULL_ESTIMANDS if is_null else EFFECT_ESTIMANDS)
+                if fits_models or e != "singular_rate"] if has_tests else []) + list(estimands)
     if estimand in allowed:
         return
     why = ""
     other = EFFECT_ESTIMANDS if is_null else NULL_ESTIMANDS
-    if has_tests and estimand in other:
+    if has_tests and estimand in other and estimand != "singular_rate":
         why = (f" ({estimand!r} needs " + ("a non-zero 'effect'" if is_null else "'effect: zero'") + ")")
+    elif has_tests and estimand == "singular_rate":
+        why = f" ('singular_rate' needs a test that fits a model: {', '.join(MODEL_FIT_TESTS)})"
     errors.append(f"The 'figure.estimand' field must be one of {allowed} under 'effect' "
                   f"{'zero' if is_null else 'non-zero'}{why}; got {estimand!r}")
 

@@ -29,6 +29,8 @@ CASES = {
                                 ["'figure.estimand'", "'power' needs a non-zero 'effect'"]),
     "figure-type1-under-effect": ("run", {"effect": "fitted", "figure": {"estimand": "type1"}}, [],
                                   ["'figure.estimand'", "'type1' needs 'effect: zero'", "'power'"]),
+    "figure-singular-rate-without-model-fits": ("run", {"figure": {"estimand": "singular_rate"}}, [],
+                                                ["'figure.estimand'", "'singular_rate' needs a test that fits"]),
     "effect-overflow": ("run", {"effect": 1e308}, [],
                         ["'effect' field scales", "at most 20 is allowed", "|effect| <= 14.58", "got 1e+308"]),
     "effect-too-large": ("run", {"effect": 15}, [], ["'effect' field", "|effect| <= 14.58", "got 15"]),

@@ -102,6 +102,8 @@ def test_figure_estimand_of_a_reliability_only_config_is_one_of_its_estimands():
         _config(**reliability, figure={"estimand": "type1"})
     # with tests as well, the tests' estimands under the effect are allowed too
     assert _config(estimands=["shr"], figure={"estimand": "familywise"}).figure.estimand == "familywise"
+    # singular_rate exists only for tests that fit a model
+    assert _config(tests=["clmm_native"], figure={"estimand": "singular_rate"}).figure.estimand == "singular_rate"
 
 
 def test_negative_effect_is_a_warning_not_an_error():
