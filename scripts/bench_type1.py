@@ -4,23 +4,34 @@ Prints trials per second for each test alone (one worker, in this process), the 
 time through the engine with all workers, and the ratio against the paper's own code (about 0.74 s
 per trial single-threaded for all four tests, the figure quoted in the project's issue 2).
 
-    python scripts/bench_type1.py [--config configs/paper_fig4_coherence.yaml] [--trials 1000] [--jobs 2]
+    python scripts/bench_type1.py [--config CONFIG] [--trials 1000] [--jobs 2]   (from any directory)
 """
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
+from pathlib import Path
 
-from simdesign.config import load_config
-from simdesign.engine import Chunk, run_simulation, simulate_chunk
+# The default config is the project's, wherever the script is run from (a relative --config is the caller's).
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIG = PROJECT_ROOT / "configs" / "paper_fig4_coherence.yaml"
+try:
+    import simdesign  # noqa: F401 -- installed (pip install -e .) or on PYTHONPATH
+except ImportError:  # a checkout without the package installed: use the one next to this script
+    sys.path.insert(0, str(PROJECT_ROOT))
+
+from simdesign.config import load_config  # noqa: E402
+from simdesign.engine import Chunk, run_simulation, simulate_chunk  # noqa: E402
 
 PAPER_SECONDS_PER_TRIAL = 0.74
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", default="configs/paper_fig4_coherence.yaml")
+    parser.add_argument("--config", default=str(DEFAULT_CONFIG),
+                        help="config to time (default: the project's configs/paper_fig4_coherence.yaml)")
     parser.add_argument("--trials", type=int, default=1000)
     parser.add_argument("--per-test-trials", type=int, default=100)
     parser.add_argument("--jobs", type=int, default=2)

@@ -2,14 +2,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
 from simdesign.backends import BACKENDS, DEFAULT_RETRIES
-from simdesign.config import SimulationConfig, load_config, parse_config
+from simdesign.config import SimulationConfig, config_warnings, load_config, parse_config
 from simdesign.errors import ConfigError, MissingBackendError
 from simdesign.model import PRESETS, load_model
 
@@ -71,8 +75,11 @@ def report_failures(summary: pd.DataFrame) -> None:
 def cmd_run(args) -> int:
     from simdesign.engine import default_out_dir, run_simulation
 
-    overrides = {"trials": args.trials} if args.trials is not None else {}
+    overrides = {key: value for key, value in (("trials", args.trials), ("chunk_size", args.chunk_size))
+                 if value is not None}
     config = load_config(args.config, overrides)
+    for warning in config_warnings(config):
+        print(f"warning: {warning}", file=sys.stderr)
     raw = yaml.safe_load(Path(args.config).read_text())
     raw.update(overrides)
     raw["model"] = config.model_source  # a preset or an absolute path: 'plot' and 'replay' find it from anywhere
@@ -105,21 +112,64 @@ def cmd_plot(args) -> int:
     return 0
 
 
-def cmd_replay(args) -> int:
-    from simdesign.engine import replay_trial
+def check_save_path(value: str | None, option: str) -> None:
+    """Refuse an output file whose directory does not exist, before any work (rather than an OSError after it)."""
+    if value is None:
+        return
+    path = Path(value)
+    if path.is_dir():
+        raise ConfigError(f"{option} {value} is a directory; give a file name, e.g. {path / 'trial.csv'}")
+    if not path.parent.is_dir():
+        raise ConfigError(f"{option} {value}: the directory {path.parent} does not exist; create it first")
 
-    config = config_from_results(Path(args.results))
+
+def stored_trial_or_error(out_dir: Path, design: str, trial: int, test: str) -> pd.DataFrame:
+    """The stored rows of the trial to replay, or a ConfigError naming the trials that are stored."""
+    from simdesign.store import ResultsStore
+
+    store = ResultsStore(out_dir)
+    stored = store.trial_rows(design, trial, test)
+    if not stored.empty:
+        return stored
+    done = sorted(store.completed(design).get(test, ()))
+    if not done:
+        held = "none"
+    elif done == list(range(done[-1] + 1)):
+        held = f"0..{done[-1]} ({len(done)} trials)"
+    else:
+        held = f"{len(done)} trials between {done[0]} and {done[-1]}"
+    raise ConfigError(f"The trial (--trial) {trial} of design {design}, test {test} was never stored in {out_dir}; "
+                      f"stored trials: {held}")
+
+
+def cmd_replay(args) -> int:
+    from simdesign.engine import check_replay_request, replay_trial
+
+    out_dir = Path(args.results)
+    config = config_from_results(out_dir)
+    check_save_path(args.save, "--save")
+    check_replay_request(config, args.design, args.trial, args.test)
+    stored = stored_trial_or_error(out_dir, args.design, args.trial, args.test)
     judgements, result = replay_trial(config, args.design, args.trial, args.test)
     print(f"design {args.design}, trial {args.trial}, test {args.test}, root seed {config.seed}")
     print(f"data: {judgements.n_pairs} (annotator, document) pairs x {judgements.n_systems} systems; "
-          f"system means {dict(zip(judgements.systems, judgements.scores.mean(axis=0).round(3)))}")
+          f"system means {dict(zip(judgements.systems, judgements.scores.mean(axis=0).round(3).tolist()))}")
     from simdesign.analyses import system_pairs
     pairs = system_pairs(judgements.n_systems)
     table = pd.DataFrame({
         "system_a": [judgements.systems[i] for i, _ in pairs], "system_b": [judgements.systems[j] for _, j in pairs],
         "estimate": result.estimate, "p_value": result.p_value, "status": result.status,
     })
+    # The stored rows beside the recomputed ones: a replay that differs would mean the trial is not reproducible.
+    stored_by_pair = stored.set_index("pair")
+    table["stored_p_value"] = stored_by_pair["p_value"].reindex(range(len(pairs))).to_numpy(dtype=float)
+    table["stored_status"] = stored_by_pair["status"].reindex(range(len(pairs))).to_numpy()
     print(table.to_string(index=False))
+    # Not bit-equality: BLAS threads differ between a worker (one thread) and this process.
+    same = bool(np.allclose(table["p_value"].to_numpy(dtype=float), table["stored_p_value"].to_numpy(dtype=float),
+                            rtol=1e-8, atol=1e-12, equal_nan=True) and (table["status"] == table["stored_status"]).all())
+    print("replayed p-values and statuses equal the stored ones" if same else
+          "WARNING: the replayed p-values or statuses differ from the stored ones (another software version?)")
     print(f"fit status: {result.fit_status}; seconds: {result.fit_seconds:.3f}; message: {result.message or '-'}")
     if args.verbose:
         from simdesign.analyses import ANALYSES
@@ -288,6 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="results directory (default results/<config name>)")
     run.add_argument("--jobs", type=int, default=-1, help="parallel workers (default: all cores)")
     run.add_argument("--trials", type=int, help="override the config's trials")
+    run.add_argument("--chunk-size", type=int, metavar="N",
+                     help="override the config's chunk_size: trials per unit of work (results do not depend on it)")
     run.add_argument("--backend", choices=BACKENDS, default="loky",
                      help="where chunks run: local processes (loky, default), local threads (threading; not for "
                           "R-backed tests) or a Dask cluster (dask); results are identical")
@@ -310,7 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("results")
     replay.add_argument("--design", required=True)
     replay.add_argument("--trial", type=int, required=True)
-    replay.add_argument("--test", required=True)
+    replay.add_argument("--test", required=True,
+                        help="the test's label as in summary.csv, with its written options, e.g. art_doc[5000]")
     replay.add_argument("--verbose", action="store_true", help="print the full fit output where available")
     replay.add_argument("--save", help="write the trial's judgements to this CSV")
     replay.set_defaults(func=cmd_replay)
@@ -373,13 +426,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that a run stops exactly as it does on Ctrl-C."""
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """Turn SIGTERM into :class:`Terminated` while a command runs.
+
+    Python's default SIGTERM action ends the process at once, without
+    unwinding: joblib never aborts its pool, and the loky workers go on
+    computing their chunks as orphans for a minute or more. As a
+    KeyboardInterrupt, SIGTERM takes Ctrl-C's path instead (the pool is
+    killed, a Dask cluster closed, the saved chunks reported).
+    """
+    if threading.current_thread() is not threading.main_thread():  # signal handlers live in the main thread only
+        yield
+        return
+
+    def raise_terminated(signum, frame):
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        with sigterm_as_interrupt():
+            return args.func(args)
     except (ConfigError, MissingBackendError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except Terminated:
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         return 130
 

@@ -37,6 +37,17 @@ TOP_LEVEL_KEYS = ("name", "model", "effect", "designs", "tests", "trials", "alph
                   "art_exact", "chunk_size", "figure", "description", "estimands")
 FIGURE_X = ("annotators", "judgements", "docs", "blocks", "annotators_per_block", "judgements_per_output")
 FIGURE_COLOUR = ("test", "shape")
+BLOCK_ONLY_X = ("blocks", "annotators_per_block")  # pool designs have no blocks: no value on these axes
+# The summary's estimands for the tests, by hypothesis (simdesign.summary.summarise_group); a figure can draw
+# only what the summary will hold, so 'figure.estimand' is checked against these before anything runs.
+NULL_ESTIMANDS = ("type1", "familywise", "failure_rate", "singular_rate")
+EFFECT_ESTIMANDS = ("power", "power_fitted", "type_s", "failure_rate", "singular_rate")
+# Tests that fit one model per trial and so report a fit status: only they get a 'singular_rate' row.
+MODEL_FIT_TESTS = ("clmm", "lmer", "clm", "clmm_native")
+# Bound on the largest scaled fixed effect (latent logit scale). The latent noise is logistic, and
+# P(noise > 20) = 2e-9: beyond this every judgement of a system lands at one end of the scale, so a larger
+# factor changes nothing but the share of tests that degenerate (and 1e308 overflows).
+MAX_LATENT_EFFECT = 20.0
 # Config-level defaults that ART analyses inherit unless their own options say otherwise.
 ART_DEFAULT_KEYS = {"resamples": "art_resamples", "exact": "art_exact"}
 
@@ -205,9 +216,12 @@ def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
 
     effect = raw.get("effect", "fitted")
     try:
-        effect_scale(effect)
+        scale = effect_scale(effect)
     except ConfigError as exc:
         errors.extend(exc.messages)
+        scale = None
+    if scale is not None and model is not None:
+        check_effect_size(effect, scale, model, errors)
     if effect is None:
         errors.append("The 'effect' field is empty (YAML reads 'null' as nothing): write 'zero' for the null hypothesis")
 
@@ -243,6 +257,12 @@ def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
             errors.append(f"The block-level test(s) {block_tests} do not apply to pool designs "
                           f"{pool_labels}: pool designs have no blocks")
     figure = parse_figure(raw.get("figure"), errors)
+    if designs and figure.x in BLOCK_ONLY_X and not any(d.has_blocks for d in designs):
+        errors.append(f"The 'figure.x' field {figure.x!r} has no value for pool designs, and this config has only "
+                      f"pool designs; use one of {[x for x in FIGURE_X if x not in BLOCK_ONLY_X]}")
+    if figure.estimand is not None and scale is not None and not any("'estimands'" in e for e in errors):
+        check_figure_estimand(figure.estimand, scale == 0.0, bool(analyses) or not estimands, estimands, errors,
+                              fits_models=any(a.name in MODEL_FIT_TESTS for a in analyses))
 
     if errors:
         raise ConfigError(errors)
@@ -251,6 +271,45 @@ def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
                             seed=seed, art_resamples=art_resamples, art_exact=art_exact, chunk_size=chunk_size,
                             figure=figure, description=str(raw.get("description", "")),
                             estimands=tuple(estimands))
+
+
+def check_effect_size(effect, scale: float, model: OrdinalMixedModel, errors: list[str]) -> None:
+    """Refuse a scale factor that pushes the largest fixed effect past :data:`MAX_LATENT_EFFECT`."""
+    largest = float(abs(model.effects).max())
+    if largest == 0.0 or abs(scale) * largest <= MAX_LATENT_EFFECT:
+        return
+    errors.append(
+        f"The 'effect' field scales the model's largest fixed effect ({largest:.3f} on the latent logit scale) "
+        f"to {abs(scale) * largest:.3g}; at most {MAX_LATENT_EFFECT:g} is allowed, i.e. |effect| <= "
+        f"{MAX_LATENT_EFFECT / largest:.2f} for the model {model.name!r}: beyond it every judgement of a system "
+        f"lands at one end of the scale and tests only degenerate; got {effect!r}")
+
+
+def check_figure_estimand(estimand: str, is_null: bool, has_tests: bool, estimands: list[str],
+                          errors: list[str], fits_models: bool = True) -> None:
+    """'figure.estimand' must be one the summary will have: under the effect given, or a requested estimand."""
+    allowed = ([e for e in (NULL_ESTIMANDS if is_null else EFFECT_ESTIMANDS)
+                if fits_models or e != "singular_rate"] if has_tests else []) + list(estimands)
+    if estimand in allowed:
+        return
+    why = ""
+    other = EFFECT_ESTIMANDS if is_null else NULL_ESTIMANDS
+    if has_tests and estimand in other and estimand != "singular_rate":
+        why = (f" ({estimand!r} needs " + ("a non-zero 'effect'" if is_null else "'effect: zero'") + ")")
+    elif has_tests and estimand == "singular_rate":
+        why = f" ('singular_rate' needs a test that fits a model: {', '.join(MODEL_FIT_TESTS)})"
+    errors.append(f"The 'figure.estimand' field must be one of {allowed} under 'effect' "
+                  f"{'zero' if is_null else 'non-zero'}{why}; got {estimand!r}")
+
+
+def config_warnings(config: SimulationConfig) -> list[str]:
+    """Settings that are legitimate but unusual enough to say so before a run."""
+    found = []
+    if effect_scale(config.effect) < 0:
+        found.append(f"The 'effect' field is negative ({config.effect!r}): every fitted effect changes sign, so "
+                     f"the systems' ranking is reversed (power counts rejections in the reversed direction); "
+                     f"write a positive factor unless that is what you want")
+    return found
 
 
 def parse_estimands(items, errors: list[str]) -> list[str]:
@@ -310,6 +369,11 @@ def parse_designs(items, errors: list[str]) -> list:
         if extra or missing:
             errors.append(f"{where} ({kind}) needs exactly the fields {fields}"
                           + (f"; unknown {extra}" if extra else "") + (f"; missing {missing}" if missing else ""))
+            continue
+        empty = sorted(key for key, value in item.items() if isinstance(value, list) and not value)
+        if empty:
+            errors.append(f"{where} ({kind}): the list-valued field(s) {empty} are empty; give at least one value "
+                          f"(a list is zipped element-wise with the other fields, a scalar is used for every design)")
             continue
         lengths = {len(v) for v in item.values() if isinstance(v, list)}
         if len(lengths) > 1:

@@ -155,7 +155,8 @@ class PoolDesign:
     annotators : int
         Size of the annotator pool M.
     judgements_per_output : int
-        Distinct annotators per document k (k <= M).
+        Distinct annotators per document k (k <= M, and N x k >= M so that
+        every annotator of the pool judges something).
 
     Examples
     --------
@@ -181,7 +182,14 @@ class PoolDesign:
                 f"The 'judgements_per_output' field must be at most 'annotators' ({annotators}): "
                 f"each document needs distinct annotators; got {k}"
             )
-        del docs
+        if not errors and docs * k < annotators:
+            # Otherwise some of the pool never judges anything: the label (and every figure's x) would
+            # count annotators who are not in the data.
+            errors.append(
+                f"The pool design needs 'docs' x 'judgements_per_output' >= 'annotators', so that every "
+                f"annotator of the pool judges something; got docs {docs} x judgements_per_output {k} = "
+                f"{docs * k} judged pairs for annotators {annotators}"
+            )
         if errors:
             raise ConfigError(errors)
 

@@ -278,6 +278,23 @@ def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: in
     return store
 
 
+def check_replay_request(config: SimulationConfig, design_label: str, trial: int, test_label: str) -> None:
+    """Refuse a replay of a design or test the config does not have, or a negative trial index.
+
+    Test labels include written options (``art_doc[5000]``, :func:`simdesign.config.analysis_label`),
+    so the message lists them as they must be given.
+    """
+    designs = sorted(d.label for d in config.designs)
+    tests = sorted(s.label for s in config.analyses)
+    if design_label not in designs:
+        raise ConfigError(f"The design {design_label!r} (--design) is not in this config; designs: {designs}")
+    if test_label not in tests:
+        raise ConfigError(f"The test {test_label!r} (--test) is not in this config; test labels: {tests} "
+                          "(a test written with options is labelled with their values, e.g. art_doc[5000])")
+    if not 0 <= trial:
+        raise ConfigError(f"The trial (--trial) must be a non-negative integer; got {trial}")
+
+
 def replay_trial(config: SimulationConfig, design_label: str, trial: int, test_label: str):
     """Re-create one trial's data from its seed and re-run one analysis.
 
@@ -286,14 +303,9 @@ def replay_trial(config: SimulationConfig, design_label: str, trial: int, test_l
     judgements : Judgements
     result : PairwiseResult
     """
+    check_replay_request(config, design_label, trial, test_label)
     designs = {d.label: d for d in config.designs}
     specs = {s.label: s for s in config.analyses}
-    if design_label not in designs:
-        raise ConfigError(f"The design {design_label!r} is not in this config; designs: {sorted(designs)}")
-    if test_label not in specs:
-        raise ConfigError(f"The test {test_label!r} is not in this config; tests: {sorted(specs)}")
-    if not 0 <= trial:
-        raise ConfigError(f"The trial must be a non-negative integer; got {trial}")
     judgements = config.model.sample(designs[design_label], data_rng(config.seed, design_label, trial), config.effect)
     return judgements, analyse(judgements, specs[test_label], config.seed, design_label, trial)
 

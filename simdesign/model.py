@@ -49,7 +49,15 @@ def effect_scale(effect) -> float:
             return 1.0
         if effect == "zero":
             return 0.0
-        raise ConfigError(f"The 'effect' field must be 'zero', 'fitted' or a number (scale factor); got {effect!r}")
+        hint = ""
+        try:
+            float(effect)
+            # PyYAML (YAML 1.1) reads 1e3 or 1.0e3 as text: a float needs a dot and a signed exponent.
+            hint = " (YAML read it as text: write a plain number such as 2.5, or e.g. 1.0e+3)"
+        except ValueError:
+            pass
+        raise ConfigError(f"The 'effect' field must be 'zero', 'fitted' or a number (scale factor); "
+                          f"got {effect!r}{hint}")
     if isinstance(effect, bool) or not isinstance(effect, (int, float)) or not np.isfinite(effect):
         raise ConfigError(f"The 'effect' field must be 'zero', 'fitted' or a number (scale factor); got {effect!r}")
     return float(effect)

@@ -1,6 +1,7 @@
 """Figures from summary tables: a rate against a design size, with Wilson bands."""
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import matplotlib
@@ -22,6 +23,11 @@ ESTIMAND_NAMES = {"type1": "type I error rate", "power": "power (right direction
 # Estimands that are values, not rates: their axis is not clipped at 0 and their bands are normal intervals.
 VALUE_ESTIMANDS = ("krippendorff_alpha", "shr")
 LINESTYLES = ("-", "--", ":", "-.")
+# With colour by test, design kinds are told apart by line style and marker: a pool's sizes mean something else
+# than a block design's (M annotators share N documents), so the two must never be joined by one line.
+KIND_STYLES = {"block": ("-", "o"), "pool": ("--", "s")}
+
+log = logging.getLogger(__name__)
 
 
 def design_shape(row) -> str:
@@ -51,32 +57,81 @@ def plot_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title
     -------
     list of Path
     """
+    fig, notes = draw_summary(summary, figure, estimand, title, alpha)
+    paths = []
+    out_base.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in (".png", ".pdf"):
+        path = out_base.with_suffix(suffix)
+        fig.savefig(path, dpi=150)
+        paths.append(path)
+    plt.close(fig)
+    for note in notes:
+        log.warning("%s: %s", out_base.with_suffix(".png"), note)
+    return paths
+
+
+def draw_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title: str,
+                 alpha: float | None = None) -> tuple[plt.Figure, list[str]]:
+    """The figure of :func:`plot_summary`, not yet saved, and notes on designs it leaves out.
+
+    Designs of different kinds (block, pool) are never joined by one line:
+    with ``colour: test`` each kind has its own line style and marker, with
+    ``colour: shape`` its own colour. A design without a value on the x axis
+    (a pool design has no blocks, so no ``blocks`` or
+    ``annotators_per_block``) is left out, and a note says which and why;
+    the figure's title says so too.
+
+    Returns
+    -------
+    figure : matplotlib.figure.Figure
+    notes : list of str
+    """
     rows = summary[summary["estimand"] == estimand].copy()
     if rows.empty:
         raise ValueError(f"the summary has no rows for the estimand {estimand!r}")
     rows["shape"] = rows.apply(design_shape, axis=1)
+    notes, left_out = [], []
+    no_x = rows[figure.x].isna()
+    if no_x.any():
+        left_out = list(dict.fromkeys(rows.loc[no_x, "design"]))
+        kinds = sorted(set(rows.loc[no_x, "kind"]))
+        notes.append(f"{len(left_out)} design(s) left out of the figure: {', '.join(left_out)} "
+                     f"({'/'.join(kinds)} designs have no {figure.x!r}, the figure's x axis); "
+                     f"draw them with figure.x: annotators, judgements, docs or judgements_per_output")
+        rows = rows[~no_x]
+        if rows.empty:
+            raise ValueError(f"no design has a value on the figure's x axis {figure.x!r}: {notes[0]}")
     fig, ax = plt.subplots(figsize=(6.4, 4.4), constrained_layout=True)
     tests = list(dict.fromkeys(rows["test"]))
     shapes = list(dict.fromkeys(rows["shape"]))
+    kinds = list(dict.fromkeys(rows["kind"]))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     if figure.colour == "shape":
-        groups = [(shape, test) for shape in shapes for test in tests]
+        groups = [(shape, None, test) for shape in shapes for test in tests]
     else:
-        groups = [(None, test) for test in tests]
-    for shape, test in groups:
-        part = rows[(rows["test"] == test) & ((rows["shape"] == shape) if shape else True)]
+        groups = [(None, kind, test) for kind in kinds for test in tests]
+    for shape, kind, test in groups:
+        if shape:
+            part = rows[(rows["test"] == test) & (rows["shape"] == shape)]
+        else:
+            part = rows[(rows["test"] == test) & (rows["kind"] == kind)]
         part = part.sort_values(figure.x)
         if part.empty or part["rate"].isna().all():  # e.g. SHR of one-block designs: undefined, noted in the CSV
             continue
         if shape:
             colour = colours[shapes.index(shape) % len(colours)]
             style = LINESTYLES[tests.index(test) % len(LINESTYLES)]
+            marker = KIND_STYLES["pool" if shape == "pool" else "block"][1]
             label = f"{shape}, {test}" if test else shape
         else:
             # Reliability estimands have no test (their 'test' is empty): label the line by the estimand.
-            colour, style, label = colours[tests.index(test) % len(colours)], "-", test or estimand
+            colour = colours[tests.index(test) % len(colours)]
+            style, marker = KIND_STYLES.get(kind, ("-", "o"))
+            label = test or estimand
+            if len(kinds) > 1:
+                label = f"{label} ({kind})"
         x = part[figure.x].astype(float).to_numpy()
-        ax.plot(x, part["rate"], style, marker="o", markersize=3.5, color=colour, label=label)
+        ax.plot(x, part["rate"], style, marker=marker, markersize=3.5, color=colour, label=label)
         ax.fill_between(x, part["ci_low"].astype(float), part["ci_high"].astype(float), color=colour, alpha=0.15,
                         linewidth=0)
     if alpha is not None:
@@ -93,14 +148,10 @@ def plot_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title
     trials = rows["trials"]
     trial_text = f"{int(trials.min())}" if trials.min() == trials.max() else f"{int(trials.min())}-{int(trials.max())}"
     band = "normal intervals of the mean" if estimand in VALUE_ESTIMANDS else "Wilson intervals (trial = unit)"
-    ax.set_title(f"{title}\n{trial_text} trials per point; bands: 95% {band}", fontsize=9)
+    caption = f"{title}\n{trial_text} trials per point; bands: 95% {band}"
+    if left_out:
+        caption += f"\nnot shown (no {AXIS_NAMES.get(figure.x, figure.x)}): {', '.join(left_out)}"
+    ax.set_title(caption, fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    paths = []
-    out_base.parent.mkdir(parents=True, exist_ok=True)
-    for suffix in (".png", ".pdf"):
-        path = out_base.with_suffix(suffix)
-        fig.savefig(path, dpi=150)
-        paths.append(path)
-    plt.close(fig)
-    return paths
+    return fig, notes

@@ -19,6 +19,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
 import subprocess
 import uuid
 from importlib import metadata
@@ -150,6 +151,20 @@ class ResultsStore:
             for test, trials in keys.groupby("test")["trial"]:
                 done.setdefault(test, set()).update(int(t) for t in trials)
         return done
+
+    def trial_rows(self, design_label: str, trial: int, test_label: str) -> pd.DataFrame:
+        """The stored rows of one (design, trial, test), sorted by pair; empty if that trial was never stored."""
+        frames = []
+        for path in self._chunk_files(design_label):
+            # The file name gives the chunk's trial range (write_chunk): read only the chunks that can hold it.
+            span = re.match(r"t(\d+)-(\d+)-", path.name)
+            if span and not int(span.group(1)) <= trial < int(span.group(2)):
+                continue
+            frame = pd.read_parquet(path)
+            frames.append(frame[(frame["trial"] == trial) & (frame["test"] == test_label)])
+        if not frames:
+            return pd.DataFrame({column: [] for column in RESULT_COLUMNS})
+        return pd.concat(frames, ignore_index=True).sort_values("pair", ignore_index=True)
 
     def write_chunk(self, design_label: str, first_trial: int, stop_trial: int, tests, frame: pd.DataFrame) -> Path:
         """Store one finished chunk atomically."""

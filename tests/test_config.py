@@ -85,3 +85,30 @@ def test_shipped_configs_are_valid():
             continue  # planner configs have their own schema
         config = load_config(path)
         assert config.name
+
+
+def test_effect_bound_depends_on_the_model_and_accepts_the_boundary():
+    # coherence: largest |effect| 1.3716 -> factor 14.58; repetition: 2.1420 -> factor 9.34 (latent bound 20)
+    assert _config(effect=14.5).effect == 14.5
+    with pytest.raises(ConfigError, match=r"\|effect\| <= 9\.34 for the model 'repetition'"):
+        _config(model="repetition", effect=9.4)
+    assert _config(model="repetition", effect=-9.3).effect == -9.3
+
+
+def test_figure_estimand_of_a_reliability_only_config_is_one_of_its_estimands():
+    reliability = {"tests": None, "estimands": ["krippendorff_alpha", "shr"]}
+    assert _config(**reliability, figure={"estimand": "shr"}).figure.estimand == "shr"
+    with pytest.raises(ConfigError, match=r"'figure.estimand' field must be one of \['krippendorff_alpha', 'shr'\]"):
+        _config(**reliability, figure={"estimand": "type1"})
+    # with tests as well, the tests' estimands under the effect are allowed too
+    assert _config(estimands=["shr"], figure={"estimand": "familywise"}).figure.estimand == "familywise"
+    # singular_rate exists only for tests that fit a model
+    assert _config(tests=["clmm_native"], figure={"estimand": "singular_rate"}).figure.estimand == "singular_rate"
+
+
+def test_negative_effect_is_a_warning_not_an_error():
+    from simdesign.config import config_warnings
+
+    assert config_warnings(_config(effect=2)) == []
+    [warning] = config_warnings(_config(effect=-0.5))
+    assert "'effect' field is negative (-0.5)" in warning

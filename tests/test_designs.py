@@ -65,3 +65,20 @@ def test_block_design_rejects_bad_sizes(kwargs, field):
 def test_pool_design_rejects_k_above_pool():
     with pytest.raises(ConfigError, match="judgements_per_output"):
         PoolDesign(docs=10, annotators=2, judgements_per_output=3)
+
+
+@pytest.mark.parametrize("docs,annotators,k", [(5, 30, 1), (4, 9, 2)])
+def test_pool_design_refuses_annotators_who_would_judge_nothing(docs, annotators, k):
+    # N x k judged pairs cannot occupy M annotators when N x k < M: the label would count idle annotators.
+    with pytest.raises(ConfigError) as info:
+        PoolDesign(docs=docs, annotators=annotators, judgements_per_output=k)
+    message = str(info.value)
+    assert "'docs' x 'judgements_per_output' >= 'annotators'" in message
+    assert f"got docs {docs} x judgements_per_output {k} = {docs * k} judged pairs for annotators {annotators}" \
+        in message
+
+
+def test_pool_design_where_every_annotator_judges_is_accepted():
+    design = PoolDesign(docs=5, annotators=5, judgements_per_output=1)  # N x k == M: the boundary is allowed
+    assignment = design.assign(np.random.default_rng(0))
+    assert assignment.n_annotators == 5

@@ -1,3 +1,4 @@
+import contextlib
 import os
 import signal
 import subprocess
@@ -116,3 +117,50 @@ def test_interrupted_run_resumes_to_identical_results(tmp_path, how):
     reference = _run(tmp_path, "reference", jobs=2, trials=400, chunk_size=5)
     result = ResultsStore(out).read_trials()
     pd.testing.assert_frame_equal(_key_columns(result), _key_columns(reference))
+
+
+def _children(pid):
+    listing = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [int(word) for word in listing.split()]
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (exited, not yet reaped by its new parent) computes nothing
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_workers_with_the_run(tmp_path):
+    # SIGTERM to the coordinator alone, as `kill PID` or a batch system's time limit sends it: its loky
+    # workers must not go on computing as orphans.
+    raw = {**RAW, "name": "terminate", "trials": 4000, "chunk_size": 5}
+    config_path = tmp_path / "terminate.yaml"
+    config_path.write_text(yaml.safe_dump(raw))
+    out = tmp_path / "terminated"
+    command = [sys.executable, "-m", "simdesign.cli", "run", str(config_path), "--out", str(out), "--jobs", "2",
+               "--quiet"]
+    process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        deadline = time.time() + 120
+        while len(_chunk_files(out)) < 3 and time.time() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        assert process.poll() is None, "the run finished before it could be stopped; make it longer"
+        workers = _children(process.pid)
+        assert len(workers) >= 2, f"expected the loky workers among the children; got {workers}"
+        process.send_signal(signal.SIGTERM)
+        returncode = process.wait(timeout=60)
+        stopped = time.time()
+        while any(_alive(pid) for pid in workers) and time.time() < stopped + 10:
+            time.sleep(0.1)
+        survivors = [pid for pid in workers if _alive(pid)]
+        assert not survivors, f"worker process(es) {survivors} still run 10 s after SIGTERM"
+        assert returncode == 128 + signal.SIGTERM
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # only this test's own process group
