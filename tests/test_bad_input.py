@@ -1,7 +1,11 @@
-"""Bad input to ``simdesign run`` and ``replay``: exit code 2, a message naming the field, nothing computed or written.
+"""Bad input to every command: exit code 2, a message naming the field or line, nothing computed or written.
 
-Each case is refused before any simulation: the results directory (or the file to save) must not exist
-afterwards. A case is (command, config changes or replay arguments, extra options, message fragments).
+One parametrised test over all cases. A case is (command, payload, extra options, message fragments):
+- ``run``: the payload changes a small valid config; the results directory must not exist afterwards.
+- ``replay``: the payload is replay arguments against a small stored run, which must not change.
+- ``plan``: the payload changes a small valid plan config; nothing may be written.
+- ``fit``, ``check``, ``reliability``: the payload is the judgements file's bytes. The three commands share
+  one reader and one validator (simdesign.fit.read_judgements), so each table case runs through all three.
 """
 import pandas as pd
 import pytest
@@ -13,6 +17,36 @@ BASE = {"name": "bad-input", "model": "coherence", "effect": "zero", "trials": 4
         "designs": [{"kind": "block", "blocks": [1, 2], "docs_per_block": [4, 2], "annotators_per_block": 2}],
         "tests": ["ttest", {"name": "art_doc", "resamples": 99}]}
 STORED_DESIGN = "block-B2-D2-A2"
+PLAN = {"name": "bad-plan", "model": "coherence", "effect": "fitted", "tests": ["ttest_doc"], "target_power": 0.8,
+        "cost": {"pay_per_hour": 12.0, "seconds_per_judgement": 20.0},
+        "search": {"shapes": ["nested"], "docs": [20], "docs_per_block": [5]},
+        "screen_trials": 4, "max_trials": 8, "seed": 1}
+
+SYSTEMS = ["__REFERENCE__", "abssentrw", "BART", "onmt_pg", "seneca"]
+HEADER = "annotator,document,system,score"
+
+
+def _good_rows() -> list:
+    """3 annotators x 2 documents x the coherence systems, every score 1..7 used."""
+    rows = []
+    for a in range(3):
+        for d in range(2):
+            for s, system in enumerate(SYSTEMS):
+                rows.append(f"a{a},d{d},{system},{(a + 2 * d + 3 * s) % 7 + 1}")
+    return rows
+
+
+def _table(*extra: str, header: str = HEADER) -> bytes:
+    """The good table (lines 2..31) followed by ``extra`` rows (line 32 onwards)."""
+    return ("\n".join([header, *_good_rows(), *extra]) + "\n").encode()
+
+
+def _with_rating_column() -> bytes:
+    """The good table with its scores also in a 'rating' column."""
+    rows = [f"{row},{row.rsplit(',', 1)[1]}" for row in _good_rows()]
+    return ("\n".join([HEADER + ",rating", *rows]) + "\n").encode()
+
+
 
 CASES = {
     # a pool of 30 where only 5 judged pairs exist: 25 annotators would never judge anything
@@ -46,7 +80,25 @@ CASES = {
                                           ["--test", "test labels: ['art_doc[99]', 'ttest']"]),
     "replay-negative-trial": ("replay", ["--trial", "-1", "--test", "ttest"], [],
                               ["--trial", "non-negative integer; got -1"]),
+    "plan-jobs-zero": ("plan", {}, ["--jobs", "0"], ["'--jobs' option must be a positive number", "got 0"]),
 }
+# Bad judgement tables: (name, file contents, extra options, text the message must contain).
+TABLE_CASES = [
+    ("empty file", b"", [], "is empty"),
+    ("non-UTF-8 byte", _table() + b"a0,d2,seneca,\xff4\n", [], "line 32 is not UTF-8"),
+    ("extra field", _table("a0,d2,seneca,4,5"), [], "line 32 has 5"),
+    ("two score columns", _with_rating_column(), ["--columns", "score=rating"], "also has a column 'score'"),
+    ("missing mapped column", _table(), ["--columns", "annotator=worker"], "no column 'worker'"),
+    ("system with a leading space", _table("a0,d0, seneca,4"), [], "[' seneca'] (lines 32)"),
+    ("system differing in case", _table("a0,d0,bart,4"), [], "['bart'] (lines 32)"),
+    ("system with a single judgement", _table("a0,d0,gpt,4"), [], "['gpt'] have a single judgement (lines 32)"),
+    # A blank line is skipped by the reader but still counts: the bad score is on line 33.
+    ("line numbers count blank lines", _table("", "a0,d2,seneca,x"), [], "non-numeric value(s) (lines 33)"),
+    ("missing value", _table("a1,d3,seneca,"), [], "'score' column has 1 missing value(s) (lines 32)"),
+]
+for _name, _contents, _extra, _expected in TABLE_CASES:
+    for _command in ("fit", "check", "reliability"):
+        CASES[f"{_command}-{_name.replace(' ', '-')}"] = (_command, _contents, _extra, [_expected])
 
 
 @pytest.fixture(scope="module")
@@ -59,27 +111,52 @@ def stored_results(tmp_path_factory):
     return directory / "out"
 
 
+def _judgements_command(command: str, path, tmp_path) -> list:
+    if command == "fit":
+        return ["fit", str(path), "--out", str(tmp_path / "out" / "model.yaml")]
+    if command == "check":
+        return ["check", "coherence", str(path), "--trials", "5", "--out", str(tmp_path / "out")]
+    return ["reliability", str(path)]
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_input_exits_2_naming_the_field_before_any_work(case, tmp_path, capsys, request):
-    command, change, options, fragments = CASES[case]
-    if command == "run":
+    command, payload, options, fragments = CASES[case]
+    out = tmp_path / "out"
+    if command in ("run", "plan"):
         path = tmp_path / "bad.yaml"
-        path.write_text(yaml.safe_dump({**BASE, **change}))
-        out = tmp_path / "out"
-        code = main(["run", str(path), "--out", str(out), "--jobs", "1", "--quiet", *options])
+        path.write_text(yaml.safe_dump({**(BASE if command == "run" else PLAN), **payload}))
+        code = main([command, str(path), "--out", str(out), "--quiet", *(["--jobs", "1"] if not options else []),
+                     *options])
         written = out.exists()
-    else:
+    elif command == "replay":
         results = request.getfixturevalue("stored_results")
-        arguments = [word.replace("{tmp}", str(tmp_path)) for word in change]
+        arguments = [word.replace("{tmp}", str(tmp_path)) for word in payload]
         before = sorted(p.name for p in results.rglob("*"))
         code = main(["replay", str(results), "--design", STORED_DESIGN, *arguments, *options])
         written = sorted(p.name for p in results.rglob("*")) != before or (tmp_path / "missing").exists()
+    else:
+        path = tmp_path / "judgements.csv"
+        path.write_bytes(payload)
+        code = main(_judgements_command(command, path, tmp_path) + options)
+        written = out.exists()
     captured = capsys.readouterr()
     assert code == 2, captured.err
     for fragment in fragments:
         assert fragment in captured.err, f"{fragment!r} not in {captured.err!r}"
     assert not written, "files were written before the input was refused"
     assert "Traceback" not in captured.err
+
+
+def test_the_good_table_passes_every_reader(tmp_path, capsys):
+    """The table cases fail because of what they add, not because the base table is bad."""
+    path = tmp_path / "judgements.csv"
+    path.write_bytes(_table())
+    assert main(["reliability", str(path)]) == 0
+    assert "30 judgements, 3 annotators, 2 documents, 5 systems" in capsys.readouterr().out
+    from simdesign.fit import read_judgements
+    frame, scale = read_judgements(path)
+    assert scale == tuple(range(1, 8)) and frame.attrs["lines"] == list(range(2, 32))
 
 
 def test_negative_effect_runs_with_a_warning(tmp_path, capsys):
