@@ -131,7 +131,7 @@ def summarise_group(group: pd.DataFrame, alpha: float, is_null: bool, random_eff
         note="; ".join(f"{kind}: {count}" for kind, count in zip(kinds, counts)))
     if random_effects:
         fit_status = group["fit_status"].to_numpy().reshape(trials, n_pairs)[:, 0]
-        singular = np.array([status == SINGULAR for status in fit_status], dtype=float)
+        singular = np.array([pd.notna(status) and status == SINGULAR for status in fit_status], dtype=float)
         add("singular_rate", rate_from_shares(singular, trials), note="share of fits on the boundary (kept)")
     return rows
 
