@@ -78,7 +78,7 @@ from scipy import optimize, sparse, stats
 from scipy.sparse import csgraph
 from scipy.special import expit
 
-from simdesign.analyses.base import relative_cholesky_is_singular
+from simdesign.analyses.base import relative_cholesky_is_singular, system_pairs, wald_contrasts
 from simdesign.errors import ConfigError
 
 STRUCTURES = ("maximal", "intercepts", "paper")
@@ -905,28 +905,35 @@ class ClmmResult:
         return (np.array([self.fixed_effects[s] for s in order]),
                 self.fixed_effects_cov[np.ix_(position, position)])
 
-    def contrasts(self) -> pd.DataFrame:
-        """Pairwise Wald contrasts beta_a - beta_b for all pairs a < b in ``systems`` order.
+    def contrasts(self, order=None) -> pd.DataFrame:
+        """Pairwise Wald contrasts beta_i - beta_j for all pairs i < j of ``order``.
+
+        Pairs and signs follow :func:`simdesign.analyses.base.wald_contrasts`, the rule
+        every analysis stores (DESIGN.md section 3), so that a printed table and the
+        stored rows agree when ``order`` is the model's system order.
+
+        Parameters
+        ----------
+        order : sequence of str, optional
+            All systems, the reference first; default ``systems`` (the fit's own order,
+            the others sorted by name).
 
         Returns
         -------
         pandas.DataFrame
             Columns ``system_a, system_b, estimate, se, z, p``; two-sided normal p-values,
-            unadjusted.
+            unadjusted; se, z and p are NaN where the variance is not positive.
         """
-        n = len(self.systems)
-        full = np.zeros((n, n))
-        full[1:, 1:] = self.fixed_effects_cov
-        effects = self.effects
-        rows = []
-        for i in range(n):
-            for j in range(i + 1, n):
-                estimate = effects[i] - effects[j]
-                variance = full[i, i] + full[j, j] - 2.0 * full[i, j]
-                se = float(np.sqrt(variance)) if variance > 0 else float("nan")
-                z = estimate / se if se > 0 else float("nan")
-                rows.append((self.systems[i], self.systems[j], estimate, se, z, 2.0 * stats.norm.sf(abs(z))))
-        return pd.DataFrame(rows, columns=["system_a", "system_b", "estimate", "se", "z", "p"])
+        order = list(self.systems if order is None else order)
+        effects, covariance = self.effects_in(order)
+        estimate, se, _ = wald_contrasts(effects, covariance)
+        defined = np.isfinite(se) & (se > 0)
+        safe_se = np.where(defined, se, 1.0)
+        z = np.where(defined, estimate / safe_se, np.nan)
+        se = np.where(defined, se, np.nan)
+        pairs = system_pairs(len(order))
+        return pd.DataFrame({"system_a": [order[i] for i, _ in pairs], "system_b": [order[j] for _, j in pairs],
+                             "estimate": estimate, "se": se, "z": z, "p": 2.0 * stats.norm.sf(np.abs(z))})
 
 
 def _starting_values(problem: _Problem, layout: _Layout) -> np.ndarray:

@@ -16,6 +16,7 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
+from simdesign.analyses import ANALYSES
 from simdesign.analyses.base import FAILURES, SINGULAR
 from simdesign.config import SimulationConfig
 
@@ -86,8 +87,12 @@ def _matrix(group: pd.DataFrame, column: str, trials: int, n_pairs: int) -> np.n
     return group[column].to_numpy().reshape(trials, n_pairs)
 
 
-def summarise_group(group: pd.DataFrame, alpha: float, is_null: bool) -> list[dict]:
-    """Estimand rows for one (design, test); ``group`` sorted by trial, pair."""
+def summarise_group(group: pd.DataFrame, alpha: float, is_null: bool, random_effects: bool = False) -> list[dict]:
+    """Estimand rows for one (design, test); ``group`` sorted by trial, pair.
+
+    ``random_effects`` (the registry's :attr:`AnalysisInfo.random_effects`) adds the
+    ``singular_rate`` row: only a mixed model can have a boundary fit.
+    """
     n_pairs = int(group["pair"].max()) + 1
     trials = len(group) // n_pairs
     p_value = _matrix(group, "p_value", trials, n_pairs)
@@ -124,9 +129,9 @@ def summarise_group(group: pd.DataFrame, alpha: float, is_null: bool) -> list[di
     kinds, counts = np.unique(statuses.astype(str), return_counts=True)
     add("failure_rate", rate_from_shares(failed.mean(axis=1), trials * n_pairs),
         note="; ".join(f"{kind}: {count}" for kind, count in zip(kinds, counts)))
-    fit_status = group["fit_status"].to_numpy().reshape(trials, n_pairs)[:, 0]
-    if pd.notna(fit_status).any():
-        singular = np.array([status == SINGULAR for status in fit_status], dtype=float)
+    if random_effects:
+        fit_status = group["fit_status"].to_numpy().reshape(trials, n_pairs)[:, 0]
+        singular = np.array([pd.notna(status) and status == SINGULAR for status in fit_status], dtype=float)
         add("singular_rate", rate_from_shares(singular, trials), note="share of fits on the boundary (kept)")
     return rows
 
@@ -193,7 +198,8 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
                 continue
             trials = group["trial"].nunique()
             fit_seconds = group.drop_duplicates("trial")["fit_seconds"].mean()
-            for row in summarise_group(group, config.alpha, config.is_null):
+            random_effects = ANALYSES[spec.name].random_effects
+            for row in summarise_group(group, config.alpha, config.is_null, random_effects=random_effects):
                 rows.append({**design.columns(), "judgements": design.judgements(n_systems), "test": spec.label,
                              **row, "trials": trials, "effect": config.effect_label, "alpha": config.alpha,
                              "mean_fit_seconds": fit_seconds})

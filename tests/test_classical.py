@@ -1,4 +1,5 @@
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -7,7 +8,7 @@ from scipy import stats
 from simdesign import BlockDesign, Judgements, PoolDesign, load_model
 from simdesign.analyses import ANALYSES, FAILURES, system_pairs
 from simdesign.analyses.classical import (CLASSICAL_TESTS, paired_randomisation, paired_ttest, randomisation_pvalues,
-                                          unit_differences, wilcoxon_documents)
+                                          unit_differences, wilcoxon_documents, wilcoxon_pvalues)
 
 
 def _study(design, seed=0, effect="fitted", task="coherence"):
@@ -112,22 +113,84 @@ def test_zero_variance_pair_is_degenerate_not_a_p_value():
     assert list(result.status[1:]) == ["ok", "ok"]
 
 
+def _scipy_wilcoxon_auto(column: np.ndarray) -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(stats.wilcoxon(column, method="auto").pvalue)
+
+
 def test_wilcoxon_matches_scipy():
     data = _study(BlockDesign(blocks=10, docs_per_block=3, annotators_per_block=2))
     doc_means = _doc_means(data)
     result = wilcoxon_documents(data, np.random.default_rng(0))
     for column, (i, j) in enumerate(system_pairs(5)):
-        assert result.p_value[column] == pytest.approx(stats.wilcoxon(doc_means[:, i] - doc_means[:, j]).pvalue)
+        assert result.p_value[column] == _scipy_wilcoxon_auto(doc_means[:, i] - doc_means[:, j])
 
 
-def test_small_sample_wilcoxon_enumeration_equals_scipy():
-    from simdesign.analyses.classical import _wilcoxon_exhaustive
-    rng = np.random.default_rng(0)
-    for _ in range(100):
-        differences = rng.integers(-4, 5, size=rng.integers(3, 14)) / 3  # ties, like means of 3 scores
-        differences = differences[differences != 0]
-        if differences.size:
-            assert _wilcoxon_exhaustive(differences) == pytest.approx(stats.wilcoxon(differences).pvalue, abs=1e-12)
+def test_wilcoxon_decides_on_all_differences_zeros_included():
+    """22 document differences, 12 non-zero, with ties: scipy's 'auto' uses the normal approximation
+    (n = 22 > 13 counts the zeros), not the exact enumeration over the 12 non-zero ones."""
+    nonzero = np.array([2, 2, 1, 1, 1, 1, 2 / 3, 2 / 3, 1 / 3, 1 / 3, 4 / 3, -1 / 3])
+    differences = np.concatenate([nonzero, np.zeros(10)])
+    p_value, defined = wilcoxon_pvalues(differences[:, None])
+    expected = _scipy_wilcoxon_auto(differences)
+    # the exact signed-rank p-value over the 12 non-zero differences, enumerated here by brute force
+    ranks = stats.rankdata(np.abs(nonzero))
+    signs = np.array(list(itertools.product([-1, 1], repeat=nonzero.size)))
+    observed = abs(np.sign(nonzero) @ ranks)
+    enumerated = np.mean(np.abs(signs @ ranks) >= observed - 1e-9)
+    assert defined[0] and p_value[0] == expected
+    assert abs(expected - enumerated) > 1e-4  # the two rules really differ here
+
+
+def _random_differences(rng, n, columns):
+    """Differences like per-document means of 1-3 Likert judgements: many zeros and ties, or none."""
+    kind = rng.integers(3)
+    if kind == 0:
+        return rng.integers(-4, 5, size=(n, columns)) / rng.choice([1, 2, 3])
+    values = rng.normal(size=(n, columns))
+    if kind == 1:
+        values[rng.random((n, columns)) < 0.25] = 0.0
+    return values
+
+
+def _assert_equals_scipy(rng, sizes, columns=3):
+    checked = {"zeros or ties": 0, "neither": 0}
+    for n in sizes:
+        differences = _random_differences(rng, int(n), columns)
+        p_value, defined = wilcoxon_pvalues(differences)
+        for column in range(columns):
+            values = differences[:, column]
+            if not defined[column]:
+                assert np.all(values == 0) and np.isnan(p_value[column])
+                continue
+            # exact equality: the same rule and the same arithmetic as scipy
+            assert p_value[column] == _scipy_wilcoxon_auto(values), (n, values)
+            tied = np.unique(np.abs(values[values != 0])).size < np.count_nonzero(values)
+            checked["zeros or ties" if tied or np.any(values == 0) else "neither"] += 1
+    assert min(checked.values()) > 0, checked
+
+
+def test_wilcoxon_equals_scipy_auto_on_random_cases():
+    """Every branch of scipy's rule: permutation (n <= 13 here up to 10, scipy is slow above), exact
+    distribution (no zeros or ties, n <= 50), normal approximation (zeros or ties above 13; all above 50)."""
+    rng = np.random.default_rng(2021)
+    _assert_equals_scipy(rng, np.concatenate([rng.integers(1, 11, size=15), rng.integers(14, 71, size=40)]))
+
+
+@pytest.mark.slow
+def test_wilcoxon_equals_scipy_auto_on_many_random_cases():
+    rng = np.random.default_rng(11)
+    _assert_equals_scipy(rng, np.concatenate([rng.integers(1, 14, size=10), rng.integers(14, 81, size=200)]))
+
+
+def test_wilcoxon_all_zero_pair_is_degenerate():
+    scores = np.array([[3, 3, 5], [4, 4, 1], [2, 2, 6], [5, 5, 2]])
+    data = Judgements(scores=scores, annotator=np.arange(4), document=np.arange(4), block=np.arange(4),
+                      systems=("a", "b", "c"))
+    result = wilcoxon_documents(data, np.random.default_rng(0))
+    assert result.status[0] == "degenerate" and np.isnan(result.p_value[0])
+    assert list(result.status[1:]) == ["ok", "ok"] and np.isfinite(result.p_value[1:]).all()
 
 
 def test_unit_sums_are_integers_when_units_are_equal_sized():

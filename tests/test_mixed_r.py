@@ -152,18 +152,74 @@ def test_failed_fits_never_give_p_values():
                 "optimizer_code": np.array([0.0]), "optimizer_warnings": [],
                 "lme4_messages": ["boundary (singular) fit: see help('isSingular')"],
                 "warnings": ["Model failed to converge with 1 negative eigenvalue: -1.8e+00"]}
+    boundary_and_hessian = mixed_r._lmer_result(lmer_fit, 5, "none")
+    # A convergence failure is a failure at a boundary fit too (DESIGN.md section 3).
+    assert boundary_and_hessian.fit_status == NOT_CONVERGED and np.isnan(boundary_and_hessian.p_value).all()
+    assert set(boundary_and_hessian.status) == {NOT_CONVERGED}
+    assert "negative eigenvalue" in boundary_and_hessian.message and "annotator" in boundary_and_hessian.message
+
+    lmer_fit["warnings"] = []
     singular = mixed_r._lmer_result(lmer_fit, 5, "none")
-    # A boundary fit keeps its p-values: lmerTest's Hessian warning is expected there.
+    # Without a convergence warning a boundary fit keeps its p-values.
     assert singular.fit_status == SINGULAR and np.isfinite(singular.p_value).all()
-    assert "annotator" in singular.message
+    assert set(singular.status) == {SINGULAR} and "annotator" in singular.message
 
     lmer_fit["lme4_messages"] = ["Model failed to converge with max|grad| = 0.0123 (tol = 0.002, component 1)"]
     failed = mixed_r._lmer_result(lmer_fit, 5, "none")
     assert failed.fit_status == NOT_CONVERGED and np.isnan(failed.p_value).all()
 
-    lmer_fit.update(singular=np.array([0.0]), lme4_messages=[])
+    lmer_fit.update(singular=np.array([0.0]), lme4_messages=[],
+                    warnings=["Model failed to converge with 1 negative eigenvalue: -1.8e+00"])
     interior = mixed_r._lmer_result(lmer_fit, 5, "none")
     assert interior.fit_status == NOT_CONVERGED  # the same Hessian warning away from the boundary
+
+
+# The first text was captured from a real fit (test_real_lmer_fit_with_a_convergence_warning_is_not_converged);
+# the others follow the formats of lme4 1.1-31's checkConv, checkHess and optwrap (read with deparse in R).
+BOUNDARY_NOTE = "boundary (singular) fit: see help('isSingular')"
+CONVERGENCE_TEXTS = [
+    ("warnings", "Model failed to converge with 1 negative eigenvalue: -8.2e-02"),  # lmerTest's Hessian check
+    ("lme4_messages", "Model failed to converge with max|grad| = 0.0123 (tol = 0.002, component 1)"),
+    ("lme4_messages", "unable to evaluate scaled gradient"),
+    ("lme4_messages", "Model failed to converge: degenerate  Hessian with 1 negative eigenvalues"),
+    ("optimizer_warnings", "convergence code 1 from bobyqa: bobyqa -- maximum number of function evaluations "
+                           "exceeded"),
+]
+
+
+@pytest.mark.parametrize("singular", [True, False])
+@pytest.mark.parametrize("where, text", CONVERGENCE_TEXTS)
+def test_lmer_fit_status_convergence_failures_win_over_singular(singular, where, text):
+    texts = {"lme4_messages": [BOUNDARY_NOTE] if singular else [], "optimizer_warnings": [], "warnings": []}
+    texts[where] = texts[where] + [text]
+    status, problems = mixed_r.lmer_fit_status(singular, 0, **texts)
+    assert status == NOT_CONVERGED and problems == [text]
+
+
+def test_lmer_fit_status_without_convergence_trouble():
+    assert mixed_r.lmer_fit_status(True, 0, [BOUNDARY_NOTE], [], []) == (SINGULAR, [])
+    # a warning that is not about convergence leaves a boundary fit singular
+    assert mixed_r.lmer_fit_status(True, 0, [BOUNDARY_NOTE], [], ["some levels of system are empty"]) == (
+        SINGULAR, [])
+    assert mixed_r.lmer_fit_status(False, 0, [], [], []) == (OK, [])
+    assert mixed_r.lmer_fit_status(False, 4, [], [], []) == (NOT_CONVERGED, ["optimizer code 4"])
+
+
+def test_shared_guard_turns_a_zero_standard_error_into_an_error():
+    """One rule for every model-based analysis: no positive finite SE, no test (not z = inf, p = 0)."""
+    from simdesign.analyses.base import pairwise_from_fit
+
+    effects = np.array([0.0, 0.4, -0.3])
+    covariance = np.array([[0.04, 0.04], [0.04, 0.04]])  # var(beta_1 - beta_2) = 0
+    for df in (None, np.full(3, 20.0)):
+        for adjust in ("none", "holm", "tukey"):
+            result = pairwise_from_fit(effects, covariance, df, adjust, SINGULAR, "boundary")
+            assert list(result.status) == [SINGULAR, SINGULAR, ERROR]
+            assert np.isnan(result.p_value[2]) and np.isnan(result.estimate[2])
+            assert np.all((result.p_value[:2] > 0) & (result.p_value[:2] < 1))
+            assert result.fit_status == SINGULAR and result.message.startswith("boundary; 1 contrast")
+    # clm goes through it too
+    assert mixed_r.pairwise_from_fit is pairwise_from_fit
 
 
 # ---------------------------------------------------------------- R
@@ -274,6 +330,20 @@ def test_broken_input_is_an_error_not_a_p_value(r_session, analysis):
     assert set(result.status) == {ERROR}
     assert np.isnan(result.p_value).all() and np.isnan(result.estimate).all()
     assert result.message
+
+
+@pytest.mark.slow
+@pytest.mark.needs_r
+def test_real_lmer_fit_with_a_convergence_warning_is_not_converged(r_session, coherence):
+    """A 40-judgement maximal fit: lme4 stops at a boundary and lmerTest warns "Model failed to converge
+    with 1 negative eigenvalue" (measured -8.2e-02): a failure, no p-values, though the fit is singular."""
+    data = coherence.sample(BlockDesign(2, 5, 2), np.random.default_rng(0))
+    fit = mixed_r._fit_lmer(data, "maximal")
+    assert bool(fit["singular"][0])
+    assert any("Model failed to converge" in w for w in fit["warnings"]), fit["warnings"]
+    result = mixed_r._lmer_result(fit, len(SYSTEMS), "none")
+    assert result.fit_status == NOT_CONVERGED and set(result.status) == {NOT_CONVERGED}
+    assert np.isnan(result.p_value).all() and "Model failed to converge" in result.message
 
 
 @pytest.mark.needs_r

@@ -91,3 +91,20 @@ def test_type1_and_familywise_under_zero():
     assert summary.loc["familywise", "rate"] == pytest.approx(2 / 4)
     assert summary.loc["type1", "mcse"] == pytest.approx(np.std([0.2, 0, 0.1, 0], ddof=1) / 2)
     assert "power" not in summary.index
+
+
+@pytest.mark.parametrize("test, random_effects", [("clm", False), ("lmer", True), ("clmm_native", True)])
+def test_singular_rate_only_for_models_with_random_effects(test, random_effects):
+    """clm has no random effects, so no fit of it can be singular: no singular_rate row, even though
+    it reports a fit status like the mixed models do."""
+    config = parse_config({**RAW, "effect": "zero", "tests": [test]})
+    p = np.full((4, 10), 0.5)
+    fit_status = np.repeat(["ok", "singular", "ok", "singular"], 10)
+    table = _table(p, fit_status.reshape(4, 10).astype(object), np.zeros(10), np.zeros((4, 10)),
+                   test=config.analyses[0].label)
+    table["fit_status"] = pd.array(fit_status, dtype="string")
+    summary = summarise(config, table).set_index("estimand")
+    assert ("singular_rate" in summary.index) == random_effects
+    if random_effects:
+        assert summary.loc["singular_rate", "rate"] == pytest.approx(0.5)
+        assert summary.loc["singular_rate", "n_tests"] == 4

@@ -84,6 +84,9 @@ class AnalysisInfo:
     needs : str or None
         External software the analysis needs ('R'), for clear errors up front.
     description : str
+    random_effects : bool
+        The analysis fits random effects (a mixed model), so a fit can be
+        singular and the summary reports its ``singular_rate``.
     """
 
     name: str
@@ -93,6 +96,7 @@ class AnalysisInfo:
     needs: str | None = None
     description: str = ""
     verbose: Callable | None = None
+    random_effects: bool = False
     chunk_trials: int = 25
     """Trials per chunk the engine uses by default: fewer for slow fits, so that progress shows and an
     interruption loses little."""
@@ -181,6 +185,50 @@ def wald_contrasts(effects: np.ndarray, covariance: np.ndarray, df: float | np.n
     elif adjust not in ("none", "tukey"):
         raise ValueError(f"adjust must be one of {ADJUSTMENTS}; got {adjust!r}")
     return estimate, se, np.minimum(p_value, 1.0)
+
+
+def pairwise_from_fit(effects: np.ndarray, covariance: np.ndarray, df=None, adjust: str = "none",
+                      status: str = OK, message: str = "") -> PairwiseResult:
+    """Pairwise Wald contrasts of a model fit that produced estimates (status 'ok' or 'singular').
+
+    The one place where every model-based analysis (``clmm``, ``lmer``,
+    ``clm``, ``clmm_native``) turns fixed effects into per-pair results, so
+    that they share one rule: a pair whose standard error is not a positive
+    finite number, or whose p-value is not finite, has no test. It gets
+    status 'error' on its own, NaN estimate and p-value, and the message
+    says how many pairs. A zero standard error would otherwise give
+    z = +-inf and p = 0, a rejection reported as 'ok'.
+
+    Parameters
+    ----------
+    effects : ndarray, shape (S,)
+        Fixed effects in the model's system order, the reference's 0 first.
+    covariance : ndarray, shape (S-1, S-1)
+        Covariance of ``effects[1:]``.
+    df : float or ndarray, optional
+        Degrees of freedom per pair (t tests); None for z tests.
+    adjust : {'none', 'holm', 'tukey'}
+    status : str
+        The fit's status, given to every pair that has a test.
+    message : str
+        The fit's message; the note on undefined pairs is appended.
+
+    Returns
+    -------
+    PairwiseResult
+        ``fit_status`` is ``status``.
+    """
+    estimate, se, p_value = wald_contrasts(effects, covariance, df=df, adjust=adjust)
+    pair_status = np.full(len(estimate), status, dtype=object)
+    undefined = ~(np.isfinite(se) & (se > 0) & np.isfinite(p_value))
+    if undefined.any():
+        pair_status[undefined] = ERROR
+        estimate = np.where(undefined, np.nan, estimate)
+        p_value = np.where(undefined, np.nan, p_value)
+        note = f"{int(undefined.sum())} contrast(s) have no finite positive standard error"
+        message = f"{message}; {note}" if message else note
+    return PairwiseResult(estimate=estimate, p_value=p_value, status=pair_status, message=message,
+                          fit_status=status)
 
 
 def relative_cholesky_is_singular(covariance: np.ndarray, residual_variance: float = 1.0,

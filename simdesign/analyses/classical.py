@@ -11,8 +11,6 @@ so one matrix product serves all ten pairs of the paper's five systems.
 """
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from scipy import stats
 
@@ -166,40 +164,82 @@ def paired_randomisation(judgements: Judgements, rng: np.random.Generator, unit:
                           status=np.full(n_pairs, OK, dtype=object))
 
 
-# scipy's wilcoxon enumerates all sign vectors itself up to 13 non-zero differences when there are ties,
-# taking up to 0.4 s per call; the vectorised enumeration below gives the same p-values (tested) in microseconds.
-WILCOXON_ENUMERATION_MAX = 13
+# scipy.stats.wilcoxon(d, method="auto") chooses its p-value by this rule (read from scipy/stats/_wilcoxon.py
+# of scipy 1.17.1; it changed between releases, so pyproject.toml pins the range the tests check), with
+# n the number of differences *including zeros*:
+#   n > 50                                   -> normal approximation;
+#   no zero and no tie among |d|             -> exact null distribution of the signed-rank statistic;
+#   zeros or ties, n <= 13                   -> permutation test over all 2^n sign vectors (exact);
+#   zeros or ties, 13 < n <= 50              -> normal approximation.
+# Zeros are dropped before ranking (zero_method "wilcox"); the normal approximation uses the
+# tie-corrected variance and no continuity correction.
+WILCOXON_AUTO_EXACT_MAX = 50
+WILCOXON_AUTO_PERMUTATION_MAX = 13
 
 
-def _wilcoxon_exhaustive(nonzero: np.ndarray) -> float:
-    """Exact signed-rank p-value by enumerating every sign vector (midranks for ties)."""
-    ranks = stats.rankdata(np.abs(nonzero))
-    # doubled midranks are integers, so the enumeration compares exactly
-    signed_ranks = np.rint(2 * np.sign(nonzero) * ranks).astype(np.int64)
-    return float(randomisation_pvalues(signed_ranks[:, None], None, resamples=2 ** nonzero.size)[0])
+def wilcoxon_pvalues(differences: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two-sided ``scipy.stats.wilcoxon(column, method="auto")`` p-values for every column.
+
+    Each column gets the p-value scipy gives it alone; scipy's own ``axis``
+    vectorisation would not do, because with ``method="auto"`` it decides on
+    zeros and ties over the whole array. The columns that scipy sends to its
+    normal approximation or to its exact distribution (no zeros, no ties) go
+    to scipy in one call per method. The columns it sends to a permutation
+    test (zeros or ties, n <= 13) use a vectorised enumeration of all sign
+    vectors instead: scipy's ``permutation_test`` takes up to 0.4 s per
+    column there, and the enumeration gives the same p-value (both are
+    counts of sign vectors over 2^n, exact binary fractions).
+
+    Parameters
+    ----------
+    differences : ndarray, shape (n, n_columns)
+        Paired differences; a column's zeros count in n, as in scipy.
+
+    Returns
+    -------
+    p_value : ndarray, shape (n_columns,)
+        NaN for a column whose differences are all zero.
+    defined : ndarray of bool, shape (n_columns,)
+        False for an all-zero column (no signed-rank statistic).
+    """
+    d = np.asarray(differences, dtype=float)
+    n, n_columns = d.shape
+    p_value = np.full(n_columns, np.nan)
+    zero = d == 0
+    defined = ~zero.all(axis=0)
+    magnitude = np.where(zero, np.nan, np.abs(d))
+    ordered = np.sort(magnitude, axis=0)  # NaNs (the zeros) last, never equal to anything
+    has_ties = (ordered[1:] == ordered[:-1]).any(axis=0)
+    has_zero = zero.any(axis=0)
+    if n > WILCOXON_AUTO_EXACT_MAX:
+        exact = permutation = np.zeros(n_columns, dtype=bool)
+    else:
+        exact = ~has_zero & ~has_ties
+        permutation = ~exact & defined & (n <= WILCOXON_AUTO_PERMUTATION_MAX)
+    normal = defined & ~exact & ~permutation
+    for method, columns in (("exact", exact), ("asymptotic", normal)):
+        if columns.any():
+            p_value[columns] = stats.wilcoxon(d[:, columns], method=method, axis=0).pvalue
+    if permutation.any():
+        ranks = stats.rankdata(magnitude[:, permutation], axis=0, nan_policy="omit")
+        # doubled midranks are integers, so the enumeration compares exactly; zeros add 0 to every sum
+        signed_ranks = np.rint(2 * np.sign(d[:, permutation]) * np.nan_to_num(ranks)).astype(np.int64)
+        p_value[permutation] = randomisation_pvalues(signed_ranks, None, resamples=2 ** n)
+    return p_value, defined
 
 
 def wilcoxon_documents(judgements: Judgements, rng: np.random.Generator) -> PairwiseResult:
-    """Wilcoxon signed-rank test over per-document mean differences (scipy's implementation).
+    """Wilcoxon signed-rank test over per-document mean differences.
 
-    Zero differences are dropped (scipy's default 'wilcox' method); a pair
-    whose differences are all zero is 'degenerate'.
+    The p-values are ``scipy.stats.wilcoxon(differences, method="auto")``'s
+    (DESIGN.md section 3), computed by :func:`wilcoxon_pvalues`. A pair
+    whose differences are all zero has no statistic: 'degenerate', a
+    failure (scipy would report p = 1 or NaN there).
     """
     _, means = unit_differences(judgements, "doc")
-    n_pairs = means.shape[1]
-    p_value = np.full(n_pairs, np.nan)
-    status = np.full(n_pairs, OK, dtype=object)
-    for column in range(n_pairs):
-        nonzero = means[:, column][np.abs(means[:, column]) > 1e-12]  # scipy's default drops zeros too
-        if nonzero.size == 0:
-            status[column] = DEGENERATE
-        elif nonzero.size <= WILCOXON_ENUMERATION_MAX:
-            p_value[column] = _wilcoxon_exhaustive(nonzero)
-        else:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", category=UserWarning)  # scipy's note on ties/normal approximation
-                p_value[column] = stats.wilcoxon(means[:, column]).pvalue
-    message = "" if (status == OK).all() else "all document differences zero for some pairs"
+    p_value, defined = wilcoxon_pvalues(means)
+    status = np.where(defined, OK, DEGENERATE).astype(object)
+    message = "" if defined.all() else "all document differences zero for some pairs"
     return PairwiseResult(estimate=means.mean(axis=0), p_value=p_value, status=status, message=message)
 
 

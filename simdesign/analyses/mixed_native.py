@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from simdesign.analyses.base import (ADJUSTMENTS, FAILURES, AnalysisInfo, PairwiseResult, register,
-                                     system_pairs, wald_contrasts)
+from simdesign.analyses.base import (ADJUSTMENTS, FAILURES, AnalysisInfo, PairwiseResult, pairwise_from_fit,
+                                     register, system_pairs)
 from simdesign.judgements import Judgements
 
 STRUCTURES = ("maximal", "intercepts", "paper")
@@ -22,45 +22,62 @@ def _fit(judgements: Judgements, structure: str):
     return clmm.fit(judgements.to_frame(), structure=structure, reference=judgements.systems[0])
 
 
+def _result_from_fit(fit, systems, adjust: str) -> PairwiseResult:
+    """The registry result of one fit: pairs in ``systems`` order, through the shared contrast guard."""
+    n_pairs = len(system_pairs(len(systems)))
+    if fit.status in FAILURES:
+        return PairwiseResult.failed(n_pairs, fit.status, fit.message or fit.optimizer_message)
+    # the fit orders non-reference systems by name; the registry contract uses the model's order
+    effects, covariance = fit.effects_in(systems)
+    if not np.all(np.isfinite(covariance)):
+        return PairwiseResult.failed(n_pairs, "error", "fixed-effect covariance is not finite "
+                                     f"(Hessian condition {fit.hessian_condition:.3g})")
+    return pairwise_from_fit(effects, covariance, None, adjust, fit.status, fit.message)
+
+
 def clmm_native_analysis(judgements: Judgements, rng=None, structure: str = "paper",
                          adjust: str = "none") -> PairwiseResult:
     """Fit the CLMM and return pairwise Wald z contrasts in the judgements' system order.
 
     A fit with status 'not_converged' or 'error' fails all pairs (no p-values);
-    'singular' fits keep their p-values and are counted by the summary.
+    'singular' fits keep their p-values and are counted by the summary. A
+    pair without a positive finite standard error gets status 'error'
+    (:func:`simdesign.analyses.base.pairwise_from_fit`, shared with the R
+    backends).
     """
-    n_pairs = len(system_pairs(judgements.n_systems))
-    fit = _fit(judgements, structure)
-    if fit.status in FAILURES:
-        return PairwiseResult.failed(n_pairs, fit.status, fit.message or fit.optimizer_message)
-    # the fit orders non-reference systems by name; the registry contract uses the model's order
-    effects, covariance = fit.effects_in(judgements.systems)
-    if not np.all(np.isfinite(covariance)):
-        return PairwiseResult.failed(n_pairs, "error", "fixed-effect covariance is not finite "
-                                     f"(Hessian condition {fit.hessian_condition:.3g})")
-    estimate, _, p_value = wald_contrasts(effects, covariance, adjust=adjust)
-    return PairwiseResult(estimate=estimate, p_value=p_value, status=np.full(n_pairs, fit.status, dtype=object),
-                          message=fit.message, fit_status=fit.status)
+    return _result_from_fit(_fit(judgements, structure), judgements.systems, adjust)
 
 
 def clmm_native_verbose(judgements: Judgements, structure: str = "paper", adjust: str = "none") -> str:
-    """The fitted parameters and diagnostics, for ``simdesign replay --verbose``."""
+    """The fitted parameters, diagnostics and pairwise contrasts, for ``simdesign replay --verbose``.
+
+    The contrasts are printed as the analysis stores them: pairs (i, j), i < j in
+    ``judgements.systems`` (the model's order), estimate beta_i - beta_j.
+    """
     fit = _fit(judgements, structure)
     lines = [f"clmm_native, structure {structure} (terms: {', '.join(fit.terms) or 'none'}), {fit.n_obs} judgements",
              f"status {fit.status}; converged {fit.converged}; log-likelihood {fit.loglik:.6f}; "
              f"max gradient {fit.max_gradient:.3g}; Hessian condition {fit.hessian_condition:.3g}; "
              f"{fit.seconds:.2f} s", f"message: {fit.message or '-'}",
              "thresholds: " + ", ".join(f"{t:.4f}" for t in fit.thresholds),
-             "fixed effects: " + ", ".join(f"{s}={b:+.4f}" for s, b in fit.fixed_effects.items())]
+             "fixed effects: " + ", ".join(f"{s}={fit.fixed_effects[s]:+.4f}" for s in judgements.systems
+                                           if s in fit.fixed_effects)]
     for term, cov in fit.random_effects_cov.items():
         lines.append(f"{term} random-effect SDs: " + ", ".join(f"{v:.4f}" for v in np.sqrt(np.diag(cov)))
                      + f"; boundary {np.asarray(fit.boundary.get(term, [])).astype(int).tolist()}")
-    lines.append(fit.contrasts().to_string(index=False))
+    # the same pairs, order and signs as the stored rows: the model's system order, beta_i - beta_j
+    table = fit.contrasts(judgements.systems)
+    result = _result_from_fit(fit, judgements.systems, adjust)
+    if adjust != "none":
+        table[f"p_{adjust}"] = result.p_value
+    table["status"] = result.status
+    lines += [f"pairwise contrasts (model order, estimate = system_a - system_b; p unadjusted"
+              f"{'' if adjust == 'none' else f', p_{adjust} as stored'}):", table.to_string(index=False)]
     return "\n".join(lines)
 
 
 register(AnalysisInfo(
     name="clmm_native", function=clmm_native_analysis,
     options={"structure": (STRUCTURES, "paper"), "adjust": (ADJUSTMENTS, "none")},
-    verbose=clmm_native_verbose, chunk_trials=10,
+    verbose=clmm_native_verbose, chunk_trials=10, random_effects=True,
     description="simdesign's cumulative link mixed model (same model as ordinal::clmm), pairwise Wald z contrasts"))

@@ -32,8 +32,10 @@ Every analysis reports pairwise Wald contrasts beta_i - beta_j from the fixed
 effects and their covariance (z tests for clmm and clm, t tests with
 per-contrast Satterthwaite df for lmer), optionally Holm- or
 Tukey-adjusted. A fit's status is shared by all its pairs: ``ok``,
-``singular`` (a boundary fit; p-values kept), ``not_converged`` or ``error``
-(failures, no p-values).
+``singular`` (a boundary fit without any convergence warning; p-values
+kept), ``not_converged`` (any convergence warning, at a boundary fit too) or
+``error`` (failures, no p-values). A pair without a positive finite standard
+error gets status ``error`` on its own (:func:`simdesign.analyses.base.pairwise_from_fit`).
 
 The R session is started once per process on first use
 (:mod:`simdesign.rsession`); importing this module needs neither R nor rpy2.
@@ -67,8 +69,8 @@ import warnings
 import numpy as np
 
 from simdesign.analyses.base import (ADJUSTMENTS, BACKEND_CHECKS, ERROR, NOT_CONVERGED, OK, SINGULAR,
-                                     AnalysisInfo, PairwiseResult, register, relative_cholesky_is_singular,
-                                     system_pairs, wald_contrasts)
+                                     AnalysisInfo, PairwiseResult, pairwise_from_fit, register,
+                                     relative_cholesky_is_singular, system_pairs)
 from simdesign.judgements import Judgements
 from simdesign.rsession import r_available
 
@@ -79,7 +81,7 @@ STRUCTURES = ("maximal", "intercepts", "paper")
 _LME4_BOUNDARY_MESSAGE = "boundary (singular) fit"
 
 __all__ = ["STRUCTURES", "clmm_analysis", "lmer_analysis", "clm_analysis", "fit_verbose", "formula_for",
-           "is_nested", "r_available"]
+           "is_nested", "lmer_fit_status", "r_available"]
 
 
 def is_nested(judgements: Judgements) -> bool:
@@ -133,26 +135,6 @@ def _check_options(structure: str | None, adjust: str) -> None:
         raise ValueError(f"adjust must be one of {ADJUSTMENTS}; got {adjust!r}")
 
 
-def _pairwise_result(effects: np.ndarray, covariance: np.ndarray, df, adjust: str, status: str,
-                     message: str) -> PairwiseResult:
-    """Wald contrasts for a fit that produced estimates (status ok or singular).
-
-    A pair whose standard error is not a positive finite number gets status
-    'error' on its own: its p-value would be meaningless, and reporting it
-    as p = 1 would hide the failure.
-    """
-    estimate, se, p_value = wald_contrasts(effects, covariance, df=df, adjust=adjust)
-    pair_status = np.full(len(estimate), status, dtype=object)
-    undefined = ~(np.isfinite(se) & (se > 0) & np.isfinite(p_value))
-    if undefined.any():
-        pair_status[undefined] = ERROR
-        estimate = np.where(undefined, np.nan, estimate)
-        p_value = np.where(undefined, np.nan, p_value)
-        message = _join(message, f"{int(undefined.sum())} contrast(s) have no finite standard error")
-    return PairwiseResult(estimate=estimate, p_value=p_value, status=pair_status, message=message,
-                          fit_status=status)
-
-
 def _join(*parts) -> str:
     """Non-empty parts, each once (R often repeats a warning as a message)."""
     return "; ".join(dict.fromkeys(str(p) for p in parts if p))
@@ -160,6 +142,55 @@ def _join(*parts) -> str:
 
 def _mentions_convergence(text: str) -> bool:
     return "converg" in text.lower()
+
+
+def lmer_fit_status(singular: bool, optimizer_code: int, lme4_messages=(), optimizer_warnings=(),
+                    warnings=()) -> tuple[str, list[str]]:
+    """Status of an lme4 fit from its diagnostics (DESIGN.md section 3: a convergence failure is a failure).
+
+    The fit is 'not_converged' when the optimiser returned a non-zero code,
+    when lme4's convergence check left any message other than its boundary
+    note (``boundary (singular) fit: see help('isSingular')``), or when an
+    optimiser or R warning mentions convergence, e.g. lme4's "Model failed to
+    converge with max|grad| = ..." or lmerTest's "Model failed to converge
+    with 1 negative eigenvalue" (its Hessian check of the variance
+    parameters). This holds at a boundary fit too: being singular never
+    excuses a failed convergence check. Otherwise the fit is 'singular' when
+    lme4's ``isSingular`` says so, else 'ok'.
+
+    Parameters
+    ----------
+    singular : bool
+        ``lme4::isSingular(fit, tol = 1e-4)``.
+    optimizer_code : int
+        ``fit@optinfo$conv$opt`` (0 when the optimiser reported success).
+    lme4_messages : sequence of str
+        ``fit@optinfo$conv$lme4$messages``.
+    optimizer_warnings : sequence of str
+        ``fit@optinfo$warnings``.
+    warnings : sequence of str
+        R warnings raised while fitting and testing.
+
+    Returns
+    -------
+    status : {'ok', 'singular', 'not_converged'}
+    problems : list of str
+        The texts that made the fit 'not_converged' (empty otherwise).
+
+    Examples
+    --------
+    >>> lmer_fit_status(True, 0, ["boundary (singular) fit: see help('isSingular')"])
+    ('singular', [])
+    >>> lmer_fit_status(True, 0, [], [], ["Model failed to converge with 1 negative eigenvalue: -1.8e+00"])
+    ('not_converged', ['Model failed to converge with 1 negative eigenvalue: -1.8e+00'])
+    """
+    problems = [m for m in lme4_messages if _LME4_BOUNDARY_MESSAGE not in m]
+    problems += [m for m in (*optimizer_warnings, *warnings) if _mentions_convergence(m)]
+    if optimizer_code != 0:
+        problems.append(f"optimizer code {optimizer_code}")
+    if problems:
+        return NOT_CONVERGED, list(dict.fromkeys(problems))
+    return (SINGULAR if singular else OK), []
 
 
 # --------------------------------------------------------------------- clmm
@@ -197,7 +228,7 @@ def _clmm_result(fit: dict, n_systems: int, adjust: str) -> PairwiseResult:
     status = SINGULAR if singular_terms else OK
     message = _join(f"boundary (singular) fit: {', '.join(singular_terms)}" if singular_terms else "", warnings_text)
     effects = np.concatenate([[0.0], beta])
-    return _pairwise_result(effects, covariance, None, adjust, status, message)
+    return pairwise_from_fit(effects, covariance, None, adjust, status, message)
 
 
 def clmm_analysis(judgements: Judgements, rng=None, structure: str = "paper", adjust: str = "none") -> PairwiseResult:
@@ -268,26 +299,17 @@ def _lmer_result(fit: dict, n_systems: int, adjust: str) -> PairwiseResult:
             warnings_text))
     if not np.all(np.isfinite(covariance)):
         return PairwiseResult.failed(n_pairs, ERROR, _join("lmer's covariance matrix is not finite", warnings_text))
-    lme4_messages = [m for m in fit.get("lme4_messages") or [] if _LME4_BOUNDARY_MESSAGE not in m]
-    optimizer_trouble = [m for m in fit.get("optimizer_warnings") or [] if _mentions_convergence(m)]
-    if int(fit["optimizer_code"][0]) != 0 or lme4_messages or optimizer_trouble:
-        return PairwiseResult.failed(n_pairs, NOT_CONVERGED, _join(
-            *lme4_messages, *optimizer_trouble,
-            f"optimizer code {int(fit['optimizer_code'][0])}" if int(fit["optimizer_code"][0]) else "",
-            warnings_text))
     singular = bool(fit["singular"][0])
-    # lmerTest checks the Hessian of the deviance in the variance parameters
-    # and warns "Model failed to converge with 1 negative eigenvalue". At a
-    # boundary (singular) fit that Hessian is indefinite by construction while
-    # lme4 has converged, so there it stays a note; inside the parameter space
-    # it means the optimum is not a minimum.
-    if not singular and any(_mentions_convergence(w) for w in fit.get("warnings") or []):
-        return PairwiseResult.failed(n_pairs, NOT_CONVERGED, warnings_text)
+    status, problems = lmer_fit_status(singular, int(fit["optimizer_code"][0]), fit.get("lme4_messages") or [],
+                                       fit.get("optimizer_warnings") or [], fit.get("warnings") or [])
+    if status == NOT_CONVERGED:
+        return PairwiseResult.failed(n_pairs, NOT_CONVERGED, _join(
+            f"boundary (singular) fit: {', '.join(fit.get('singular_terms') or [])}" if singular else "",
+            *problems, warnings_text))
     message = _join(f"boundary (singular) fit: {', '.join(fit.get('singular_terms') or [])}" if singular else "",
                     warnings_text)
     effects = np.concatenate([[0.0], beta[1:]])
-    return _pairwise_result(effects, covariance[1:, 1:], fit["contrast_df"], adjust,
-                            SINGULAR if singular else OK, message)
+    return pairwise_from_fit(effects, covariance[1:, 1:], fit["contrast_df"], adjust, status, message)
 
 
 def lmer_analysis(judgements: Judgements, rng=None, structure: str = "paper", adjust: str = "none") -> PairwiseResult:
@@ -307,8 +329,9 @@ def lmer_analysis(judgements: Judgements, rng=None, structure: str = "paper", ad
     PairwiseResult
         Estimates are differences of system means on the score scale
         (adjusted for the random effects). Failures as for :func:`clmm_analysis`;
-        lme4's convergence messages (other than its boundary note) make a fit
-        'not_converged'.
+        lme4's convergence messages (other than its boundary note) and
+        convergence warnings make a fit 'not_converged', at a boundary fit
+        too (:func:`lmer_fit_status`).
     """
     n_pairs = _n_pairs(judgements)
     try:
@@ -367,7 +390,7 @@ def clm_analysis(judgements: Judgements, rng=None, adjust: str = "none") -> Pair
         covariance = np.asarray(fitted.cov_params())[:n_effects, :n_effects]
         if not np.all(np.isfinite(covariance)):
             return PairwiseResult.failed(n_pairs, ERROR, _join("OrderedModel's covariance is not finite", *caught))
-        return _pairwise_result(np.concatenate([[0.0], beta]), covariance, None, adjust, OK, _join(*caught))
+        return pairwise_from_fit(np.concatenate([[0.0], beta]), covariance, None, adjust, OK, _join(*caught))
     except Exception as exc:  # noqa: BLE001
         return PairwiseResult.failed(n_pairs, ERROR, f"{type(exc).__name__}: {exc}")
 
@@ -439,11 +462,13 @@ _ADJUST_OPTION = (ADJUSTMENTS, "none")
 register(AnalysisInfo(
     name="clmm", function=clmm_analysis,
     options={"structure": _STRUCTURE_OPTION, "adjust": _ADJUST_OPTION}, needs="R", chunk_trials=4,
+    random_effects=True,
     verbose=lambda judgements, structure="paper", adjust="none": fit_verbose(judgements, "clmm", structure),
     description="R ordinal::clmm (logit, Laplace), pairwise Wald z contrasts"))
 register(AnalysisInfo(
     name="lmer", function=lmer_analysis,
     options={"structure": _STRUCTURE_OPTION, "adjust": _ADJUST_OPTION}, needs="R", chunk_trials=4,
+    random_effects=True,
     verbose=lambda judgements, structure="paper", adjust="none": fit_verbose(judgements, "lmer", structure),
     description="R lme4::lmer on raw scores, pairwise t contrasts with Satterthwaite df (lmerTest)"))
 register(AnalysisInfo(
