@@ -43,7 +43,6 @@ BLOCK_ONLY_X = ("blocks", "annotators_per_block")  # pool designs have no blocks
 NULL_ESTIMANDS = ("type1", "familywise", "failure_rate", "singular_rate")
 EFFECT_ESTIMANDS = ("power", "power_fitted", "type_s", "failure_rate", "singular_rate")
 # Tests that fit one model per trial and so report a fit status: only they get a 'singular_rate' row.
-MODEL_FIT_TESTS = ("clmm", "lmer", "clm", "clmm_native")
 # Bound on the largest scaled fixed effect (latent logit scale). The latent noise is logistic, and
 # P(noise > 20) = 2e-9: beyond this every judgement of a system lands at one end of the scale, so a larger
 # factor changes nothing but the share of tests that degenerate (and 1e308 overflows).
@@ -262,7 +261,7 @@ def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
                       f"pool designs; use one of {[x for x in FIGURE_X if x not in BLOCK_ONLY_X]}")
     if figure.estimand is not None and scale is not None and not any("'estimands'" in e for e in errors):
         check_figure_estimand(figure.estimand, scale == 0.0, bool(analyses) or not estimands, estimands, errors,
-                              fits_models=any(a.name in MODEL_FIT_TESTS for a in analyses))
+                              fits_models=any(ANALYSES[a.name].random_effects for a in analyses))
 
     if errors:
         raise ConfigError(errors)
@@ -297,7 +296,8 @@ def check_figure_estimand(estimand: str, is_null: bool, has_tests: bool, estiman
     if has_tests and estimand in other and estimand != "singular_rate":
         why = (f" ({estimand!r} needs " + ("a non-zero 'effect'" if is_null else "'effect: zero'") + ")")
     elif has_tests and estimand == "singular_rate":
-        why = f" ('singular_rate' needs a test that fits a model: {', '.join(MODEL_FIT_TESTS)})"
+        mixed = sorted(name for name, info in ANALYSES.items() if info.random_effects)
+        why = f" ('singular_rate' needs a test that fits random effects: {', '.join(mixed)})"
     errors.append(f"The 'figure.estimand' field must be one of {allowed} under 'effect' "
                   f"{'zero' if is_null else 'non-zero'}{why}; got {estimand!r}")
 

@@ -96,11 +96,11 @@ class AnalysisInfo:
     needs: str | None = None
     description: str = ""
     verbose: Callable | None = None
+    """Optional ``verbose(judgements, **options) -> str``: the full fit output, for ``simdesign replay``."""
     random_effects: bool = False
     chunk_trials: int = 25
     """Trials per chunk the engine uses by default: fewer for slow fits, so that progress shows and an
     interruption loses little."""
-    """Optional ``verbose(judgements, **options) -> str``: the full fit output, for ``simdesign replay``."""
 
 
 ANALYSES: dict[str, AnalysisInfo] = {}
