@@ -909,7 +909,7 @@ class ClmmResult:
         """Pairwise Wald contrasts beta_i - beta_j for all pairs i < j of ``order``.
 
         Pairs and signs follow :func:`simdesign.analyses.base.wald_contrasts`, the rule
-        every analysis stores (DESIGN.md section 3), so that a printed table and the
+        every analysis stores (docs/estimands.md), so that a printed table and the
         stored rows agree when ``order`` is the model's system order.
 
         Parameters

@@ -232,7 +232,7 @@ def wilcoxon_documents(judgements: Judgements, rng: np.random.Generator) -> Pair
     """Wilcoxon signed-rank test over per-document mean differences.
 
     The p-values are ``scipy.stats.wilcoxon(differences, method="auto")``'s
-    (DESIGN.md section 3), computed by :func:`wilcoxon_pvalues`. A pair
+    (docs/estimands.md), computed by :func:`wilcoxon_pvalues`. A pair
     whose differences are all zero has no statistic: 'degenerate', a
     failure (scipy would report p = 1 or NaN there).
     """

@@ -146,7 +146,7 @@ def _mentions_convergence(text: str) -> bool:
 
 def lmer_fit_status(singular: bool, optimizer_code: int, lme4_messages=(), optimizer_warnings=(),
                     warnings=()) -> tuple[str, list[str]]:
-    """Status of an lme4 fit from its diagnostics (DESIGN.md section 3: a convergence failure is a failure).
+    """Status of an lme4 fit from its diagnostics (docs/estimands.md: a convergence failure is a failure).
 
     The fit is 'not_converged' when the optimiser returned a non-zero code,
     when lme4's convergence check left any message other than its boundary
