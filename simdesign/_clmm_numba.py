@@ -123,8 +123,11 @@ def _accumulate_loadings(weights, system, codes, M, out):
 
 
 @njit(cache=True)
-def _cholesky_inverse(A, inverse):
-    """Overwrite A's lower triangle by its Cholesky factor, fill ``inverse`` = A^-1; return log det (nan: not PD)."""
+def _cholesky_inverse(A, inverse, T):
+    """Overwrite A's lower triangle by its Cholesky factor, fill ``inverse`` = A^-1; return log det (nan: not PD).
+
+    T is an m x m workspace (receives L^-1).
+    """
     m = A.shape[0]
     log_det = 0.0
     for j in range(m):
@@ -141,8 +144,9 @@ def _cholesky_inverse(A, inverse):
             for k in range(j):
                 t -= A[i, k] * A[j, k]
             A[i, j] = t / d
-    T = np.zeros((m, m))  # L^-1, lower triangular
-    for j in range(m):
+    for j in range(m):  # T = L^-1, lower triangular
+        for i in range(j):
+            T[i, j] = 0.0
         T[j, j] = 1.0 / A[j, j]
         for i in range(j + 1, m):
             t = 0.0
@@ -174,10 +178,11 @@ def factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, n_k, n_e, pair_kep
             for b in range(a + 1):
                 D[d, a, b] += t * Me[s, b]
     log_det = 0.0
+    workspace = np.empty((qe, qe))
     for d in range(n_e):
         for a in range(qe):
             D[d, a, a] += 1.0
-        value = _cholesky_inverse(D[d], d_inverse[d])
+        value = _cholesky_inverse(D[d], d_inverse[d], workspace)
         if np.isnan(value):
             return np.nan
         log_det += value
@@ -226,12 +231,13 @@ def factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, n_k, n_e, pair_kep
                 for k in range(qe):
                     t += x_pairs[p1, a, k] * c_pairs[p2, b, k]
                 schur[base + (row0 + a) * width + col0 + b] -= t
+    workspace = np.empty((comp_size.max() * qk, comp_size.max() * qk))
     for c in range(comp_size.shape[0]):
         width = comp_size[c] * qk
         base = comp_offset[c]
         block = schur[base:base + width * width].reshape((width, width))
         inverse = schur_inverse[base:base + width * width].reshape((width, width))
-        value = _cholesky_inverse(block, inverse)
+        value = _cholesky_inverse(block, inverse, workspace[:width, :width])
         if np.isnan(value):
             return np.nan
         log_det += value
@@ -413,8 +419,11 @@ def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pai
     dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo = (np.empty(n), np.empty(n), np.empty(n), np.empty(n),
                                                  np.empty(n), np.empty(n))
     third_order_terms(thresholds_extended, category, eta, g, w, w_prime, dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo)
-    # Selected inverse of H: blocks at each kept level, each observed pair and each eliminated level.
+    # Selected inverse of H: blocks at each kept level, each observed pair and each eliminated level:
+    # H^-1_ke(a1, d) = -sum_a2 S^-1(a1, a2) X(a2, d) over the pairs of d, then
+    # H^-1_ee(d) = D^-1(d) - sum_a1 X(a1, d)' H^-1_ke(a1, d) (fewer products than summing couples twice).
     n_pairs = pair_kept.shape[0]
+    n_systems = Me.shape[0]
     kept_elim = np.zeros((n_pairs, qk, qe))
     elim_elim = d_inverse.copy()
     if n_k > 0:
@@ -423,25 +432,39 @@ def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pai
             level1, level2 = pair_kept[p1], pair_kept[p2]
             c = comp_of_kept[level1]
             width = comp_size[c] * qk
-            base = comp_offset[c]
-            row0, col0 = local_of_kept[level1] * qk, local_of_kept[level2] * qk
-            d = pair_elim[p1]
-            times_x = np.zeros((qk, qe))
+            row = comp_offset[c] + local_of_kept[level1] * qk * width + local_of_kept[level2] * qk
             for a in range(qk):
-                for b in range(qe):
-                    t = 0.0
-                    for k in range(qk):
-                        t += schur_inverse[base + (row0 + a) * width + col0 + k] * x_pairs[p2, k, b]
-                    times_x[a, b] = t
-            for a in range(qk):
-                for b in range(qe):
-                    kept_elim[p1, a, b] -= times_x[a, b]
+                for k in range(qk):
+                    t = schur_inverse[row + a * width + k]
+                    for b in range(qe):
+                        kept_elim[p1, a, b] -= t * x_pairs[p2, k, b]
+        for p in range(n_pairs):
+            d = pair_elim[p]
+            for k in range(qk):
+                for a in range(qe):
+                    t = x_pairs[p, k, a]
+                    for b in range(qe):
+                        elim_elim[d, a, b] -= t * kept_elim[p, k, b]
+    # Per (level, system): H^-1 blocks times the system's loading.
+    elim_times = np.zeros((n_e, n_systems, qe))
+    for d in range(n_e):
+        for s in range(n_systems):
             for a in range(qe):
+                t = 0.0
                 for b in range(qe):
-                    t = 0.0
-                    for k in range(qk):
-                        t += x_pairs[p1, k, a] * times_x[k, b]
-                    elim_elim[d, a, b] += t
+                    t += elim_elim[d, a, b] * Me[s, b]
+                elim_times[d, s, a] = t
+    kept_times = np.zeros((n_k, n_systems, qk))
+    for level in range(n_k):
+        c = comp_of_kept[level]
+        width = comp_size[c] * qk
+        row = comp_offset[c] + local_of_kept[level] * qk * (width + 1)
+        for s in range(n_systems):
+            for a in range(qk):
+                t = 0.0
+                for b in range(qk):
+                    t += schur_inverse[row + a * width + b] * Mk[s, b]
+                kept_times[level, s, a] = t
     yk, ye = np.zeros((n, qk)), np.zeros((n, qe))
     leverage = np.empty(n)
     rk, re = np.zeros((n_k, qk)), np.zeros((n_e, qe))
@@ -449,29 +472,18 @@ def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pai
         s, d = system[i], e_codes[i]
         lev = 0.0
         for a in range(qe):
-            t = 0.0
-            for b in range(qe):
-                t += elim_elim[d, a, b] * Me[s, b]
-            ye[i, a] = t
+            ye[i, a] = elim_times[d, s, a]
         if n_k > 0:
             level, p = k_codes[i], pair_code[i]
-            c = comp_of_kept[level]
-            width = comp_size[c] * qk
-            base = comp_offset[c]
-            row0 = local_of_kept[level] * qk
             for a in range(qk):
-                t = 0.0
-                for b in range(qk):
-                    t += schur_inverse[base + (row0 + a) * width + row0 + b] * Mk[s, b]
+                t = kept_times[level, s, a]
                 for b in range(qe):
                     t += kept_elim[p, a, b] * Me[s, b]
                 yk[i, a] = t
                 lev += Mk[s, a] * t
-            for a in range(qe):
-                t = 0.0
-                for b in range(qk):
-                    t += kept_elim[p, b, a] * Mk[s, b]
-                ye[i, a] += t
+                m = Mk[s, a]
+                for b in range(qe):
+                    ye[i, b] += kept_elim[p, a, b] * m
         for a in range(qe):
             lev += Me[s, a] * ye[i, a]
         leverage[i] = lev
@@ -511,10 +523,10 @@ def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pai
 
 @njit(cache=True)
 def _transpose_times(Z, agg):
-    """Z' agg for S x q arrays (a loop: numba's matmul needs SciPy's BLAS bindings)."""
+    """tril(Z' agg) for S x q arrays (a loop: numba's matmul needs SciPy's BLAS bindings)."""
     out = np.zeros((Z.shape[1], agg.shape[1]))
     for s in range(Z.shape[0]):
         for a in range(Z.shape[1]):
-            for b in range(agg.shape[1]):
+            for b in range(min(a + 1, agg.shape[1])):  # lower triangle only: the Cholesky factor's
                 out[a, b] += Z[s, a] * agg[s, b]
     return out

@@ -799,10 +799,9 @@ def _gradient_compiled(kernels, problem: _Problem, thresholds, beta_full, u: dic
         extended, problem.category, fixed, system, k_codes, e_codes, pair_code, loading_kept, loading_elim,
         arrays.z_kept, arrays.z_elim, arrays.n_k, arrays.n_e, *arrays.blocks, u_kept, u[elim.name],
         fact.d_inverse, fact.c_pairs, fact.x_pairs, fact.schur_inverse, problem.n_thresholds, problem.n_systems)
-    grad_cholesky = {}
-    grad_cholesky[elim.name] = np.tril(g_elim)
+    grad_cholesky = {elim.name: g_elim}  # lower triangular already
     if kept is not None:
-        grad_cholesky[kept.name] = np.tril(g_kept)
+        grad_cholesky[kept.name] = g_kept
     return g_thr, g_beta[1:], grad_cholesky
 
 
