@@ -170,13 +170,21 @@ def factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, n_k, n_e, pair_kep
     """H = I + M'WM = [[A, C], [C', D]]: fill D^-1, C, X = C D^-1 and the Schur inverses; return log det H."""
     n = w.shape[0]
     qk, qe = Mk.shape[1], Me.shape[1]
-    D = np.zeros((n_e, qe, qe))
+    n_systems = Me.shape[0]
+    # Weights summed by (level, system) first: the blocks are sums of per-system outer products.
+    cell_e = np.zeros((n_e, n_systems))
     for i in range(n):
-        s, d, wi = system[i], e_codes[i], w[i]
-        for a in range(qe):
-            t = wi * Me[s, a]
-            for b in range(a + 1):
-                D[d, a, b] += t * Me[s, b]
+        cell_e[e_codes[i], system[i]] += w[i]
+    D = np.zeros((n_e, qe, qe))
+    for d in range(n_e):
+        for s in range(n_systems):
+            weight = cell_e[d, s]
+            if weight == 0.0:
+                continue
+            for a in range(qe):
+                t = weight * Me[s, a]
+                for b in range(a + 1):
+                    D[d, a, b] += t * Me[s, b]
     log_det = 0.0
     workspace = np.empty((qe, qe))
     for d in range(n_e):
@@ -189,16 +197,25 @@ def factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, n_k, n_e, pair_kep
     if n_k == 0:
         return log_det
     n_pairs = pair_kept.shape[0]
-    A = np.zeros((n_k, qk, qk))
+    cell_k = np.zeros((n_k, n_systems))
     c_pairs[:] = 0.0
     for i in range(n):
-        s, a_level, p, wi = system[i], k_codes[i], pair_code[i], w[i]
+        s, p, wi = system[i], pair_code[i], w[i]
+        cell_k[k_codes[i], s] += wi
         for a in range(qk):
             t = wi * Mk[s, a]
-            for b in range(a + 1):
-                A[a_level, a, b] += t * Mk[s, b]
             for b in range(qe):
                 c_pairs[p, a, b] += t * Me[s, b]
+    A = np.zeros((n_k, qk, qk))
+    for level in range(n_k):
+        for s in range(n_systems):
+            weight = cell_k[level, s]
+            if weight == 0.0:
+                continue
+            for a in range(qk):
+                t = weight * Mk[s, a]
+                for b in range(a + 1):
+                    A[level, a, b] += t * Mk[s, b]
     for p in range(n_pairs):
         d = pair_elim[p]
         for a in range(qk):
@@ -222,11 +239,12 @@ def factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, n_k, n_e, pair_kep
         c = comp_of_kept[level1]
         width = comp_size[c] * qk
         base = comp_offset[c]
-        row0, col0 = local_of_kept[level1] * qk, local_of_kept[level2] * qk
+        local1, local2 = local_of_kept[level1], local_of_kept[level2]
+        if local1 < local2:
+            continue  # only the lower triangle is factorised
+        row0, col0 = local1 * qk, local2 * qk
         for a in range(qk):
-            for b in range(qk):
-                if row0 + a < col0 + b:
-                    continue  # only the lower triangle is factorised
+            for b in range(qk if local1 > local2 else a + 1):
                 t = 0.0
                 for k in range(qe):
                     t += x_pairs[p1, a, k] * c_pairs[p2, b, k]
@@ -530,3 +548,33 @@ def _transpose_times(Z, agg):
             for b in range(min(a + 1, agg.shape[1])):  # lower triangle only: the Cholesky factor's
                 out[a, b] += Z[s, a] * agg[s, b]
     return out
+
+
+@njit(cache=True)
+def fixed_only(thresholds_extended, category, eta, system, n_thresholds, n_systems):
+    """-log-likelihood of the fixed-effects-only model and its gradient (thresholds, per-system eta).
+
+    Returns inf as the value when a probability underflows.
+    """
+    grad_thresholds, grad_systems = np.zeros(n_thresholds), np.zeros(n_systems)
+    total = 0.0
+    for i in range(eta.shape[0]):
+        c = category[i]
+        a_up = thresholds_extended[c + 1] - eta[i]
+        a_lo = thresholds_extended[c] - eta[i]
+        F_up, G_up = _logistic_pair(a_up)
+        F_lo, G_lo = _logistic_pair(a_lo)
+        if a_up + a_lo > 0:
+            p = G_lo - G_up
+        else:
+            p = F_up - F_lo
+        if not (p > 0.0) or not np.isfinite(p):
+            return np.inf, grad_thresholds, grad_systems
+        f_up, f_lo = F_up * G_up, F_lo * G_lo
+        total -= np.log(p)
+        grad_systems[system[i]] += (f_up - f_lo) / p
+        if c < n_thresholds:
+            grad_thresholds[c] -= f_up / p
+        if c > 0:
+            grad_thresholds[c - 1] += f_lo / p
+    return total, grad_thresholds, grad_systems

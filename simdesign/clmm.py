@@ -266,28 +266,34 @@ def _prepare(judgements: pd.DataFrame, structure: str, reference) -> _Problem:
 
 def _prepare_pairs(problem: _Problem) -> None:
     """Index the (kept, eliminated) level pairs that couple the two factors in the Hessian."""
-    kept, elim, q = problem.kept, problem.eliminated, problem.q
+    kept, elim = problem.kept, problem.eliminated
     pair_key = kept.codes * elim.n_levels + elim.codes
     unique_keys, pair_code = np.unique(pair_key, return_inverse=True)
     pair_kept, pair_elim = unique_keys // elim.n_levels, unique_keys % elim.n_levels
-    n_pairs = len(unique_keys)
+    # Couples: every ordered pair (p1, p2) of pairs that share an eliminated level, level by level.
     order = np.argsort(pair_elim, kind="stable")
-    starts = np.searchsorted(pair_elim[order], np.arange(elim.n_levels + 1))
-    first, second = [], []
-    for level in range(elim.n_levels):
-        members = order[starts[level]:starts[level + 1]]
-        first.append(np.repeat(members, len(members)))
-        second.append(np.tile(members, len(members)))
-    first, second = np.concatenate(first), np.concatenate(second)
+    per_level = np.bincount(pair_elim, minlength=elim.n_levels)
+    level_start = np.concatenate([[0], np.cumsum(per_level)[:-1]])
+    repeats = per_level[pair_elim[order]]
+    first = np.repeat(order, repeats)
+    within = np.arange(len(first)) - np.repeat(np.cumsum(repeats) - repeats, repeats)
+    second = order[np.repeat(level_start[pair_elim[order]], repeats) + within]
     problem.pair_code = pair_code
     problem.pair_kept, problem.pair_eliminated = pair_kept, pair_elim
-    problem.pair_indicator = _indicator(pair_code, n_pairs)
     problem.pairs_by_kept = _indicator(pair_kept, kept.n_levels)
     problem.pairs_by_eliminated = _indicator(pair_elim, elim.n_levels)
     problem.couple_first, problem.couple_second = first, second
     problem.n_couples = len(first)
-    problem.couple_by_first = _indicator(first, n_pairs)
-    problem.couple_by_eliminated = _indicator(pair_elim[first], elim.n_levels)
+
+
+def _prepare_numpy_structures(problem: _Problem) -> None:
+    """The sparse sums and component batches of the numpy code (the compiled kernels do without them)."""
+    if problem.kept is None or problem.pair_indicator is not None:
+        return
+    n_pairs, elim = len(problem.pair_kept), problem.eliminated
+    problem.pair_indicator = _indicator(problem.pair_code, n_pairs)
+    problem.couple_by_first = _indicator(problem.couple_first, n_pairs)
+    problem.couple_by_eliminated = _indicator(problem.pair_eliminated[problem.couple_first], elim.n_levels)
     problem.schur_groups = _component_groups(problem)
 
 
@@ -538,6 +544,7 @@ def _mode(problem: _Problem, thresholds, beta_full, cholesky, start: dict, previ
     kernels = _accelerator()
     if kernels is not None:
         return _mode_compiled(kernels, problem, thresholds, beta_full, cholesky, start, previous)
+    _prepare_numpy_structures(problem)
     fixed = _fixed_part(problem, beta_full)
     loadings = {f.name: problem.z @ cholesky[f.name] for f in problem.factors}
 
@@ -700,6 +707,7 @@ class _CompiledFactorisation:
     x_pairs: np.ndarray
     schur_inverse: np.ndarray
     loadings: tuple = ()  # (kept, eliminated) per-system loadings Z L the factorisation was made with
+    inputs: tuple = ()  # (extended thresholds, fixed part of eta) it was made with, reused by the gradient
 
 
 def _compiled_arrays(problem: _Problem) -> _CompiledArrays:
@@ -777,6 +785,7 @@ def _mode_compiled(kernels, problem: _Problem, thresholds, beta_full, cholesky, 
         raise ModeSearchError(f"Newton step halving failed (max|grad| {max_grad:.2g})")
     fact.log_det = float(log_det)
     fact.loadings = (loading_kept, loading_elim)
+    fact.inputs = (extended, fixed)
     u = {elim.name: u_elim}
     if kept is not None:
         u[kept.name] = u_kept
@@ -792,8 +801,7 @@ def _gradient_compiled(kernels, problem: _Problem, thresholds, beta_full, u: dic
     elim, kept = problem.eliminated, problem.kept
     loading_kept, loading_elim = fact.loadings
     u_kept = u[kept.name] if kept is not None else np.zeros((0, loading_kept.shape[1]))
-    extended = np.concatenate([[-np.inf], np.asarray(thresholds, float), [np.inf]])
-    fixed = np.ascontiguousarray(beta_full[problem.system_code], dtype=float)
+    extended, fixed = fact.inputs
     system, k_codes, e_codes, pair_code = arrays.structure
     g_thr, g_beta, g_kept, g_elim = kernels.gradient(
         extended, problem.category, fixed, system, k_codes, e_codes, pair_code, loading_kept, loading_elim,
@@ -834,22 +842,31 @@ class _Layout:
         start = self.n_thr + self.n_beta
         return {name: start + i * self.n_chol for i, name in enumerate(self.names)}
 
+    @property
+    def _flat_positions(self):
+        # Where the packed Cholesky elements (diagonal, then lower) sit in a raveled q x q block;
+        # computed once, since unpack and pack run at every evaluation.
+        positions = getattr(self, "_positions_cache", None)
+        if positions is None:
+            positions = np.concatenate([np.arange(self.q) * (self.q + 1), self.lower_rows * self.q + self.lower_cols])
+            self._positions_cache = positions
+        return positions
+
     def unpack(self, vector):
         thresholds = vector[:self.n_thr]
         beta = vector[self.n_thr:self.n_thr + self.n_beta]
+        positions = self._flat_positions
         cholesky = {}
         for name, offset in self.cholesky_offsets().items():
-            block = np.zeros((self.q, self.q))
-            block[np.arange(self.q), np.arange(self.q)] = vector[offset:offset + self.q]
-            block[self.lower_rows, self.lower_cols] = vector[offset + self.q:offset + self.n_chol]
-            cholesky[name] = block
+            block = np.zeros(self.q * self.q)
+            block[positions] = vector[offset:offset + self.n_chol]
+            cholesky[name] = block.reshape(self.q, self.q)
         return thresholds, beta, cholesky
 
     def pack(self, thresholds, beta, cholesky_parts):
+        positions = self._flat_positions
         parts = [np.asarray(thresholds, float), np.asarray(beta, float)]
-        for name in self.names:
-            block = cholesky_parts[name]
-            parts += [np.diag(block), block[self.lower_rows, self.lower_cols]]
+        parts += [np.asarray(cholesky_parts[name]).reshape(-1)[positions] for name in self.names]
         return np.concatenate(parts)
 
     def diagonal_mask(self):
@@ -1055,9 +1072,22 @@ def _starting_values(problem: _Problem, layout: _Layout) -> np.ndarray:
     start = np.concatenate([np.log(cumulative / (1 - cumulative)), np.zeros(layout.n_beta)])
     n_thr = layout.n_thr
 
+    kernels = _accelerator()
+
     def fixed_only_nll(packed):
         thresholds = packed[0] + np.concatenate([[0.0], np.cumsum(np.exp(packed[1:n_thr]))])
         beta_full = np.concatenate([[0.0], packed[n_thr:]])
+        if kernels is not None:
+            value, g_thr, g_systems = kernels.fixed_only(
+                np.concatenate([[-np.inf], thresholds, [np.inf]]), problem.category,
+                beta_full[problem.system_code], problem.system_code, n_thr, problem.n_systems)
+            if not np.isfinite(value):
+                return 1e300, np.zeros_like(packed)
+            g_packed = np.concatenate([g_thr, g_systems[1:]])
+            tail_sums = np.cumsum(g_thr[::-1])[::-1]
+            g_packed[0] = g_thr.sum()
+            g_packed[1:n_thr] = np.exp(packed[1:n_thr]) * tail_sums[1:]
+            return value, g_packed
         try:
             terms = _observation_terms(problem, thresholds, beta_full[problem.system_code], third_order=True)
         except ModeSearchError:
