@@ -57,16 +57,42 @@ def linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, uk, ue, n_k, eta):
 
 
 @njit(cache=True)
+def _pair_from(e, nonnegative):
+    """(logistic(x), logistic(-x)) from e = exp(-|x|) and the sign of x."""
+    if nonnegative:
+        return 1.0 / (1.0 + e), e / (1.0 + e)
+    return e / (1.0 + e), 1.0 / (1.0 + e)
+
+
+# Below this |eta| and |threshold|, exp(theta - eta) is formed as exp(theta) * exp(-eta) (one exp per
+# observation instead of two; the same relative accuracy), far from overflow or underflow.
+_PRODUCT_RANGE = 300.0
+
+
+@njit(cache=True)
 def observation_terms(thresholds_extended, category, eta, g, w):
     """Fill g, w (first two derivatives of -log p in eta); return -sum log p (inf on underflow)."""
     n = eta.shape[0]
+    exp_pos, exp_neg = np.exp(thresholds_extended), np.exp(-thresholds_extended)
+    products = True
+    for j in range(1, thresholds_extended.shape[0] - 1):
+        if abs(thresholds_extended[j]) > _PRODUCT_RANGE:
+            products = False
     total = 0.0
     for i in range(n):
         c = category[i]
-        a_up = thresholds_extended[c + 1] - eta[i]
-        a_lo = thresholds_extended[c] - eta[i]
-        F_up, G_up = _logistic_pair(a_up)
-        F_lo, G_lo = _logistic_pair(a_lo)
+        x = eta[i]
+        a_up = thresholds_extended[c + 1] - x
+        a_lo = thresholds_extended[c] - x
+        if products and abs(x) < _PRODUCT_RANGE:
+            exp_x = np.exp(x)
+            inverse = 1.0 / exp_x
+            e_up = exp_neg[c + 1] * exp_x if a_up >= 0 else exp_pos[c + 1] * inverse
+            e_lo = exp_neg[c] * exp_x if a_lo >= 0 else exp_pos[c] * inverse
+        else:
+            e_up, e_lo = np.exp(-abs(a_up)), np.exp(-abs(a_lo))
+        F_up, G_up = _pair_from(e_up, a_up >= 0)
+        F_lo, G_lo = _pair_from(e_lo, a_lo >= 0)
         if a_up + a_lo > 0:  # both large: difference the upper tails (clmm.py does the same)
             p = G_lo - G_up
         else:
