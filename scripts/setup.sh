@@ -35,6 +35,6 @@ want="$(cat pyproject.toml requirements-r.txt 2>/dev/null | sha256sum | cut -c1-
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || ! "$venv/bin/python" -c 'import simdesign' 2>/dev/null; then
   echo "[setup] installing simdesign and its Python dependencies into $venv"
   "$venv/bin/python" -m pip install --quiet --upgrade pip
-  "$venv/bin/python" -m pip install --quiet -e ".[test]"
+  "$venv/bin/python" -m pip install --quiet -e ".[test,fast]"
   echo "$want" > "$stamp"
 fi

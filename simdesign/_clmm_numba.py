@@ -59,9 +59,10 @@ def linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, uk, ue, n_k, eta):
 @njit(cache=True)
 def _pair_from(e, nonnegative):
     """(logistic(x), logistic(-x)) from e = exp(-|x|) and the sign of x."""
+    r = 1.0 / (1.0 + e)
     if nonnegative:
-        return 1.0 / (1.0 + e), e / (1.0 + e)
-    return e / (1.0 + e), 1.0 / (1.0 + e)
+        return r, e * r
+    return e * r, r
 
 
 # Below this |eta| and |threshold|, exp(theta - eta) is formed as exp(theta) * exp(-eta) (one exp per
@@ -97,13 +98,14 @@ def observation_terms(thresholds_extended, category, eta, g, w):
             p = G_lo - G_up
         else:
             p = F_up - F_lo
-        if not (p > 0.0) or not np.isfinite(p):
+        if not (p > 0.0):  # also catches nan; a finite difference of probabilities is at most 1
             return np.inf
+        inverse_p = 1.0 / p
         f_up, f_lo = F_up * G_up, F_lo * G_lo
         s_up, s_lo = f_up * (G_up - F_up), f_lo * (G_lo - F_lo)
-        gi = (f_up - f_lo) / p
+        gi = (f_up - f_lo) * inverse_p
         g[i] = gi
-        w[i] = gi * gi - (s_up - s_lo) / p
+        w[i] = gi * gi - (s_up - s_lo) * inverse_p
         total -= np.log(p)
     return total
 
