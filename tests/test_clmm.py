@@ -193,6 +193,16 @@ def test_compiled_kernels_give_the_numpy_value_and_gradient(dataset, structure):
     assert values[True][0] == pytest.approx(values[False][0], rel=1e-12)
     np.testing.assert_allclose(values[True][1], values[False][1], rtol=1e-8,
                                atol=1e-8 * np.abs(values[False][1]).max())
+    # Where probabilities underflow, both paths fail the same way (the optimiser then backs off).
+    hopeless = point.copy()
+    hopeless[layout.n_thr:layout.n_thr + layout.n_beta] = 800.0
+    for compiled in (False, True):
+        clmm.set_accelerator(compiled)
+        try:
+            with pytest.raises(clmm.ModeSearchError, match="underflow"):
+                clmm._Objective(problem, layout).natural(hopeless)
+        finally:
+            clmm.set_accelerator(True)
 
 
 # ------------------------------------------------------------------------------------------------
