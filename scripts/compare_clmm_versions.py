@@ -21,7 +21,7 @@ flat direction leaves parameters uncertain to about 1e-3 in either version).
 
 Usage::
 
-    PYTHONPATH=. .venv/bin/python scripts/compare_clmm_versions.py [--datasets 200] [--numpy] [--detail]
+    PYTHONPATH=. .venv/bin/python scripts/compare_clmm_versions.py [--datasets 200] [--numpy] [--detail] [--control]
 
 ``--numpy`` runs the new code without its compiled kernels (numba), to check
 the numpy path too.
@@ -144,6 +144,9 @@ def main() -> int:
     parser.add_argument("--datasets", type=int, default=50, help="simulated Figure-5/7 data sets")
     parser.add_argument("--numpy", action="store_true", help="run the new code without numba")
     parser.add_argument("--detail", action="store_true", help="print every fit")
+    parser.add_argument("--control", action="store_true",
+                        help="also refit with the old code on the rows in another order (the same likelihood, "
+                             "other rounding) and print old vs old-reordered: the reproducibility floor")
     args = parser.parse_args()
     accelerated = clmm.set_accelerator(not args.numpy)
     print(f"new code: {'compiled kernels (numba)' if accelerated else 'numpy'}; old code: scripts/_clmm_baseline.py")
@@ -158,6 +161,12 @@ def main() -> int:
                 new, new_cpu = timed_fit(clmm, frame, structure, reference)
                 row = {"group": group, "name": name, "structure": structure, **compare(old, new),
                        "old_cpu": old_cpu, "new_cpu": new_cpu}
+                if args.control:
+                    order = np.random.default_rng(0).permutation(len(frame))
+                    reordered, _ = timed_fit(baseline, frame.iloc[order].reset_index(drop=True), structure, reference)
+                    control = compare(old, reordered)
+                    row["control_parameter_diff"] = control["parameter_diff"]
+                    row["control_loglik_diff"] = abs(control["loglik_deficit"])
                 rows.append(row)
                 if args.detail:
                     print(f"  {name:45s} {structure:10s} deficit {row['loglik_deficit']:+.1e} "
@@ -165,6 +174,13 @@ def main() -> int:
                           f"grad {row['max_gradient']:.1e} {row['old_status']}/{row['new_status']} "
                           f"{old_cpu:.3f}s -> {new_cpu:.3f}s", flush=True)
     table = pd.DataFrame(rows)
+    if args.control:
+        for group, part in table.groupby("group", sort=False):
+            print(f"{group:10s} control, old vs old on reordered rows: max param diff "
+                  f"{part['control_parameter_diff'].max():.2e}, max |loglik diff| {part['control_loglik_diff'].max():.2e}; "
+                  f"fits where new-vs-old exceeds {PARAMETER_TOLERANCE:g}: "
+                  f"{int((part['parameter_diff'] > PARAMETER_TOLERANCE).sum())}, of which the control also does: "
+                  f"{int(((part['parameter_diff'] > PARAMETER_TOLERANCE) & (part['control_parameter_diff'] > PARAMETER_TOLERANCE)).sum())}")
     ok = all([summarise(group, part) for group, part in table.groupby("group", sort=False)])
     ok = summarise("all", table) and ok
     return 0 if ok else 1
