@@ -679,7 +679,31 @@ def _accelerator():
             except ImportError:
                 module = None
         _kernels = module
+        if module is not None:
+            _check_kernels()
     return _kernels
+
+
+def _check_kernels() -> None:
+    """Compile (or load from numba's cache) every kernel on a tiny problem; fall back to numpy if that fails.
+
+    numba compiles on first call, so a numba that cannot compile these kernels
+    (an incompatible version) would otherwise fail in the middle of a user's
+    fit; here it costs one warning and the numpy code instead.
+    """
+    global _kernels
+    rows = [(a, d, system, (a + 2 * d + k) % 3) for a in range(2) for d in range(3) for k, system in enumerate("xy")]
+    frame = pd.DataFrame(rows, columns=["annotator", "document", "system", "score"])
+    try:
+        for structure in ("maximal", "paper"):
+            problem = _prepare(frame.assign(annotator=0) if structure == "paper" else frame, structure, "x")
+            layout = _Layout(problem)
+            _Objective(problem, layout).natural(_starting_values(problem, layout))
+    except Exception as exc:  # noqa: BLE001 - any failure of the optional accelerator means: do without it
+        import warnings
+        warnings.warn(f"simdesign.clmm: the compiled kernels failed ({type(exc).__name__}: {exc}); "
+                      "fitting with numpy instead (slower)", RuntimeWarning, stacklevel=3)
+        _kernels = None
 
 
 def set_accelerator(enabled: bool) -> bool:

@@ -205,6 +205,23 @@ def test_compiled_kernels_give_the_numpy_value_and_gradient(dataset, structure):
             clmm.set_accelerator(True)
 
 
+def test_failing_compiled_kernels_fall_back_to_numpy_with_a_warning(monkeypatch, small_frame):
+    pytest.importorskip("numba")
+    from simdesign import _clmm_numba
+
+    def broken(*args, **kwargs):
+        raise TypeError("simulated compilation failure")
+
+    monkeypatch.setattr(_clmm_numba, "mode_search", broken)
+    try:
+        with pytest.warns(RuntimeWarning, match="numpy instead"):
+            assert not clmm.set_accelerator(True)
+        assert clmm.fit(small_frame, "intercepts").status in ("ok", "singular")
+    finally:
+        monkeypatch.undo()
+        clmm.set_accelerator(True)
+
+
 # ------------------------------------------------------------------------------------------------
 # Behaviour
 # ------------------------------------------------------------------------------------------------
