@@ -74,6 +74,6 @@ PY
   then
     "$venv/bin/python" -m pip uninstall --quiet --yes simdesign
   fi
-  "$venv/bin/python" -m pip install --quiet -e ".[test]"
+  "$venv/bin/python" -m pip install --quiet -e ".[test,fast]"
   echo "$want" > "$stamp"
 fi

@@ -30,6 +30,15 @@ Why it is fast (about 0.3 s of CPU for the maximal model on the paper's
   mode, below) and reuses the factorisation at the mode.
 - L-BFGS-B with a long history (``maxcor=50``) handles the bounds on the
   Cholesky diagonals.
+- With numba installed (the ``fast`` extra), the mode search, factorisation
+  and gradient run as compiled loops (``simdesign/_clmm_numba.py``): the same
+  algorithm and results (to rounding), about four to five times faster per
+  fit, because numpy's per-call overhead on thousands of tiny blocks is gone.
+  The random-effects design row depends on the system only, so the kernels
+  use per-system loadings ``Z_s L`` and sum weights by (level, system) before
+  forming the q x q blocks. ``SIMDESIGN_CLMM_NUMBA=0`` (or
+  :func:`set_accelerator`) switches back to the numpy code. The first fit in
+  a fresh installation compiles the kernels (tens of seconds, cached on disk).
 
 The fixed-effect covariance comes from the inverse Hessian of the Laplace
 negative log-likelihood in (thresholds, fixed effects, Cholesky elements),
@@ -69,6 +78,7 @@ True
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -165,6 +175,7 @@ class _Problem:
     couple_by_eliminated: sparse.csr_matrix | None = None  # n_eliminated x n_couples
     schur_groups: list = field(default_factory=list)  # _ComponentGroup: the Schur complement's diagonal blocks
     n_couples: int = 0
+    compiled: object = None  # _CompiledArrays, built on first use by the compiled kernels
 
     @property
     def n_obs(self) -> int:
@@ -309,28 +320,34 @@ def _prepare(judgements: pd.DataFrame, structure, reference) -> _Problem:
 
 def _prepare_pairs(problem: _Problem) -> None:
     """Index the (kept, eliminated) level pairs that couple the two factors in the Hessian."""
-    kept, elim, q = problem.kept, problem.eliminated, problem.q
+    kept, elim = problem.kept, problem.eliminated
     pair_key = kept.codes * elim.n_levels + elim.codes
     unique_keys, pair_code = np.unique(pair_key, return_inverse=True)
     pair_kept, pair_elim = unique_keys // elim.n_levels, unique_keys % elim.n_levels
-    n_pairs = len(unique_keys)
+    # Couples: every ordered pair (p1, p2) of pairs that share an eliminated level, level by level.
     order = np.argsort(pair_elim, kind="stable")
-    starts = np.searchsorted(pair_elim[order], np.arange(elim.n_levels + 1))
-    first, second = [], []
-    for level in range(elim.n_levels):
-        members = order[starts[level]:starts[level + 1]]
-        first.append(np.repeat(members, len(members)))
-        second.append(np.tile(members, len(members)))
-    first, second = np.concatenate(first), np.concatenate(second)
+    per_level = np.bincount(pair_elim, minlength=elim.n_levels)
+    level_start = np.concatenate([[0], np.cumsum(per_level)[:-1]])
+    repeats = per_level[pair_elim[order]]
+    first = np.repeat(order, repeats)
+    within = np.arange(len(first)) - np.repeat(np.cumsum(repeats) - repeats, repeats)
+    second = order[np.repeat(level_start[pair_elim[order]], repeats) + within]
     problem.pair_code = pair_code
     problem.pair_kept, problem.pair_eliminated = pair_kept, pair_elim
-    problem.pair_indicator = _indicator(pair_code, n_pairs)
     problem.pairs_by_kept = _indicator(pair_kept, kept.n_levels)
     problem.pairs_by_eliminated = _indicator(pair_elim, elim.n_levels)
     problem.couple_first, problem.couple_second = first, second
     problem.n_couples = len(first)
-    problem.couple_by_first = _indicator(first, n_pairs)
-    problem.couple_by_eliminated = _indicator(pair_elim[first], elim.n_levels)
+
+
+def _prepare_numpy_structures(problem: _Problem) -> None:
+    """The sparse sums and component batches of the numpy code (the compiled kernels do without them)."""
+    if problem.kept is None or problem.pair_indicator is not None:
+        return
+    n_pairs, elim = len(problem.pair_kept), problem.eliminated
+    problem.pair_indicator = _indicator(problem.pair_code, n_pairs)
+    problem.couple_by_first = _indicator(problem.couple_first, n_pairs)
+    problem.couple_by_eliminated = _indicator(problem.pair_eliminated[problem.couple_first], elim.n_levels)
     problem.schur_groups = _component_groups(problem)
 
 
@@ -578,6 +595,10 @@ def _mode(problem: _Problem, thresholds, beta_full, cholesky, start: dict, previ
     each costs a solve instead of a factorisation, and from a warm start they
     usually leave a single Newton step (or none) to do.
     """
+    kernels = _accelerator()
+    if kernels is not None:
+        return _mode_compiled(kernels, problem, thresholds, beta_full, cholesky, start, previous)
+    _prepare_numpy_structures(problem)
     fixed = _fixed_part(problem, beta_full)
     loadings = {f.name: problem.z @ cholesky[f.name] for f in problem.factors}
 
@@ -650,6 +671,9 @@ def _laplace(problem: _Problem, thresholds, beta, cholesky, start: dict, with_gr
     result = _Laplace(nll=float(nll), mode=u, inner_iterations=iterations, factorisation=fact)
     if not with_gradient:
         return result
+    if isinstance(fact, _CompiledFactorisation):
+        result.gradient = _gradient_compiled(_accelerator(), problem, thresholds, beta_full, u, fact)
+        return result
     # Implicit-function gradient of f(u(phi), phi) + 0.5 log det H(u(phi), phi): the module's Notes.
     eta = _fixed_part(problem, beta_full)
     for f in problem.factors:
@@ -674,6 +698,197 @@ def _laplace(problem: _Problem, thresholds, beta, cholesky, start: dict, with_gr
         grad_cholesky[f.name] = np.tril(problem.z.T @ per_obs)
     result.gradient = (np.asarray(grad_thresholds), np.asarray(grad_beta), grad_cholesky)
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# The compiled kernels (optional): simdesign._clmm_numba
+# ---------------------------------------------------------------------------------------------
+
+_UNSET = object()
+_kernels = _UNSET
+
+
+def _accelerator():
+    """The compiled kernels when numba is installed (and ``SIMDESIGN_CLMM_NUMBA`` is not 0), else None.
+
+    Imported lazily so that users who never fit the mixed model, or who lack
+    numba, need not have it; without it the numpy code below runs (same
+    algorithm, several times slower).
+    """
+    global _kernels
+    if _kernels is _UNSET:
+        module = None
+        if os.environ.get("SIMDESIGN_CLMM_NUMBA", "1") != "0":
+            try:
+                from simdesign import _clmm_numba as module
+            except ImportError:
+                module = None
+        _kernels = module
+        if module is not None:
+            _check_kernels()
+    return _kernels
+
+
+def _check_kernels() -> None:
+    """Compile (or load from numba's cache) every kernel on a tiny problem; fall back to numpy if that fails.
+
+    numba compiles on first call, so a numba that cannot compile these kernels
+    (an incompatible version) would otherwise fail in the middle of a user's
+    fit; here it costs one warning and the numpy code instead.
+    """
+    global _kernels
+    rows = [(a, d, system, (a + 2 * d + k) % 3) for a in range(2) for d in range(3) for k, system in enumerate("xy")]
+    frame = pd.DataFrame(rows, columns=["annotator", "document", "system", "score"])
+    try:
+        for structure in ("maximal", "paper"):
+            problem = _prepare(frame.assign(annotator=0) if structure == "paper" else frame, structure, "x")
+            layout = _Layout(problem)
+            _Objective(problem, layout).natural(_starting_values(problem, layout))
+    except Exception as exc:  # noqa: BLE001 - any failure of the optional accelerator means: do without it
+        import warnings
+        warnings.warn(f"simdesign.clmm: the compiled kernels failed ({type(exc).__name__}: {exc}); "
+                      "fitting with numpy instead (slower)", RuntimeWarning, stacklevel=3)
+        _kernels = None
+
+
+def set_accelerator(enabled: bool) -> bool:
+    """Switch the compiled kernels on (if numba is importable) or off; returns whether they are on.
+
+    For benchmarks and tests that compare the two code paths in one process.
+    """
+    global _kernels
+    _kernels = _UNSET
+    if not enabled:
+        _kernels = None
+    return _accelerator() is not None
+
+
+@dataclass
+class _CompiledArrays:
+    """The problem's index arrays in the form the kernels take (see simdesign/_clmm_numba.py)."""
+
+    structure: tuple  # system, k_codes, e_codes, pair_code
+    blocks: tuple  # pair_kept ... comp_member_start
+    n_k: int
+    n_e: int
+    z_kept: np.ndarray  # S x q_k: each system's random-effects design row (a zero column without a kept term)
+    z_elim: np.ndarray
+    schur_size: int
+    n_pairs: int
+
+
+@dataclass
+class _CompiledFactorisation:
+    log_det: float
+    d_inverse: np.ndarray
+    c_pairs: np.ndarray
+    x_pairs: np.ndarray
+    schur_inverse: np.ndarray
+    loadings: tuple = ()  # (kept, eliminated) per-system loadings Z L the factorisation was made with
+    inputs: tuple = ()  # (extended thresholds, fixed part of eta) it was made with, reused by the gradient
+
+
+def _compiled_arrays(problem: _Problem) -> _CompiledArrays:
+    if problem.compiled is not None:
+        return problem.compiled
+    n, n_systems = problem.n_obs, problem.n_systems
+    system_z = np.zeros((n_systems, problem.q))
+    system_z[problem.system_code] = problem.z  # the design row depends on the system only
+    elim, kept = problem.eliminated, problem.kept
+    empty = np.zeros(0, np.int64)
+    if kept is None:
+        structure = (problem.system_code, np.zeros(n, np.int64), elim.codes, np.zeros(n, np.int64))
+        blocks = (empty,) * 10
+        z_kept, n_k, schur_size, n_pairs = np.zeros((n_systems, 1)), 0, 0, 0
+    else:
+        kept_by_elim = problem.pairs_by_kept @ problem.pairs_by_eliminated.T
+        n_components, component = csgraph.connected_components(kept_by_elim @ kept_by_elim.T, directed=False)
+        members = np.argsort(component, kind="stable")
+        sizes = np.bincount(component, minlength=n_components)
+        member_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        local = np.empty(kept.n_levels, np.int64)
+        local[members] = np.arange(kept.n_levels) - np.repeat(member_start, sizes)
+        widths = sizes * problem.q
+        offsets = np.concatenate([[0], np.cumsum(widths * widths)[:-1]])
+        structure = (problem.system_code, kept.codes, elim.codes, problem.pair_code.astype(np.int64))
+        blocks = (problem.pair_kept.astype(np.int64), problem.pair_eliminated.astype(np.int64),
+                  problem.couple_first.astype(np.int64), problem.couple_second.astype(np.int64), local,
+                  component.astype(np.int64), offsets.astype(np.int64), sizes.astype(np.int64),
+                  members.astype(np.int64), member_start.astype(np.int64))
+        z_kept, n_k = system_z, kept.n_levels
+        schur_size, n_pairs = int((widths * widths).sum()), len(problem.pair_kept)
+    problem.compiled = _CompiledArrays(structure=structure, blocks=blocks, n_k=n_k, n_e=elim.n_levels,
+                                       z_kept=z_kept, z_elim=system_z, schur_size=schur_size, n_pairs=n_pairs)
+    return problem.compiled
+
+
+def _compiled_loadings(problem: _Problem, arrays: _CompiledArrays, cholesky: dict):
+    kept = problem.kept
+    loading_kept = arrays.z_kept @ cholesky[kept.name] if kept is not None else arrays.z_kept
+    return np.ascontiguousarray(loading_kept), np.ascontiguousarray(arrays.z_elim @ cholesky[problem.eliminated.name])
+
+
+def _mode_compiled(kernels, problem: _Problem, thresholds, beta_full, cholesky, start: dict, previous):
+    """_mode through the compiled kernels: the same algorithm, the same return values."""
+    arrays = _compiled_arrays(problem)
+    elim, kept = problem.eliminated, problem.kept
+    loading_kept, loading_elim = _compiled_loadings(problem, arrays, cholesky)
+    q_k, q_e = loading_kept.shape[1], loading_elim.shape[1]
+    u_kept = start[kept.name].copy() if kept is not None else np.zeros((0, q_k))
+    u_elim = start[elim.name].copy()
+    fact = _CompiledFactorisation(log_det=float("nan"), d_inverse=np.empty((arrays.n_e, q_e, q_e)),
+                                  c_pairs=np.empty((arrays.n_pairs, q_k, q_e)),
+                                  x_pairs=np.empty((arrays.n_pairs, q_k, q_e)),
+                                  schur_inverse=np.empty(arrays.schur_size))
+    use_previous = isinstance(previous, _CompiledFactorisation)
+    old = previous if use_previous else fact
+    n = problem.n_obs
+    g, w = np.empty(n), np.empty(n)
+    extended = np.concatenate([[-np.inf], np.asarray(thresholds, float), [np.inf]])
+    fixed = np.ascontiguousarray(beta_full[problem.system_code], dtype=float)
+    system, k_codes, e_codes, pair_code = arrays.structure
+    status, value, log_det, iterations, max_grad = kernels.mode_search(
+        extended, problem.category, fixed, system, k_codes, e_codes, pair_code, loading_kept, loading_elim,
+        arrays.n_k, arrays.n_e, *arrays.blocks, u_kept, u_elim,
+        use_previous, old.d_inverse, old.c_pairs, old.x_pairs, old.schur_inverse,
+        fact.d_inverse, fact.c_pairs, fact.x_pairs, fact.schur_inverse, g, w,
+        INNER_GRADIENT_TOLERANCE, INNER_MAX_ITERATIONS, CHORD_STEPS, CHORD_MIN_REDUCTION)
+    if status == kernels.UNDERFLOW:
+        raise ModeSearchError("a category probability underflowed to zero")
+    if status == kernels.NOT_POSITIVE_DEFINITE:
+        raise np.linalg.LinAlgError("Matrix is not positive definite")
+    if status == kernels.NO_MODE:
+        raise ModeSearchError(f"no random-effects mode after {iterations} Newton steps (max|grad| {max_grad:.2g})")
+    if status == kernels.HALVING_FAILED:
+        raise ModeSearchError(f"Newton step halving failed (max|grad| {max_grad:.2g})")
+    fact.log_det = float(log_det)
+    fact.loadings = (loading_kept, loading_elim)
+    fact.inputs = (extended, fixed)
+    u = {elim.name: u_elim}
+    if kept is not None:
+        u[kept.name] = u_kept
+    terms = _ObservationTerms(log_prob=None, g=g, w=w)
+    loadings = {elim.name: loading_elim}
+    if kept is not None:
+        loadings[kept.name] = loading_kept
+    return u, float(value), terms, fact, loadings, int(iterations)
+
+
+def _gradient_compiled(kernels, problem: _Problem, thresholds, beta_full, u: dict, fact: _CompiledFactorisation):
+    arrays = _compiled_arrays(problem)
+    elim, kept = problem.eliminated, problem.kept
+    loading_kept, loading_elim = fact.loadings
+    u_kept = u[kept.name] if kept is not None else np.zeros((0, loading_kept.shape[1]))
+    extended, fixed = fact.inputs
+    system, k_codes, e_codes, pair_code = arrays.structure
+    g_thr, g_beta, g_kept, g_elim = kernels.gradient(
+        extended, problem.category, fixed, system, k_codes, e_codes, pair_code, loading_kept, loading_elim,
+        arrays.z_kept, arrays.z_elim, arrays.n_k, arrays.n_e, *arrays.blocks, u_kept, u[elim.name],
+        fact.d_inverse, fact.c_pairs, fact.x_pairs, fact.schur_inverse, problem.n_thresholds, problem.n_systems)
+    grad_cholesky = {elim.name: g_elim}  # lower triangular already
+    if kept is not None:
+        grad_cholesky[kept.name] = g_kept
+    return g_thr, g_beta[1:], grad_cholesky
 
 
 # ---------------------------------------------------------------------------------------------
@@ -705,22 +920,31 @@ class _Layout:
         start = self.n_thr + self.n_beta
         return {name: start + i * self.n_chol for i, name in enumerate(self.names)}
 
+    @property
+    def _flat_positions(self):
+        # Where the packed Cholesky elements (diagonal, then lower) sit in a raveled q x q block;
+        # computed once, since unpack and pack run at every evaluation.
+        positions = getattr(self, "_positions_cache", None)
+        if positions is None:
+            positions = np.concatenate([np.arange(self.q) * (self.q + 1), self.lower_rows * self.q + self.lower_cols])
+            self._positions_cache = positions
+        return positions
+
     def unpack(self, vector):
         thresholds = vector[:self.n_thr]
         beta = vector[self.n_thr:self.n_thr + self.n_beta]
+        positions = self._flat_positions
         cholesky = {}
         for name, offset in self.cholesky_offsets().items():
-            block = np.zeros((self.q, self.q))
-            block[np.arange(self.q), np.arange(self.q)] = vector[offset:offset + self.q]
-            block[self.lower_rows, self.lower_cols] = vector[offset + self.q:offset + self.n_chol]
-            cholesky[name] = block
+            block = np.zeros(self.q * self.q)
+            block[positions] = vector[offset:offset + self.n_chol]
+            cholesky[name] = block.reshape(self.q, self.q)
         return thresholds, beta, cholesky
 
     def pack(self, thresholds, beta, cholesky_parts):
+        positions = self._flat_positions
         parts = [np.asarray(thresholds, float), np.asarray(beta, float)]
-        for name in self.names:
-            block = cholesky_parts[name]
-            parts += [np.diag(block), block[self.lower_rows, self.lower_cols]]
+        parts += [np.asarray(cholesky_parts[name]).reshape(-1)[positions] for name in self.names]
         return np.concatenate(parts)
 
     def diagonal_mask(self):
@@ -948,9 +1172,22 @@ def _starting_values(problem: _Problem, layout: _Layout) -> np.ndarray:
     start = np.concatenate([np.log(cumulative / (1 - cumulative)), np.zeros(layout.n_beta)])
     n_thr = layout.n_thr
 
+    kernels = _accelerator()
+
     def fixed_only_nll(packed):
         thresholds = packed[0] + np.concatenate([[0.0], np.cumsum(np.exp(packed[1:n_thr]))])
         beta_full = np.concatenate([[0.0], packed[n_thr:]])
+        if kernels is not None:
+            value, g_thr, g_systems = kernels.fixed_only(
+                np.concatenate([[-np.inf], thresholds, [np.inf]]), problem.category,
+                beta_full[problem.system_code], problem.system_code, n_thr, problem.n_systems)
+            if not np.isfinite(value):
+                return 1e300, np.zeros_like(packed)
+            g_packed = np.concatenate([g_thr, g_systems[1:]])
+            tail_sums = np.cumsum(g_thr[::-1])[::-1]
+            g_packed[0] = g_thr.sum()
+            g_packed[1:n_thr] = np.exp(packed[1:n_thr]) * tail_sums[1:]
+            return value, g_packed
         try:
             terms = _observation_terms(problem, thresholds, beta_full[problem.system_code], third_order=True)
         except ModeSearchError:

@@ -120,8 +120,18 @@ def test_laplace_loglik_equals_ordinals_at_the_same_parameters(entry, r_loglik):
 # The analytic gradient
 # ------------------------------------------------------------------------------------------------
 
+@pytest.fixture(params=["numpy", "compiled"])
+def code_path(request):
+    """Run a test on the numpy code and on the compiled kernels (skipped without numba)."""
+    if request.param == "compiled":
+        pytest.importorskip("numba")
+    clmm.set_accelerator(request.param == "compiled")
+    yield request.param
+    clmm.set_accelerator(True)
+
+
 @pytest.mark.parametrize("structure", ["maximal", "intercepts"])
-def test_analytic_gradient_matches_finite_differences(small_frame, structure):
+def test_analytic_gradient_matches_finite_differences(small_frame, structure, code_path):
     problem = clmm._prepare(small_frame, structure, "__REFERENCE__")
     layout = clmm._Layout(problem)
     objective = clmm._Objective(problem, layout)
@@ -139,7 +149,7 @@ def test_analytic_gradient_matches_finite_differences(small_frame, structure):
     np.testing.assert_allclose(gradient, numeric, atol=1e-5 * max(1.0, np.abs(numeric).max()))
 
 
-def test_laplace_value_matches_dense_computation(small_frame):
+def test_laplace_value_matches_dense_computation(small_frame, code_path):
     """The structured (Schur complement, per-component) log-determinant equals a dense one."""
     problem = clmm._prepare(small_frame, "maximal", "__REFERENCE__")
     layout = clmm._Layout(problem)
@@ -158,6 +168,58 @@ def test_laplace_value_matches_dense_computation(small_frame):
     design = np.hstack(blocks)
     hessian = np.eye(design.shape[1]) + design.T @ (terms.w[:, None] * design)
     assert fact.log_det == pytest.approx(np.linalg.slogdet(hessian)[1], rel=1e-10)
+
+
+@pytest.mark.parametrize("dataset, structure", [("sim_coherence_block", "maximal"), ("sim_coherence_block", "intercepts"),
+                                                ("sim_coherence_nested", "paper")])
+def test_compiled_kernels_give_the_numpy_value_and_gradient(dataset, structure):
+    """The compiled kernels compute the numpy code's Laplace value and gradient at an arbitrary point.
+
+    Covers two random-effects terms (with the Schur complement) and one term (the nested design).
+    """
+    pytest.importorskip("numba")
+    problem = clmm._prepare(load_frame(dataset), structure, "__REFERENCE__")
+    layout = clmm._Layout(problem)
+    rng = np.random.default_rng(5)
+    point = clmm._starting_values(problem, layout) + 0.3 * rng.standard_normal(layout.size)
+    point[:layout.n_thr] = np.sort(point[:layout.n_thr])
+    values = {}
+    for compiled in (False, True):
+        clmm.set_accelerator(compiled)
+        try:
+            values[compiled] = clmm._Objective(problem, layout).natural(point)
+        finally:
+            clmm.set_accelerator(True)
+    assert values[True][0] == pytest.approx(values[False][0], rel=1e-12)
+    np.testing.assert_allclose(values[True][1], values[False][1], rtol=1e-8,
+                               atol=1e-8 * np.abs(values[False][1]).max())
+    # Where probabilities underflow, both paths fail the same way (the optimiser then backs off).
+    hopeless = point.copy()
+    hopeless[layout.n_thr:layout.n_thr + layout.n_beta] = 800.0
+    for compiled in (False, True):
+        clmm.set_accelerator(compiled)
+        try:
+            with pytest.raises(clmm.ModeSearchError, match="underflow"):
+                clmm._Objective(problem, layout).natural(hopeless)
+        finally:
+            clmm.set_accelerator(True)
+
+
+def test_failing_compiled_kernels_fall_back_to_numpy_with_a_warning(monkeypatch, small_frame):
+    pytest.importorskip("numba")
+    from simdesign import _clmm_numba
+
+    def broken(*args, **kwargs):
+        raise TypeError("simulated compilation failure")
+
+    monkeypatch.setattr(_clmm_numba, "mode_search", broken)
+    try:
+        with pytest.warns(RuntimeWarning, match="numpy instead"):
+            assert not clmm.set_accelerator(True)
+        assert clmm.fit(small_frame, "intercepts").status in ("ok", "singular")
+    finally:
+        monkeypatch.undo()
+        clmm.set_accelerator(True)
 
 
 # ------------------------------------------------------------------------------------------------

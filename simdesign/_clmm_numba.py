@@ -1,0 +1,608 @@
+"""Compiled kernels of :mod:`simdesign.clmm` (optional: used only when numba is installed).
+
+The same computations as the numpy code in ``clmm.py`` (mode search, the
+structured factorisation of the random-effects Hessian, the Laplace value
+and its implicit-function gradient), written as loops over observations,
+level pairs and blocks. Numpy spends most of a fit in the per-call overhead
+of many small batched operations (5 x 5 inverses, 900 coupling products per
+factorisation on the paper's design); compiled loops do the same arithmetic
+without it, about ten times faster. The algorithm, its tolerances and the
+order of its steps are the numpy code's, so both reach the same optimum
+(to rounding); ``SIMDESIGN_CLMM_NUMBA=0`` switches back to numpy.
+
+Conventions: the random-effects factor with more levels is "eliminated"
+(``e``: its q_e x q_e diagonal blocks are inverted one by one), the other is
+"kept" (``k``: its Schur complement is factorised densely, per connected
+component). With one factor only, ``n_k = 0`` and the kept arrays are empty.
+Loadings are per system: observation i of system s has loading rows
+``Mk[s]``, ``Me[s]`` (the random-effects design depends only on the system).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# Status codes returned to clmm.py, which raises the matching exception.
+OK = 0
+UNDERFLOW = 1  # a category probability underflowed to zero
+NOT_POSITIVE_DEFINITE = 2  # a block of H failed its Cholesky factorisation
+NO_MODE = 3  # no mode after the iteration limit
+HALVING_FAILED = 4  # Newton step halving failed
+
+
+@njit(cache=True)
+def _logistic_pair(x):
+    """(logistic(x), logistic(-x)) without cancellation; exact 0/1 at -inf/+inf."""
+    e = np.exp(-abs(x))
+    if x >= 0:
+        return 1.0 / (1.0 + e), e / (1.0 + e)
+    return e / (1.0 + e), 1.0 / (1.0 + e)
+
+
+@njit(cache=True)
+def linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, uk, ue, n_k, eta):
+    n = fixed.shape[0]
+    qk, qe = Mk.shape[1], Me.shape[1]
+    for i in range(n):
+        s = system[i]
+        value = fixed[i]
+        if n_k > 0:
+            a = k_codes[i]
+            for j in range(qk):
+                value += Mk[s, j] * uk[a, j]
+        d = e_codes[i]
+        for j in range(qe):
+            value += Me[s, j] * ue[d, j]
+        eta[i] = value
+
+
+@njit(cache=True)
+def _pair_from(e, nonnegative):
+    """(logistic(x), logistic(-x)) from e = exp(-|x|) and the sign of x."""
+    r = 1.0 / (1.0 + e)
+    if nonnegative:
+        return r, e * r
+    return e * r, r
+
+
+# Below this |eta| and |threshold|, exp(theta - eta) is formed as exp(theta) * exp(-eta) (one exp per
+# observation instead of two; the same relative accuracy), far from overflow or underflow.
+_PRODUCT_RANGE = 300.0
+
+
+@njit(cache=True)
+def observation_terms(thresholds_extended, category, eta, g, w):
+    """Fill g, w (first two derivatives of -log p in eta); return -sum log p (inf on underflow)."""
+    n = eta.shape[0]
+    exp_pos, exp_neg = np.exp(thresholds_extended), np.exp(-thresholds_extended)
+    products = True
+    for j in range(1, thresholds_extended.shape[0] - 1):
+        if abs(thresholds_extended[j]) > _PRODUCT_RANGE:
+            products = False
+    total = 0.0
+    for i in range(n):
+        c = category[i]
+        x = eta[i]
+        a_up = thresholds_extended[c + 1] - x
+        a_lo = thresholds_extended[c] - x
+        if products and abs(x) < _PRODUCT_RANGE:
+            exp_x = np.exp(x)
+            inverse = 1.0 / exp_x
+            e_up = exp_neg[c + 1] * exp_x if a_up >= 0 else exp_pos[c + 1] * inverse
+            e_lo = exp_neg[c] * exp_x if a_lo >= 0 else exp_pos[c] * inverse
+        else:
+            e_up, e_lo = np.exp(-abs(a_up)), np.exp(-abs(a_lo))
+        F_up, G_up = _pair_from(e_up, a_up >= 0)
+        F_lo, G_lo = _pair_from(e_lo, a_lo >= 0)
+        if a_up + a_lo > 0:  # both large: difference the upper tails (clmm.py does the same)
+            p = G_lo - G_up
+        else:
+            p = F_up - F_lo
+        if not (p > 0.0):  # also catches nan; a finite difference of probabilities is at most 1
+            return np.inf
+        inverse_p = 1.0 / p
+        f_up, f_lo = F_up * G_up, F_lo * G_lo
+        s_up, s_lo = f_up * (G_up - F_up), f_lo * (G_lo - F_lo)
+        gi = (f_up - f_lo) * inverse_p
+        g[i] = gi
+        w[i] = gi * gi - (s_up - s_lo) * inverse_p
+        total -= np.log(p)
+    return total
+
+
+@njit(cache=True)
+def third_order_terms(thresholds_extended, category, eta, g, w, w_prime, dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo):
+    n = eta.shape[0]
+    for i in range(n):
+        c = category[i]
+        a_up = thresholds_extended[c + 1] - eta[i]
+        a_lo = thresholds_extended[c] - eta[i]
+        F_up, G_up = _logistic_pair(a_up)
+        F_lo, G_lo = _logistic_pair(a_lo)
+        if a_up + a_lo > 0:
+            p = G_lo - G_up
+        else:
+            p = F_up - F_lo
+        f_up, f_lo = F_up * G_up, F_lo * G_lo
+        s_up, s_lo = f_up * (G_up - F_up), f_lo * (G_lo - F_lo)
+        c_up, c_lo = f_up * (1.0 - 6.0 * f_up), f_lo * (1.0 - 6.0 * f_lo)
+        gi = (f_up - f_lo) / p
+        d2_over_p = (s_up - s_lo) / p
+        wi = gi * gi - d2_over_p
+        g[i] = gi
+        w[i] = wi
+        w_prime[i] = (c_up - c_lo) / p + 3.0 * gi * wi - gi ** 3
+        dl_up[i] = -f_up / p
+        dl_lo[i] = f_lo / p
+        dg_up[i] = (s_up - gi * f_up) / p
+        dg_lo[i] = (gi * f_lo - s_lo) / p
+        dw_up[i] = 2.0 * gi * dg_up[i] - c_up / p + d2_over_p * f_up / p
+        dw_lo[i] = 2.0 * gi * dg_lo[i] + c_lo / p - d2_over_p * f_lo / p
+
+
+@njit(cache=True)
+def _accumulate_loadings(weights, system, codes, M, out):
+    """out[l] += sum over observations i of level l of weights[i] * M[system[i]] (out pre-filled)."""
+    q = M.shape[1]
+    for i in range(weights.shape[0]):
+        s, l, wi = system[i], codes[i], weights[i]
+        for j in range(q):
+            out[l, j] += wi * M[s, j]
+
+
+@njit(cache=True)
+def _cholesky_inverse(A, inverse, T):
+    """Overwrite A's lower triangle by its Cholesky factor, fill ``inverse`` = A^-1; return log det (nan: not PD).
+
+    T is an m x m workspace (receives L^-1).
+    """
+    m = A.shape[0]
+    log_det = 0.0
+    for j in range(m):
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        if not (s > 0.0):
+            return np.nan
+        d = np.sqrt(s)
+        A[j, j] = d
+        log_det += 2.0 * np.log(d)
+        for i in range(j + 1, m):
+            t = A[i, j]
+            for k in range(j):
+                t -= A[i, k] * A[j, k]
+            A[i, j] = t / d
+    for j in range(m):  # T = L^-1, lower triangular
+        for i in range(j):
+            T[i, j] = 0.0
+        T[j, j] = 1.0 / A[j, j]
+        for i in range(j + 1, m):
+            t = 0.0
+            for k in range(j, i):
+                t -= A[i, k] * T[k, j]
+            T[i, j] = t / A[i, i]
+    for a in range(m):
+        for b in range(a + 1):
+            t = 0.0
+            for k in range(a, m):
+                t += T[k, a] * T[k, b]
+            inverse[a, b] = t
+            inverse[b, a] = t
+    return log_det
+
+
+@njit(cache=True)
+def factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, n_k, n_e, pair_kept, pair_elim,
+              couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
+              d_inverse, c_pairs, x_pairs, schur_inverse):
+    """H = I + M'WM = [[A, C], [C', D]]: fill D^-1, C, X = C D^-1 and the Schur inverses; return log det H."""
+    n = w.shape[0]
+    qk, qe = Mk.shape[1], Me.shape[1]
+    n_systems = Me.shape[0]
+    # Weights summed by (level, system) first: the blocks are sums of per-system outer products.
+    cell_e = np.zeros((n_e, n_systems))
+    for i in range(n):
+        cell_e[e_codes[i], system[i]] += w[i]
+    D = np.zeros((n_e, qe, qe))
+    for d in range(n_e):
+        for s in range(n_systems):
+            weight = cell_e[d, s]
+            if weight == 0.0:
+                continue
+            for a in range(qe):
+                t = weight * Me[s, a]
+                for b in range(a + 1):
+                    D[d, a, b] += t * Me[s, b]
+    log_det = 0.0
+    workspace = np.empty((qe, qe))
+    for d in range(n_e):
+        for a in range(qe):
+            D[d, a, a] += 1.0
+        value = _cholesky_inverse(D[d], d_inverse[d], workspace)
+        if np.isnan(value):
+            return np.nan
+        log_det += value
+    if n_k == 0:
+        return log_det
+    n_pairs = pair_kept.shape[0]
+    cell_k = np.zeros((n_k, n_systems))
+    c_pairs[:] = 0.0
+    for i in range(n):
+        s, p, wi = system[i], pair_code[i], w[i]
+        cell_k[k_codes[i], s] += wi
+        for a in range(qk):
+            t = wi * Mk[s, a]
+            for b in range(qe):
+                c_pairs[p, a, b] += t * Me[s, b]
+    A = np.zeros((n_k, qk, qk))
+    for level in range(n_k):
+        for s in range(n_systems):
+            weight = cell_k[level, s]
+            if weight == 0.0:
+                continue
+            for a in range(qk):
+                t = weight * Mk[s, a]
+                for b in range(a + 1):
+                    A[level, a, b] += t * Mk[s, b]
+    for p in range(n_pairs):
+        d = pair_elim[p]
+        for a in range(qk):
+            for b in range(qe):
+                t = 0.0
+                for k in range(qe):
+                    t += c_pairs[p, a, k] * d_inverse[d, k, b]
+                x_pairs[p, a, b] = t
+    schur = np.zeros(schur_inverse.shape[0])
+    for level in range(n_k):
+        c = comp_of_kept[level]
+        width = comp_size[c] * qk
+        base = comp_offset[c]
+        row0 = local_of_kept[level] * qk
+        for a in range(qk):
+            for b in range(a + 1):
+                schur[base + (row0 + a) * width + row0 + b] += A[level, a, b] + (1.0 if a == b else 0.0)
+    for idx in range(couple_first.shape[0]):
+        p1, p2 = couple_first[idx], couple_second[idx]
+        level1, level2 = pair_kept[p1], pair_kept[p2]
+        c = comp_of_kept[level1]
+        width = comp_size[c] * qk
+        base = comp_offset[c]
+        local1, local2 = local_of_kept[level1], local_of_kept[level2]
+        if local1 < local2:
+            continue  # only the lower triangle is factorised
+        row0, col0 = local1 * qk, local2 * qk
+        for a in range(qk):
+            for b in range(qk if local1 > local2 else a + 1):
+                t = 0.0
+                for k in range(qe):
+                    t += x_pairs[p1, a, k] * c_pairs[p2, b, k]
+                schur[base + (row0 + a) * width + col0 + b] -= t
+    workspace = np.empty((comp_size.max() * qk, comp_size.max() * qk))
+    for c in range(comp_size.shape[0]):
+        width = comp_size[c] * qk
+        base = comp_offset[c]
+        block = schur[base:base + width * width].reshape((width, width))
+        inverse = schur_inverse[base:base + width * width].reshape((width, width))
+        value = _cholesky_inverse(block, inverse, workspace[:width, :width])
+        if np.isnan(value):
+            return np.nan
+        log_det += value
+    return log_det
+
+
+@njit(cache=True)
+def solve(rk, re, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset, comp_size,
+          comp_members, comp_member_start, d_inverse, c_pairs, x_pairs, schur_inverse, xk, xe):
+    """Solve H x = r for the structured H of :func:`factorise`."""
+    n_e, qe = re.shape
+    if n_k == 0:
+        for d in range(n_e):
+            for a in range(qe):
+                t = 0.0
+                for b in range(qe):
+                    t += d_inverse[d, a, b] * re[d, b]
+                xe[d, a] = t
+        return
+    qk = rk.shape[1]
+    moved = rk.copy()
+    for p in range(pair_kept.shape[0]):
+        level, d = pair_kept[p], pair_elim[p]
+        for a in range(qk):
+            t = 0.0
+            for b in range(qe):
+                t += x_pairs[p, a, b] * re[d, b]
+            moved[level, a] -= t
+    for c in range(comp_size.shape[0]):
+        size = comp_size[c]
+        width = size * qk
+        base = comp_offset[c]
+        start = comp_member_start[c]
+        for l1 in range(size):
+            level1 = comp_members[start + l1]
+            for a in range(qk):
+                row = base + (l1 * qk + a) * width
+                t = 0.0
+                for l2 in range(size):
+                    level2 = comp_members[start + l2]
+                    for b in range(qk):
+                        t += schur_inverse[row + l2 * qk + b] * moved[level2, b]
+                xk[level1, a] = t
+    back = re.copy()
+    for p in range(pair_kept.shape[0]):
+        level, d = pair_kept[p], pair_elim[p]
+        for b in range(qe):
+            t = 0.0
+            for a in range(qk):
+                t += c_pairs[p, a, b] * xk[level, a]
+            back[d, b] -= t
+    for d in range(n_e):
+        for a in range(qe):
+            t = 0.0
+            for b in range(qe):
+                t += d_inverse[d, a, b] * back[d, b]
+            xe[d, a] = t
+
+
+@njit(cache=True)
+def _largest(gk, ge):
+    largest = 0.0
+    for v in gk.ravel():
+        largest = max(largest, abs(v))
+    for v in ge.ravel():
+        largest = max(largest, abs(v))
+    return largest
+
+
+@njit(cache=True)
+def mode_search(thresholds_extended, category, fixed, system, k_codes, e_codes, pair_code, Mk, Me, n_k, n_e,
+                pair_kept, pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset,
+                comp_size, comp_members, comp_member_start, uk, ue,
+                use_previous, prev_d_inverse, prev_c_pairs, prev_x_pairs, prev_schur_inverse,
+                d_inverse, c_pairs, x_pairs, schur_inverse, g, w,
+                tolerance, max_iterations, chord_steps, chord_min_reduction):
+    """Newton search for the mode from (uk, ue), updated in place: clmm._mode's algorithm.
+
+    Returns (status, value f(u*), log det H(u*), iterations, max|grad|). g, w hold
+    the observation terms at the mode and (d_inverse, ...) its factorisation.
+    """
+    n = fixed.shape[0]
+    eta = np.empty(n)
+    trial_g, trial_w = np.empty(n), np.empty(n)
+    linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, uk, ue, n_k, eta)
+    value = observation_terms(thresholds_extended, category, eta, g, w)
+    if value == np.inf:
+        uk[:] = 0.0
+        ue[:] = 0.0
+        linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, uk, ue, n_k, eta)
+        value = observation_terms(thresholds_extended, category, eta, g, w)
+        if value == np.inf:
+            return UNDERFLOW, np.nan, np.nan, 0, np.nan
+    value += 0.5 * (np.sum(uk * uk) + np.sum(ue * ue))
+    gk, ge = uk.copy(), ue.copy()
+    if n_k > 0:
+        _accumulate_loadings(g, system, k_codes, Mk, gk)
+    _accumulate_loadings(g, system, e_codes, Me, ge)
+    max_grad = _largest(gk, ge)
+    iterations = 0
+    chord_left = chord_steps if use_previous else 0
+    step_k, step_e = np.empty_like(uk), np.empty_like(ue)
+    trial_k, trial_e = np.empty_like(uk), np.empty_like(ue)
+    while max_grad >= tolerance:
+        if iterations >= max_iterations:
+            return NO_MODE, value, np.nan, iterations, max_grad
+        chord = chord_left > 0
+        if chord:
+            solve(gk, ge, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset, comp_size,
+                  comp_members, comp_member_start, prev_d_inverse, prev_c_pairs, prev_x_pairs,
+                  prev_schur_inverse, step_k, step_e)
+        else:
+            log_det = factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, n_k, n_e, pair_kept, pair_elim,
+                                couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
+                                d_inverse, c_pairs, x_pairs, schur_inverse)
+            if np.isnan(log_det):
+                return NOT_POSITIVE_DEFINITE, value, np.nan, iterations, max_grad
+            solve(gk, ge, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset, comp_size,
+                  comp_members, comp_member_start, d_inverse, c_pairs, x_pairs, schur_inverse, step_k, step_e)
+        factor = 1.0
+        threshold = value + 1e-12 * abs(value)
+        while True:
+            trial_k[:] = uk - factor * step_k
+            trial_e[:] = ue - factor * step_e
+            linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, trial_k, trial_e, n_k, eta)
+            trial_value = observation_terms(thresholds_extended, category, eta, trial_g, trial_w)
+            if trial_value != np.inf:
+                trial_value += 0.5 * (np.sum(trial_k * trial_k) + np.sum(trial_e * trial_e))
+            if trial_value <= threshold:
+                break
+            factor /= 2.0
+            if chord or factor < 1e-10:
+                break
+        if trial_value > threshold:
+            if chord:  # the old Hessian is too far off: continue with true Newton steps
+                chord_left = 0
+                continue
+            if max_grad < 1e-6:  # rounding limits the last digits; the mode is accurate enough
+                break
+            return HALVING_FAILED, value, np.nan, iterations, max_grad
+        uk[:] = trial_k
+        ue[:] = trial_e
+        value = trial_value
+        g[:] = trial_g
+        w[:] = trial_w
+        gk[:] = uk
+        ge[:] = ue
+        if n_k > 0:
+            _accumulate_loadings(g, system, k_codes, Mk, gk)
+        _accumulate_loadings(g, system, e_codes, Me, ge)
+        new_max = _largest(gk, ge)
+        if chord:
+            chord_left = chord_left - 1 if new_max < chord_min_reduction * max_grad else 0
+        max_grad = new_max
+        iterations += 1
+    log_det = factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, n_k, n_e, pair_kept, pair_elim,
+                        couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
+                        d_inverse, c_pairs, x_pairs, schur_inverse)
+    if np.isnan(log_det):
+        return NOT_POSITIVE_DEFINITE, value, np.nan, iterations, max_grad
+    return OK, value, log_det, iterations, max_grad
+
+
+@njit(cache=True)
+def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pair_code, Mk, Me, Zk, Ze, n_k, n_e,
+             pair_kept, pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
+             comp_members, comp_member_start, uk, ue, d_inverse, c_pairs, x_pairs, schur_inverse,
+             n_thresholds, n_systems):
+    """Implicit-function gradient of the Laplace objective at the mode (clmm.py's module Notes).
+
+    Returns (d/d thresholds, d/d beta (all systems; the reference's is dropped
+    by the caller), Zk' A_k and Ze' A_e before ``tril``).
+    """
+    n = fixed.shape[0]
+    qk, qe = Mk.shape[1], Me.shape[1]
+    eta = np.empty(n)
+    linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, uk, ue, n_k, eta)
+    g, w, w_prime = np.empty(n), np.empty(n), np.empty(n)
+    dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo = (np.empty(n), np.empty(n), np.empty(n), np.empty(n),
+                                                 np.empty(n), np.empty(n))
+    third_order_terms(thresholds_extended, category, eta, g, w, w_prime, dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo)
+    # Selected inverse of H: blocks at each kept level, each observed pair and each eliminated level:
+    # H^-1_ke(a1, d) = -sum_a2 S^-1(a1, a2) X(a2, d) over the pairs of d, then
+    # H^-1_ee(d) = D^-1(d) - sum_a1 X(a1, d)' H^-1_ke(a1, d) (fewer products than summing couples twice).
+    n_pairs = pair_kept.shape[0]
+    n_systems = Me.shape[0]
+    kept_elim = np.zeros((n_pairs, qk, qe))
+    elim_elim = d_inverse.copy()
+    if n_k > 0:
+        for idx in range(couple_first.shape[0]):
+            p1, p2 = couple_first[idx], couple_second[idx]
+            level1, level2 = pair_kept[p1], pair_kept[p2]
+            c = comp_of_kept[level1]
+            width = comp_size[c] * qk
+            row = comp_offset[c] + local_of_kept[level1] * qk * width + local_of_kept[level2] * qk
+            for a in range(qk):
+                for k in range(qk):
+                    t = schur_inverse[row + a * width + k]
+                    for b in range(qe):
+                        kept_elim[p1, a, b] -= t * x_pairs[p2, k, b]
+        for p in range(n_pairs):
+            d = pair_elim[p]
+            for k in range(qk):
+                for a in range(qe):
+                    t = x_pairs[p, k, a]
+                    for b in range(qe):
+                        elim_elim[d, a, b] -= t * kept_elim[p, k, b]
+    # Per (level, system): H^-1 blocks times the system's loading.
+    elim_times = np.zeros((n_e, n_systems, qe))
+    for d in range(n_e):
+        for s in range(n_systems):
+            for a in range(qe):
+                t = 0.0
+                for b in range(qe):
+                    t += elim_elim[d, a, b] * Me[s, b]
+                elim_times[d, s, a] = t
+    kept_times = np.zeros((n_k, n_systems, qk))
+    for level in range(n_k):
+        c = comp_of_kept[level]
+        width = comp_size[c] * qk
+        row = comp_offset[c] + local_of_kept[level] * qk * (width + 1)
+        for s in range(n_systems):
+            for a in range(qk):
+                t = 0.0
+                for b in range(qk):
+                    t += schur_inverse[row + a * width + b] * Mk[s, b]
+                kept_times[level, s, a] = t
+    yk, ye = np.zeros((n, qk)), np.zeros((n, qe))
+    leverage = np.empty(n)
+    rk, re = np.zeros((n_k, qk)), np.zeros((n_e, qe))
+    for i in range(n):
+        s, d = system[i], e_codes[i]
+        lev = 0.0
+        for a in range(qe):
+            ye[i, a] = elim_times[d, s, a]
+        if n_k > 0:
+            level, p = k_codes[i], pair_code[i]
+            for a in range(qk):
+                t = kept_times[level, s, a]
+                for b in range(qe):
+                    t += kept_elim[p, a, b] * Me[s, b]
+                yk[i, a] = t
+                lev += Mk[s, a] * t
+                m = Mk[s, a]
+                for b in range(qe):
+                    ye[i, b] += kept_elim[p, a, b] * m
+        for a in range(qe):
+            lev += Me[s, a] * ye[i, a]
+        leverage[i] = lev
+    half = 0.5 * w_prime * leverage
+    if n_k > 0:
+        _accumulate_loadings(half, system, k_codes, Mk, rk)
+    _accumulate_loadings(half, system, e_codes, Me, re)
+    xk, xe = np.zeros((n_k, qk)), np.zeros((n_e, qe))
+    solve(rk, re, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset, comp_size,
+          comp_members, comp_member_start, d_inverse, c_pairs, x_pairs, schur_inverse, xk, xe)
+    grad_thresholds = np.zeros(n_thresholds)
+    grad_beta = np.zeros(n_systems)
+    agg_k, agg_e = np.zeros((n_systems, qk)), np.zeros((n_systems, qe))
+    for i in range(n):
+        s, d, c = system[i], e_codes[i], category[i]
+        rho = 0.0
+        for a in range(qe):
+            rho += Me[s, a] * xe[d, a]
+        if n_k > 0:
+            level = k_codes[i]
+            for a in range(qk):
+                rho += Mk[s, a] * xk[level, a]
+        eta_weight = g[i] + half[i] - rho * w[i]
+        grad_beta[s] += eta_weight
+        if c < n_thresholds:
+            grad_thresholds[c] += dl_up[i] + 0.5 * leverage[i] * dw_up[i] - rho * dg_up[i]
+        if c > 0:
+            grad_thresholds[c - 1] += dl_lo[i] + 0.5 * leverage[i] * dw_lo[i] - rho * dg_lo[i]
+        for a in range(qe):
+            agg_e[s, a] += eta_weight * ue[d, a] + w[i] * ye[i, a] - g[i] * xe[d, a]
+        if n_k > 0:
+            level = k_codes[i]
+            for a in range(qk):
+                agg_k[s, a] += eta_weight * uk[level, a] + w[i] * yk[i, a] - g[i] * xk[level, a]
+    return grad_thresholds, grad_beta, _transpose_times(Zk, agg_k), _transpose_times(Ze, agg_e)
+
+
+@njit(cache=True)
+def _transpose_times(Z, agg):
+    """tril(Z' agg) for S x q arrays (a loop: numba's matmul needs SciPy's BLAS bindings)."""
+    out = np.zeros((Z.shape[1], agg.shape[1]))
+    for s in range(Z.shape[0]):
+        for a in range(Z.shape[1]):
+            for b in range(min(a + 1, agg.shape[1])):  # lower triangle only: the Cholesky factor's
+                out[a, b] += Z[s, a] * agg[s, b]
+    return out
+
+
+@njit(cache=True)
+def fixed_only(thresholds_extended, category, eta, system, n_thresholds, n_systems):
+    """-log-likelihood of the fixed-effects-only model and its gradient (thresholds, per-system eta).
+
+    Returns inf as the value when a probability underflows.
+    """
+    grad_thresholds, grad_systems = np.zeros(n_thresholds), np.zeros(n_systems)
+    total = 0.0
+    for i in range(eta.shape[0]):
+        c = category[i]
+        a_up = thresholds_extended[c + 1] - eta[i]
+        a_lo = thresholds_extended[c] - eta[i]
+        F_up, G_up = _logistic_pair(a_up)
+        F_lo, G_lo = _logistic_pair(a_lo)
+        if a_up + a_lo > 0:
+            p = G_lo - G_up
+        else:
+            p = F_up - F_lo
+        if not (p > 0.0) or not np.isfinite(p):
+            return np.inf, grad_thresholds, grad_systems
+        f_up, f_lo = F_up * G_up, F_lo * G_lo
+        total -= np.log(p)
+        grad_systems[system[i]] += (f_up - f_lo) / p
+        if c < n_thresholds:
+            grad_thresholds[c] -= f_up / p
+        if c > 0:
+            grad_thresholds[c - 1] += f_lo / p
+    return total, grad_thresholds, grad_systems
