@@ -88,7 +88,7 @@ from scipy import optimize, sparse, stats
 from scipy.sparse import csgraph
 from scipy.special import expit
 
-from simdesign.analyses.base import relative_cholesky_is_singular, system_pairs, wald_contrasts
+from simdesign.contrasts import relative_cholesky_is_singular, system_pairs, wald_contrasts
 from simdesign.errors import ConfigError
 
 STRUCTURES = ("maximal", "intercepts", "paper")
@@ -1117,7 +1117,7 @@ class ClmmResult:
         Returns
         -------
         effects : ndarray, shape (S,)
-            The reference's 0 first, as :func:`simdesign.analyses.base.wald_contrasts` expects.
+            The reference's 0 first, as :func:`simdesign.contrasts.wald_contrasts` expects.
         covariance : ndarray, shape (S-1, S-1)
             Covariance of ``effects[1:]``.
         """
@@ -1132,7 +1132,7 @@ class ClmmResult:
     def contrasts(self, order=None) -> pd.DataFrame:
         """Pairwise Wald contrasts beta_i - beta_j for all pairs i < j of ``order``.
 
-        Pairs and signs follow :func:`simdesign.analyses.base.wald_contrasts`, the rule
+        Pairs and signs follow :func:`simdesign.contrasts.wald_contrasts`, the rule
         every analysis stores (docs/estimands.md), so that a printed table and the
         stored rows agree when ``order`` is the model's system order.
 
