@@ -22,12 +22,12 @@ report mean ranks 1-based (1 = best), as the paper does.
 Examples
 --------
 >>> import pandas as pd
->>> frame = pd.DataFrame({"annotator": ["a"] * 3, "document": ["d"] * 3, "system": ["x", "y", "z"],
-...                       "rank": [0, 2, 1]})
+>>> frame = pd.DataFrame({"annotator": ["a"] * 6, "document": ["d"] * 3 + ["e"] * 3,
+...                       "system": ["x", "y", "z"] * 2, "rank": [0, 2, 1, 1, 0, 2]})
 >>> check_ranks(frame)
 0
 >>> reversed_ranks(frame["rank"], base=0, n_systems=3).tolist()
-[3, 1, 2]
+[3, 1, 2, 2, 3, 1]
 """
 from __future__ import annotations
 
