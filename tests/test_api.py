@@ -240,3 +240,43 @@ def test_readme_one_liner_runs_from_the_repository_root():
     assert done.returncode == 0, done.stderr
     # quick.yaml is a type I error run; pandas abbreviates the wide table, so check what it always shows.
     assert "design" in done.stdout and "block-B1-D100-A3" in done.stdout and "block-B100-D1-A1" in done.stdout
+
+
+PLAN = {
+    "name": "api-plan", "model": "coherence", "effect": "fitted", "tests": ["ttest_doc"], "alpha": 0.05,
+    "target_power": 0.5, "cost": {"pay_per_hour": 12.0, "per_annotator": 0.0}, "seed": 11, "max_type1": None,
+    "search": {"designs": [{"kind": "block", "blocks": [4, 20], "docs_per_block": 5, "annotators_per_block": 1}]},
+    "screen_trials": 30, "max_trials": 120,
+}
+
+
+@pytest.mark.slow
+def test_plan_in_memory_equals_the_cli_plan(tmp_path, capsys):
+    outcome = simdesign.plan(PLAN, jobs=1, progress=False)
+    assert outcome.table["rank"].tolist() == list(range(1, len(outcome.table) + 1))
+    assert outcome.recommended is not None and "recommended study is" in outcome.recommendation
+    assert outcome.recommended.candidate.design.label == outcome.table.iloc[0]["design"]
+    paths = outcome.plot(tmp_path / "figure")
+    assert paths and all(Path(p).is_file() for p in paths)
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(PLAN))
+    assert main(["plan", str(path), "--out", str(tmp_path / "out"), "--jobs", "1", "--quiet"]) == 0
+    written = pd.read_csv(tmp_path / "out" / "plan.csv")
+    columns = ["rank", "design", "test", "power", "ci_low", "ci_high", "trials", "decision"]
+    pd.testing.assert_frame_equal(written[columns], outcome.table[columns].reset_index(drop=True),
+                                  check_dtype=False)
+    assert (tmp_path / "out" / "recommendation.md").read_text().endswith(outcome.recommendation)
+
+
+def test_fit_model_on_a_frame_and_on_its_csv_agree(tmp_path):
+    truth = load_model("coherence")
+    frame = truth.sample(BlockDesign(8, 4, 3), np.random.default_rng(5)).to_frame()
+    from_frame = simdesign.fit_model(frame, structure="intercepts")
+    path = tmp_path / "pilot.csv"
+    frame.to_csv(path, index=False)
+    from_csv = simdesign.fit_model(path, structure="intercepts")
+    assert from_frame.result.status == from_csv.result.status
+    np.testing.assert_allclose(from_frame.model.effects, from_csv.model.effects, rtol=1e-8)
+    assert "pilot.csv" in str(from_csv.model.provenance)
+    with pytest.raises(DataError, match="lacks the column"):
+        simdesign.fit_model(frame.drop(columns="score"))
