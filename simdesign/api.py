@@ -408,15 +408,21 @@ def reliability(frame_or_path, *, method: str | None = None, columns: dict | Non
     -------
     Reliability
     """
-    from simdesign.judgements import Judgements
     from simdesign.ranks import read_table
-    from simdesign.reliability import UndefinedReliability, krippendorff_alpha, split_half_reliability
 
     if isinstance(frame_or_path, pd.DataFrame):
         frame, scale = read_judgements_table(frame_or_path, columns, scale)
     else:
         frame, info = read_table(frame_or_path, method, columns, scale)
         scale = info["scale"]
+    return reliability_of_checked(frame, scale, seed)
+
+
+def reliability_of_checked(frame: pd.DataFrame, scale, seed: int = 0) -> Reliability:
+    """:func:`reliability` of a table already checked (by :func:`read_judgements_table` or ``read_table``)."""
+    from simdesign.judgements import Judgements
+    from simdesign.reliability import UndefinedReliability, krippendorff_alpha, split_half_reliability
+
     notes, alpha, split = [], None, None
     try:
         alpha = krippendorff_alpha(frame, value_domain=scale)

@@ -166,11 +166,6 @@ def _read_judgements_args(args):
 
 
 def cmd_reliability(args) -> int:
-    import numpy as np
-
-    from simdesign.judgements import Judgements
-    from simdesign.reliability import UndefinedReliability, krippendorff_alpha, split_half_reliability
-
     from simdesign.ranks import describe, read_table_args
 
     frame, info = read_table_args(args)  # Likert or Rank (reversed ranks: alpha and SHR unchanged)
@@ -178,26 +173,20 @@ def cmd_reliability(args) -> int:
     print(describe(info))
     print(f"{args.judgements}: {len(frame)} judgements, {frame['annotator'].nunique()} annotators, "
           f"{frame['document'].nunique()} documents, {frame['system'].nunique()} systems; scale {list(scale)}")
-    try:
+    result = api.reliability_of_checked(frame, scale, seed=args.seed)
+    if result.krippendorff_alpha is not None:
         print(f"Krippendorff's alpha (ordinal; unit = document x system, coders = annotators): "
-              f"{krippendorff_alpha(frame, value_domain=scale):.4f}")
-    except UndefinedReliability as exc:
-        print(f"Krippendorff's alpha: undefined ({exc})")
-    try:
-        judgements = Judgements.from_frame(frame)
-    except ConfigError as exc:
-        print(f"split-half reliability: undefined ({exc})")
+              f"{result.krippendorff_alpha:.4f}")
+    for note in result.notes:
+        print(note)
+    split = result.split_half
+    if split is None:
         return 0
-    try:
-        result = split_half_reliability(judgements, np.random.default_rng(args.seed))
-    except UndefinedReliability as exc:
-        print(f"split-half reliability: undefined ({exc})")
-        return 0
-    how = (f"mean over all {result.n_splits} distinct splits" if result.exact
-           else f"mean over {result.n_splits} random splits, seed {args.seed}")
-    skipped = f"; {result.n_undefined} splits with undefined r left out" if result.n_undefined else ""
-    print(f"split-half reliability (Pearson r of system means between halves of {result.n_blocks} blocks, {how}"
-          f"{skipped}): {result.value:.4f}")
+    how = (f"mean over all {split.n_splits} distinct splits" if split.exact
+           else f"mean over {split.n_splits} random splits, seed {args.seed}")
+    skipped = f"; {split.n_undefined} splits with undefined r left out" if split.n_undefined else ""
+    print(f"split-half reliability (Pearson r of system means between halves of {split.n_blocks} blocks, {how}"
+          f"{skipped}): {split.value:.4f}")
     return 0
 
 
