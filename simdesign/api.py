@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -72,9 +72,15 @@ class SimulationResult:
         The results directory, or None for a run kept in memory.
     """
 
-    config: SimulationConfig
-    trials: pd.DataFrame
+    config: SimulationConfig = field(repr=False)
+    trials: pd.DataFrame = field(repr=False)
     out_dir: Path | None = None
+
+    def __repr__(self) -> str:
+        where = f"stored in {self.out_dir}" if self.out_dir else "in memory"
+        return (f"<SimulationResult {self.config.name!r}: {len(self.config.designs)} designs x "
+                f"{len(self.config.analyses) + len(self.config.estimands)} tests/estimands x {self.config.trials} "
+                f"trials, {len(self.trials)} rows, {where}>")
 
     def summary(self, alpha: float | None = None) -> pd.DataFrame:
         """One row per design x test x estimand with rate, 95% interval and MCSE (docs/estimands.md).
@@ -229,11 +235,16 @@ class PlanOutcome:
         One line on how many trials the search used.
     """
 
-    result: object
-    table: pd.DataFrame
-    recommendation: str
-    recommended: object
-    effort: str
+    result: object = field(repr=False)
+    table: pd.DataFrame = field(repr=False)
+    recommendation: str = field(repr=False)
+    recommended: object = field(repr=False)
+    effort: str = ""
+
+    def __repr__(self) -> str:
+        pick = "nothing recommended" if self.recommended is None else \
+            f"recommended {self.recommended.candidate.design.label} / {self.recommended.candidate.test.label}"
+        return f"<PlanOutcome {self.result.config.name!r}: {len(self.table)} candidates, {pick}>"
 
     def plot(self, path) -> list[Path]:
         """Draw cost against power (as ``simdesign plan``): ``path`` without suffix; returns the files written."""

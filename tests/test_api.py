@@ -133,6 +133,8 @@ def test_simulate_in_memory_equals_simulate_into_a_directory(tmp_path):
     in_memory = simdesign.simulate(SMALL, jobs=1, progress=False)
     on_disk = simdesign.simulate(SMALL, out_dir=tmp_path / "run", jobs=1, progress=False)
     assert in_memory.out_dir is None and on_disk.out_dir == tmp_path / "run"
+    assert repr(in_memory) == ("<SimulationResult 'api-small': 2 designs x 3 tests/estimands x 6 trials, "
+                               "360 rows, in memory>")
     assert len(in_memory.trials) == 2 * 6 * 3 * 10  # designs x trials x tests x pairs (5 systems)
     pd.testing.assert_frame_equal(timeless(in_memory.trials), timeless(on_disk.trials))
     pd.testing.assert_frame_equal(timeless(in_memory.summary()), timeless(on_disk.summary()))
@@ -256,6 +258,8 @@ def test_plan_in_memory_equals_the_cli_plan(tmp_path, capsys):
     assert outcome.table["rank"].tolist() == list(range(1, len(outcome.table) + 1))
     assert outcome.recommended is not None and "recommended study is" in outcome.recommendation
     assert outcome.recommended.candidate.design.label == outcome.table.iloc[0]["design"]
+    assert repr(outcome) == (f"<PlanOutcome 'api-plan': {len(outcome.table)} candidates, recommended "
+                             f"{outcome.table.iloc[0]['design']} / ttest_doc>")
     paths = outcome.plot(tmp_path / "figure")
     assert paths and all(Path(p).is_file() for p in paths)
     path = tmp_path / "plan.yaml"
