@@ -42,6 +42,8 @@ as not significant.
 """
 from __future__ import annotations
 
+import sys
+import types
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -451,3 +453,15 @@ def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS,
         **{key: value for key, value in info.items() if key != "method"},
     }
     return Analysis(table=table, pairs=pairs.drop(columns="message"), method=method, info=details, notes=notes)
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as :func:`analyse`: ``simdesign.analyse(frame)`` runs the analysis while
+    ``import simdesign.analyse`` and ``from simdesign.analyse import Analysis`` keep working (a function
+    exported under the module's name would be replaced by the module on its first import, or hide it)."""
+
+    def __call__(self, *args, **kwargs) -> Analysis:
+        return analyse(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from simdesign.errors import DataError
+
 CAP_SECONDS_PER_OUTPUT = 300.0
 TRIM_PROPORTION = 0.1  # cut from each tail for the trimmed mean
 RULES = ("capped_mean", "median", "trimmed_mean")
@@ -50,8 +52,10 @@ def capped_durations(durations, outputs_per_item: int = 1, cap_per_output: float
 
     Raises
     ------
+    DataError
+        (a ValueError) If the durations are missing, empty, not finite or negative.
     ValueError
-        If the durations are empty, not finite or negative.
+        If ``outputs_per_item`` is not a positive integer.
 
     Examples
     --------
@@ -62,13 +66,13 @@ def capped_durations(durations, outputs_per_item: int = 1, cap_per_output: float
     """
     if isinstance(durations, pd.DataFrame):
         if column not in durations.columns:
-            raise ValueError(f"the times table has no {column!r} column (columns: {list(durations.columns)})")
+            raise DataError(f"the times table has no {column!r} column (columns: {list(durations.columns)})")
         durations = durations[column]
     values = pd.Series(durations, dtype=float).reset_index(drop=True)
     if values.empty:
-        raise ValueError("the times table holds no durations")
+        raise DataError("the times table holds no durations")
     if not np.isfinite(values).all() or (values < 0).any():
-        raise ValueError("durations must be finite, non-negative seconds")
+        raise DataError("durations must be finite, non-negative seconds")
     if isinstance(outputs_per_item, bool) or not isinstance(outputs_per_item, (int, np.integer)) \
             or outputs_per_item < 1:
         raise ValueError(f"outputs_per_item must be a positive integer; got {outputs_per_item!r}")

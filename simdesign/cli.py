@@ -10,83 +10,44 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
+from simdesign import api
 from simdesign.backends import BACKENDS, DEFAULT_RETRIES
-from simdesign.config import SimulationConfig, config_warnings, load_config, parse_config
-from simdesign.errors import ConfigError, MissingBackendError
+from simdesign.config import SimulationConfig, config_warnings, load_config
+from simdesign.errors import ConfigError, MissingBackendError, StoreError
 from simdesign.model import PRESETS, load_model
+from simdesign.outputs import config_from_results, failure_report, write_outputs
 
 
-def _figure_estimand(config: SimulationConfig) -> str:
-    if config.figure.estimand:
-        return config.figure.estimand
-    if not config.analyses and config.estimands:  # a reliability-only config has no rates to draw
-        return config.estimands[0]
-    return "type1" if config.is_null else "power"
+def print_failures(summary: pd.DataFrame) -> None:
+    """The failure warning on stderr; exit with an error if some design x test failed in every trial."""
+    warning, error = failure_report(summary)
+    if warning:
+        print(warning, file=sys.stderr)
+    if error:
+        raise SystemExit(error)
 
 
-def write_outputs(config: SimulationConfig, out_dir: Path, figure_base: Path | None = None) -> pd.DataFrame:
-    """Summarise the stored trials of ``config``: summary.csv, figures, and a failure report."""
-    from simdesign.plots import plot_summary
-    from simdesign.store import ResultsStore
-    from simdesign.summary import summarise
-
-    store = ResultsStore(out_dir)
-    table = store.read_trials(designs=[d.label for d in config.designs],
-                              tests=[a.label for a in config.analyses] + list(config.estimands), trials=config.trials)
-    summary = summarise(config, table)
-    summary.to_csv(out_dir / "summary.csv", index=False)
-    estimand = _figure_estimand(config)
-    title = f"{config.name}: model {config.model.name}, effect {config.effect_label}"
-    base = figure_base or (out_dir / config.name)
-    paths = plot_summary(summary, config.figure, estimand, title, base,
-                         alpha=config.alpha if estimand in ("type1", "familywise") else None)
-    # Each requested reliability estimand also gets its own figure (the main one shows a single estimand).
-    for extra in config.estimands:
-        if extra != estimand:
-            paths += plot_summary(summary, config.figure, extra, title, base.with_name(f"{base.name}-{extra}"))
-    print(f"wrote {out_dir / 'summary.csv'} and {', '.join(str(p) for p in paths)}")
-    report_failures(summary)
-    return summary
-
-
-def report_failures(summary: pd.DataFrame) -> None:
-    """One warning with failure counts; an error if some design x test failed in every test."""
-    failures = summary[(summary["estimand"] == "failure_rate") & (summary["n_failed"] > 0)]
-    if failures.empty:
-        return
-    lines = [f"  {row.design} / {row.test}: {row.n_failed} of {row.n_tests} tests failed ({row.rate:.1%})"
-             for row in failures.itertuples()]
-    print("WARNING: failed tests (no p-value; counted as non-rejections in 'power', excluded in 'power_fitted'; "
-          "see status/message in the trial files, replay with 'simdesign replay'):\n" + "\n".join(lines),
-          file=sys.stderr)
-    total = failures[failures["rate"] >= 1.0]
-    # A test that is undefined for a design (a block test with one block) fails by construction: say so.
-    undefined = total[total["note"].str.fullmatch(r"degenerate: \d+")]
-    if not undefined.empty:
-        print("NOTE: undefined for the design, so every test of it is 'degenerate' (e.g. a block-level test with "
-              "one block): " + ", ".join(f"{r.design} / {r.test}" for r in undefined.itertuples()), file=sys.stderr)
-    broken = total.drop(undefined.index)
-    if not broken.empty:
-        raise SystemExit("ERROR: every test failed for " + ", ".join(f"{r.design} / {r.test}" for r in broken.itertuples()))
+def write_and_report(config: SimulationConfig, summary: pd.DataFrame, out_dir: Path,
+                     figure_base: Path | None = None) -> None:
+    paths = write_outputs(config, summary, out_dir, figure_base)
+    print(f"wrote {paths[0]} and {', '.join(str(p) for p in paths[1:])}")
+    print_failures(summary)
 
 
 def cmd_run(args) -> int:
-    from simdesign.engine import default_out_dir, run_simulation
+    from simdesign.engine import default_out_dir
 
     overrides = {key: value for key, value in (("trials", args.trials), ("chunk_size", args.chunk_size))
                  if value is not None}
     config = load_config(args.config, overrides)
     for warning in config_warnings(config):
         print(f"warning: {warning}", file=sys.stderr)
-    raw = yaml.safe_load(Path(args.config).read_text())
-    raw.update(overrides)
-    raw["model"] = config.model_source  # a preset or an absolute path: 'plot' and 'replay' find it from anywhere
     out_dir = Path(args.out) if args.out else default_out_dir(config)
-    run_simulation(config, out_dir, raw, jobs=args.jobs, progress=not args.quiet, backend=args.backend,
-                   scheduler=args.scheduler, workers=args.workers, retries=args.retries)
-    summary = write_outputs(config, out_dir)
+    result = api.simulate(config, out_dir=out_dir, jobs=args.jobs, progress=not args.quiet, backend=args.backend,
+                          scheduler=args.scheduler, workers=args.workers, retries=args.retries)
+    summary = result.summary()
+    write_and_report(config, summary, out_dir)
     if not args.quiet:
         show = summary[summary["estimand"].isin(["type1", "power", "familywise", *config.estimands])]
         with pd.option_context("display.width", 160, "display.max_rows", 200):
@@ -95,20 +56,10 @@ def cmd_run(args) -> int:
     return 0
 
 
-def config_from_results(out_dir: Path, trials: int | None = None) -> SimulationConfig:
-    from simdesign.store import ResultsStore
-
-    manifest = ResultsStore(out_dir).manifest()
-    raw = dict(manifest["config"])
-    if trials is not None:
-        raw["trials"] = trials
-    return parse_config(raw)
-
-
 def cmd_plot(args) -> int:
     out_dir = Path(args.results)
-    config = config_from_results(out_dir)
-    write_outputs(config, out_dir, Path(args.out) if args.out else None)
+    result = api.load_results(out_dir)
+    write_and_report(result.config, result.summary(), out_dir, Path(args.out) if args.out else None)
     return 0
 
 
@@ -124,7 +75,7 @@ def check_save_path(value: str | None, option: str) -> None:
 
 
 def stored_trial_or_error(out_dir: Path, design: str, trial: int, test: str) -> pd.DataFrame:
-    """The stored rows of the trial to replay, or a ConfigError naming the trials that are stored."""
+    """The stored rows of the trial to replay, or a StoreError naming the trials that are stored."""
     from simdesign.store import ResultsStore
 
     store = ResultsStore(out_dir)
@@ -138,7 +89,7 @@ def stored_trial_or_error(out_dir: Path, design: str, trial: int, test: str) -> 
         held = f"0..{done[-1]} ({len(done)} trials)"
     else:
         held = f"{len(done)} trials between {done[0]} and {done[-1]}"
-    raise ConfigError(f"The trial (--trial) {trial} of design {design}, test {test} was never stored in {out_dir}; "
+    raise StoreError(f"The trial (--trial) {trial} of design {design}, test {test} was never stored in {out_dir}; "
                       f"stored trials: {held}")
 
 
@@ -183,48 +134,38 @@ def cmd_replay(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from simdesign.plan_report import effort_line, plan_table, recommendation_text, write_plan_outputs
-    from simdesign.plan_search import run_plan
     from simdesign.planner import load_plan
 
-    if args.jobs == 0:  # joblib refuses 0 only once work starts, after the results directory is written
-        raise ConfigError("The '--jobs' option must be a positive number of workers, or negative to count back from "
-                          "all cores (-1: all, -2: all but one); got 0")
     overrides = {key: value for key, value in (("max_trials", args.max_trials), ("screen_trials", args.screen_trials))
                  if value is not None}
     config = load_plan(args.config, overrides)
     out_dir = Path(args.out) if args.out else Path("results") / config.name
     simulated = sum(1 for c in config.candidates if not c.excluded)
+    api.check_jobs(args.jobs)
     print(f"planning {config.name}: {len(config.candidates)} candidates (design x test), {simulated} to simulate; "
-          f"{config.screen_trials} screening trials, up to {config.max_trials}")
-    result = run_plan(config, out_dir, jobs=args.jobs, progress=not args.quiet)
-    paths = write_plan_outputs(result, out_dir, Path(args.figure) if args.figure else None)
-    table = plan_table(result)
-    shown = table[table["trials"] > 0].head(args.show)
+              f"{config.screen_trials} screening trials, up to {config.max_trials}")
+    outcome = api.plan(config, out_dir=out_dir, jobs=args.jobs, progress=not args.quiet)
+    paths = outcome.save(out_dir, args.figure)
+    shown = outcome.table[outcome.table["trials"] > 0].head(args.show)
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         print(shown[["rank", "design", "test", "judgements", "annotators", "cost", "power", "ci_low", "ci_high",
                      "trials", "decision"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print()
-    print(recommendation_text(result))
-    print(effort_line(result))
+    print(outcome.recommendation)
+    print(outcome.effort)
     print(f"wrote {paths['table']}, {paths['recommendation']}, {', '.join(str(p) for p in paths['figures'])}")
-    return 0 if result.recommended is not None else 1
+    return 0 if outcome.recommended is not None else 1
 
 
 def _read_judgements_args(args):
     # One reader and one validator for fit, check and reliability: a table one refuses, all refuse.
-    from simdesign.fit import parse_columns, parse_scale, read_judgements
+    from simdesign.fit import parse_columns, parse_scale
 
     scale = parse_scale(args.scale) if args.scale else None
-    return read_judgements(args.judgements, parse_columns(args.columns), scale)
+    return api.read_judgements_table(args.judgements, parse_columns(args.columns), scale)
 
 
 def cmd_reliability(args) -> int:
-    import numpy as np
-
-    from simdesign.judgements import Judgements
-    from simdesign.reliability import UndefinedReliability, krippendorff_alpha, split_half_reliability
-
     from simdesign.ranks import describe, read_table_args
 
     frame, info = read_table_args(args)  # Likert or Rank (reversed ranks: alpha and SHR unchanged)
@@ -232,31 +173,25 @@ def cmd_reliability(args) -> int:
     print(describe(info))
     print(f"{args.judgements}: {len(frame)} judgements, {frame['annotator'].nunique()} annotators, "
           f"{frame['document'].nunique()} documents, {frame['system'].nunique()} systems; scale {list(scale)}")
-    try:
+    result = api.reliability_of_checked(frame, scale, seed=args.seed)
+    if result.krippendorff_alpha is not None:
         print(f"Krippendorff's alpha (ordinal; unit = document x system, coders = annotators): "
-              f"{krippendorff_alpha(frame, value_domain=scale):.4f}")
-    except UndefinedReliability as exc:
-        print(f"Krippendorff's alpha: undefined ({exc})")
-    try:
-        judgements = Judgements.from_frame(frame)
-    except ConfigError as exc:
-        print(f"split-half reliability: undefined ({exc})")
+              f"{result.krippendorff_alpha:.4f}")
+    for note in result.notes:
+        print(note)
+    split = result.split_half
+    if split is None:
         return 0
-    try:
-        result = split_half_reliability(judgements, np.random.default_rng(args.seed))
-    except UndefinedReliability as exc:
-        print(f"split-half reliability: undefined ({exc})")
-        return 0
-    how = (f"mean over all {result.n_splits} distinct splits" if result.exact
-           else f"mean over {result.n_splits} random splits, seed {args.seed}")
-    skipped = f"; {result.n_undefined} splits with undefined r left out" if result.n_undefined else ""
-    print(f"split-half reliability (Pearson r of system means between halves of {result.n_blocks} blocks, {how}"
-          f"{skipped}): {result.value:.4f}")
+    how = (f"mean over all {split.n_splits} distinct splits" if split.exact
+           else f"mean over {split.n_splits} random splits, seed {args.seed}")
+    skipped = f"; {split.n_undefined} splits with undefined r left out" if split.n_undefined else ""
+    print(f"split-half reliability (Pearson r of system means between halves of {split.n_blocks} blocks, {how}"
+          f"{skipped}): {split.value:.4f}")
     return 0
 
 
 def cmd_fit(args) -> int:
-    from simdesign.fit import FitError, file_sha256, fit_model, write_model
+    from simdesign.fit import FitError, file_sha256, write_model
 
     frame, scale = _read_judgements_args(args)
     source = {"file": Path(args.judgements).name, "sha256": file_sha256(args.judgements), "rows": len(frame)}
@@ -264,8 +199,8 @@ def cmd_fit(args) -> int:
         source["columns"] = args.columns
     name = args.name or Path(args.out).stem
     try:
-        outcome = fit_model(frame, structure=args.structure, reference=args.reference, scale=scale, name=name,
-                            source=source, allow_reduced=args.allow_reduced)
+        outcome = api.fit_model(frame, structure=args.structure, reference=args.reference, scale=scale, name=name,
+                                source=source, allow_reduced=args.allow_reduced)
     except FitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -294,9 +229,8 @@ def cmd_fit(args) -> int:
 
 
 def run_check_command(model, frame, out_dir, trials: int, seed: int) -> None:
-    from simdesign.check import run_check
-
-    table, paths = run_check(model, frame, out_dir, trials=trials, seed=seed)
+    table = api.check_model(model, frame, trials=trials, seed=seed, out_dir=out_dir)
+    paths = [Path(out_dir) / "check.csv", Path(out_dir) / "check.png"]
     outside = table[~table["inside"]]
     print(f"predictive check: {trials} studies simulated with the data's own design; "
           f"{len(table) - len(outside)} of {len(table)} statistics inside the simulated 95% range")

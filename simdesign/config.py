@@ -2,7 +2,9 @@
 
 Every problem found in a config is collected and raised together as one
 :class:`~simdesign.errors.ConfigError`, each message naming the field and
-what it allows. Nothing downstream re-validates.
+what it allows. A :class:`SimulationConfig` built in code is checked by the
+same rules (:func:`config_problems`), so no config object is invalid and
+nothing downstream re-validates.
 
 Example config::
 
@@ -30,7 +32,7 @@ import yaml
 from simdesign.analyses import ANALYSES
 from simdesign.designs import DESIGN_KINDS, BlockDesign, PoolDesign
 from simdesign.errors import ConfigError
-from simdesign.model import OrdinalMixedModel, effect_scale, load_model
+from simdesign.model import PRESETS, OrdinalMixedModel, effect_scale, load_model
 from simdesign.reliability import RELIABILITY_ESTIMANDS
 
 TOP_LEVEL_KEYS = ("name", "model", "effect", "designs", "tests", "trials", "alpha", "seed", "art_resamples",
@@ -67,7 +69,22 @@ class AnalysisSpec:
 
     name: str
     label: str
-    options: dict
+    options: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        # Options left out take the registry's defaults, so a spec built in code equals the parsed one.
+        if self.name in ANALYSES:
+            defaults = {option: default for option, (_, default) in ANALYSES[self.name].options.items()}
+            object.__setattr__(self, "options", {**defaults, **dict(self.options)})
+            problems = analysis_option_problems(self.name, self.options, f"tests[{self.label}]")
+        elif self.name in RELIABILITY_ESTIMANDS:
+            problems = [] if not self.options else [f"The estimand {self.name} takes no options; got {self.options}"]
+        else:
+            problems = [f"The test {self.name!r} is unknown; available: {sorted(ANALYSES)}"]
+        if not isinstance(self.label, str) or not self.label:
+            problems.append(f"The label of test {self.name} must be a non-empty string; got {self.label!r}")
+        if problems:
+            raise ConfigError(problems)
 
     @property
     def fingerprint(self) -> str:
@@ -83,25 +100,80 @@ class FigureSpec:
     log_x: bool = True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SimulationConfig:
-    """A validated simulation config (see the module docstring for the YAML form)."""
+    """A validated simulation config (see the module docstring for the YAML form).
+
+    However it is built (:func:`parse_config`, or directly in code), it is
+    validated by the same rules and raises :class:`~simdesign.errors.ConfigError`
+    with every problem found. Built in code, ``model`` may be a preset name or
+    a model file path, ``designs`` design objects or mappings and ``analyses``
+    specs, test names or mappings (as in YAML)::
+
+        SimulationConfig(name="demo", model="coherence", effect="fitted",
+                         designs=[{"kind": "block", "blocks": 20, "docs_per_block": 5,
+                                   "annotators_per_block": 3}],
+                         analyses=["ttest", "art_doc"], trials=100)
+
+    ``parse_config(config.to_mapping()) == config`` for every config.
+    """
 
     name: str
     model: OrdinalMixedModel
-    model_source: str
-    effect: object
-    designs: tuple
-    analyses: tuple
-    trials: int
-    alpha: float
-    seed: int
-    art_resamples: int
-    art_exact: str
-    chunk_size: int | None
+    model_source: str = ""
+    effect: object = "fitted"
+    designs: tuple = ()
+    analyses: tuple = ()
+    trials: int = 1000
+    alpha: float = 0.05
+    seed: int = 0
+    art_resamples: int = 1000
+    art_exact: str = "auto"
+    chunk_size: int | None = None
     figure: FigureSpec = field(default_factory=FigureSpec)
     description: str = ""
     estimands: tuple = ()  # per-trial reliability estimands (docs/reliability.md), e.g. ('krippendorff_alpha',)
+
+    def __post_init__(self):
+        problems: list[str] = []
+        self._coerce_parts(problems)
+        problems += config_problems(self.__dict__, check_empty=not problems)
+        if problems:
+            raise ConfigError(problems)
+        object.__setattr__(self, "alpha", float(self.alpha))
+
+    def _coerce_parts(self, problems: list[str]) -> None:
+        """Accept the YAML forms in code (a model name, design and test mappings); store the parsed objects."""
+        if not isinstance(self.model, OrdinalMixedModel):
+            model, source = resolve_model({"model": self.model}, None, problems)
+            object.__setattr__(self, "model", model)
+            object.__setattr__(self, "model_source", source or "")
+        designs = list(self.designs) if isinstance(self.designs, (list, tuple)) else self.designs
+        if isinstance(designs, list) and any(isinstance(d, dict) for d in designs):
+            designs = [d for item in designs for d in (parse_designs([item], problems) if isinstance(item, dict)
+                                                       else [item])]
+        object.__setattr__(self, "designs", tuple(designs) if isinstance(designs, list) else designs)
+        analyses = list(self.analyses) if isinstance(self.analyses, (list, tuple)) else self.analyses
+        if isinstance(analyses, list) and any(not isinstance(a, AnalysisSpec) for a in analyses):
+            inherited = art_inherited(self.art_resamples, self.art_exact)
+            analyses = [a for item in analyses for a in (parse_analyses([item], problems, inherited)
+                                                         if not isinstance(item, AnalysisSpec) else [item])]
+        object.__setattr__(self, "analyses", tuple(analyses) if isinstance(analyses, list) else analyses)
+        if isinstance(self.estimands, (list, str)):
+            object.__setattr__(self, "estimands", tuple([self.estimands] if isinstance(self.estimands, str)
+                                                        else self.estimands))
+        if isinstance(self.figure, dict):
+            object.__setattr__(self, "figure", parse_figure(self.figure, problems))
+
+    def __eq__(self, other) -> bool:
+        # The model compares by content (OrdinalMixedModel holds arrays and compares by identity).
+        if not isinstance(other, SimulationConfig):
+            return NotImplemented
+        mine, theirs = dict(self.__dict__), dict(other.__dict__)
+        return (stable_digest(mine.pop("model").to_dict()) == stable_digest(theirs.pop("model").to_dict())
+                and mine == theirs)
+
+    __hash__ = None  # equal by content, and its tests' options are dicts: not hashable (as before)
 
     @property
     def effect_label(self) -> str:
@@ -126,15 +198,41 @@ class SimulationConfig:
         return {"model": stable_digest(self.model.to_dict()), "effect": effect_scale(self.effect),
                 "seed": self.seed, "format": 1}
 
-    def to_dict(self) -> dict:
-        return {
-            "name": self.name, "model": self.model_source, "effect": self.effect,
-            "designs": [d.columns() for d in self.designs],
-            "tests": [{"name": a.name, "label": a.label, **a.options} for a in self.analyses],
-            "trials": self.trials, "alpha": self.alpha, "seed": self.seed,
+    def to_mapping(self) -> dict:
+        """The config as a YAML-ready mapping that :func:`parse_config` turns back into an equal config.
+
+        This is what a results manifest stores, so ``simdesign plot`` and
+        ``replay`` rebuild the config of any run, from a file or from code.
+        Designs are written one by one (a grid is expanded), each test with
+        its label and the options that differ from what it would inherit, and
+        a model that is neither a preset nor a file is written inline.
+        """
+        inherited = art_inherited(self.art_resamples, self.art_exact)
+        tests = []
+        for spec in self.analyses:
+            defaults = {option: inherited.get(option, default)
+                        for option, (_, default) in ANALYSES[spec.name].options.items()}
+            written = {key: value for key, value in spec.options.items() if defaults.get(key) != value}
+            tests.append({"name": spec.name, **({} if analysis_label(spec.name, written) == spec.label
+                                                else {"label": spec.label}), **written})
+        mapping = {
+            "name": self.name, "model": self.model_source if self.model_source else self.model.to_dict(),
+            "effect": self.effect,
+            "designs": [{"kind": d.kind, **{f.name: getattr(d, f.name) for f in dataclasses.fields(d)}}
+                        for d in self.designs],
+            "tests": tests, "trials": self.trials, "alpha": self.alpha, "seed": self.seed,
             "art_resamples": self.art_resamples, "art_exact": self.art_exact,
-            **({"estimands": list(self.estimands)} if self.estimands else {}),
+            "figure": dataclasses.asdict(self.figure),
         }
+        if self.chunk_size is not None:
+            mapping["chunk_size"] = self.chunk_size
+        if self.description:
+            mapping["description"] = self.description
+        if self.estimands:
+            mapping["estimands"] = list(self.estimands)
+        return mapping
+
+    to_dict = to_mapping  # the name before 0.2; kept for callers
 
 
 def stable_digest(obj) -> str:
@@ -173,24 +271,192 @@ def read_config_mapping(path: Path, what: str) -> dict:
     return raw
 
 
-def check_name(raw: dict, errors: list[str]) -> str | None:
-    """The 'name' field, which names results directories: non-empty, no slashes."""
-    name = raw.get("name")
+def _name_problem(name) -> str | None:
+    """The 'name' field names results directories: non-empty, no slashes."""
     if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\"):
-        errors.append(f"The 'name' field must be a non-empty string without slashes; got {name!r}")
+        return f"The 'name' field must be a non-empty string without slashes; got {name!r}"
+    return None
+
+
+def _positive_int_problem(key: str, value) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return f"The '{key}' field must be a positive integer; got {value!r}"
+    return None
+
+
+def _seed_problem(seed) -> str | None:
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        return f"The 'seed' field must be a non-negative integer; got {seed!r}"
+    return None
+
+
+def _alpha_problem(alpha) -> str | None:
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        return f"The 'alpha' field must be in (0, 1); got {alpha!r}"
+    return None
+
+
+def _art_exact_problem(value) -> str | None:
+    return None if value in ("auto", "never") else f"The 'art_exact' field must be 'auto' or 'never'; got {value!r}"
+
+
+# One rule per scalar field, applied to a YAML mapping (parse_config) and to a built config (__post_init__).
+SCALAR_RULES = {
+    "name": _name_problem,
+    "trials": lambda value: _positive_int_problem("trials", value),
+    "seed": _seed_problem,
+    "alpha": _alpha_problem,
+    "art_resamples": lambda value: _positive_int_problem("art_resamples", value),
+    "art_exact": _art_exact_problem,
+    "chunk_size": lambda value: None if value is None else _positive_int_problem("chunk_size", value),
+}
+SCALAR_DEFAULTS = {"trials": 1000, "seed": 0, "alpha": 0.05, "art_resamples": 1000, "art_exact": "auto",
+                   "chunk_size": None}
+
+
+def art_inherited(art_resamples, art_exact) -> dict:
+    """The config-level ART settings that tests inherit (only valid ones: a bad one is reported once, by its field)."""
+    inherited = {}
+    if SCALAR_RULES["art_resamples"](art_resamples) is None:
+        inherited["resamples"] = art_resamples
+    if SCALAR_RULES["art_exact"](art_exact) is None:
+        inherited["exact"] = art_exact
+    return inherited
+
+
+def effect_problems(effect, model, problems: list[str]) -> float | None:
+    """Check the 'effect' field (against the model when there is one); returns its scale factor or None."""
+    if effect is None:
+        problems.append("The 'effect' field is empty (YAML reads 'null' as nothing): write 'zero' for the null "
+                        "hypothesis")
+        return None
+    try:
+        scale = effect_scale(effect)
+    except ConfigError as exc:
+        problems.extend(exc.messages)
+        return None
+    if isinstance(model, OrdinalMixedModel):
+        check_effect_size(effect, scale, model, problems)
+    return scale
+
+
+def estimand_list_problems(estimands) -> list[str]:
+    problems = []
+    unknown = [item for item in estimands if item not in RELIABILITY_ESTIMANDS]
+    if unknown:
+        problems.append(f"The 'estimands' field names unknown estimand(s) {unknown}; "
+                        f"available: {sorted(RELIABILITY_ESTIMANDS)}")
+    duplicates = sorted({item for item in estimands if list(estimands).count(item) > 1})
+    if duplicates:
+        problems.append(f"The 'estimands' field lists {duplicates} more than once")
+    return problems
+
+
+def config_problems(values: dict, check_empty: bool = True) -> list[str]:
+    """Every problem of a config's parsed values (the rules shared by :func:`parse_config` and SimulationConfig).
+
+    Parameters
+    ----------
+    values : dict
+        Field name -> value, as SimulationConfig holds them; missing fields are not checked.
+    check_empty : bool
+        Report an empty 'designs' or 'tests'. The parser reports these itself, with the item that failed.
+    """
+    problems = [problem for key, rule in SCALAR_RULES.items() if key in values
+                for problem in [rule(values[key])] if problem]
+    model = values.get("model")
+    if "model" in values and not isinstance(model, OrdinalMixedModel):
+        problems.append(f"The 'model' field must be a preset ({', '.join(PRESETS)}), a model file path or an "
+                        f"OrdinalMixedModel; got {model!r}")
+    scale = effect_problems(values.get("effect", "fitted"), model, problems)
+    designs, analyses = tuple(values.get("designs") or ()), tuple(values.get("analyses") or ())
+    estimands = tuple(values.get("estimands") or ())
+    estimand_problems = estimand_list_problems(estimands)
+    problems += estimand_problems
+    if check_empty and not designs:
+        problems.append("The 'designs' field must be a non-empty list of design mappings, e.g. "
+                        "{kind: block, blocks: 20, docs_per_block: 5, annotators_per_block: 3}")
+    if check_empty and not analyses and not estimands:
+        problems.append(f"The 'tests' field must be a non-empty list; available tests: {sorted(ANALYSES)}")
+    strays = [d for d in designs if type(d) not in DESIGN_KINDS.values()] + \
+             [a for a in analyses if not isinstance(a, AnalysisSpec)]
+    if strays:
+        problems.append(f"designs must be design objects ({', '.join(DESIGN_KINDS)}) or mappings, and tests "
+                        f"AnalysisSpec objects, names or mappings; got {strays!r}")
+        return problems
+    problems += repeated_problems([d.label for d in designs], "designs")
+    problems += repeated_problems([s.label for s in analyses], "tests")
+    clashes = sorted({a.label for a in analyses} & set(estimands))
+    if clashes:
+        problems.append(f"The test label(s) {clashes} are estimand names; give the test(s) another 'label'")
+    pool_labels = [d.label for d in designs if not d.has_blocks]
+    block_tests = [a.label for a in analyses if a.name in ANALYSES and ANALYSES[a.name].needs_blocks]
+    if pool_labels and block_tests:
+        problems.append(f"The block-level test(s) {block_tests} do not apply to pool designs "
+                        f"{pool_labels}: pool designs have no blocks")
+    figure = values.get("figure", FigureSpec())
+    if not isinstance(figure, FigureSpec):
+        problems.append(f"The 'figure' field must be a mapping; got {figure!r}")
+        return problems
+    problems += figure_problems(figure)
+    if designs and figure.x in BLOCK_ONLY_X and not any(d.has_blocks for d in designs):
+        problems.append(f"The 'figure.x' field {figure.x!r} has no value for pool designs, and this config has "
+                        f"only pool designs; use one of {[x for x in FIGURE_X if x not in BLOCK_ONLY_X]}")
+    if figure.estimand is not None and scale is not None and not estimand_problems:
+        check_figure_estimand(figure.estimand, scale == 0.0, bool(analyses) or not estimands, list(estimands),
+                              problems, fits_models=any(ANALYSES[a.name].random_effects for a in analyses
+                                                        if a.name in ANALYSES))
+    return problems
+
+
+def repeated_problems(labels: list[str], field_name: str) -> list[str]:
+    """A design or test listed twice (by label): its results would be mixed in one output row."""
+    duplicates = sorted({label for label in labels if labels.count(label) > 1})
+    if not duplicates:
+        return []
+    if field_name == "designs":
+        return [f"The 'designs' field lists the same design more than once: {duplicates}"]
+    return [f"The 'tests' field lists the same analysis more than once: {duplicates} "
+            "(give different options or a 'label')"]
+
+
+def check_name(raw: dict, errors: list[str]) -> str | None:
+    """The 'name' field of a config mapping (the planner's too); a problem is appended to ``errors``."""
+    name = raw.get("name")
+    problem = _name_problem(name)
+    if problem:
+        errors.append(problem)
     return name
 
 
+def figure_problems(spec: FigureSpec) -> list[str]:
+    problems = []
+    if spec.x not in FIGURE_X:
+        problems.append(f"The 'figure.x' field must be one of {list(FIGURE_X)}; got {spec.x!r}")
+    if spec.colour not in FIGURE_COLOUR:
+        problems.append(f"The 'figure.colour' field must be one of {list(FIGURE_COLOUR)}; got {spec.colour!r}")
+    return problems
+
+
 def resolve_model(raw: dict, base_dir: Path | None, errors: list[str]) -> tuple[OrdinalMixedModel | None, str | None]:
-    """Load the 'model' field: a preset, or a file path relative to the working directory or the config's.
+    """Load the 'model' field: a preset, a file path relative to the working directory or the config's, or inline.
 
     Returns the model (None after an error) and its source: the preset name or the file's absolute path,
-    so that stored configs find the file from anywhere.
+    so that stored configs find the file from anywhere; '' for a model given inline (a mapping in the
+    model file format, or an OrdinalMixedModel in code), which :meth:`SimulationConfig.to_mapping` writes inline.
     """
     source = raw.get("model")
     if source is None:
         errors.append("The 'model' field is required: a preset (coherence, repetition) or a model file path")
         return None, None
+    if isinstance(source, OrdinalMixedModel):
+        return source, ""
+    if isinstance(source, dict):
+        try:
+            return OrdinalMixedModel.from_dict(source), ""
+        except ConfigError as exc:
+            errors.extend(exc.messages)
+            return None, ""
     candidate = Path(str(source))
     if base_dir is not None and not candidate.is_absolute() and not candidate.exists() \
             and (base_dir / candidate).exists():
@@ -205,71 +471,31 @@ def resolve_model(raw: dict, base_dir: Path | None, errors: list[str]) -> tuple[
 
 def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
     """Validate a config mapping; see :func:`load_config`."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"A config must be a mapping of config keys; got {type(raw).__name__}")
     errors: list[str] = []
     unknown = sorted(set(raw) - set(TOP_LEVEL_KEYS))
     if unknown:
         errors.append(f"Unknown config key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS)}")
-
-    name = check_name(raw, errors)
     model, model_source = resolve_model(raw, base_dir, errors)
-
-    effect = raw.get("effect", "fitted")
-    try:
-        scale = effect_scale(effect)
-    except ConfigError as exc:
-        errors.extend(exc.messages)
-        scale = None
-    if scale is not None and model is not None:
-        check_effect_size(effect, scale, model, errors)
-    if effect is None:
-        errors.append("The 'effect' field is empty (YAML reads 'null' as nothing): write 'zero' for the null hypothesis")
-
-    trials = _positive_int(errors, raw, "trials", 1000)
-    seed = raw.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        errors.append(f"The 'seed' field must be a non-negative integer; got {seed!r}")
-    alpha = raw.get("alpha", 0.05)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        errors.append(f"The 'alpha' field must be in (0, 1); got {alpha!r}")
-    art_resamples = _positive_int(errors, raw, "art_resamples", 1000)
-    art_exact = raw.get("art_exact", "auto")
-    if art_exact not in ("auto", "never"):
-        errors.append(f"The 'art_exact' field must be 'auto' or 'never'; got {art_exact!r}")
-    chunk_size = raw.get("chunk_size")
-    if chunk_size is not None:
-        chunk_size = _positive_int(errors, raw, "chunk_size", None)
-
-    designs = parse_designs(raw.get("designs"), errors)
-    estimands = parse_estimands(raw.get("estimands"), errors)
+    values = {key: raw.get(key, default) for key, default in SCALAR_DEFAULTS.items()}
+    values.update(name=raw.get("name"), effect=raw.get("effect", "fitted"), description=str(raw.get("description", "")))
+    if model is not None:
+        values["model"] = model
+    values["designs"] = parse_designs(raw.get("designs"), errors)
+    values["estimands"] = parse_estimands(raw.get("estimands"), errors)
     # A reliability-only config needs no tests; otherwise 'tests' stays required.
-    if estimands and not raw.get("tests"):
-        analyses = []
+    if values["estimands"] and not raw.get("tests"):
+        values["analyses"] = []
     else:
-        analyses = parse_analyses(raw.get("tests"), errors, {"resamples": art_resamples, "exact": art_exact})
-    clashes = sorted({a.label for a in analyses} & set(estimands))
-    if clashes:
-        errors.append(f"The test label(s) {clashes} are estimand names; give the test(s) another 'label'")
-    if designs and analyses:
-        pool_labels = [d.label for d in designs if not d.has_blocks]
-        block_tests = [a.label for a in analyses if ANALYSES[a.name].needs_blocks]
-        if pool_labels and block_tests:
-            errors.append(f"The block-level test(s) {block_tests} do not apply to pool designs "
-                          f"{pool_labels}: pool designs have no blocks")
-    figure = parse_figure(raw.get("figure"), errors)
-    if designs and figure.x in BLOCK_ONLY_X and not any(d.has_blocks for d in designs):
-        errors.append(f"The 'figure.x' field {figure.x!r} has no value for pool designs, and this config has only "
-                      f"pool designs; use one of {[x for x in FIGURE_X if x not in BLOCK_ONLY_X]}")
-    if figure.estimand is not None and scale is not None and not any("'estimands'" in e for e in errors):
-        check_figure_estimand(figure.estimand, scale == 0.0, bool(analyses) or not estimands, estimands, errors,
-                              fits_models=any(ANALYSES[a.name].random_effects for a in analyses))
-
+        values["analyses"] = parse_analyses(raw.get("tests"), errors,
+                                            art_inherited(values["art_resamples"], values["art_exact"]))
+    values["figure"] = parse_figure(raw.get("figure"), errors)
+    errors += config_problems(values, check_empty=False)
     if errors:
-        raise ConfigError(errors)
-    return SimulationConfig(name=name, model=model, model_source=str(model_source), effect=effect,
-                            designs=tuple(designs), analyses=tuple(analyses), trials=trials, alpha=float(alpha),
-                            seed=seed, art_resamples=art_resamples, art_exact=art_exact, chunk_size=chunk_size,
-                            figure=figure, description=str(raw.get("description", "")),
-                            estimands=tuple(estimands))
+        raise ConfigError(list(dict.fromkeys(errors)))
+    return SimulationConfig(model_source=str(model_source), **{key: tuple(value) if isinstance(value, list) else value
+                                                               for key, value in values.items()})
 
 
 def check_effect_size(effect, scale: float, model: OrdinalMixedModel, errors: list[str]) -> None:
@@ -328,22 +554,7 @@ def parse_estimands(items, errors: list[str]) -> list[str]:
         errors.append(f"The 'estimands' field must be a list of names from {sorted(RELIABILITY_ESTIMANDS)}; "
                       f"got {items!r}")
         return []
-    unknown = [item for item in items if item not in RELIABILITY_ESTIMANDS]
-    if unknown:
-        errors.append(f"The 'estimands' field names unknown estimand(s) {unknown}; "
-                      f"available: {sorted(RELIABILITY_ESTIMANDS)}")
-    duplicates = sorted({item for item in items if items.count(item) > 1})
-    if duplicates:
-        errors.append(f"The 'estimands' field lists {duplicates} more than once")
-    return list(dict.fromkeys(item for item in items if item in RELIABILITY_ESTIMANDS))
-
-
-def _positive_int(errors, raw, key, default):
-    value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        errors.append(f"The '{key}' field must be a positive integer; got {value!r}")
-        return default if isinstance(default, int) else 1
-    return value
+    return list(items)  # unknown names and repeats: config_problems
 
 
 def parse_designs(items, errors: list[str]) -> list:
@@ -387,10 +598,7 @@ def parse_designs(items, errors: list[str]) -> list:
                 designs.append(cls(**values))
             except ConfigError as exc:
                 errors.extend(f"{where}: {m}" for m in exc.messages)
-    labels = [d.label for d in designs]
-    duplicates = sorted({lab for lab in labels if labels.count(lab) > 1})
-    if duplicates:
-        errors.append(f"The 'designs' field lists the same design more than once: {duplicates}")
+    errors.extend(repeated_problems([d.label for d in designs], "designs"))
     return designs
 
 
@@ -420,31 +628,36 @@ def parse_analyses(items, errors: list[str], art_defaults: dict) -> list[Analysi
             continue
         info = ANALYSES[name]
         written = {k: v for k, v in item.items() if k not in ("name", "label")}
-        options = {}
-        for option, (allowed, default) in info.options.items():
-            if option in written:
-                value = written[option]
-            elif option in ART_DEFAULT_KEYS and option in art_defaults:
-                value = art_defaults[option]
-            else:
-                value = default
-            problem = allowed(value) if callable(allowed) else (
-                None if value in allowed else f"must be one of {list(allowed)}; got {value!r}")
-            if problem:
-                errors.append(f"The '{where}.{option}' option of {name} {problem}")
-            options[option] = value
-        unknown = sorted(set(written) - set(info.options))
-        if unknown:
-            errors.append(f"The test {name} has no option(s) {unknown}; "
-                          f"its options: {sorted(info.options) or 'none'}")
+        options = {option: written[option] if option in written
+                   else art_defaults[option] if option in ART_DEFAULT_KEYS and option in art_defaults else default
+                   for option, (_, default) in info.options.items()}
+        options.update({k: v for k, v in written.items() if k not in options})
+        problems = analysis_option_problems(name, options, where)
+        if problems:
+            errors.extend(problems)
+            continue
         label = item.get("label") or analysis_label(name, written)
         specs.append(AnalysisSpec(name=name, label=str(label), options=options))
-    labels = [s.label for s in specs]
-    duplicates = sorted({lab for lab in labels if labels.count(lab) > 1})
-    if duplicates:
-        errors.append(f"The 'tests' field lists the same analysis more than once: {duplicates} "
-                      "(give different options or a 'label')")
+    errors.extend(repeated_problems([spec.label for spec in specs], "tests"))
     return specs
+
+
+def analysis_option_problems(name: str, options: dict, where: str) -> list[str]:
+    """The options of the registered analysis ``name`` against its allowed values (one rule for YAML and code)."""
+    info = ANALYSES[name]
+    problems = []
+    for option, (allowed, _) in info.options.items():
+        if option not in options:
+            continue
+        value = options[option]
+        problem = allowed(value) if callable(allowed) else (
+            None if value in allowed else f"must be one of {list(allowed)}; got {value!r}")
+        if problem:
+            problems.append(f"The '{where}.{option}' option of {name} {problem}")
+    unknown = sorted(set(options) - set(info.options))
+    if unknown:
+        problems.append(f"The test {name} has no option(s) {unknown}; its options: {sorted(info.options) or 'none'}")
+    return problems
 
 
 def parse_figure(raw, errors: list[str]) -> FigureSpec:
@@ -456,9 +669,4 @@ def parse_figure(raw, errors: list[str]) -> FigureSpec:
     unknown = sorted(set(raw) - {"x", "estimand", "colour", "log_x"})
     if unknown:
         errors.append(f"Unknown 'figure' key(s) {unknown}; allowed: x, estimand, colour, log_x")
-    spec = FigureSpec(**{k: v for k, v in raw.items() if k in ("x", "estimand", "colour", "log_x")})
-    if spec.x not in FIGURE_X:
-        errors.append(f"The 'figure.x' field must be one of {list(FIGURE_X)}; got {spec.x!r}")
-    if spec.colour not in FIGURE_COLOUR:
-        errors.append(f"The 'figure.colour' field must be one of {list(FIGURE_COLOUR)}; got {spec.colour!r}")
-    return spec
+    return FigureSpec(**{k: v for k, v in raw.items() if k in ("x", "estimand", "colour", "log_x")})

@@ -1,4 +1,17 @@
-"""Exceptions raised at simdesign's boundaries."""
+"""Exceptions raised at simdesign's boundaries.
+
+Three kinds of bad input, each with every problem found and messages that
+name the field (or line) and what is allowed; the CLI maps all three to exit
+code 2:
+
+* :class:`ConfigError`: a config, a design, a model file, a command-line option;
+* :class:`DataError`: an input table (judgements, ranks, annotation times);
+* :class:`StoreError`: a results directory (missing manifest, incompatible or corrupt trials).
+
+``DataError`` and ``StoreError`` subclass ``ConfigError``: code written when
+every input problem was a ConfigError (``except ConfigError``) keeps catching
+them, while new code can tell them apart.
+"""
 from __future__ import annotations
 
 
@@ -20,6 +33,14 @@ class ConfigError(ValueError):
         else:
             text = f"{len(self.messages)} problems:\n" + "\n".join(f"  - {m}" for m in self.messages)
         super().__init__(text)
+
+
+class DataError(ConfigError):
+    """An input table (judgements, ranks, annotation times) that cannot be used, naming the column or line."""
+
+
+class StoreError(ConfigError):
+    """A results directory that cannot be used: no manifest, trials of another config, or corrupt files."""
 
 
 class MissingBackendError(RuntimeError):

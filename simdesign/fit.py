@@ -32,7 +32,7 @@ import yaml
 
 from simdesign import __version__ as simdesign_version
 from simdesign import clmm
-from simdesign.errors import ConfigError
+from simdesign.errors import ConfigError, DataError
 from simdesign.model import OrdinalMixedModel
 from simdesign.store import package_versions
 
@@ -173,11 +173,11 @@ def validate_judgements(frame: pd.DataFrame, scale=None, *, names: dict | None =
 
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
-        raise ConfigError(f"The judgements table lacks the column(s) {missing}; it has {list(frame.columns)} "
+        raise DataError(f"The judgements table lacks the column(s) {missing}; it has {list(frame.columns)} "
                           "(map other names with --columns annotator=...,document=...,system=...,score=...)")
     errors = []
     if frame.empty:
-        raise ConfigError("The judgements table has no rows")
+        raise DataError("The judgements table has no rows")
     for column in REQUIRED_COLUMNS:
         absent = frame[column].isna().to_numpy()
         if absent.any():
@@ -229,7 +229,7 @@ def validate_judgements(frame: pd.DataFrame, scale=None, *, names: dict | None =
     if len(scale) < 2 and not errors:
         errors.append(f"The 'score' column needs at least two distinct values; got {list(scale)}")
     if errors:
-        raise ConfigError(errors)
+        raise DataError(errors)
     return scale
 
 
@@ -241,7 +241,7 @@ def _decode(path: Path) -> str:
     except UnicodeDecodeError as exc:
         line = data[:exc.start].count(b"\n") + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise ConfigError(f"{path}: line {line} is not UTF-8 text (byte 0x{data[exc.start]:02x} at character "
+        raise DataError(f"{path}: line {line} is not UTF-8 text (byte 0x{data[exc.start]:02x} at character "
                           f"{column}); save the file as UTF-8") from None
 
 
@@ -264,7 +264,7 @@ def _record_lines(text: str, path: Path) -> tuple[list, list]:
             else:
                 records.append((first_line, len(row)))
     except csv.Error as exc:
-        raise ConfigError(f"{path}: line {reader.line_num} is not valid CSV ({exc})") from None
+        raise DataError(f"{path}: line {reader.line_num} is not valid CSV ({exc})") from None
     return header or [], records
 
 
@@ -296,22 +296,22 @@ def read_table_csv(path, columns: dict | None = None, required=REQUIRED_COLUMNS)
     """
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"Judgements file not found: {path}")
+        raise DataError(f"Judgements file not found: {path}")
     text = _decode(path)
     header, records = _record_lines(text, path)
     if not header:
-        raise ConfigError(f"{path} is empty: it needs a header line naming the columns "
+        raise DataError(f"{path} is empty: it needs a header line naming the columns "
                           f"{', '.join(required)} and one row per judgement")
     ragged = [(line, n) for line, n in records if n != len(header)]
     if ragged:
         shown = ", ".join(f"line {line} has {n}" for line, n in ragged[:EXAMPLES_SHOWN])
         more = f" and {len(ragged) - EXAMPLES_SHOWN} more" if len(ragged) > EXAMPLES_SHOWN else ""
-        raise ConfigError(f"{path}: the header has {len(header)} fields but {shown}{more} (a comma inside an "
+        raise DataError(f"{path}: the header has {len(header)} fields but {shown}{more} (a comma inside an "
                           "unquoted value?); quote such values or fix the rows")
     try:
         raw = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=True)
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise ConfigError(f"{path} is not a readable CSV table: {exc}") from None
+        raise DataError(f"{path} is not a readable CSV table: {exc}") from None
     lines = [line for line, _ in records] if len(records) == len(raw) else None
     columns = dict(columns or {})
     problems = []
@@ -323,7 +323,7 @@ def read_table_csv(path, columns: dict | None = None, required=REQUIRED_COLUMNS)
             problems.append(f"--columns maps {ours}={theirs}, but the file also has a column '{ours}': "
                             f"two '{ours}' columns; drop or rename one of them in the file")
     if problems:
-        raise ConfigError(problems)
+        raise DataError(problems)
     raw = raw.rename(columns=columns)
     raw.attrs["lines"] = lines
     return raw
@@ -354,7 +354,18 @@ def read_judgements(path, columns: dict | None = None, scale=None):
     """
     columns = dict(columns or {})
     raw = read_table_csv(path, columns)
-    scale = validate_judgements(raw, scale, names={ours: theirs for theirs, ours in columns.items()})
+    return checked_judgements(raw, scale, names={ours: theirs for theirs, ours in columns.items()})
+
+
+def checked_judgements(raw: pd.DataFrame, scale=None, *, names: dict | None = None) -> tuple[pd.DataFrame, tuple]:
+    """Validate a judgements table (:func:`validate_judgements`) and keep its four columns, scores as integers.
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+    scale : tuple of int
+    """
+    scale = validate_judgements(raw, scale, names=names)
     frame = raw[list(REQUIRED_COLUMNS)].copy()
     frame["score"] = pd.to_numeric(frame["score"]).round().astype(np.int64)
     frame.attrs["lines"] = raw.attrs.get("lines")

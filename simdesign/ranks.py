@@ -22,19 +22,19 @@ report mean ranks 1-based (1 = best), as the paper does.
 Examples
 --------
 >>> import pandas as pd
->>> frame = pd.DataFrame({"annotator": ["a"] * 3, "document": ["d"] * 3, "system": ["x", "y", "z"],
-...                       "rank": [0, 2, 1]})
+>>> frame = pd.DataFrame({"annotator": ["a"] * 6, "document": ["d"] * 3 + ["e"] * 3,
+...                       "system": ["x", "y", "z"] * 2, "rank": [0, 2, 1, 1, 0, 2]})
 >>> check_ranks(frame)
 0
 >>> reversed_ranks(frame["rank"], base=0, n_systems=3).tolist()
-[3, 1, 2]
+[3, 1, 2, 2, 3, 1]
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from simdesign.errors import ConfigError
+from simdesign.errors import ConfigError, DataError
 from simdesign.fit import _rows, parse_columns, read_judgements, read_table_csv, validate_judgements
 
 METHODS = ("likert", "rank")
@@ -69,7 +69,7 @@ def infer_method(columns, method: str | None = None, mapping: dict | None = None
     if len(found) == 1:
         return found[0]
     what = "both a 'score' and a 'rank' column" if found else "neither a 'score' nor a 'rank' column"
-    raise ConfigError(f"Cannot tell the method: the table has {what} (columns {list(columns)}); "
+    raise DataError(f"Cannot tell the method: the table has {what} (columns {list(columns)}); "
                       f"say --method likert or --method rank (map names with --columns score=... or rank=...)")
 
 
@@ -116,7 +116,7 @@ def check_ranks(frame: pd.DataFrame, names: dict | None = None) -> int:
     rank_column = names.get("rank", "rank")
     missing = [c for c in RANK_COLUMNS if c not in frame.columns]
     if missing:
-        raise ConfigError(f"The rank table lacks the column(s) {missing}; it has {list(frame.columns)} "
+        raise DataError(f"The rank table lacks the column(s) {missing}; it has {list(frame.columns)} "
                           "(map other names with --columns annotator=...,document=...,system=...,rank=...)")
     errors = []
     as_scores = frame.rename(columns={"rank": "score"})
@@ -131,7 +131,7 @@ def check_ranks(frame: pd.DataFrame, names: dict | None = None) -> int:
     usable = frame.index[rank.notna() & (rank == rank.round()) & frame[["annotator", "document", "system"]]
                          .notna().all(axis=1)]
     if len(usable) == 0:
-        raise ConfigError(errors or ["The rank table has no usable rows"])
+        raise DataError(errors or ["The rank table has no usable rows"])
     table = frame.loc[usable, ["annotator", "document", "system"]].copy()
     table["rank"] = rank[usable].astype(np.int64)
     systems = sorted(table["system"].astype(str).unique())
@@ -173,7 +173,7 @@ def check_ranks(frame: pd.DataFrame, names: dict | None = None) -> int:
                       f"{_rows(frame, frame.index.isin(lines))}; {'; '.join(examples)}); every (annotator, document) must rank "
                       "every system")
     if errors:
-        raise ConfigError(errors)
+        raise DataError(errors)
     return base
 
 

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from simdesign.annotation_time import CAP_SECONDS_PER_OUTPUT, capped_durations
-from simdesign.errors import ConfigError
+from simdesign.errors import ConfigError, DataError
 from simdesign.judgements import Judgements
 
 SCHEMES = ("blocks", "nested", "crossed")
@@ -74,12 +74,12 @@ def capped_annotation_seconds(times: pd.DataFrame, outputs_per_item: int,
     """
     column = "seconds" if "seconds" in times.columns else "time_stamp"
     if "annotator" not in times.columns or column not in times.columns:
-        raise ConfigError(f"A times table needs the columns 'annotator' and 'time_stamp' (or 'seconds'); "
+        raise DataError(f"A times table needs the columns 'annotator' and 'time_stamp' (or 'seconds'); "
                           f"it has {list(times.columns)}")
     seconds = pd.to_numeric(times[column], errors="coerce")
     bad = times.index[seconds.isna() | (seconds < 0)]
     if len(bad):
-        raise ConfigError(f"The times column {column!r} has {len(bad)} missing, non-numeric or negative value(s) "
+        raise DataError(f"The times column {column!r} has {len(bad)} missing, non-numeric or negative value(s) "
                           f"(lines {', '.join(str(i + 2) for i in bad[:5])})")
     capped = capped_durations(seconds.to_numpy(), outputs_per_item, cap_per_output).to_numpy()
     return pd.Series(capped, index=times.index).groupby(times["annotator"].astype(str)).sum()
@@ -120,7 +120,7 @@ class StudyTable:
         data = frame[columns].rename(columns={value_column: "score"})
         judgements = Judgements.from_frame(data, systems=systems, block_column=block_column)
         if not judgements.has_blocks:
-            raise ConfigError("Resampling blocks needs a block design: groups of annotators who judge the same "
+            raise DataError("Resampling blocks needs a block design: groups of annotators who judge the same "
                               "documents, no document shared between groups; these data have none")
         n_ann, n_sys = int(judgements.annotator.max()) + 1, judgements.n_systems
         sums = np.zeros((n_ann, n_sys))
@@ -132,7 +132,7 @@ class StudyTable:
         labels = tuple(str(a) for a in sorted(pd.unique(frame["annotator"])))  # Judgements codes annotators sorted
         table = cls(annotators=labels, block=block, sums=sums, counts=counts, systems=judgements.systems)
         if table.n_blocks < 2:
-            raise ConfigError(f"Resampling needs two or more blocks; these data have {table.n_blocks}")
+            raise DataError(f"Resampling needs two or more blocks; these data have {table.n_blocks}")
         return table
 
     @property
@@ -220,7 +220,7 @@ def resample(table: StudyTable, scheme: str, sizes, repetitions: int, seed: int,
     if seconds is not None:
         missing = sorted(set(table.annotators) - set(seconds.index.astype(str)))
         if missing:
-            raise ConfigError(f"The times table has no rows for {len(missing)} annotator(s) of the judgements, "
+            raise DataError(f"The times table has no rows for {len(missing)} annotator(s) of the judgements, "
                               f"e.g. {missing[:3]}")
         per_annotator_seconds = seconds.reindex(list(table.annotators)).to_numpy(float)
     full = table.means()

@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from simdesign.config import SimulationConfig, stable_digest
-from simdesign.errors import ConfigError
+from simdesign.errors import StoreError
 
 MANIFEST = "manifest.json"
 TRIALS_DIR = "trials"
@@ -91,19 +91,28 @@ class ResultsStore:
 
     def manifest(self) -> dict:
         if not self.manifest_path.is_file():
-            raise ConfigError(f"{self.directory} is not a simdesign results directory (no {MANIFEST})")
+            raise StoreError(f"{self.directory} is not a simdesign results directory (no {MANIFEST})")
         return json.loads(self.manifest_path.read_text())
 
-    def prepare(self, config: SimulationConfig, raw_config: dict) -> None:
+    def prepare(self, config: SimulationConfig, raw_config: dict | None = None) -> None:
         """Create or check the manifest for ``config``; refuse incompatible stored trials.
+
+        The manifest stores ``config.to_mapping()``, from which ``simdesign plot``
+        and ``replay`` (and :func:`simdesign.api.load_results`) rebuild an equal
+        config, however the run was started.
 
         Parameters
         ----------
         config : SimulationConfig
-        raw_config : dict
-            The config mapping as read (after CLI overrides), kept so that
-            ``simdesign plot`` and ``replay`` can rebuild the config.
+        raw_config : dict, optional
+            Ignored (the mapping as read was stored before configs round-tripped); kept for callers.
+
+        Raises
+        ------
+        StoreError
+            If the directory holds trials of another model, effect or seed, or other options for a test label.
         """
+        mapping = config.to_mapping()
         # A killed process can leave a temporary file behind (never a partial chunk): remove them.
         for leftover in self.directory.glob(f"**/.*{TEMPORARY_SUFFIX}"):
             leftover.unlink()
@@ -113,19 +122,19 @@ class ResultsStore:
         if self.manifest_path.is_file():
             manifest = self.manifest()
             if manifest.get("fingerprint") != fingerprint:
-                raise ConfigError(
+                raise StoreError(
                     f"{self.directory} holds trials simulated with a different model, effect or seed "
                     f"(stored {manifest.get('fingerprint')}, this config {fingerprint}); they must not be mixed. "
                     "Write elsewhere with --out DIR, or delete the directory to start over.")
             clashes = sorted(label for label, digest in analyses.items()
                              if manifest.get("analyses", {}).get(label, digest) != digest)
             if clashes:
-                raise ConfigError(
+                raise StoreError(
                     f"{self.directory} holds results for test label(s) {clashes} computed with other options; "
                     "give the changed test a new 'label', or write elsewhere with --out DIR.")
             manifest["analyses"] = {**manifest.get("analyses", {}), **analyses}
             manifest["designs"] = {**manifest.get("designs", {}), **{d.label: d.columns() for d in config.designs}}
-            manifest.setdefault("history", []).append({"time": now, "config_hash": stable_digest(raw_config),
+            manifest.setdefault("history", []).append({"time": now, "config_hash": stable_digest(mapping),
                                                       "git_commit": git_commit()})
         else:
             manifest = {
@@ -133,8 +142,8 @@ class ResultsStore:
                 "designs": {d.label: d.columns() for d in config.designs}, "history": [],
             }
         manifest.update({
-            "updated": now, "config_name": config.name, "config_hash": stable_digest(raw_config),
-            "config": raw_config, "versions": package_versions(), "git_commit": git_commit(),
+            "updated": now, "config_name": config.name, "config_hash": stable_digest(mapping),
+            "config": mapping, "versions": package_versions(), "git_commit": git_commit(),
         })
         atomic_write_bytes(self.manifest_path, json.dumps(manifest, indent=2, default=str).encode())
 
@@ -179,7 +188,7 @@ class ResultsStore:
 
         Raises
         ------
-        ConfigError
+        StoreError
             If two chunk files hold the same (design, trial, test): the store is corrupt.
         """
         frames = []
@@ -196,6 +205,6 @@ class ResultsStore:
         table = pd.concat(frames, ignore_index=True)
         duplicated = table.duplicated(["design", "trial", "test", "pair"])
         if duplicated.any():
-            raise ConfigError(f"{self.directory}: {int(duplicated.sum())} stored rows are duplicated; "
+            raise StoreError(f"{self.directory}: {int(duplicated.sum())} stored rows are duplicated; "
                               "the results directory is corrupt")
         return table.sort_values(["design", "test", "trial", "pair"], ignore_index=True)

@@ -6,7 +6,9 @@ import pandas as pd
 import pytest
 
 from simdesign import BlockDesign, PoolDesign, load_model
-from simdesign.cli import main, write_outputs
+from simdesign.api import load_results
+from simdesign.cli import main
+from simdesign.outputs import write_outputs
 from simdesign.config import parse_config
 from simdesign.engine import plan_chunks, run_simulation
 from simdesign.errors import ConfigError
@@ -172,7 +174,8 @@ def test_estimands_are_per_trial_rows_summarised_with_notes_where_undefined(tmp_
     row = table[(table["design"] == design.label) & (table["trial"] == 0) & (table["test"] == "krippendorff_alpha")]
     assert row["estimate"].iloc[0] == pytest.approx(krippendorff_alpha(data))
 
-    summary = write_outputs(config, tmp_path / "run")
+    summary = load_results(tmp_path / "run", config=config).summary()
+    write_outputs(config, summary, tmp_path / "run")
     assert (tmp_path / "run" / "reliability-test.png").is_file()
     assert (tmp_path / "run" / "reliability-test-shr.png").is_file()
     rows = summary.set_index(["design", "estimand"])
@@ -204,6 +207,7 @@ def test_estimands_resume_and_join_an_existing_run(tmp_path):
     key = ["design", "test", "trial", "pair"]
     pd.testing.assert_frame_equal(table.sort_values(key, ignore_index=True)[key + ["estimate", "status"]],
                                   fresh.sort_values(key, ignore_index=True)[key + ["estimate", "status"]])
-    summary = write_outputs(config, tmp_path / "run")
+    summary = load_results(tmp_path / "run", config=config).summary()
+    write_outputs(config, summary, tmp_path / "run")
     assert {"type1", "power", "krippendorff_alpha", "shr"} & set(summary["estimand"]) >= {"power",
                                                                                          "krippendorff_alpha", "shr"}

@@ -1,0 +1,446 @@
+"""The Python API: one call per task, results as objects (the CLI is a thin layer over these).
+
+>>> import simdesign                                                      # doctest: +SKIP
+>>> result = simdesign.simulate("configs/quick.yaml", trials=50)          # doctest: +SKIP
+>>> result.summary()                                                      # doctest: +SKIP
+
+* :func:`simulate` -> :class:`SimulationResult` (``trials``, ``summary()``,
+  ``failures()``, ``plot()``, ``save()``); :func:`load_results` reads a
+  results directory back;
+* :func:`plan` -> :class:`PlanOutcome` (``table``, ``recommendation``, ``plot()``);
+* :func:`fit_model`, :func:`check_model`, :func:`reliability` on a judgements
+  table or CSV; ``simdesign.analyse(...)`` analyses a real study.
+
+Bad input raises :class:`~simdesign.errors.ConfigError` (configs),
+:class:`~simdesign.errors.DataError` (tables) or
+:class:`~simdesign.errors.StoreError` (results directories).
+"""
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from simdesign.config import SimulationConfig, load_config, parse_config
+from simdesign.errors import ConfigError
+from simdesign.outputs import (config_from_results, failure_table, figure_estimands, figure_title, write_figures,
+                               write_outputs)
+from simdesign.store import ResultsStore
+
+# The CLI's default for --jobs: every core (results do not depend on it).
+DEFAULT_JOBS = -1
+
+
+def check_jobs(jobs: int) -> int:
+    """Refuse 0 workers now: joblib refuses it only once work starts, after a results directory is written."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0:
+        raise ConfigError("The '--jobs' option must be a positive number of workers, or negative to count back from "
+                          f"all cores (-1: all, -2: all but one); got {jobs!r}")
+    return jobs
+
+
+def as_config(config, trials: int | None = None) -> SimulationConfig:
+    """A SimulationConfig from a YAML path, a mapping or a SimulationConfig; ``trials`` overrides its trials."""
+    if isinstance(config, SimulationConfig):
+        result = config
+    elif isinstance(config, dict):
+        result = parse_config(config)
+    elif isinstance(config, (str, Path)):
+        result = load_config(config)
+    else:
+        raise ConfigError(f"A config must be a YAML file path, a mapping or a SimulationConfig; "
+                          f"got {type(config).__name__}")
+    return result if trials is None else dataclasses.replace(result, trials=trials)
+
+
+@dataclass
+class SimulationResult:
+    """The per-trial results of a simulation and what can be computed from them.
+
+    Attributes
+    ----------
+    config : SimulationConfig
+    trials : pandas.DataFrame
+        One row per (design, trial, test, system pair), and one per (design,
+        trial, estimand) with ``pair`` -1; columns as
+        :data:`simdesign.store.RESULT_COLUMNS`.
+    out_dir : Path or None
+        The results directory, or None for a run kept in memory.
+    """
+
+    config: SimulationConfig = field(repr=False)
+    trials: pd.DataFrame = field(repr=False)
+    out_dir: Path | None = None
+
+    def __repr__(self) -> str:
+        where = f"stored in {self.out_dir}" if self.out_dir else "in memory"
+        return (f"<SimulationResult {self.config.name!r}: {len(self.config.designs)} designs x "
+                f"{len(self.config.analyses) + len(self.config.estimands)} tests/estimands x {self.config.trials} "
+                f"trials, {len(self.trials)} rows, {where}>")
+
+    def summary(self, alpha: float | None = None) -> pd.DataFrame:
+        """One row per design x test x estimand with rate, 95% interval and MCSE (docs/estimands.md).
+
+        Parameters
+        ----------
+        alpha : float, optional
+            Significance level (default the config's); the trials are not re-simulated.
+        """
+        from simdesign.summary import summarise
+
+        config = self.config if alpha is None else dataclasses.replace(self.config, alpha=alpha)
+        return summarise(config, self.trials)
+
+    def failures(self) -> pd.DataFrame:
+        """Design x test combinations with failed tests (see :func:`simdesign.outputs.failure_table`)."""
+        return failure_table(self.summary())
+
+    def failed_rows(self) -> pd.DataFrame:
+        """The per-trial rows whose test failed (no p-value), with their status and message."""
+        from simdesign.analyses.base import FAILURES
+
+        return self.trials[self.trials["status"].isin(list(FAILURES))].reset_index(drop=True)
+
+    def plot(self, path=None, estimand: str | None = None, alpha: float | None = None):
+        """Draw the summary as the CLI does.
+
+        Parameters
+        ----------
+        path : str or path-like, optional
+            Figure path without suffix: writes ``.png`` and ``.pdf`` (and one
+            figure per reliability estimand) and returns the paths. Without
+            it, returns the matplotlib Figure (for a notebook).
+        estimand : str, optional
+            Default: ``figure.estimand``, else type I error under the null, power otherwise.
+        alpha : float, optional
+            Significance level of the summary (default the config's).
+        """
+        from simdesign.plots import draw_summary
+
+        summary = self.summary(alpha)
+        if path is not None and estimand is None and alpha is None:
+            return write_figures(self.config, summary, Path(path))
+        estimand = figure_estimands(self.config, estimand)[0]
+        level = alpha if alpha is not None else self.config.alpha
+        figure, _ = draw_summary(summary, self.config.figure, estimand, figure_title(self.config),
+                                 alpha=level if estimand in ("type1", "familywise") else None)
+        if path is None:
+            return figure
+        paths = []
+        for suffix in (".png", ".pdf"):
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            figure.savefig(Path(path).with_suffix(suffix), dpi=150)
+            paths.append(Path(path).with_suffix(suffix))
+        return paths
+
+    def save(self, directory) -> Path:
+        """Write a results directory (manifest, trials, summary.csv, figures) that ``simdesign plot``,
+        ``replay`` and :func:`load_results` read.
+
+        Raises
+        ------
+        StoreError
+            If ``directory`` holds trials of another model, effect or seed.
+        """
+        directory = Path(directory)
+        store = ResultsStore(directory)
+        store.prepare(self.config)
+        for design, frame in self.trials.groupby("design", sort=False):
+            stop = int(frame["trial"].max()) + 1
+            store.write_chunk(design, 0, stop, sorted(frame["test"].unique()), frame.reset_index(drop=True))
+        write_outputs(self.config, self.summary(), directory)
+        return directory
+
+
+def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", trials: int | None = None,
+             progress: bool = True, **backend_options) -> SimulationResult:
+    """Simulate a config: every (design, trial, test) it asks for.
+
+    Parameters
+    ----------
+    config : str, path-like, dict or SimulationConfig
+        A YAML file, a mapping in the same form, or a config object.
+    out_dir : path-like, optional
+        Results directory, created or resumed (only missing trials are
+        simulated). Without it the run is kept in memory: a temporary
+        directory is used and removed.
+    jobs : int, optional
+        Parallel workers (default -1, all cores, as the CLI); results do not depend on it.
+    backend : {'loky', 'threading', 'dask'} or BackendSpec
+        See :func:`simdesign.engine.run_simulation`.
+    trials : int, optional
+        Overrides the config's trials.
+    progress : bool
+        Show a progress bar.
+    **backend_options
+        ``scheduler``, ``workers``, ``retries`` (see :func:`simdesign.engine.run_simulation`).
+
+    Returns
+    -------
+    SimulationResult
+    """
+    from simdesign.engine import run_simulation
+
+    config = as_config(config, trials)
+    jobs = check_jobs(DEFAULT_JOBS if jobs is None else jobs)
+    if out_dir is not None:
+        run_simulation(config, Path(out_dir), config.to_mapping(), jobs=jobs, progress=progress, backend=backend,
+                       **backend_options)
+        return load_results(out_dir, config=config)
+    with tempfile.TemporaryDirectory(prefix="simdesign-") as temporary:
+        run_simulation(config, Path(temporary), config.to_mapping(), jobs=jobs, progress=progress, backend=backend,
+                       **backend_options)
+        return SimulationResult(config, read_config_trials(ResultsStore(temporary), config))
+
+
+def read_config_trials(store: ResultsStore, config: SimulationConfig) -> pd.DataFrame:
+    """The stored rows of ``config``'s designs, tests and estimands, trials below ``config.trials``."""
+    return store.read_trials(designs=[d.label for d in config.designs],
+                             tests=[a.label for a in config.analyses] + list(config.estimands), trials=config.trials)
+
+
+def load_results(out_dir, trials: int | None = None, config: SimulationConfig | None = None) -> SimulationResult:
+    """A results directory as a :class:`SimulationResult` (its manifest's config, unless ``config`` is given).
+
+    Raises
+    ------
+    StoreError
+        If ``out_dir`` is not a results directory, or its trials are corrupt.
+    """
+    config = config if config is not None else config_from_results(out_dir, trials)
+    if trials is not None:
+        config = dataclasses.replace(config, trials=trials)
+    return SimulationResult(config, read_config_trials(ResultsStore(out_dir), config), Path(out_dir))
+
+
+@dataclass
+class PlanOutcome:
+    """A finished plan.
+
+    Attributes
+    ----------
+    result : simdesign.plan_search.PlanResult
+        Everything the search found (per-candidate results, confirmations, effort).
+    table : pandas.DataFrame
+        The ranked candidates (as ``plan.csv``).
+    recommendation : str
+        The recommendation in words (as ``recommendation.md``).
+    recommended : CandidateResult or None
+        The confirmed answer; None when nothing qualified.
+    effort : str
+        One line on how many trials the search used.
+    """
+
+    result: object = field(repr=False)
+    table: pd.DataFrame = field(repr=False)
+    recommendation: str = field(repr=False)
+    recommended: object = field(repr=False)
+    effort: str = ""
+
+    def __repr__(self) -> str:
+        pick = "nothing recommended" if self.recommended is None else \
+            f"recommended {self.recommended.candidate.design.label} / {self.recommended.candidate.test.label}"
+        return f"<PlanOutcome {self.result.config.name!r}: {len(self.table)} candidates, {pick}>"
+
+    def plot(self, path) -> list[Path]:
+        """Draw cost against power (as ``simdesign plan``): ``path`` without suffix; returns the files written."""
+        from simdesign.plan_report import plot_plan
+
+        return plot_plan(self.result, self.table, Path(path))
+
+    def save(self, directory, figure=None) -> dict:
+        """Write ``plan.csv``, ``recommendation.md`` and the figure (default ``directory/<plan name>``).
+
+        Returns
+        -------
+        dict
+            ``table``, ``recommendation`` and ``figures`` paths.
+        """
+        from simdesign.plan_report import write_plan_outputs
+
+        return write_plan_outputs(self.result, Path(directory), Path(figure) if figure else None)
+
+
+def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True) -> PlanOutcome:
+    """Find the cheapest design reaching a target power (or the most powerful within a budget).
+
+    Parameters
+    ----------
+    config : str, path-like, dict or PlanConfig
+        A plan YAML file (see configs/plan_example.yaml), a mapping in that form, or a parsed plan.
+    out_dir : path-like, optional
+        Results directory (created or resumed); without it a temporary one is used and removed.
+    jobs : int, optional
+        Parallel workers (default -1, all cores, as the CLI).
+    progress : bool
+        Print one line per stage.
+
+    Returns
+    -------
+    PlanOutcome
+    """
+    from simdesign.plan_report import effort_line, plan_table, recommendation_text
+    from simdesign.plan_search import run_plan
+    from simdesign.planner import PlanConfig, load_plan, parse_plan
+
+    if isinstance(config, dict):
+        config = parse_plan(config)
+    elif isinstance(config, (str, Path)):
+        config = load_plan(config)
+    elif not isinstance(config, PlanConfig):
+        raise ConfigError(f"A plan config must be a YAML file path, a mapping or a PlanConfig; "
+                          f"got {type(config).__name__}")
+    jobs = check_jobs(DEFAULT_JOBS if jobs is None else jobs)
+
+    def outcome(directory) -> PlanOutcome:
+        result = run_plan(config, Path(directory), jobs=jobs, progress=progress)
+        return PlanOutcome(result, plan_table(result), recommendation_text(result), result.recommended,
+                           effort_line(result))
+
+    if out_dir is not None:
+        return outcome(out_dir)
+    with tempfile.TemporaryDirectory(prefix="simdesign-plan-") as temporary:
+        return outcome(temporary)
+
+
+def read_judgements_table(frame_or_path, columns: dict | None = None, scale=None) -> tuple[pd.DataFrame, tuple]:
+    """Checked Likert judgements and their scale, from a DataFrame or a CSV path (one validator for both).
+
+    Raises
+    ------
+    DataError
+        A missing column, a bad score, a repeated judgement..., naming the column or line.
+    """
+    from simdesign.fit import checked_judgements, read_judgements
+
+    if isinstance(frame_or_path, pd.DataFrame):
+        columns = dict(columns or {})
+        frame = frame_or_path.rename(columns=columns)
+        return checked_judgements(frame, scale, names={ours: theirs for theirs, ours in columns.items()})
+    return read_judgements(frame_or_path, columns, scale)
+
+
+def fit_model(frame_or_path, *, structure: str = "auto", reference=None, scale=None, name: str = "fitted",
+              columns: dict | None = None, allow_reduced: bool = False, source: dict | None = None):
+    """Fit the generator (cumulative link mixed model) to judgements.
+
+    Parameters
+    ----------
+    frame_or_path : pandas.DataFrame or path-like
+        Columns ``annotator, document, system, score`` (``columns`` maps a file's names to these).
+    structure, reference, scale, name, allow_reduced
+        As :func:`simdesign.fit.fit_model`.
+    columns : dict, optional
+        File column name -> ours (annotator, document, system, score).
+    source : dict, optional
+        Recorded in the model's provenance (default for a CSV: its name, sha256 and rows).
+
+    Returns
+    -------
+    simdesign.fit.FitOutcome
+        ``.model`` (an OrdinalMixedModel to simulate from), ``.result`` (the
+        fit: status, log-likelihood, random-effect SDs), ``.provenance``.
+
+    Raises
+    ------
+    DataError
+        The table cannot be used. :class:`simdesign.fit.FitError` if the fit fails.
+    """
+    from simdesign.fit import file_sha256
+    from simdesign.fit import fit_model as fit
+
+    frame, scale = read_judgements_table(frame_or_path, columns, scale)
+    if source is None and not isinstance(frame_or_path, pd.DataFrame):
+        source = {"file": Path(frame_or_path).name, "sha256": file_sha256(frame_or_path), "rows": len(frame)}
+        if columns:
+            source["columns"] = ",".join(f"{ours}={theirs}" for theirs, ours in columns.items())
+    return fit(frame, structure=structure, reference=reference, scale=scale, name=name, source=source,
+               allow_reduced=allow_reduced)
+
+
+def check_model(model, frame_or_path, *, trials: int = 200, seed: int = 0, out_dir=None,
+                columns: dict | None = None, scale=None) -> pd.DataFrame:
+    """Predictive check: simulate studies with the data's own design from ``model`` and compare statistics.
+
+    Parameters
+    ----------
+    model : OrdinalMixedModel, FitOutcome, preset name or model file path
+    frame_or_path : pandas.DataFrame or path-like
+    trials, seed : int
+    out_dir : path-like, optional
+        Also write ``check.csv`` and ``check.png`` there.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per statistic: observed value, simulated 95% range, ``inside``.
+    """
+    from simdesign.check import predictive_check, run_check
+    from simdesign.model import load_model
+
+    model = load_model(getattr(model, "model", model))
+    frame, _ = read_judgements_table(frame_or_path, columns, scale)
+    if out_dir is not None:
+        return run_check(model, frame, out_dir, trials=trials, seed=seed)[0]
+    return predictive_check(model, frame, trials=trials, seed=seed)[0]
+
+
+@dataclass
+class Reliability:
+    """Krippendorff's alpha and split-half reliability of a study; an undefined one is None with its reason."""
+
+    krippendorff_alpha: float | None
+    split_half: object | None
+    notes: list
+
+    @property
+    def shr(self) -> float | None:
+        return None if self.split_half is None else self.split_half.value
+
+
+def reliability(frame_or_path, *, method: str | None = None, columns: dict | None = None, scale=None,
+                seed: int = 0) -> Reliability:
+    """Krippendorff's alpha (ordinal) and split-half reliability of a real study.
+
+    Parameters
+    ----------
+    frame_or_path : pandas.DataFrame or path-like
+        Likert (``score``) or Rank (``rank``) judgements; a CSV is read by
+        :func:`simdesign.ranks.read_table`, a DataFrame is taken as Likert.
+    method : {'likert', 'rank'}, optional
+    seed : int
+        For random splits (more than 100,000 distinct splits).
+
+    Returns
+    -------
+    Reliability
+    """
+    from simdesign.ranks import read_table
+
+    if isinstance(frame_or_path, pd.DataFrame):
+        frame, scale = read_judgements_table(frame_or_path, columns, scale)
+    else:
+        frame, info = read_table(frame_or_path, method, columns, scale)
+        scale = info["scale"]
+    return reliability_of_checked(frame, scale, seed)
+
+
+def reliability_of_checked(frame: pd.DataFrame, scale, seed: int = 0) -> Reliability:
+    """:func:`reliability` of a table already checked (by :func:`read_judgements_table` or ``read_table``)."""
+    from simdesign.judgements import Judgements
+    from simdesign.reliability import UndefinedReliability, krippendorff_alpha, split_half_reliability
+
+    notes, alpha, split = [], None, None
+    try:
+        alpha = krippendorff_alpha(frame, value_domain=scale)
+    except UndefinedReliability as exc:
+        notes.append(f"Krippendorff's alpha: undefined ({exc})")
+    try:
+        split = split_half_reliability(Judgements.from_frame(frame), np.random.default_rng(seed))
+    except ConfigError as exc:  # UndefinedReliability, or a table that is not complete (annotator, document) pairs
+        notes.append(f"split-half reliability: undefined ({exc})")
+    return Reliability(alpha, split, notes)

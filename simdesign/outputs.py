@@ -1,0 +1,115 @@
+"""What a finished simulation writes and reports: summary.csv, figures, the failure report.
+
+Shared by the Python API (:mod:`simdesign.api`) and the CLI (``run``,
+``plot``), so a notebook and a command produce the same files.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from simdesign.config import SimulationConfig, parse_config
+from simdesign.store import ResultsStore
+
+FAILURE_COLUMNS = ("design", "test", "n_failed", "n_tests", "rate", "note", "kind")
+
+
+def figure_estimand(config: SimulationConfig) -> str:
+    """The estimand of the main figure: ``figure.estimand``, else type I error under the null, power otherwise."""
+    if config.figure.estimand:
+        return config.figure.estimand
+    if not config.analyses and config.estimands:  # a reliability-only config has no rates to draw
+        return config.estimands[0]
+    return "type1" if config.is_null else "power"
+
+
+def figure_title(config: SimulationConfig) -> str:
+    return f"{config.name}: model {config.model.name}, effect {config.effect_label}"
+
+
+def figure_estimands(config: SimulationConfig, estimand: str | None = None) -> list[str]:
+    """The main estimand first, then each requested reliability estimand (each gets its own figure)."""
+    main = estimand or figure_estimand(config)
+    return [main] + [extra for extra in config.estimands if extra != main]
+
+
+def write_figures(config: SimulationConfig, summary: pd.DataFrame, base: Path) -> list[Path]:
+    """The figures of a summary as ``base.png``/``.pdf`` (and ``base-<estimand>`` for reliability estimands)."""
+    from simdesign.plots import plot_summary
+
+    paths = []
+    for position, estimand in enumerate(figure_estimands(config)):
+        out_base = base if position == 0 else base.with_name(f"{base.name}-{estimand}")
+        alpha = config.alpha if estimand in ("type1", "familywise") else None
+        paths += plot_summary(summary, config.figure, estimand, figure_title(config), out_base, alpha=alpha)
+    return paths
+
+
+def write_outputs(config: SimulationConfig, summary: pd.DataFrame, out_dir: Path,
+                  figure_base: Path | None = None) -> list[Path]:
+    """Write ``summary.csv`` and the figures into ``out_dir``; returns the paths written (CSV first)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary.to_csv(out_dir / "summary.csv", index=False)
+    return [out_dir / "summary.csv"] + write_figures(config, summary, figure_base or (out_dir / config.name))
+
+
+def failure_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """The design x test combinations with failed tests (no p-value), one row each.
+
+    ``kind`` is 'partial' (some tests failed), 'undefined' (every test failed
+    because the test is undefined for the design, e.g. a block-level test with
+    one block: every status is 'degenerate') or 'every' (every test failed
+    otherwise: the run says nothing about that combination).
+    """
+    failures = summary[(summary["estimand"] == "failure_rate") & (summary["n_failed"] > 0)]
+    table = failures[list(FAILURE_COLUMNS[:-1])].reset_index(drop=True).copy()
+    total = table["rate"] >= 1.0
+    undefined = total & table["note"].astype(str).str.fullmatch(r"degenerate: \d+")
+    table["kind"] = "partial"
+    table.loc[total, "kind"] = "every"
+    table.loc[undefined, "kind"] = "undefined"
+    return table
+
+
+def failure_report(summary: pd.DataFrame) -> tuple[str, str | None]:
+    """The failure warning (empty when nothing failed) and an error when some design x test failed in every trial.
+
+    Returns
+    -------
+    warning : str
+        Failure counts, the undefined combinations noted; '' when no test failed.
+    error : str or None
+        Names the combinations where every test failed for another reason.
+    """
+    table = failure_table(summary)
+    if table.empty:
+        return "", None
+    lines = [f"  {row.design} / {row.test}: {row.n_failed} of {row.n_tests} tests failed ({row.rate:.1%})"
+             for row in table.itertuples()]
+    warning = ("WARNING: failed tests (no p-value; counted as non-rejections in 'power', excluded in "
+               "'power_fitted'; see status/message in the trial files, replay with 'simdesign replay'):\n"
+               + "\n".join(lines))
+    undefined = table[table["kind"] == "undefined"]
+    if not undefined.empty:
+        warning += ("\nNOTE: undefined for the design, so every test of it is 'degenerate' (e.g. a block-level test "
+                    "with one block): " + ", ".join(f"{r.design} / {r.test}" for r in undefined.itertuples()))
+    broken = table[table["kind"] == "every"]
+    error = None if broken.empty else (
+        "ERROR: every test failed for " + ", ".join(f"{r.design} / {r.test}" for r in broken.itertuples()))
+    return warning, error
+
+
+def config_from_results(out_dir, trials: int | None = None) -> SimulationConfig:
+    """The config stored in a results directory's manifest (``trials`` overrides its trial count).
+
+    Raises
+    ------
+    StoreError
+        If ``out_dir`` is not a results directory.
+    """
+    raw = dict(ResultsStore(out_dir).manifest()["config"])
+    if trials is not None:
+        raw["trials"] = trials
+    return parse_config(raw)
