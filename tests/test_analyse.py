@@ -23,6 +23,7 @@ TABLE_2 = {
 }
 
 
+@pytest.mark.slow
 @needs_data
 @pytest.mark.parametrize("name", sorted(TABLE_2))
 def test_table_2_means_to_two_decimals(name):
@@ -70,6 +71,7 @@ def _study(design, seed: int) -> pd.DataFrame:
     return load_model("coherence").sample(design, np.random.default_rng(seed)).to_frame().drop(columns="block")
 
 
+@pytest.mark.slow
 def test_bootstrap_reproducible_from_seed_and_scheme_by_blocks():
     frame = _study(BlockDesign(12, 3, 2), 5)
     systems = sorted(frame["system"].unique())
@@ -87,6 +89,7 @@ def test_bootstrap_reproducible_from_seed_and_scheme_by_blocks():
     assert scheme["name"] == "two_way" and np.all(low < means) and np.all(means < high)
 
 
+@pytest.mark.slow
 def test_analyse_reproducible_and_cli_writes_tables(tmp_path, capsys):
     frame = _study(BlockDesign(10, 3, 2), 11)
     a = analyse(frame, tests=["ttest_doc"], seed=3, bootstrap=200)
@@ -104,6 +107,7 @@ def test_analyse_reproducible_and_cli_writes_tables(tmp_path, capsys):
     assert (out / "analysis.md").is_file() and (out / "analysis.png").is_file() and (out / "pairs.csv").is_file()
 
 
+@pytest.mark.slow
 def test_analyse_rejects_bad_options(tmp_path, capsys):
     path = tmp_path / "j.csv"
     _study(BlockDesign(10, 3, 2), 11).to_csv(path, index=False)
@@ -134,6 +138,7 @@ def test_block_bootstrap_t_covers_about_95_percent_on_the_papers_design():
     assert abs(coverage - 0.95) <= 4 * mcse, (coverage, mcse)
 
 
+@pytest.mark.slow
 def test_cli_on_a_rank_table_reports_one_based_mean_ranks(tmp_path, capsys):
     # Random complete rankings (0 = best) on a 10-block layout: the five mean ranks, 1-based, sum to 1+...+5.
     rng = np.random.default_rng(12)

@@ -12,6 +12,9 @@ from simdesign.summary import summarise
 
 from conftest import within_mcse
 
+# Statistical property tests with hundreds of simulated studies each: tens of seconds in all.
+pytestmark = pytest.mark.slow
+
 CLASSICAL = sorted(CLASSICAL_TESTS)
 
 

@@ -40,6 +40,7 @@ def test_run_writes_summary_figure_and_manifest_then_plot_redraws(tmp_path, caps
     assert "art_doc" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_more_trials_from_the_command_line(tmp_path):
     path = tmp_path / "cli.yaml"
     path.write_text(yaml.safe_dump(CONFIG))

@@ -35,6 +35,7 @@ def _key_columns(table):
         ["design", "test", "trial", "pair", "estimate", "p_value", "status"]]
 
 
+@pytest.mark.slow
 def test_results_do_not_depend_on_workers_or_chunking(tmp_path):
     one = _run(tmp_path, "one", jobs=1)
     two = _run(tmp_path, "two", jobs=2, chunk_size=11)
@@ -42,6 +43,7 @@ def test_results_do_not_depend_on_workers_or_chunking(tmp_path):
     pd.testing.assert_frame_equal(_key_columns(one), _key_columns(two))
 
 
+@pytest.mark.slow
 def test_raising_trials_and_adding_a_test_compute_only_what_is_new(tmp_path):
     _run(tmp_path, "grow", trials=20)
     config = parse_config({**RAW, "trials": 40, "tests": RAW["tests"] + ["ttest_doc"]})
@@ -59,6 +61,7 @@ def test_raising_trials_and_adding_a_test_compute_only_what_is_new(tmp_path):
     assert plan_chunks(config, ResultsStore(tmp_path / "grow"), 40) == []
 
 
+@pytest.mark.slow
 def test_adding_an_analysis_does_not_change_another_analysis_p_values(tmp_path):
     alone = _run(tmp_path, "alone", tests=["art"])
     together = _run(tmp_path, "together", tests=["ttest", "art_doc", "art"])
@@ -92,6 +95,7 @@ def _chunk_files(directory):
     return list((directory / "trials").glob("*/*.parquet"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
 def test_interrupted_run_resumes_to_identical_results(tmp_path, how):
     raw = {**RAW, "name": "interrupt", "trials": 400, "chunk_size": 5}
