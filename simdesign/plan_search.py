@@ -28,9 +28,10 @@ pairs, or ``each_pair``, every pair's rate). One shown to exceed it is
 *liberal*; one that cannot be shown either way stays undecided. Neither is
 ever recommended.
 
-Intervals are Wilson intervals at the trial-level effective size (the
-summary's :func:`~simdesign.summary.rate_from_shares` and
-:func:`~simdesign.summary.wilson_from_mcse`). Each candidate is looked at
+Rates, MCSEs and intervals come from the summary's functions (one
+aggregation path: :func:`~simdesign.summary.rejections`,
+:func:`~simdesign.summary.share_rate`, :func:`~simdesign.summary.wilson_interval`):
+Wilson intervals at the trial-level effective size. Each candidate is looked at
 up to L times, so the search spends its error 1 - confidence across the
 looks (half on the last look, the other half split evenly over the earlier
 ones). With ``each_pair`` a candidate passes when *every* pair's lower
@@ -76,23 +77,22 @@ import json
 import math
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
-from scipy import stats
 
-from simdesign.analyses import FAILURES, system_pairs
+from simdesign.analyses import system_pairs
 from simdesign.config import parse_config, stable_digest
 from simdesign.engine import check_backends, plan_chunks, simulate_chunk
 from simdesign.planner import Candidate, PlanConfig
 from simdesign.store import TRIALS_DIR, ResultsStore, atomic_write_bytes
+from simdesign.summary import rejections, share_rate, wilson_interval
 
 STUDIES_DIR = "studies"
 CACHE_DIR = ".plan_cache"
-# what the decisions read from a stored row (right_rejections, null_rejections)
+# what the decisions read from a stored row (simdesign.summary.rejections)
 CACHE_COLUMNS = ["design", "test", "trial", "pair", "p_value", "status", "estimate", "true_diff"]
 NULL_STUDIES_DIR = "studies_null"
 PASS, FAIL, UNDECIDED, NOT_NEEDED, LIBERAL = "pass", "fail", "undecided", "not_needed", "liberal"
@@ -240,86 +240,6 @@ def confirmation_confidence(confidence: float, candidates: int) -> float:
     return 1.0 - (1.0 - confidence) / candidates
 
 
-def right_rejections(frame, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per trial and pair with a true difference: rejected in the right direction?
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        Stored rows of one (design, test), sorted by trial and pair.
-
-    Returns
-    -------
-    indicators : ndarray of bool, shape (trials, pairs with a true difference)
-        As the summary's ``power`` estimand: failures count as non-rejections,
-        the direction is judged on the latent scale.
-    relevant : ndarray of int
-        Indices of those pairs.
-    """
-    n_pairs = int(frame["pair"].max()) + 1
-    trials = len(frame) // n_pairs
-    shape = (trials, n_pairs)
-    p_value = frame["p_value"].to_numpy().reshape(shape)
-    failed = np.isin(frame["status"].to_numpy().reshape(shape), list(FAILURES))
-    estimate = frame["estimate"].to_numpy().reshape(shape)
-    true_diff = frame["true_diff"].to_numpy().reshape(shape)[0]
-    relevant = np.flatnonzero(true_diff != 0)
-    reject = (p_value[:, relevant] < alpha) & ~failed[:, relevant]
-    right = reject & (np.sign(estimate[:, relevant]) == np.sign(true_diff[relevant]))
-    return right, relevant
-
-
-def null_rejections(frame, alpha: float) -> np.ndarray:
-    """Per trial and pair: rejected under the null? (failures count as non-rejections, as in ``type1``)."""
-    n_pairs = int(frame["pair"].max()) + 1
-    shape = (len(frame) // n_pairs, n_pairs)
-    failed = np.isin(frame["status"].to_numpy().reshape(shape), list(FAILURES))
-    return (frame["p_value"].to_numpy().reshape(shape) < alpha) & ~failed
-
-
-@lru_cache(maxsize=64)
-def _critical_value(confidence: float) -> float:
-    return float(stats.norm.isf((1.0 - confidence) / 2.0))
-
-
-def wilson_interval(rate: float, mcse: float, trials: int, n_tests: int, confidence: float) -> tuple[float, float]:
-    """:func:`simdesign.summary.wilson_from_mcse`, computed without statsmodels' per-call overhead.
-
-    The same Wilson interval at the same effective size (tests/test_planner.py
-    checks the two agree to 1e-12). It is written out because the decision
-    procedure computes it hundreds of times per plan and the guarantee test
-    runs the procedure thousands of times: ``proportion_confint`` evaluates a
-    normal quantile through scipy's generic distribution machinery on every
-    call, which made that test take minutes.
-    """
-    if not math.isfinite(mcse) or mcse <= 0:
-        n_eff = float(trials)
-    else:
-        n_eff = min(max(rate * (1 - rate) / mcse ** 2, float(trials)), float(max(n_tests, trials)))
-    crit = _critical_value(confidence)
-    crit2 = crit * crit
-    denominator = 1.0 + crit2 / n_eff
-    centre = (rate + crit2 / (2.0 * n_eff)) / denominator
-    half_width = crit * math.sqrt(rate * (1.0 - rate) / n_eff + crit2 / (4.0 * n_eff ** 2)) / denominator
-    return max(0.0, centre - half_width), min(1.0, centre + half_width)
-
-
-def _rate_and_mcse(shares: np.ndarray) -> tuple[float, float]:
-    """Mean of per-trial shares and its trial-level MCSE, as :func:`simdesign.summary.rate_from_shares`.
-
-    From two sums rather than ``np.std``, whose per-call overhead dominated the
-    guarantee test (the values are shares in [0, 1], so the one-pass variance
-    loses nothing that matters).
-    """
-    trials = len(shares)
-    total = float(shares.sum())
-    rate = total / trials
-    if trials < 2:
-        return rate, float("nan")
-    variance = max(float(np.dot(shares, shares)) - total * rate, 0.0) / (trials - 1)
-    return rate, math.sqrt(variance / trials)
-
-
 def rate_over_pairs(indicators: np.ndarray, over: str, confidence: float, worst: str) -> dict:
     """A rate over system pairs with the interval its decision rules need.
 
@@ -349,15 +269,11 @@ def rate_over_pairs(indicators: np.ndarray, over: str, confidence: float, worst:
     """
     trials, n_pairs = indicators.shape
     if over == "pooled":
-        rate, mcse = _rate_and_mcse(indicators.mean(axis=1))
+        rate, mcse = share_rate(indicators.mean(axis=1))
         low, high = wilson_interval(rate, mcse, trials, trials * n_pairs, confidence)
         return {"rate": rate, "ci_low": low, "ci_high": high, "mcse": mcse, "worst": -1}
     corrected = 1.0 - (1.0 - confidence) / n_pairs
-    # per pair the shares are 0/1, so the sum of squares is the count
-    counts = indicators.sum(axis=0).astype(float)
-    rates = counts / trials
-    mcses = (np.sqrt(np.maximum(counts - counts * rates, 0.0) / (trials - 1) / trials) if trials > 1
-             else np.full(n_pairs, np.nan))
+    rates, mcses = share_rate(indicators)
     plain = [wilson_interval(float(r), float(m), trials, trials, confidence) for r, m in zip(rates, mcses)]
     bonferroni = [wilson_interval(float(r), float(m), trials, trials, corrected) for r, m in zip(rates, mcses)]
     if worst == "min":
@@ -581,11 +497,11 @@ class SimulatedOutcomes(OutcomeSource):
 
     def power(self, wanted: dict) -> dict:
         self._power.run(wanted)
-        return {key: right_rejections(frame, self.alpha)[0] for key, frame in self._power.frames(wanted).items()}
+        return {key: rejections(frame, self.alpha).right() for key, frame in self._power.frames(wanted).items()}
 
     def null(self, wanted: dict) -> dict:
         self._null.run(wanted)
-        return {key: null_rejections(frame, self.alpha) for key, frame in self._null.frames(wanted).items()}
+        return {key: rejections(frame, self.alpha).reject for key, frame in self._null.frames(wanted).items()}
 
     def flush(self) -> None:
         self._power.flush()
