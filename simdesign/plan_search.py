@@ -81,11 +81,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
 
 from simdesign.analyses import system_pairs
 from simdesign.config import parse_config, stable_digest
-from simdesign.engine import check_backends, plan_chunks, simulate_chunk
+from simdesign.backends import DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, r_backed
+from simdesign.engine import check_backends, execute_chunks, plan_chunks
 from simdesign.planner import Candidate, PlanConfig
 from simdesign.store import TRIALS_DIR, ResultsStore, atomic_write_bytes
 from simdesign.summary import rejections, share_rate, wilson_interval
@@ -327,10 +327,6 @@ class OutcomeSource:
         """Called once the decisions are made (e.g. to save caches)."""
 
 
-def _chunk_task(model, effect, seed, chunk):
-    return chunk, simulate_chunk(model, effect, seed, chunk)
-
-
 class _StudyStore:
     """The studies of one effect (power or null) in results stores, with what they hold cached.
 
@@ -344,9 +340,11 @@ class _StudyStore:
     list does not match the store is ignored and rebuilt.
     """
 
-    def __init__(self, config: PlanConfig, out_dir: Path, jobs: int, effect, subdirectory: str):
+    def __init__(self, config: PlanConfig, out_dir: Path, executor: ChunkExecutor, effect, subdirectory: str,
+                 retries: int = DEFAULT_RETRIES):
         self.config = config
-        self.jobs = jobs
+        self.executor = executor
+        self.retries = retries
         self.effect = effect
         self.sim_configs, self.stores, self.cache_paths = {}, {}, {}
         for family, raw in config.simulation_config_mappings(effect).items():
@@ -420,6 +418,28 @@ class _StudyStore:
 
     def run(self, wanted: dict) -> None:
         """Make sure every (design, test): (first, stop) in ``wanted`` has those trials stored."""
+        studies = set()
+
+        def save(chunk, frame) -> None:
+            label = chunk.design.label
+            tests = [s.label for s in chunk.analyses]
+            store = self.stores[chunk.design.kind]
+            path = store.write_chunk(label, chunk.first_trial, chunk.stop_trial, tests, frame)
+            self._load(label)
+            self._files[chunk.design.kind].add(str(path.relative_to(store.directory)))
+            self._dirty.add(chunk.design.kind)
+            self._rows[label].append(frame[CACHE_COLUMNS])
+            for test in tests:
+                self._done[label].setdefault(test, set()).update(range(chunk.first_trial, chunk.stop_trial))
+            studies.update((label, trial) for trial in range(chunk.first_trial, chunk.stop_trial))
+
+        # the engine's chunk loop: the same backends and lost-worker retry as `run`
+        execute_chunks(self.executor, self.config.model, self.effect, self.config.seed,
+                       lambda: self._missing_chunks(wanted), save, self.retries)
+        self.new_studies += len(studies)
+
+    def _missing_chunks(self, wanted: dict) -> list:
+        """Chunks for the trials of ``wanted`` not yet stored (asked again after a lost worker)."""
         groups: dict[tuple[str, int, int], list[str]] = {}
         for (design, test), (first, stop) in wanted.items():
             groups.setdefault((design, first, stop), []).append(test)
@@ -432,26 +452,7 @@ class _StudyStore:
             for chunk in plan_chunks(sub, self, stop):
                 if chunk.stop_trial > first:
                     chunks.append(dataclasses.replace(chunk, first_trial=max(chunk.first_trial, first)))
-        if not chunks:
-            return
-        # Largest chunks first, so that a slow design does not start last and idle the other workers.
-        chunks.sort(key=lambda c: -(c.design.judgements(self.config.model.n_systems) * c.trials))
-        studies = set()
-        tasks = (delayed(_chunk_task)(self.config.model, self.effect, self.config.seed, chunk)
-                 for chunk in chunks)
-        for chunk, frame in Parallel(n_jobs=self.jobs, return_as="generator_unordered")(tasks):
-            label = chunk.design.label
-            tests = [s.label for s in chunk.analyses]
-            store = self.stores[chunk.design.kind]
-            path = store.write_chunk(label, chunk.first_trial, chunk.stop_trial, tests, frame)
-            self._load(label)
-            self._files[chunk.design.kind].add(str(path.relative_to(store.directory)))
-            self._dirty.add(chunk.design.kind)
-            self._rows[label].append(frame[CACHE_COLUMNS])
-            for test in tests:
-                self._done[label].setdefault(test, set()).update(range(chunk.first_trial, chunk.stop_trial))
-            studies.update((label, trial) for trial in range(chunk.first_trial, chunk.stop_trial))
-        self.new_studies += len(studies)
+        return chunks
 
     def frames(self, wanted: dict) -> dict:
         """Stored rows of each (design, test): (first, stop) in ``wanted``, sorted by trial and pair."""
@@ -481,14 +482,16 @@ class SimulatedOutcomes(OutcomeSource):
     config : PlanConfig
     out_dir : Path
         Results directory (created or resumed).
-    jobs : int
-        joblib workers; outcomes do not depend on it.
+    executor : ChunkExecutor
+        An open executor (:mod:`simdesign.backends`); outcomes do not depend on it.
+    retries : int
+        Resubmissions after lost workers, as in ``run``.
     """
 
-    def __init__(self, config: PlanConfig, out_dir: Path, jobs: int = 1):
+    def __init__(self, config: PlanConfig, out_dir: Path, executor: ChunkExecutor, retries: int = DEFAULT_RETRIES):
         self.alpha = config.alpha
-        self._power = _StudyStore(config, out_dir, jobs, config.effect, STUDIES_DIR)
-        self._null = (_StudyStore(config, out_dir, jobs, "zero", NULL_STUDIES_DIR)
+        self._power = _StudyStore(config, out_dir, executor, config.effect, STUDIES_DIR, retries)
+        self._null = (_StudyStore(config, out_dir, executor, "zero", NULL_STUDIES_DIR, retries)
                       if config.max_type1 is not None else None)
 
     @property
@@ -514,7 +517,8 @@ class SimulatedOutcomes(OutcomeSource):
 
 
 def run_plan(config: PlanConfig, out_dir: Path, jobs: int = 1, progress: bool = False,
-             exhaustive: bool = False) -> PlanResult:
+             exhaustive: bool = False, backend: str | BackendSpec = "loky", scheduler: str | None = None,
+             workers: int | None = None, retries: int = DEFAULT_RETRIES) -> PlanResult:
     """Evaluate the candidates of ``config`` by simulation and confirm the answer (see the module docstring).
 
     Parameters
@@ -523,6 +527,7 @@ def run_plan(config: PlanConfig, out_dir: Path, jobs: int = 1, progress: bool = 
     out_dir : Path
         Results directory for the simulated trials (created or resumed).
     jobs : int
+        Workers of the loky or threading backend; the plan does not depend on it.
     progress : bool
         Print one line per stage.
     exhaustive : bool
@@ -531,13 +536,19 @@ def run_plan(config: PlanConfig, out_dir: Path, jobs: int = 1, progress: bool = 
         ``confidence``), then decide and confirm by the same rules: the
         baseline that adaptive evaluation is measured against
         (scripts/bench_planner.py).
+    backend, scheduler, workers, retries
+        Where the studies are computed, as for :func:`simdesign.engine.run_simulation`
+        (loky, threading or Dask, with the same lost-worker retry); the plan does not depend on it.
 
     Returns
     -------
     PlanResult
     """
-    return decide_plan(config, SimulatedOutcomes(config, Path(out_dir), jobs), progress=progress,
-                       exhaustive=exhaustive)
+    spec = backend if isinstance(backend, BackendSpec) else BackendSpec(backend, jobs, scheduler, workers, retries)
+    check_backend(spec, config.tests)
+    with ChunkExecutor(spec, needs_r=bool(r_backed(config.tests))) as executor:
+        outcomes = SimulatedOutcomes(config, Path(out_dir), executor, spec.retries)
+        return decide_plan(config, outcomes, progress=progress, exhaustive=exhaustive)
 
 
 def decide_plan(config: PlanConfig, outcomes: OutcomeSource, progress: bool = False,

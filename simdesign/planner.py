@@ -709,7 +709,8 @@ def build_candidates(designs, tests, cost: CostModel, limits: Limits, n_systems:
     return candidates
 
 
-def plan_study(config: PlanConfig, out_dir=None, jobs: int = 1, progress: bool = False, figure_base=None):
+def plan_study(config: PlanConfig, out_dir=None, jobs: int = 1, progress: bool = False, figure_base=None,
+               backend="loky", **backend_options):
     """Find the cheapest design reaching the target power (or the most powerful within the budget).
 
     Parameters
@@ -726,6 +727,9 @@ def plan_study(config: PlanConfig, out_dir=None, jobs: int = 1, progress: bool =
         Print one line per evaluation stage.
     figure_base : path-like, optional
         Figure path without suffix (default ``out_dir/<name>``).
+    backend : {'loky', 'threading', 'dask'} or BackendSpec, default 'loky'
+        Where the studies are computed; ``backend_options`` (scheduler, workers,
+        retries) as for :func:`simdesign.engine.run_simulation`. Results do not depend on it.
 
     Returns
     -------
@@ -745,7 +749,8 @@ def plan_study(config: PlanConfig, out_dir=None, jobs: int = 1, progress: bool =
 
     if out_dir is None:
         with tempfile.TemporaryDirectory(prefix="simdesign-plan-") as scratch:
-            return run_plan(config, Path(scratch), jobs=jobs, progress=progress)
-    result = run_plan(config, Path(out_dir), jobs=jobs, progress=progress)
+            return run_plan(config, Path(scratch), jobs=jobs, progress=progress, backend=backend,
+                            **backend_options)
+    result = run_plan(config, Path(out_dir), jobs=jobs, progress=progress, backend=backend, **backend_options)
     write_plan_outputs(result, Path(out_dir), figure_base)
     return result

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from simdesign.analyses import ANALYSES
+from simdesign.analyses import resolve_analysis
 from simdesign.analyses.base import FAILURES, SINGULAR
 from simdesign.config import SimulationConfig
 
@@ -294,7 +294,7 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
                 continue
             trials = group["trial"].nunique()
             fit_seconds = group.drop_duplicates("trial")["fit_seconds"].mean()
-            random_effects = ANALYSES[spec.name].random_effects
+            random_effects = resolve_analysis(spec.name).random_effects
             for row in summarise_group(group, config.alpha, config.is_null, random_effects=random_effects):
                 rows.append({**design.columns(), "judgements": design.judgements(n_systems), "test": spec.label,
                              **row, "trials": trials, "effect": config.effect_label, "alpha": config.alpha,

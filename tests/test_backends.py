@@ -115,11 +115,11 @@ def test_lost_worker_error_resubmits_only_unsaved_chunks(tmp_path, monkeypatch, 
     original = engine.simulate_chunk
     calls = []
 
-    def flaky(model, effect, seed, chunk):
+    def flaky(model, effect, seed, chunk, *registry):
         calls.append(chunk.first_trial)
         if len(calls) == 3:  # as if the worker computing the third chunk had died
             raise distributed.scheduler.KilledWorker("chunk", None, 0)
-        return original(model, effect, seed, chunk)
+        return original(model, effect, seed, chunk, *registry)
 
     monkeypatch.setattr(engine, "simulate_chunk", flaky)
     with caplog.at_level(logging.WARNING, logger="simdesign.engine"):
@@ -130,7 +130,7 @@ def test_lost_worker_error_resubmits_only_unsaved_chunks(tmp_path, monkeypatch, 
     # the two chunks saved before the failure were not computed again
     assert len(calls) == 12 + 1
 
-    def broken(model, effect, seed, chunk):
+    def broken(model, effect, seed, chunk, *registry):
         raise distributed.scheduler.KilledWorker("chunk", None, 0)
 
     monkeypatch.setattr(engine, "simulate_chunk", broken)
