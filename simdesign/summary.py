@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,9 @@ from scipy import stats
 
 from simdesign.analyses import resolve_analysis
 from simdesign.analyses.base import FAILURES, SINGULAR
-from simdesign.config import SimulationConfig
+
+if TYPE_CHECKING:  # the config checks estimand names against this module's registry
+    from simdesign.config import SimulationConfig
 
 DESIGN_COLUMNS = ("design", "kind", "blocks", "docs_per_block", "annotators_per_block", "docs", "annotators",
                   "judgements_per_output", "judgements")
@@ -190,45 +193,136 @@ def rejections(group: pd.DataFrame, alpha: float) -> Rejections:
                       true_diff=group["true_diff"].to_numpy().reshape(shape)[0], status=status)
 
 
+@dataclass(frozen=True)
+class EstimandInfo:
+    """A registry entry: a rate the summary reports per (design, test).
+
+    Attributes
+    ----------
+    name : str
+    under : {'null', 'effect', 'both'}
+        The hypothesis under which the summary has it (``effect: zero`` is the null).
+    compute : callable
+        ``compute(table: Rejections, group: DataFrame) -> (Rate, n_failed, note)`` or None
+        when the rate does not exist for the data (e.g. power without a true difference).
+    description : str
+    random_effects_only : bool
+        Only for analyses that fit random effects (:attr:`AnalysisInfo.random_effects`).
+    """
+
+    name: str
+    under: str
+    compute: Callable
+    description: str = ""
+    random_effects_only: bool = False
+
+    def applies(self, is_null: bool, random_effects: bool) -> bool:
+        """Whether the summary has this estimand under that hypothesis for such an analysis."""
+        return (self.under in ("both", "null" if is_null else "effect")
+                and (random_effects or not self.random_effects_only))
+
+
+ESTIMANDS: dict[str, EstimandInfo] = {}
+"""Registry: estimand name -> :class:`EstimandInfo`, in the order of the summary's rows."""
+
+
+def register_estimand(info: EstimandInfo) -> EstimandInfo:
+    if info.name in ESTIMANDS:
+        raise ValueError(f"estimand {info.name!r} is registered twice")
+    ESTIMANDS[info.name] = info
+    return info
+
+
+def estimand_names(is_null: bool, random_effects: bool = True) -> tuple[str, ...]:
+    """Names of the estimands the summary has under the null (``effect: zero``) or an effect."""
+    return tuple(name for name, info in ESTIMANDS.items() if info.applies(is_null, random_effects))
+
+
+def _type1(table: Rejections, group):
+    trials, n_pairs = table.reject.shape
+    return rate_from_shares(table.reject.mean(axis=1), trials * n_pairs), int(table.failed.sum()), ""
+
+
+def _familywise(table: Rejections, group):
+    trials = table.reject.shape[0]
+    return (rate_from_shares(table.reject.any(axis=1).astype(float), trials), int(table.failed.sum()),
+            "share of trials with at least one rejection")
+
+
+def _relevant_failures(table: Rejections) -> int:
+    return int(table.failed[:, table.relevant].sum())
+
+
+def _power(table: Rejections, group):
+    if not table.relevant.size:
+        return None
+    right = table.right()
+    return rate_from_shares(right.mean(axis=1), right.size), _relevant_failures(table), ""
+
+
+def _power_fitted(table: Rejections, group):
+    if not table.relevant.size:
+        return None
+    usable = (~table.failed[:, table.relevant]).sum(axis=1)
+    return (ratio_rate(table.right().sum(axis=1).astype(float), usable.astype(float)), _relevant_failures(table),
+            "failed tests excluded")
+
+
+def _type_s(table: Rejections, group):
+    if not table.relevant.size:
+        return None
+    wrong = table.wrong()
+    return (rate_from_shares(wrong.mean(axis=1), wrong.size), _relevant_failures(table),
+            "rejections in the wrong direction (latent scale)")
+
+
+def _failure_rate(table: Rejections, group):
+    trials, n_pairs = table.failed.shape
+    kinds, counts = np.unique(table.status[table.failed].astype(str), return_counts=True)
+    return (rate_from_shares(table.failed.mean(axis=1), trials * n_pairs), int(table.failed.sum()),
+            "; ".join(f"{kind}: {count}" for kind, count in zip(kinds, counts)))
+
+
+def _singular_rate(table: Rejections, group):
+    trials, n_pairs = table.failed.shape
+    fit_status = group["fit_status"].to_numpy().reshape(trials, n_pairs)[:, 0]
+    singular = np.array([pd.notna(status) and status == SINGULAR for status in fit_status], dtype=float)
+    return rate_from_shares(singular, trials), int(table.failed.sum()), "share of fits on the boundary (kept)"
+
+
+for _info in (
+    EstimandInfo("type1", "null", _type1, "share of pairs rejected when no system differs"),
+    EstimandInfo("familywise", "null", _familywise, "share of trials with at least one false rejection"),
+    EstimandInfo("power", "effect", _power, "share of truly different pairs rejected in the right direction; "
+                 "failures count as non-rejections"),
+    EstimandInfo("power_fitted", "effect", _power_fitted, "power among the tests that did not fail"),
+    EstimandInfo("type_s", "effect", _type_s, "share of truly different pairs rejected in the wrong direction"),
+    EstimandInfo("failure_rate", "both", _failure_rate, "share of tests that failed (no p-value)"),
+    EstimandInfo("singular_rate", "both", _singular_rate, "share of mixed-model fits on the boundary",
+                 random_effects_only=True),
+):
+    register_estimand(_info)
+
+
 def summarise_group(group: pd.DataFrame, alpha: float, is_null: bool, random_effects: bool = False) -> list[dict]:
     """Estimand rows for one (design, test); ``group`` sorted by trial, pair.
 
-    ``random_effects`` (the registry's :attr:`AnalysisInfo.random_effects`) adds the
-    ``singular_rate`` row: only a mixed model can have a boundary fit.
+    Every registered estimand (:data:`ESTIMANDS`) that applies under the
+    hypothesis; ``random_effects`` (the registry's
+    :attr:`AnalysisInfo.random_effects`) adds ``singular_rate``: only a mixed
+    model can have a boundary fit.
     """
     table = rejections(group, alpha)
-    trials, n_pairs = table.reject.shape
-    failed = table.failed
-    n_failed = int(failed.sum())
     rows = []
-
-    def add(estimand, rate: Rate, failures=n_failed, note=""):
-        rows.append({"estimand": estimand, "rate": rate.rate, "ci_low": rate.ci_low, "ci_high": rate.ci_high,
+    for info in ESTIMANDS.values():
+        if not info.applies(is_null, random_effects):
+            continue
+        computed = info.compute(table, group)
+        if computed is None:
+            continue
+        rate, failures, note = computed
+        rows.append({"estimand": info.name, "rate": rate.rate, "ci_low": rate.ci_low, "ci_high": rate.ci_high,
                      "mcse": rate.mcse, "n_tests": rate.n_tests, "n_failed": failures, "note": note})
-
-    if is_null:
-        add("type1", rate_from_shares(table.reject.mean(axis=1), trials * n_pairs))
-        add("familywise", rate_from_shares(table.reject.any(axis=1).astype(float), trials),
-            note="share of trials with at least one rejection")
-    else:
-        relevant = table.relevant
-        if relevant.size:
-            right, wrong = table.right(), table.wrong()
-            n_relevant = int(relevant.size)
-            relevant_failures = int(failed[:, relevant].sum())
-            add("power", rate_from_shares(right.mean(axis=1), trials * n_relevant), failures=relevant_failures)
-            usable = (~failed[:, relevant]).sum(axis=1)
-            add("power_fitted", ratio_rate(right.sum(axis=1).astype(float), usable.astype(float)),
-                failures=relevant_failures, note="failed tests excluded")
-            add("type_s", rate_from_shares(wrong.mean(axis=1), trials * n_relevant),
-                failures=relevant_failures, note="rejections in the wrong direction (latent scale)")
-    kinds, counts = np.unique(table.status[failed].astype(str), return_counts=True)
-    add("failure_rate", rate_from_shares(failed.mean(axis=1), trials * n_pairs),
-        note="; ".join(f"{kind}: {count}" for kind, count in zip(kinds, counts)))
-    if random_effects:
-        fit_status = group["fit_status"].to_numpy().reshape(trials, n_pairs)[:, 0]
-        singular = np.array([pd.notna(status) and status == SINGULAR for status in fit_status], dtype=float)
-        add("singular_rate", rate_from_shares(singular, trials), note="share of fits on the boundary (kept)")
     return rows
 
 
