@@ -109,9 +109,10 @@ class BackendSpec:
 
 def r_backed(analyses) -> list[str]:
     """Labels of the analyses (``AnalysisSpec``s) that run embedded R."""
-    from simdesign.analyses import ANALYSES  # the registry imports scipy & co.; the CLI imports this module early
+    # the registry imports scipy & co.; the CLI imports this module early
+    from simdesign.analyses.base import resolve_analysis
 
-    return [spec.label for spec in analyses if ANALYSES[spec.name].needs == "R"]
+    return [spec.label for spec in analyses if resolve_analysis(spec.name).needs == "R"]
 
 
 def check_backend(spec: BackendSpec, analyses) -> None:

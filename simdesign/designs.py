@@ -17,6 +17,7 @@ Two kinds exist (docs/designs.md):
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -78,7 +79,11 @@ class BlockDesign:
     docs_per_block: int
     annotators_per_block: int
     kind: ClassVar[str] = "block"
+    kind_label: ClassVar[str] = "block design"
     has_blocks: ClassVar[bool] = True
+    fields: ClassVar[tuple] = ("blocks", "docs_per_block", "annotators_per_block")
+    shapes: ClassVar[tuple] = ("nested", "crossed")
+    plot_style: ClassVar[tuple] = ("-", "o")  # line style and marker in figures
 
     def __post_init__(self):
         errors: list[str] = []
@@ -94,7 +99,12 @@ class BlockDesign:
     @property
     def shape(self) -> str:
         """'nested' (one annotator per block) or 'crossed' (several; fully crossed when there is one block)."""
-        return "nested" if self.annotators_per_block == 1 else "crossed"
+        return self.shape_of(self.columns())
+
+    @staticmethod
+    def shape_of(columns) -> str:
+        """The shape of a design from its output-table columns (:meth:`columns`)."""
+        return "nested" if columns["annotators_per_block"] == 1 else "crossed"
 
     @property
     def docs(self) -> int:
@@ -118,6 +128,20 @@ class BlockDesign:
 
     def judgements_per_annotator(self, n_systems: int) -> int:
         return self.docs_per_block * n_systems
+
+    def max_judgements_per_annotator(self, n_systems: int) -> int:
+        """The heaviest annotator's load (every annotator of a block design has the same)."""
+        return self.judgements_per_annotator(n_systems)
+
+    def describe(self) -> str:
+        """One phrase for reports (docs/designs.md)."""
+        if self.shape == "nested":
+            return (f"nested: {self.annotators} annotators, each judging their own {self.docs_per_block} "
+                    f"document(s)")
+        if self.blocks == 1:
+            return f"fully crossed: {self.annotators} annotators all judging the same {self.docs} documents"
+        return (f"{self.blocks} blocks of {self.docs_per_block} documents, {self.annotators_per_block} "
+                f"annotators per block ({self.annotators} in all)")
 
     def columns(self) -> dict:
         """The design's fields and totals, as written in every output table."""
@@ -169,8 +193,14 @@ class PoolDesign:
     annotators: int
     judgements_per_output: int
     kind: ClassVar[str] = "pool"
+    kind_label: ClassVar[str] = "pool design"
     has_blocks: ClassVar[bool] = False
     shape: ClassVar[str] = "pool"
+    fields: ClassVar[tuple] = ("docs", "annotators", "judgements_per_output")
+    shapes: ClassVar[tuple] = ("pool",)
+    # A pool's sizes mean something else than a block design's (M annotators share N documents),
+    # so figures draw it in its own style and never join it to a block design by one line.
+    plot_style: ClassVar[tuple] = ("--", "s")
 
     def __post_init__(self):
         errors: list[str] = []
@@ -206,6 +236,19 @@ class PoolDesign:
 
     def judgements_per_annotator(self, n_systems: int) -> float:
         return self.pairs * n_systems / self.annotators
+
+    def max_judgements_per_annotator(self, n_systems: int) -> int:
+        """The heaviest annotator's load (pool loads differ by at most one document)."""
+        return math.ceil(self.pairs / self.annotators) * n_systems
+
+    @staticmethod
+    def shape_of(columns) -> str:
+        return "pool"
+
+    def describe(self) -> str:
+        """One phrase for reports (docs/designs.md)."""
+        return (f"a pool of {self.annotators} annotators sharing {self.docs} documents, "
+                f"{self.judgements_per_output} annotator(s) per document")
 
     def columns(self) -> dict:
         return {
@@ -243,7 +286,50 @@ class PoolDesign:
         )
 
 
-DESIGN_KINDS = {"block": BlockDesign, "pool": PoolDesign}
-"""Registry of design kinds: the config's ``kind`` field -> class."""
+DESIGN_KINDS: dict[str, type] = {}
+"""Registry of design kinds: the config's ``kind`` field -> class.
+
+A design kind is a frozen dataclass whose fields are its config fields, with the class attributes
+``kind``, ``kind_label``, ``has_blocks``, ``fields``, ``shapes``, ``plot_style`` and the members
+``label``, ``shape``, ``shape_of(columns)``, ``docs``, ``annotators``, ``judgements_per_output``,
+``pairs``, ``judgements(n)``, ``judgements_per_annotator(n)``, ``max_judgements_per_annotator(n)``,
+``columns()``, ``describe()`` and ``assign(rng)``; tests/test_registries.py checks every registered kind.
+"""
+
+
+def register_design_kind(cls: type) -> type:
+    """Add a design kind to :data:`DESIGN_KINDS` (usable as a class decorator)."""
+    if cls.kind in DESIGN_KINDS:
+        raise ValueError(f"design kind {cls.kind!r} is registered twice")
+    DESIGN_KINDS[cls.kind] = cls
+    return cls
+
+
+def design_to_mapping(design) -> dict:
+    """A design as a config writes it (one design, scalar fields): ``{'kind': ..., field: value, ...}``."""
+    return {"kind": design.kind, **{field: getattr(design, field) for field in design.fields}}
+
+
+def design_from_mapping(mapping: dict):
+    """The inverse of :func:`design_to_mapping` (raises ConfigError naming the kind or the fields)."""
+    kind = mapping.get("kind")
+    if kind not in DESIGN_KINDS:
+        raise ConfigError(f"The design 'kind' field must be one of {sorted(DESIGN_KINDS)}; got {kind!r}")
+    cls = DESIGN_KINDS[kind]
+    unknown = sorted(set(mapping) - {"kind", *cls.fields})
+    missing = [field for field in cls.fields if field not in mapping]
+    if unknown or missing:
+        raise ConfigError(f"A {kind} design has the fields {list(cls.fields)}; "
+                          f"unknown: {unknown}, missing: {missing}")
+    return cls(**{field: mapping[field] for field in cls.fields})
+
+
+def shape_of_row(row) -> str:
+    """The shape of the design in an output-table row (its ``kind`` and design columns)."""
+    return DESIGN_KINDS[row["kind"]].shape_of(row)
+
+
+register_design_kind(BlockDesign)
+register_design_kind(PoolDesign)
 
 Design = BlockDesign | PoolDesign

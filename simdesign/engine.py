@@ -21,7 +21,7 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from simdesign.analyses import ANALYSES, run_analysis, system_pairs
-from simdesign.analyses.base import BACKEND_CHECKS, DEGENERATE, OK
+from simdesign.analyses.base import BACKEND_CHECKS, DEGENERATE, OK, AnalysisInfo, resolve_analysis
 from simdesign.backends import (DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, describe_error,
                                  lost_worker_errors, r_backed)
 from simdesign.config import AnalysisSpec, SimulationConfig
@@ -56,7 +56,7 @@ def check_backends(config: SimulationConfig) -> None:
     """Stop before any work if an analysis needs software that is missing (e.g. R)."""
     problems = []
     for spec in config.analyses:
-        needs = ANALYSES[spec.name].needs
+        needs = resolve_analysis(spec.name).needs
         if needs:
             check = BACKEND_CHECKS.get(needs)
             ok, message = check() if check else (False, f"no check registered for {needs}")
@@ -72,7 +72,7 @@ def plan_chunks(config: SimulationConfig, store: ResultsStore | None, trials: in
     Consecutive trials that miss the same set of analyses are grouped, so
     raising ``trials`` or adding a test computes only what is new.
     """
-    chunk_size = config.chunk_size or min((ANALYSES[spec.name].chunk_trials for spec in config.analyses),
+    chunk_size = config.chunk_size or min((resolve_analysis(spec.name).chunk_trials for spec in config.analyses),
                                           default=RELIABILITY_CHUNK_TRIALS)
     # Reliability estimands are stored like tests (one row per trial), so they resume the same way.
     work = tuple(config.analyses) + config.estimand_specs
@@ -95,8 +95,15 @@ def plan_chunks(config: SimulationConfig, store: ResultsStore | None, trials: in
     return chunks
 
 
-def simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chunk) -> pd.DataFrame:
+def simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chunk,
+                   registry: dict | None = None) -> pd.DataFrame:
     """Generate and analyse the trials of one chunk (runs in a worker process).
+
+    ``registry`` maps the chunk's analysis names to their
+    :class:`~simdesign.analyses.AnalysisInfo`; the coordinator sends it with
+    the chunk (:func:`chunk_registry`), so an analysis registered by user code
+    runs in worker processes and on Dask workers, whose own :data:`ANALYSES`
+    holds only the built-in ones. Default: look the names up here.
 
     BLAS is limited to one thread: the matrices of one trial are small, and
     threads competing with the other workers (or, with ``--jobs 1``, idling
@@ -109,10 +116,15 @@ def simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chun
         estimand) with ``pair`` -1; columns as :data:`simdesign.store.RESULT_COLUMNS`.
     """
     with threadpool_limits(limits=1):
-        return _simulate_chunk(model, effect, root_seed, chunk)
+        return _simulate_chunk(model, effect, root_seed, chunk, registry or chunk_registry(chunk.analyses))
 
 
-def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chunk) -> pd.DataFrame:
+def chunk_registry(specs) -> dict:
+    """Analysis name -> AnalysisInfo for the analyses among ``specs`` (reliability estimands skipped)."""
+    return {spec.name: resolve_analysis(spec.name) for spec in specs if spec.name not in RELIABILITY_ESTIMANDS}
+
+
+def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chunk, registry: dict) -> pd.DataFrame:
     pairs = system_pairs(model.n_systems)
     beta = model.effects_for(effect)
     true_diff = np.array([beta[i] - beta[j] for i, j in pairs])
@@ -128,7 +140,7 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
             if spec.name in RELIABILITY_ESTIMANDS:
                 estimand_rows.append(reliability_row(judgements, spec, root_seed, chunk.design.label, trial))
                 continue
-            result = analyse(judgements, spec, root_seed, chunk.design.label, trial)
+            result = analyse(judgements, spec, root_seed, chunk.design.label, trial, registry[spec.name])
             columns["trial"].append(np.full(n_pairs, trial, dtype=np.int64))
             columns["test"].append([spec.label] * n_pairs)
             columns["estimate"].append(np.asarray(result.estimate, dtype=float))
@@ -186,14 +198,48 @@ def reliability_row(judgements: Judgements, spec: AnalysisSpec, root_seed: int, 
             "fit_seconds": time.perf_counter() - started}
 
 
-def analyse(judgements: Judgements, spec: AnalysisSpec, root_seed: int, design_label: str, trial: int):
-    """Run one analysis on one trial's data with its own random stream."""
+def analyse(judgements: Judgements, spec: AnalysisSpec, root_seed: int, design_label: str, trial: int,
+            info: AnalysisInfo | None = None):
+    """Run one analysis on one trial's data with its own random stream (``info``: default from the registry)."""
     rng = analysis_rng(root_seed, design_label, trial, spec.label)
-    return run_analysis(ANALYSES[spec.name], judgements, rng, spec.options)
+    return run_analysis(info or resolve_analysis(spec.name), judgements, rng, spec.options)
 
 
-def _chunk_task(model, effect, root_seed, chunk):
-    return chunk, simulate_chunk(model, effect, root_seed, chunk)
+def _chunk_task(model, effect, root_seed, chunk, registry):
+    return chunk, simulate_chunk(model, effect, root_seed, chunk, registry)
+
+
+def execute_chunks(executor: ChunkExecutor, model: OrdinalMixedModel, effect, root_seed: int, plan, save,
+                   retries: int = DEFAULT_RETRIES) -> None:
+    """Compute the chunks ``plan()`` returns on ``executor``; ``save(chunk, frame)`` each as it finishes.
+
+    The one chunk loop of ``run`` and ``plan``. After losing workers made the
+    backend fail, the chunks not yet saved are planned anew (``plan()`` must
+    consult what ``save`` stored) and resubmitted, at most ``retries`` times.
+    Each chunk carries the registry entries of its analyses
+    (:func:`chunk_registry`), so user-registered analyses run on every backend.
+    """
+    lost_worker = lost_worker_errors()
+    chunks, retried = plan(), 0
+    n_systems = model.n_systems
+    while chunks:
+        # Larger chunks first, so the slowest designs do not start last and idle the other workers.
+        chunks.sort(key=lambda c: -(c.design.judgements(n_systems) * c.trials * len(c.analyses)))
+        tasks = (delayed(_chunk_task)(model, effect, root_seed, chunk, chunk_registry(chunk.analyses))
+                 for chunk in chunks)
+        try:
+            # Only this process writes chunks, so a chunk is stored once however often it was computed.
+            for chunk, frame in executor.run(tasks):
+                save(chunk, frame)
+            return
+        except lost_worker as exc:
+            if retried >= retries:
+                raise
+            retried += 1
+            # The store knows exactly what is saved: plan the rest anew rather than track futures.
+            chunks = plan()
+            log.warning("Lost a worker (%s); resubmitting the %d unsaved chunk(s), retry %d of %d",
+                        describe_error(exc), len(chunks), retried, retries)
 
 
 def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: int = -1,
@@ -241,30 +287,19 @@ def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: in
     total = sum(chunk.trials for chunk in chunks)
     planned = len(chunks)
     bar = tqdm(total=total, unit="trial", desc=config.name, disable=not progress, smoothing=0.05)
-    saved = retried = 0
-    lost_worker = lost_worker_errors()
+    saved = 0
+
+    def save(chunk: Chunk, frame: pd.DataFrame) -> None:
+        nonlocal saved
+        store.write_chunk(chunk.design.label, chunk.first_trial, chunk.stop_trial,
+                          [s.label for s in chunk.analyses], frame)
+        saved += 1
+        bar.update(chunk.trials)
+
     try:
         with ChunkExecutor(spec, needs_r=bool(r_backed(config.analyses))) as executor:
-            while chunks:
-                # Larger chunks first, so the slowest designs do not start last and idle the other workers.
-                chunks.sort(key=lambda c: -(c.design.judgements(config.model.n_systems) * c.trials * len(c.analyses)))
-                tasks = (delayed(_chunk_task)(config.model, config.effect, config.seed, chunk) for chunk in chunks)
-                try:
-                    # Only this process writes chunks, so a chunk is stored once however often it was computed.
-                    for chunk, frame in executor.run(tasks):
-                        store.write_chunk(chunk.design.label, chunk.first_trial, chunk.stop_trial,
-                                          [s.label for s in chunk.analyses], frame)
-                        saved += 1
-                        bar.update(chunk.trials)
-                    chunks = []
-                except lost_worker as exc:
-                    if retried >= spec.retries:
-                        raise
-                    retried += 1
-                    # The store knows exactly what is saved: plan the rest anew rather than track futures.
-                    chunks = plan_chunks(config, store, config.trials)
-                    log.warning("Lost a worker (%s); resubmitting the %d unsaved chunk(s), retry %d of %d",
-                                describe_error(exc), len(chunks), retried, spec.retries)
+            execute_chunks(executor, config.model, config.effect, config.seed,
+                           lambda: plan_chunks(config, store, config.trials), save, spec.retries)
             lost = executor.workers_lost()
             if lost:
                 log.warning("%d Dask worker(s) left the cluster during the run; the chunks they were computing "

@@ -76,16 +76,7 @@ def _money(config, value: float) -> str:
 
 
 def _describe_design(design, n_systems: int) -> str:
-    if design.kind == "pool":
-        return (f"a pool of {design.annotators} annotators sharing {design.docs} documents, "
-                f"{design.judgements_per_output} annotator(s) per document")
-    if design.shape == "nested":
-        return (f"nested: {design.annotators} annotators, each judging their own {design.docs_per_block} "
-                f"document(s)")
-    if design.blocks == 1:
-        return f"fully crossed: {design.annotators} annotators all judging the same {design.docs} documents"
-    return (f"{design.blocks} blocks of {design.docs_per_block} documents, {design.annotators_per_block} "
-            f"annotators per block ({design.annotators} in all)")
+    return design.describe()
 
 
 def _by_cost_of(results):

@@ -28,9 +28,10 @@ pairs, or ``each_pair``, every pair's rate). One shown to exceed it is
 *liberal*; one that cannot be shown either way stays undecided. Neither is
 ever recommended.
 
-Intervals are Wilson intervals at the trial-level effective size (the
-summary's :func:`~simdesign.summary.rate_from_shares` and
-:func:`~simdesign.summary.wilson_from_mcse`). Each candidate is looked at
+Rates, MCSEs and intervals come from the summary's functions (one
+aggregation path: :func:`~simdesign.summary.rejections`,
+:func:`~simdesign.summary.share_rate`, :func:`~simdesign.summary.wilson_interval`):
+Wilson intervals at the trial-level effective size. Each candidate is looked at
 up to L times, so the search spends its error 1 - confidence across the
 looks (half on the last look, the other half split evenly over the earlier
 ones). With ``each_pair`` a candidate passes when *every* pair's lower
@@ -76,23 +77,22 @@ import json
 import math
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
-from scipy import stats
 
-from simdesign.analyses import FAILURES, system_pairs
+from simdesign.analyses import system_pairs
 from simdesign.config import parse_config, stable_digest
-from simdesign.engine import check_backends, plan_chunks, simulate_chunk
+from simdesign.backends import DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, r_backed
+from simdesign.engine import check_backends, execute_chunks, plan_chunks
 from simdesign.planner import Candidate, PlanConfig
 from simdesign.store import TRIALS_DIR, ResultsStore, atomic_write_bytes
+from simdesign.summary import rejections, share_rate, wilson_interval
 
 STUDIES_DIR = "studies"
 CACHE_DIR = ".plan_cache"
-# what the decisions read from a stored row (right_rejections, null_rejections)
+# what the decisions read from a stored row (simdesign.summary.rejections)
 CACHE_COLUMNS = ["design", "test", "trial", "pair", "p_value", "status", "estimate", "true_diff"]
 NULL_STUDIES_DIR = "studies_null"
 PASS, FAIL, UNDECIDED, NOT_NEEDED, LIBERAL = "pass", "fail", "undecided", "not_needed", "liberal"
@@ -240,86 +240,6 @@ def confirmation_confidence(confidence: float, candidates: int) -> float:
     return 1.0 - (1.0 - confidence) / candidates
 
 
-def right_rejections(frame, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per trial and pair with a true difference: rejected in the right direction?
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        Stored rows of one (design, test), sorted by trial and pair.
-
-    Returns
-    -------
-    indicators : ndarray of bool, shape (trials, pairs with a true difference)
-        As the summary's ``power`` estimand: failures count as non-rejections,
-        the direction is judged on the latent scale.
-    relevant : ndarray of int
-        Indices of those pairs.
-    """
-    n_pairs = int(frame["pair"].max()) + 1
-    trials = len(frame) // n_pairs
-    shape = (trials, n_pairs)
-    p_value = frame["p_value"].to_numpy().reshape(shape)
-    failed = np.isin(frame["status"].to_numpy().reshape(shape), list(FAILURES))
-    estimate = frame["estimate"].to_numpy().reshape(shape)
-    true_diff = frame["true_diff"].to_numpy().reshape(shape)[0]
-    relevant = np.flatnonzero(true_diff != 0)
-    reject = (p_value[:, relevant] < alpha) & ~failed[:, relevant]
-    right = reject & (np.sign(estimate[:, relevant]) == np.sign(true_diff[relevant]))
-    return right, relevant
-
-
-def null_rejections(frame, alpha: float) -> np.ndarray:
-    """Per trial and pair: rejected under the null? (failures count as non-rejections, as in ``type1``)."""
-    n_pairs = int(frame["pair"].max()) + 1
-    shape = (len(frame) // n_pairs, n_pairs)
-    failed = np.isin(frame["status"].to_numpy().reshape(shape), list(FAILURES))
-    return (frame["p_value"].to_numpy().reshape(shape) < alpha) & ~failed
-
-
-@lru_cache(maxsize=64)
-def _critical_value(confidence: float) -> float:
-    return float(stats.norm.isf((1.0 - confidence) / 2.0))
-
-
-def wilson_interval(rate: float, mcse: float, trials: int, n_tests: int, confidence: float) -> tuple[float, float]:
-    """:func:`simdesign.summary.wilson_from_mcse`, computed without statsmodels' per-call overhead.
-
-    The same Wilson interval at the same effective size (tests/test_planner.py
-    checks the two agree to 1e-12). It is written out because the decision
-    procedure computes it hundreds of times per plan and the guarantee test
-    runs the procedure thousands of times: ``proportion_confint`` evaluates a
-    normal quantile through scipy's generic distribution machinery on every
-    call, which made that test take minutes.
-    """
-    if not math.isfinite(mcse) or mcse <= 0:
-        n_eff = float(trials)
-    else:
-        n_eff = min(max(rate * (1 - rate) / mcse ** 2, float(trials)), float(max(n_tests, trials)))
-    crit = _critical_value(confidence)
-    crit2 = crit * crit
-    denominator = 1.0 + crit2 / n_eff
-    centre = (rate + crit2 / (2.0 * n_eff)) / denominator
-    half_width = crit * math.sqrt(rate * (1.0 - rate) / n_eff + crit2 / (4.0 * n_eff ** 2)) / denominator
-    return max(0.0, centre - half_width), min(1.0, centre + half_width)
-
-
-def _rate_and_mcse(shares: np.ndarray) -> tuple[float, float]:
-    """Mean of per-trial shares and its trial-level MCSE, as :func:`simdesign.summary.rate_from_shares`.
-
-    From two sums rather than ``np.std``, whose per-call overhead dominated the
-    guarantee test (the values are shares in [0, 1], so the one-pass variance
-    loses nothing that matters).
-    """
-    trials = len(shares)
-    total = float(shares.sum())
-    rate = total / trials
-    if trials < 2:
-        return rate, float("nan")
-    variance = max(float(np.dot(shares, shares)) - total * rate, 0.0) / (trials - 1)
-    return rate, math.sqrt(variance / trials)
-
-
 def rate_over_pairs(indicators: np.ndarray, over: str, confidence: float, worst: str) -> dict:
     """A rate over system pairs with the interval its decision rules need.
 
@@ -349,15 +269,11 @@ def rate_over_pairs(indicators: np.ndarray, over: str, confidence: float, worst:
     """
     trials, n_pairs = indicators.shape
     if over == "pooled":
-        rate, mcse = _rate_and_mcse(indicators.mean(axis=1))
+        rate, mcse = share_rate(indicators.mean(axis=1))
         low, high = wilson_interval(rate, mcse, trials, trials * n_pairs, confidence)
         return {"rate": rate, "ci_low": low, "ci_high": high, "mcse": mcse, "worst": -1}
     corrected = 1.0 - (1.0 - confidence) / n_pairs
-    # per pair the shares are 0/1, so the sum of squares is the count
-    counts = indicators.sum(axis=0).astype(float)
-    rates = counts / trials
-    mcses = (np.sqrt(np.maximum(counts - counts * rates, 0.0) / (trials - 1) / trials) if trials > 1
-             else np.full(n_pairs, np.nan))
+    rates, mcses = share_rate(indicators)
     plain = [wilson_interval(float(r), float(m), trials, trials, confidence) for r, m in zip(rates, mcses)]
     bonferroni = [wilson_interval(float(r), float(m), trials, trials, corrected) for r, m in zip(rates, mcses)]
     if worst == "min":
@@ -411,10 +327,6 @@ class OutcomeSource:
         """Called once the decisions are made (e.g. to save caches)."""
 
 
-def _chunk_task(model, effect, seed, chunk):
-    return chunk, simulate_chunk(model, effect, seed, chunk)
-
-
 class _StudyStore:
     """The studies of one effect (power or null) in results stores, with what they hold cached.
 
@@ -428,9 +340,11 @@ class _StudyStore:
     list does not match the store is ignored and rebuilt.
     """
 
-    def __init__(self, config: PlanConfig, out_dir: Path, jobs: int, effect, subdirectory: str):
+    def __init__(self, config: PlanConfig, out_dir: Path, executor: ChunkExecutor, effect, subdirectory: str,
+                 retries: int = DEFAULT_RETRIES):
         self.config = config
-        self.jobs = jobs
+        self.executor = executor
+        self.retries = retries
         self.effect = effect
         self.sim_configs, self.stores, self.cache_paths = {}, {}, {}
         for family, raw in config.simulation_config_mappings(effect).items():
@@ -504,6 +418,28 @@ class _StudyStore:
 
     def run(self, wanted: dict) -> None:
         """Make sure every (design, test): (first, stop) in ``wanted`` has those trials stored."""
+        studies = set()
+
+        def save(chunk, frame) -> None:
+            label = chunk.design.label
+            tests = [s.label for s in chunk.analyses]
+            store = self.stores[chunk.design.kind]
+            path = store.write_chunk(label, chunk.first_trial, chunk.stop_trial, tests, frame)
+            self._load(label)
+            self._files[chunk.design.kind].add(str(path.relative_to(store.directory)))
+            self._dirty.add(chunk.design.kind)
+            self._rows[label].append(frame[CACHE_COLUMNS])
+            for test in tests:
+                self._done[label].setdefault(test, set()).update(range(chunk.first_trial, chunk.stop_trial))
+            studies.update((label, trial) for trial in range(chunk.first_trial, chunk.stop_trial))
+
+        # the engine's chunk loop: the same backends and lost-worker retry as `run`
+        execute_chunks(self.executor, self.config.model, self.effect, self.config.seed,
+                       lambda: self._missing_chunks(wanted), save, self.retries)
+        self.new_studies += len(studies)
+
+    def _missing_chunks(self, wanted: dict) -> list:
+        """Chunks for the trials of ``wanted`` not yet stored (asked again after a lost worker)."""
         groups: dict[tuple[str, int, int], list[str]] = {}
         for (design, test), (first, stop) in wanted.items():
             groups.setdefault((design, first, stop), []).append(test)
@@ -516,26 +452,7 @@ class _StudyStore:
             for chunk in plan_chunks(sub, self, stop):
                 if chunk.stop_trial > first:
                     chunks.append(dataclasses.replace(chunk, first_trial=max(chunk.first_trial, first)))
-        if not chunks:
-            return
-        # Largest chunks first, so that a slow design does not start last and idle the other workers.
-        chunks.sort(key=lambda c: -(c.design.judgements(self.config.model.n_systems) * c.trials))
-        studies = set()
-        tasks = (delayed(_chunk_task)(self.config.model, self.effect, self.config.seed, chunk)
-                 for chunk in chunks)
-        for chunk, frame in Parallel(n_jobs=self.jobs, return_as="generator_unordered")(tasks):
-            label = chunk.design.label
-            tests = [s.label for s in chunk.analyses]
-            store = self.stores[chunk.design.kind]
-            path = store.write_chunk(label, chunk.first_trial, chunk.stop_trial, tests, frame)
-            self._load(label)
-            self._files[chunk.design.kind].add(str(path.relative_to(store.directory)))
-            self._dirty.add(chunk.design.kind)
-            self._rows[label].append(frame[CACHE_COLUMNS])
-            for test in tests:
-                self._done[label].setdefault(test, set()).update(range(chunk.first_trial, chunk.stop_trial))
-            studies.update((label, trial) for trial in range(chunk.first_trial, chunk.stop_trial))
-        self.new_studies += len(studies)
+        return chunks
 
     def frames(self, wanted: dict) -> dict:
         """Stored rows of each (design, test): (first, stop) in ``wanted``, sorted by trial and pair."""
@@ -565,14 +482,16 @@ class SimulatedOutcomes(OutcomeSource):
     config : PlanConfig
     out_dir : Path
         Results directory (created or resumed).
-    jobs : int
-        joblib workers; outcomes do not depend on it.
+    executor : ChunkExecutor
+        An open executor (:mod:`simdesign.backends`); outcomes do not depend on it.
+    retries : int
+        Resubmissions after lost workers, as in ``run``.
     """
 
-    def __init__(self, config: PlanConfig, out_dir: Path, jobs: int = 1):
+    def __init__(self, config: PlanConfig, out_dir: Path, executor: ChunkExecutor, retries: int = DEFAULT_RETRIES):
         self.alpha = config.alpha
-        self._power = _StudyStore(config, out_dir, jobs, config.effect, STUDIES_DIR)
-        self._null = (_StudyStore(config, out_dir, jobs, "zero", NULL_STUDIES_DIR)
+        self._power = _StudyStore(config, out_dir, executor, config.effect, STUDIES_DIR, retries)
+        self._null = (_StudyStore(config, out_dir, executor, "zero", NULL_STUDIES_DIR, retries)
                       if config.max_type1 is not None else None)
 
     @property
@@ -581,11 +500,11 @@ class SimulatedOutcomes(OutcomeSource):
 
     def power(self, wanted: dict) -> dict:
         self._power.run(wanted)
-        return {key: right_rejections(frame, self.alpha)[0] for key, frame in self._power.frames(wanted).items()}
+        return {key: rejections(frame, self.alpha).right() for key, frame in self._power.frames(wanted).items()}
 
     def null(self, wanted: dict) -> dict:
         self._null.run(wanted)
-        return {key: null_rejections(frame, self.alpha) for key, frame in self._null.frames(wanted).items()}
+        return {key: rejections(frame, self.alpha).reject for key, frame in self._null.frames(wanted).items()}
 
     def flush(self) -> None:
         self._power.flush()
@@ -598,7 +517,8 @@ class SimulatedOutcomes(OutcomeSource):
 
 
 def run_plan(config: PlanConfig, out_dir: Path, jobs: int = 1, progress: bool = False,
-             exhaustive: bool = False) -> PlanResult:
+             exhaustive: bool = False, backend: str | BackendSpec = "loky", scheduler: str | None = None,
+             workers: int | None = None, retries: int = DEFAULT_RETRIES) -> PlanResult:
     """Evaluate the candidates of ``config`` by simulation and confirm the answer (see the module docstring).
 
     Parameters
@@ -607,6 +527,7 @@ def run_plan(config: PlanConfig, out_dir: Path, jobs: int = 1, progress: bool = 
     out_dir : Path
         Results directory for the simulated trials (created or resumed).
     jobs : int
+        Workers of the loky or threading backend; the plan does not depend on it.
     progress : bool
         Print one line per stage.
     exhaustive : bool
@@ -615,13 +536,19 @@ def run_plan(config: PlanConfig, out_dir: Path, jobs: int = 1, progress: bool = 
         ``confidence``), then decide and confirm by the same rules: the
         baseline that adaptive evaluation is measured against
         (scripts/bench_planner.py).
+    backend, scheduler, workers, retries
+        Where the studies are computed, as for :func:`simdesign.engine.run_simulation`
+        (loky, threading or Dask, with the same lost-worker retry); the plan does not depend on it.
 
     Returns
     -------
     PlanResult
     """
-    return decide_plan(config, SimulatedOutcomes(config, Path(out_dir), jobs), progress=progress,
-                       exhaustive=exhaustive)
+    spec = backend if isinstance(backend, BackendSpec) else BackendSpec(backend, jobs, scheduler, workers, retries)
+    check_backend(spec, config.tests)
+    with ChunkExecutor(spec, needs_r=bool(r_backed(config.tests))) as executor:
+        outcomes = SimulatedOutcomes(config, Path(out_dir), executor, spec.retries)
+        return decide_plan(config, outcomes, progress=progress, exhaustive=exhaustive)
 
 
 def decide_plan(config: PlanConfig, outcomes: OutcomeSource, progress: bool = False,

@@ -51,10 +51,10 @@ import pandas as pd
 import yaml
 from scipy import optimize
 
-from simdesign.analyses import ANALYSES, system_pairs
+from simdesign.analyses import resolve_analysis, system_pairs
 from simdesign.annotation_time import DURATION_COLUMN, RULES, describe_rule, seconds_per_output
 from simdesign.config import AnalysisSpec, check_name, parse_analyses, parse_designs, read_config_mapping, resolve_model
-from simdesign.designs import BlockDesign, PoolDesign
+from simdesign.designs import DESIGN_KINDS, BlockDesign, PoolDesign, design_to_mapping
 from simdesign.errors import ConfigError
 from simdesign.model import OrdinalMixedModel, effect_scale
 
@@ -165,19 +165,13 @@ class Limits:
 
 
 def max_judgements_per_annotator(design, n_systems: int) -> int:
-    """The heaviest annotator's load (pool loads differ by at most one document)."""
-    if isinstance(design, PoolDesign):
-        return math.ceil(design.pairs / design.annotators) * n_systems
-    return design.judgements_per_annotator(n_systems)
+    """The heaviest annotator's load (the design kind knows it: pool loads differ by at most one document)."""
+    return design.max_judgements_per_annotator(n_systems)
 
 
 def design_mapping(design) -> dict:
-    """A design as a simulation config writes it."""
-    if design.kind == "block":
-        return {"kind": "block", "blocks": design.blocks, "docs_per_block": design.docs_per_block,
-                "annotators_per_block": design.annotators_per_block}
-    return {"kind": "pool", "docs": design.docs, "annotators": design.annotators,
-            "judgements_per_output": design.judgements_per_output}
+    """A design as a simulation config writes it (:func:`simdesign.designs.design_to_mapping`)."""
+    return design_to_mapping(design)
 
 
 @dataclass(frozen=True)
@@ -273,9 +267,9 @@ class PlanConfig:
             Defaults to the effect to detect; 'zero' for the type I check.
         """
         mappings = {}
-        for family in ("block", "pool"):
+        for family, kind in DESIGN_KINDS.items():
             designs = [d for d in self.designs if d.kind == family]
-            tests = [t for t in self.tests if family == "block" or not ANALYSES[t.name].needs_blocks]
+            tests = [t for t in self.tests if kind.has_blocks or not resolve_analysis(t.name).needs_blocks]
             if not designs or not tests:
                 continue
             mappings[family] = {
@@ -694,7 +688,7 @@ def build_candidates(designs, tests, cost: CostModel, limits: Limits, n_systems:
         breakdown = cost.breakdown(design, n_systems)
         limit_problem = limits.problem(design, n_systems)
         for test in tests:
-            info = ANALYSES[test.name]
+            info = resolve_analysis(test.name)
             if info.needs_blocks and not design.has_blocks:
                 excluded = "n/a: block-level test on a pool design"
             elif info.needs_blocks and design.blocks < 2:
@@ -709,7 +703,8 @@ def build_candidates(designs, tests, cost: CostModel, limits: Limits, n_systems:
     return candidates
 
 
-def plan_study(config: PlanConfig, out_dir=None, jobs: int = 1, progress: bool = False, figure_base=None):
+def plan_study(config: PlanConfig, out_dir=None, jobs: int = 1, progress: bool = False, figure_base=None,
+               backend="loky", **backend_options):
     """Find the cheapest design reaching the target power (or the most powerful within the budget).
 
     Parameters
@@ -726,6 +721,9 @@ def plan_study(config: PlanConfig, out_dir=None, jobs: int = 1, progress: bool =
         Print one line per evaluation stage.
     figure_base : path-like, optional
         Figure path without suffix (default ``out_dir/<name>``).
+    backend : {'loky', 'threading', 'dask'} or BackendSpec, default 'loky'
+        Where the studies are computed; ``backend_options`` (scheduler, workers,
+        retries) as for :func:`simdesign.engine.run_simulation`. Results do not depend on it.
 
     Returns
     -------
@@ -745,7 +743,8 @@ def plan_study(config: PlanConfig, out_dir=None, jobs: int = 1, progress: bool =
 
     if out_dir is None:
         with tempfile.TemporaryDirectory(prefix="simdesign-plan-") as scratch:
-            return run_plan(config, Path(scratch), jobs=jobs, progress=progress)
-    result = run_plan(config, Path(out_dir), jobs=jobs, progress=progress)
+            return run_plan(config, Path(scratch), jobs=jobs, progress=progress, backend=backend,
+                            **backend_options)
+    result = run_plan(config, Path(out_dir), jobs=jobs, progress=progress, backend=backend, **backend_options)
     write_plan_outputs(result, Path(out_dir), figure_base)
     return result

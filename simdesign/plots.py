@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from simdesign.config import FigureSpec  # noqa: E402
+from simdesign.designs import DESIGN_KINDS, shape_of_row  # noqa: E402
 
 AXIS_NAMES = {"annotators": "annotators in total", "judgements": "judgements in total", "docs": "documents",
               "blocks": "blocks", "annotators_per_block": "annotators per block",
@@ -23,18 +24,17 @@ ESTIMAND_NAMES = {"type1": "type I error rate", "power": "power (right direction
 # Estimands that are values, not rates: their axis is not clipped at 0 and their bands are normal intervals.
 VALUE_ESTIMANDS = ("krippendorff_alpha", "shr")
 LINESTYLES = ("-", "--", ":", "-.")
-# With colour by test, design kinds are told apart by line style and marker: a pool's sizes mean something else
-# than a block design's (M annotators share N documents), so the two must never be joined by one line.
-KIND_STYLES = {"block": ("-", "o"), "pool": ("--", "s")}
+# With colour by test, design kinds are told apart by line style and marker (each kind's plot_style),
+# so designs of different kinds are never joined by one line.
+KIND_STYLES = {kind: cls.plot_style for kind, cls in DESIGN_KINDS.items()}
+SHAPE_MARKERS = {shape: cls.plot_style[1] for cls in DESIGN_KINDS.values() for shape in cls.shapes}
 
 log = logging.getLogger(__name__)
 
 
 def design_shape(row) -> str:
     """docs/designs.md: block designs are nested (A = 1) or crossed (A > 1); pools are their own shape."""
-    if row["kind"] != "block":
-        return "pool"
-    return "nested" if row["annotators_per_block"] == 1 else "crossed"
+    return shape_of_row(row)
 
 
 def plot_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title: str, out_base: Path,
@@ -121,7 +121,7 @@ def draw_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title
         if shape:
             colour = colours[shapes.index(shape) % len(colours)]
             style = LINESTYLES[tests.index(test) % len(LINESTYLES)]
-            marker = KIND_STYLES["pool" if shape == "pool" else "block"][1]
+            marker = SHAPE_MARKERS.get(shape, "o")
             label = f"{shape}, {test}" if test else shape
         else:
             # Reliability estimands have no test (their 'test' is empty): label the line by the estimand.

@@ -9,16 +9,20 @@ n_eff = rate (1 - rate) / MCSE^2, clipped to [trials, n_tests].
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import pandas as pd
 from scipy import stats
-from statsmodels.stats.proportion import proportion_confint
 
-from simdesign.analyses import ANALYSES
+from simdesign.analyses import resolve_analysis
 from simdesign.analyses.base import FAILURES, SINGULAR
-from simdesign.config import SimulationConfig
+
+if TYPE_CHECKING:  # the config checks estimand names against this module's registry
+    from simdesign.config import SimulationConfig
 
 DESIGN_COLUMNS = ("design", "kind", "blocks", "docs_per_block", "annotators_per_block", "docs", "annotators",
                   "judgements_per_output", "judgements")
@@ -35,18 +39,76 @@ class Rate:
     n_tests: int
 
 
-def wilson_from_mcse(rate: float, mcse: float, trials: int, n_tests: int, confidence: float = 0.95):
-    """Wilson interval at the effective size implied by the MCSE (docs/estimands.md)."""
-    if not np.isfinite(mcse) or mcse <= 0:
+@lru_cache(maxsize=64)
+def _critical_value(confidence: float) -> float:
+    return float(stats.norm.isf((1.0 - confidence) / 2.0))
+
+
+def wilson_interval(rate: float, mcse: float, trials: int, n_tests: int,
+                    confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson interval at the effective size implied by the MCSE (docs/estimands.md).
+
+    n_eff = rate (1 - rate) / MCSE^2, clipped to [trials, max(n_tests, trials)]; ``trials`` when
+    the MCSE is 0 or undefined. The closed form is written out rather than calling statsmodels'
+    ``proportion_confint`` (tests/test_summary.py checks the two agree): the planner computes
+    this interval hundreds of times per plan and its guarantee test thousands of times, and
+    ``proportion_confint`` evaluates a normal quantile through scipy's generic distribution
+    machinery on every call, which made that test take minutes.
+    """
+    if not math.isfinite(mcse) or mcse <= 0:
         n_eff = float(trials)
     else:
-        n_eff = float(np.clip(rate * (1 - rate) / mcse ** 2, trials, max(n_tests, trials)))
-    low, high = proportion_confint(rate * n_eff, n_eff, alpha=1 - confidence, method="wilson")
-    # statsmodels' formula leaves rounding residue (about 1e-19) at rates 0 and 1
-    return max(0.0, float(low)), min(1.0, float(high))
+        n_eff = min(max(rate * (1 - rate) / mcse ** 2, float(trials)), float(max(n_tests, trials)))
+    crit = _critical_value(confidence)
+    crit2 = crit * crit
+    denominator = 1.0 + crit2 / n_eff
+    centre = (rate + crit2 / (2.0 * n_eff)) / denominator
+    half_width = crit * math.sqrt(rate * (1.0 - rate) / n_eff + crit2 / (4.0 * n_eff ** 2)) / denominator
+    return max(0.0, centre - half_width), min(1.0, centre + half_width)
 
 
-def rate_from_shares(shares: np.ndarray, n_tests: int) -> Rate:
+def wilson_from_mcse(rate: float, mcse: float, trials: int, n_tests: int, confidence: float = 0.95):
+    """The same as :func:`wilson_interval` (kept as the name the summary has always used)."""
+    return wilson_interval(rate, mcse, trials, n_tests, confidence)
+
+
+def share_rate(shares: np.ndarray):
+    """Mean of per-trial shares and its trial-level MCSE (sd with ddof 1 over sqrt(trials)).
+
+    Parameters
+    ----------
+    shares : ndarray, shape (trials,) or (trials, k)
+        Per-trial shares; with two dimensions each column is a separate rate
+        (e.g. one system pair's 0/1 rejections).
+
+    Returns
+    -------
+    rate, mcse : float, or ndarray of shape (k,)
+        The MCSE is NaN for a single trial.
+
+    Notes
+    -----
+    From two sums rather than ``np.std``, whose per-call overhead dominated the planner's
+    guarantee test (the values are shares in [0, 1], so the one-pass variance loses nothing
+    that matters).
+    """
+    trials = len(shares)
+    if np.ndim(shares) == 2:
+        totals = shares.sum(axis=0).astype(float)
+        rates = totals / trials
+        if trials < 2:
+            return rates, np.full(rates.shape, np.nan)
+        squares = (shares.astype(float) ** 2).sum(axis=0)
+        return rates, np.sqrt(np.maximum(squares - totals * rates, 0.0) / (trials - 1) / trials)
+    total = float(np.sum(shares))
+    rate = total / trials
+    if trials < 2:
+        return rate, float("nan")
+    variance = max(float(np.dot(shares, shares)) - total * rate, 0.0) / (trials - 1)
+    return rate, math.sqrt(variance / trials)
+
+
+def rate_from_shares(shares: np.ndarray, n_tests: int, confidence: float = 0.95) -> Rate:
     """Rate = mean of per-trial shares (equal tests per trial), trial-level MCSE.
 
     Parameters
@@ -55,11 +117,11 @@ def rate_from_shares(shares: np.ndarray, n_tests: int) -> Rate:
         Per-trial share of tests with the event (or 0/1 per trial).
     n_tests : int
         Tests behind the rate (trials x pairs).
+    confidence : float, default 0.95
+        Of the Wilson interval.
     """
-    trials = len(shares)
-    rate = float(np.mean(shares))
-    mcse = float(np.std(shares, ddof=1) / np.sqrt(trials)) if trials > 1 else float("nan")
-    low, high = wilson_from_mcse(rate, mcse, trials, n_tests)
+    rate, mcse = share_rate(np.asarray(shares, dtype=float))
+    low, high = wilson_interval(rate, mcse, len(shares), n_tests, confidence)
     return Rate(rate, low, high, mcse, n_tests)
 
 
@@ -79,60 +141,188 @@ def ratio_rate(numerators: np.ndarray, denominators: np.ndarray) -> Rate:
         mcse = float(np.sqrt(np.sum(residual ** 2) / (trials * (trials - 1))) / np.mean(denominators))
     else:
         mcse = float("nan")
-    low, high = wilson_from_mcse(rate, mcse, trials, int(total))
+    low, high = wilson_interval(rate, mcse, trials, int(total))
     return Rate(rate, low, high, mcse, int(total))
 
 
-def _matrix(group: pd.DataFrame, column: str, trials: int, n_pairs: int) -> np.ndarray:
-    return group[column].to_numpy().reshape(trials, n_pairs)
+@dataclass(frozen=True)
+class Rejections:
+    """Per-trial, per-pair rejections of one (design, test): what every rate is counted from.
+
+    A failed test is never a rejection (docs/estimands.md); the direction of a
+    rejection is judged on the latent scale.
+
+    Attributes
+    ----------
+    reject, failed : ndarray of bool, shape (trials, pairs)
+    estimate : ndarray, shape (trials, pairs)
+    true_diff : ndarray, shape (pairs,)
+    status : ndarray of str, shape (trials, pairs)
+    """
+
+    reject: np.ndarray
+    failed: np.ndarray
+    estimate: np.ndarray
+    true_diff: np.ndarray
+    status: np.ndarray
+
+    @property
+    def relevant(self) -> np.ndarray:
+        """Indices of the pairs with a true difference."""
+        return np.flatnonzero(self.true_diff != 0)
+
+    def right(self) -> np.ndarray:
+        """Rejections in the true direction, shape (trials, pairs with a true difference): ``power``."""
+        relevant = self.relevant
+        return self.reject[:, relevant] & (np.sign(self.estimate[:, relevant]) == np.sign(self.true_diff[relevant]))
+
+    def wrong(self) -> np.ndarray:
+        """Rejections against the true direction, same shape: ``type_s``."""
+        relevant = self.relevant
+        return self.reject[:, relevant] & (np.sign(self.estimate[:, relevant]) == -np.sign(self.true_diff[relevant]))
+
+
+def rejections(group: pd.DataFrame, alpha: float) -> Rejections:
+    """Rejection matrices of one (design, test) from its stored rows, sorted by trial and pair."""
+    n_pairs = int(group["pair"].max()) + 1
+    shape = (len(group) // n_pairs, n_pairs)
+    status = group["status"].to_numpy().reshape(shape)
+    failed = np.isin(status, list(FAILURES))
+    reject = (group["p_value"].to_numpy().reshape(shape) < alpha) & ~failed
+    return Rejections(reject=reject, failed=failed, estimate=group["estimate"].to_numpy().reshape(shape),
+                      true_diff=group["true_diff"].to_numpy().reshape(shape)[0], status=status)
+
+
+@dataclass(frozen=True)
+class EstimandInfo:
+    """A registry entry: a rate the summary reports per (design, test).
+
+    Attributes
+    ----------
+    name : str
+    under : {'null', 'effect', 'both'}
+        The hypothesis under which the summary has it (``effect: zero`` is the null).
+    compute : callable
+        ``compute(table: Rejections, group: DataFrame) -> (Rate, n_failed, note)`` or None
+        when the rate does not exist for the data (e.g. power without a true difference).
+    description : str
+    random_effects_only : bool
+        Only for analyses that fit random effects (:attr:`AnalysisInfo.random_effects`).
+    """
+
+    name: str
+    under: str
+    compute: Callable
+    description: str = ""
+    random_effects_only: bool = False
+
+    def applies(self, is_null: bool, random_effects: bool) -> bool:
+        """Whether the summary has this estimand under that hypothesis for such an analysis."""
+        return (self.under in ("both", "null" if is_null else "effect")
+                and (random_effects or not self.random_effects_only))
+
+
+ESTIMANDS: dict[str, EstimandInfo] = {}
+"""Registry: estimand name -> :class:`EstimandInfo`, in the order of the summary's rows."""
+
+
+def register_estimand(info: EstimandInfo) -> EstimandInfo:
+    if info.name in ESTIMANDS:
+        raise ValueError(f"estimand {info.name!r} is registered twice")
+    ESTIMANDS[info.name] = info
+    return info
+
+
+def estimand_names(is_null: bool, random_effects: bool = True) -> tuple[str, ...]:
+    """Names of the estimands the summary has under the null (``effect: zero``) or an effect."""
+    return tuple(name for name, info in ESTIMANDS.items() if info.applies(is_null, random_effects))
+
+
+def _type1(table: Rejections, group):
+    trials, n_pairs = table.reject.shape
+    return rate_from_shares(table.reject.mean(axis=1), trials * n_pairs), int(table.failed.sum()), ""
+
+
+def _familywise(table: Rejections, group):
+    trials = table.reject.shape[0]
+    return (rate_from_shares(table.reject.any(axis=1).astype(float), trials), int(table.failed.sum()),
+            "share of trials with at least one rejection")
+
+
+def _relevant_failures(table: Rejections) -> int:
+    return int(table.failed[:, table.relevant].sum())
+
+
+def _power(table: Rejections, group):
+    if not table.relevant.size:
+        return None
+    right = table.right()
+    return rate_from_shares(right.mean(axis=1), right.size), _relevant_failures(table), ""
+
+
+def _power_fitted(table: Rejections, group):
+    if not table.relevant.size:
+        return None
+    usable = (~table.failed[:, table.relevant]).sum(axis=1)
+    return (ratio_rate(table.right().sum(axis=1).astype(float), usable.astype(float)), _relevant_failures(table),
+            "failed tests excluded")
+
+
+def _type_s(table: Rejections, group):
+    if not table.relevant.size:
+        return None
+    wrong = table.wrong()
+    return (rate_from_shares(wrong.mean(axis=1), wrong.size), _relevant_failures(table),
+            "rejections in the wrong direction (latent scale)")
+
+
+def _failure_rate(table: Rejections, group):
+    trials, n_pairs = table.failed.shape
+    kinds, counts = np.unique(table.status[table.failed].astype(str), return_counts=True)
+    return (rate_from_shares(table.failed.mean(axis=1), trials * n_pairs), int(table.failed.sum()),
+            "; ".join(f"{kind}: {count}" for kind, count in zip(kinds, counts)))
+
+
+def _singular_rate(table: Rejections, group):
+    trials, n_pairs = table.failed.shape
+    fit_status = group["fit_status"].to_numpy().reshape(trials, n_pairs)[:, 0]
+    singular = np.array([pd.notna(status) and status == SINGULAR for status in fit_status], dtype=float)
+    return rate_from_shares(singular, trials), int(table.failed.sum()), "share of fits on the boundary (kept)"
+
+
+for _info in (
+    EstimandInfo("type1", "null", _type1, "share of pairs rejected when no system differs"),
+    EstimandInfo("familywise", "null", _familywise, "share of trials with at least one false rejection"),
+    EstimandInfo("power", "effect", _power, "share of truly different pairs rejected in the right direction; "
+                 "failures count as non-rejections"),
+    EstimandInfo("power_fitted", "effect", _power_fitted, "power among the tests that did not fail"),
+    EstimandInfo("type_s", "effect", _type_s, "share of truly different pairs rejected in the wrong direction"),
+    EstimandInfo("failure_rate", "both", _failure_rate, "share of tests that failed (no p-value)"),
+    EstimandInfo("singular_rate", "both", _singular_rate, "share of mixed-model fits on the boundary",
+                 random_effects_only=True),
+):
+    register_estimand(_info)
 
 
 def summarise_group(group: pd.DataFrame, alpha: float, is_null: bool, random_effects: bool = False) -> list[dict]:
     """Estimand rows for one (design, test); ``group`` sorted by trial, pair.
 
-    ``random_effects`` (the registry's :attr:`AnalysisInfo.random_effects`) adds the
-    ``singular_rate`` row: only a mixed model can have a boundary fit.
+    Every registered estimand (:data:`ESTIMANDS`) that applies under the
+    hypothesis; ``random_effects`` (the registry's
+    :attr:`AnalysisInfo.random_effects`) adds ``singular_rate``: only a mixed
+    model can have a boundary fit.
     """
-    n_pairs = int(group["pair"].max()) + 1
-    trials = len(group) // n_pairs
-    p_value = _matrix(group, "p_value", trials, n_pairs)
-    failed = np.isin(_matrix(group, "status", trials, n_pairs), list(FAILURES))
-    estimate = _matrix(group, "estimate", trials, n_pairs)
-    true_diff = _matrix(group, "true_diff", trials, n_pairs)[0]
-    reject = (p_value < alpha) & ~failed
-    n_failed = int(failed.sum())
+    table = rejections(group, alpha)
     rows = []
-
-    def add(estimand, rate: Rate, failures=n_failed, note=""):
-        rows.append({"estimand": estimand, "rate": rate.rate, "ci_low": rate.ci_low, "ci_high": rate.ci_high,
+    for info in ESTIMANDS.values():
+        if not info.applies(is_null, random_effects):
+            continue
+        computed = info.compute(table, group)
+        if computed is None:
+            continue
+        rate, failures, note = computed
+        rows.append({"estimand": info.name, "rate": rate.rate, "ci_low": rate.ci_low, "ci_high": rate.ci_high,
                      "mcse": rate.mcse, "n_tests": rate.n_tests, "n_failed": failures, "note": note})
-
-    if is_null:
-        add("type1", rate_from_shares(reject.mean(axis=1), trials * n_pairs))
-        add("familywise", rate_from_shares(reject.any(axis=1).astype(float), trials),
-            note="share of trials with at least one rejection")
-    else:
-        relevant = true_diff != 0
-        if relevant.any():
-            direction = np.sign(true_diff[relevant])
-            right = reject[:, relevant] & (np.sign(estimate[:, relevant]) == direction)
-            wrong = reject[:, relevant] & (np.sign(estimate[:, relevant]) == -direction)
-            n_relevant = int(relevant.sum())
-            add("power", rate_from_shares(right.mean(axis=1), trials * n_relevant),
-                failures=int(failed[:, relevant].sum()))
-            usable = (~failed[:, relevant]).sum(axis=1)
-            add("power_fitted", ratio_rate(right.sum(axis=1).astype(float), usable.astype(float)),
-                failures=int(failed[:, relevant].sum()), note="failed tests excluded")
-            add("type_s", rate_from_shares(wrong.mean(axis=1), trials * n_relevant),
-                failures=int(failed[:, relevant].sum()), note="rejections in the wrong direction (latent scale)")
-    statuses = _matrix(group, "status", trials, n_pairs)[failed]
-    kinds, counts = np.unique(statuses.astype(str), return_counts=True)
-    add("failure_rate", rate_from_shares(failed.mean(axis=1), trials * n_pairs),
-        note="; ".join(f"{kind}: {count}" for kind, count in zip(kinds, counts)))
-    if random_effects:
-        fit_status = group["fit_status"].to_numpy().reshape(trials, n_pairs)[:, 0]
-        singular = np.array([pd.notna(status) and status == SINGULAR for status in fit_status], dtype=float)
-        add("singular_rate", rate_from_shares(singular, trials), note="share of fits on the boundary (kept)")
     return rows
 
 
@@ -198,7 +388,7 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
                 continue
             trials = group["trial"].nunique()
             fit_seconds = group.drop_duplicates("trial")["fit_seconds"].mean()
-            random_effects = ANALYSES[spec.name].random_effects
+            random_effects = resolve_analysis(spec.name).random_effects
             for row in summarise_group(group, config.alpha, config.is_null, random_effects=random_effects):
                 rows.append({**design.columns(), "judgements": design.judgements(n_systems), "test": spec.label,
                              **row, "trials": trials, "effect": config.effect_label, "alpha": config.alpha,

@@ -115,11 +115,11 @@ def test_lost_worker_error_resubmits_only_unsaved_chunks(tmp_path, monkeypatch, 
     original = engine.simulate_chunk
     calls = []
 
-    def flaky(model, effect, seed, chunk):
+    def flaky(model, effect, seed, chunk, *registry):
         calls.append(chunk.first_trial)
         if len(calls) == 3:  # as if the worker computing the third chunk had died
             raise distributed.scheduler.KilledWorker("chunk", None, 0)
-        return original(model, effect, seed, chunk)
+        return original(model, effect, seed, chunk, *registry)
 
     monkeypatch.setattr(engine, "simulate_chunk", flaky)
     with caplog.at_level(logging.WARNING, logger="simdesign.engine"):
@@ -130,7 +130,7 @@ def test_lost_worker_error_resubmits_only_unsaved_chunks(tmp_path, monkeypatch, 
     # the two chunks saved before the failure were not computed again
     assert len(calls) == 12 + 1
 
-    def broken(model, effect, seed, chunk):
+    def broken(model, effect, seed, chunk, *registry):
         raise distributed.scheduler.KilledWorker("chunk", None, 0)
 
     monkeypatch.setattr(engine, "simulate_chunk", broken)
@@ -212,3 +212,76 @@ def test_killing_a_worker_mid_run_loses_nothing(cluster, slow_reference, tmp_pat
     assert len(table) == 40 * 3 * PAIRS
     assert sorted(set(table["trial"])) == list(range(40))
     pd.testing.assert_frame_equal(slow_reference, _results(table))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The planner and user-registered analyses on every backend
+
+
+def _user_raw():
+    return {**SMALL, "name": "user", "trials": 6, "chunk_size": 2, "tests": ["ttest", "user_sign_test"]}
+
+
+@pytest.fixture
+def user_analysis():
+    """The helper's analysis registered in this process only: worker processes never import it by themselves."""
+    from user_analysis_helper import SIGN_TEST, register_sign_test
+    from simdesign.analyses import ANALYSES
+
+    was_registered = SIGN_TEST.name in ANALYSES
+    register_sign_test()
+    yield SIGN_TEST
+    if not was_registered:
+        del ANALYSES[SIGN_TEST.name]
+
+
+def test_user_registered_analysis_runs_in_loky_workers(user_analysis, tmp_path):
+    table = _run(_user_raw(), tmp_path / "loky", backend="loky", jobs=2)
+    user = table[table["test"] == "user_sign_test"]
+    assert len(user) == 6 * 2 * PAIRS and (user["status"] == "ok").all(), user["message"].iloc[0]
+    # the same p-values as computed in this process (jobs 1: no worker)
+    pd.testing.assert_frame_equal(_results(table), _results(_run(_user_raw(), tmp_path / "serial", jobs=1)))
+
+
+def test_user_registered_analysis_runs_on_dask(user_analysis, cluster, tmp_path):
+    local, _ = cluster
+    dask = _run(_user_raw(), tmp_path / "dask", backend="dask", scheduler=local.scheduler_address)
+    assert (dask.loc[dask["test"] == "user_sign_test", "status"] == "ok").all()
+    pd.testing.assert_frame_equal(_results(dask), _results(_run(_user_raw(), tmp_path / "serial", jobs=1)))
+
+
+def test_analysis_named_by_module_and_attribute_resolves_in_a_fresh_process():
+    from simdesign.analyses import resolve_analysis
+    from user_analysis_helper import SIGN_TEST
+
+    assert resolve_analysis("user_analysis_helper:SIGN_TEST") is SIGN_TEST
+    with pytest.raises(KeyError, match="cannot import"):
+        resolve_analysis("user_analysis_helper:NO_SUCH_ANALYSIS")
+    with pytest.raises(KeyError, match="registered:"):
+        resolve_analysis("no_such_analysis")
+
+
+def _tiny_plan():
+    from simdesign.planner import parse_plan
+
+    return parse_plan({
+        "name": "plan-dask", "model": "coherence", "effect": "fitted", "tests": ["ttest_doc"], "alpha": 0.05,
+        "target_power": 0.6, "cost": {"pay_per_hour": 12.0, "per_annotator": 0.0}, "seed": 11, "max_type1": 0.1,
+        "search": {"designs": [{"kind": "block", "blocks": [4, 20], "docs_per_block": [5, 5],
+                                "annotators_per_block": [1, 1]}]},
+        "screen_trials": 20, "max_trials": 40, "confirm_trials": 40,
+    })
+
+
+def test_plan_on_dask_gives_the_loky_plan(cluster, tmp_path):
+    from simdesign.plan_report import plan_table
+    from simdesign.plan_search import run_plan
+
+    local, _ = cluster
+    loky = run_plan(_tiny_plan(), tmp_path / "loky", jobs=2)
+    dask = run_plan(_tiny_plan(), tmp_path / "dask", backend="dask", scheduler=local.scheduler_address)
+    assert dask.new_studies == loky.new_studies > 0
+    pd.testing.assert_frame_equal(plan_table(dask), plan_table(loky))
+    assert (dask.recommended is None) == (loky.recommended is None)
+    if loky.recommended is not None:
+        assert dask.recommended.candidate.key == loky.recommended.candidate.key

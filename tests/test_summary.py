@@ -4,7 +4,7 @@ import pytest
 from statsmodels.stats.proportion import proportion_confint
 
 from simdesign.config import parse_config
-from simdesign.summary import rate_from_shares, ratio_rate, summarise, wilson_from_mcse
+from simdesign.summary import rate_from_shares, ratio_rate, share_rate, summarise, wilson_from_mcse, wilson_interval
 
 
 def test_rate_and_trial_level_mcse():
@@ -108,3 +108,29 @@ def test_singular_rate_only_for_models_with_random_effects(test, random_effects)
     if random_effects:
         assert summary.loc["singular_rate", "rate"] == pytest.approx(0.5)
         assert summary.loc["singular_rate", "n_tests"] == 4
+
+
+def test_wilson_interval_is_statsmodels_wilson_at_the_effective_size():
+    """The closed form (written out for speed) against statsmodels' proportion_confint."""
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        trials = int(rng.integers(2, 2000))
+        rate = float(rng.choice([0.0, 1.0, rng.random()]))
+        mcse = float(rng.choice([0.0, np.nan, rng.random() * 0.05]))
+        n_tests = trials * int(rng.integers(1, 11))
+        confidence = float(rng.choice([0.95, 0.975, 0.99375]))
+        n_eff = trials if not np.isfinite(mcse) or mcse <= 0 else np.clip(rate * (1 - rate) / mcse ** 2, trials,
+                                                                            n_tests)
+        expected = proportion_confint(rate * n_eff, n_eff, alpha=1 - confidence, method="wilson")
+        assert wilson_interval(rate, mcse, trials, n_tests, confidence) == pytest.approx(expected, abs=1e-12)
+
+
+def test_share_rate_is_mean_and_standard_error_per_column():
+    rng = np.random.default_rng(8)
+    matrix = rng.random((40, 3)) < 0.3
+    rates, mcses = share_rate(matrix)
+    np.testing.assert_allclose(rates, matrix.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(mcses, matrix.std(axis=0, ddof=1) / np.sqrt(40), rtol=1e-9)
+    shares = rng.random(25)
+    rate, mcse = share_rate(shares)
+    assert rate == pytest.approx(shares.mean()) and mcse == pytest.approx(shares.std(ddof=1) / 5)

@@ -3,11 +3,11 @@
 Importing this package registers every built-in analysis in :data:`ANALYSES`.
 Analyses that need R register too, but check for R only when they run.
 """
-from simdesign.analyses.base import (ANALYSES, FAILURES, AnalysisInfo, PairwiseResult, register, run_analysis,
-                                     system_pairs, wald_contrasts)
+from simdesign.analyses.base import (ANALYSES, FAILURES, AnalysisInfo, PairwiseResult, register, resolve_analysis,
+                                     run_analysis, system_pairs, wald_contrasts)
 from simdesign.analyses import classical  # noqa: F401  (registers the classical tests)
 
-__all__ = ["ANALYSES", "FAILURES", "AnalysisInfo", "PairwiseResult", "register", "run_analysis", "system_pairs",
+__all__ = ["ANALYSES", "FAILURES", "AnalysisInfo", "PairwiseResult", "register", "resolve_analysis", "run_analysis", "system_pairs",
            "wald_contrasts"]
 from simdesign.analyses import mixed_r  # noqa: F401,E402  (registers clmm, lmer, clm; R starts only when they run)
 from simdesign.analyses import mixed_native  # noqa: F401,E402  (registers clmm_native)

@@ -10,6 +10,7 @@ the engine calls them, only through :data:`ANALYSES`.
 """
 from __future__ import annotations
 
+import importlib
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -74,6 +75,37 @@ def register(info: AnalysisInfo) -> AnalysisInfo:
         raise ValueError(f"analysis {info.name!r} is registered twice")
     ANALYSES[info.name] = info
     return info
+
+
+def resolve_analysis(name: str) -> AnalysisInfo:
+    """The registry entry for ``name``: a registered name, or an importable ``module:attribute``.
+
+    ``module:attribute`` names an :class:`AnalysisInfo` (or a registered
+    analysis's name is looked up again after the import, for modules that
+    call :func:`register` when imported). Importing by name is what lets a
+    fresh process (a loky or Dask worker) find an analysis defined in user
+    code; the engine also sends each chunk's entries with the chunk.
+
+    Raises
+    ------
+    KeyError
+        Neither registered nor importable; the message lists the registered names.
+    """
+    if name in ANALYSES:
+        return ANALYSES[name]
+    if ":" in name:
+        module_name, _, attribute = name.partition(":")
+        try:
+            found = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError) as exc:
+            raise KeyError(f"analysis {name!r}: cannot import {attribute!r} from {module_name!r} ({exc})") from exc
+        if isinstance(found, AnalysisInfo):
+            return found
+        if name in ANALYSES:
+            return ANALYSES[name]
+        raise KeyError(f"analysis {name!r}: {module_name}.{attribute} is not an AnalysisInfo")
+    raise KeyError(f"unknown analysis {name!r}; registered: {sorted(ANALYSES)} "
+                   "(or give an importable 'module:attribute' naming an AnalysisInfo)")
 
 
 def run_analysis(info: AnalysisInfo, judgements: Judgements, rng: np.random.Generator, options: dict) -> PairwiseResult:
