@@ -29,11 +29,12 @@ from pathlib import Path
 
 import yaml
 
-from simdesign.analyses import ANALYSES
-from simdesign.designs import DESIGN_KINDS, BlockDesign, PoolDesign
+from simdesign.analyses import ANALYSES, resolve_analysis
+from simdesign.designs import DESIGN_KINDS
 from simdesign.errors import ConfigError
 from simdesign.model import PRESETS, OrdinalMixedModel, effect_scale, load_model
 from simdesign.reliability import RELIABILITY_ESTIMANDS
+from simdesign.summary import estimand_names
 
 TOP_LEVEL_KEYS = ("name", "model", "effect", "designs", "tests", "trials", "alpha", "seed", "art_resamples",
                   "art_exact", "chunk_size", "figure", "description", "estimands")
@@ -42,8 +43,8 @@ FIGURE_COLOUR = ("test", "shape")
 BLOCK_ONLY_X = ("blocks", "annotators_per_block")  # pool designs have no blocks: no value on these axes
 # The summary's estimands for the tests, by hypothesis (simdesign.summary.summarise_group); a figure can draw
 # only what the summary will hold, so 'figure.estimand' is checked against these before anything runs.
-NULL_ESTIMANDS = ("type1", "familywise", "failure_rate", "singular_rate")
-EFFECT_ESTIMANDS = ("power", "power_fitted", "type_s", "failure_rate", "singular_rate")
+NULL_ESTIMANDS = estimand_names(is_null=True)
+EFFECT_ESTIMANDS = estimand_names(is_null=False)
 # Tests that fit one model per trial and so report a fit status: only they get a 'singular_rate' row.
 # Bound on the largest scaled fixed effect (latent logit scale). The latent noise is logistic, and
 # P(noise > 20) = 2e-9: beyond this every judgement of a system lands at one end of the scale, so a larger
@@ -73,8 +74,9 @@ class AnalysisSpec:
 
     def __post_init__(self):
         # Options left out take the registry's defaults, so a spec built in code equals the parsed one.
-        if self.name in ANALYSES:
-            defaults = {option: default for option, (_, default) in ANALYSES[self.name].options.items()}
+        info = registered_analysis(self.name)
+        if info is not None:
+            defaults = {option: default for option, (_, default) in info.options.items()}
             object.__setattr__(self, "options", {**defaults, **dict(self.options)})
             problems = analysis_option_problems(self.name, self.options, f"tests[{self.label}]")
         elif self.name in RELIABILITY_ESTIMANDS:
@@ -211,7 +213,7 @@ class SimulationConfig:
         tests = []
         for spec in self.analyses:
             defaults = {option: inherited.get(option, default)
-                        for option, (_, default) in ANALYSES[spec.name].options.items()}
+                        for option, (_, default) in resolve_analysis(spec.name).options.items()}
             written = {key: value for key, value in spec.options.items() if defaults.get(key) != value}
             tests.append({"name": spec.name, **({} if analysis_label(spec.name, written) == spec.label
                                                 else {"label": spec.label}), **written})
@@ -390,7 +392,7 @@ def config_problems(values: dict, check_empty: bool = True) -> list[str]:
     if clashes:
         problems.append(f"The test label(s) {clashes} are estimand names; give the test(s) another 'label'")
     pool_labels = [d.label for d in designs if not d.has_blocks]
-    block_tests = [a.label for a in analyses if a.name in ANALYSES and ANALYSES[a.name].needs_blocks]
+    block_tests = [a.label for a in analyses if getattr(registered_analysis(a.name), "needs_blocks", False)]
     if pool_labels and block_tests:
         problems.append(f"The block-level test(s) {block_tests} do not apply to pool designs "
                         f"{pool_labels}: pool designs have no blocks")
@@ -404,8 +406,8 @@ def config_problems(values: dict, check_empty: bool = True) -> list[str]:
                         f"only pool designs; use one of {[x for x in FIGURE_X if x not in BLOCK_ONLY_X]}")
     if figure.estimand is not None and scale is not None and not estimand_problems:
         check_figure_estimand(figure.estimand, scale == 0.0, bool(analyses) or not estimands, list(estimands),
-                              problems, fits_models=any(ANALYSES[a.name].random_effects for a in analyses
-                                                        if a.name in ANALYSES))
+                              problems, fits_models=any(getattr(registered_analysis(a.name), "random_effects", False)
+                                                        for a in analyses))
     return problems
 
 
@@ -623,10 +625,11 @@ def parse_analyses(items, errors: list[str], art_defaults: dict) -> list[Analysi
             errors.append(f"{where} must be a test name or a mapping with a 'name'; got {item!r}")
             continue
         name = item["name"]
-        if name not in ANALYSES:
-            errors.append(f"The '{where}' test {name!r} is unknown; available: {sorted(ANALYSES)}")
+        info = registered_analysis(name)
+        if info is None:
+            errors.append(f"The '{where}' test {name!r} is unknown; available: {sorted(ANALYSES)}, or an importable "
+                          "'module:attribute' naming an AnalysisInfo")
             continue
-        info = ANALYSES[name]
         written = {k: v for k, v in item.items() if k not in ("name", "label")}
         options = {option: written[option] if option in written
                    else art_defaults[option] if option in ART_DEFAULT_KEYS and option in art_defaults else default
@@ -642,9 +645,17 @@ def parse_analyses(items, errors: list[str], art_defaults: dict) -> list[Analysi
     return specs
 
 
+def registered_analysis(name: str):
+    """The registry entry of ``name`` (a registered name or an importable ``module:attribute``), or None."""
+    try:
+        return resolve_analysis(name)
+    except KeyError:
+        return None
+
+
 def analysis_option_problems(name: str, options: dict, where: str) -> list[str]:
     """The options of the registered analysis ``name`` against its allowed values (one rule for YAML and code)."""
-    info = ANALYSES[name]
+    info = resolve_analysis(name)
     problems = []
     for option, (allowed, _) in info.options.items():
         if option not in options:

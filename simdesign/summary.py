@@ -64,7 +64,10 @@ def wilson_interval(rate: float, mcse: float, trials: int, n_tests: int,
     denominator = 1.0 + crit2 / n_eff
     centre = (rate + crit2 / (2.0 * n_eff)) / denominator
     half_width = crit * math.sqrt(rate * (1.0 - rate) / n_eff + crit2 / (4.0 * n_eff ** 2)) / denominator
-    return max(0.0, centre - half_width), min(1.0, centre + half_width)
+    # At rate 0 (1) the bound is exactly 0 (1); the closed form leaves rounding residue of ~1e-17.
+    low = 0.0 if rate <= 0.0 else max(0.0, centre - half_width)
+    high = 1.0 if rate >= 1.0 else min(1.0, centre + half_width)
+    return low, high
 
 
 def wilson_from_mcse(rate: float, mcse: float, trials: int, n_tests: int, confidence: float = 0.95):
