@@ -265,7 +265,8 @@ class PlanOutcome:
         return write_plan_outputs(self.result, Path(directory), Path(figure) if figure else None)
 
 
-def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True) -> PlanOutcome:
+def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True, backend="loky",
+         **backend_options) -> PlanOutcome:
     """Find the cheapest design reaching a target power (or the most powerful within a budget).
 
     Parameters
@@ -278,6 +279,9 @@ def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True
         Parallel workers (default -1, all cores, as the CLI).
     progress : bool
         Print one line per stage.
+    backend : {'loky', 'threading', 'dask'} or BackendSpec, default 'loky'
+        Where the studies are computed; ``backend_options`` (scheduler, workers, retries) as for
+        :func:`simulate`. The plan does not depend on it.
 
     Returns
     -------
@@ -297,7 +301,7 @@ def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True
     jobs = check_jobs(DEFAULT_JOBS if jobs is None else jobs)
 
     def outcome(directory) -> PlanOutcome:
-        result = run_plan(config, Path(directory), jobs=jobs, progress=progress)
+        result = run_plan(config, Path(directory), jobs=jobs, progress=progress, backend=backend, **backend_options)
         return PlanOutcome(result, plan_table(result), recommendation_text(result), result.recommended,
                            effort_line(result))
 

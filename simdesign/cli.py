@@ -144,7 +144,8 @@ def cmd_plan(args) -> int:
     api.check_jobs(args.jobs)
     print(f"planning {config.name}: {len(config.candidates)} candidates (design x test), {simulated} to simulate; "
               f"{config.screen_trials} screening trials, up to {config.max_trials}")
-    outcome = api.plan(config, out_dir=out_dir, jobs=args.jobs, progress=not args.quiet)
+    outcome = api.plan(config, out_dir=out_dir, jobs=args.jobs, progress=not args.quiet, backend=args.backend,
+                       scheduler=args.scheduler, workers=args.workers, retries=args.retries)
     paths = outcome.save(out_dir, args.figure)
     shown = outcome.table[outcome.table["trials"] > 0].head(args.show)
     with pd.option_context("display.width", 200, "display.max_rows", 200):
@@ -263,6 +264,20 @@ def cmd_presets(args) -> int:
     return 0
 
 
+def backend_options(command) -> None:
+    """--backend, --scheduler, --workers, --retries: where a command's chunks of trials are computed."""
+    command.add_argument("--backend", choices=BACKENDS, default="loky",
+                         help="where chunks run: local processes (loky, default), local threads (threading; not "
+                              "for R-backed tests) or a Dask cluster (dask); results are identical")
+    command.add_argument("--scheduler", metavar="ADDRESS",
+                         help="dask: address of a running scheduler, e.g. tcp://host:8786 (default: a local "
+                              "cluster for the run)")
+    command.add_argument("--workers", type=int, metavar="N",
+                         help="dask: worker processes of the local cluster (default: all cores)")
+    command.add_argument("--retries", type=int, default=DEFAULT_RETRIES, metavar="N",
+                         help="resubmit unsaved chunks up to N times when workers die (default %(default)s)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="simdesign", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -274,16 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--trials", type=int, help="override the config's trials")
     run.add_argument("--chunk-size", type=int, metavar="N",
                      help="override the config's chunk_size: trials per unit of work (results do not depend on it)")
-    run.add_argument("--backend", choices=BACKENDS, default="loky",
-                     help="where chunks run: local processes (loky, default), local threads (threading; not for "
-                          "R-backed tests) or a Dask cluster (dask); results are identical")
-    run.add_argument("--scheduler", metavar="ADDRESS",
-                     help="dask: address of a running scheduler, e.g. tcp://host:8786 (default: a local cluster "
-                          "for the run)")
-    run.add_argument("--workers", type=int, metavar="N",
-                     help="dask: worker processes of the local cluster (default: all cores)")
-    run.add_argument("--retries", type=int, default=DEFAULT_RETRIES, metavar="N",
-                     help="resubmit unsaved chunks up to N times when workers die (default %(default)s)")
+    backend_options(run)
     run.add_argument("--quiet", action="store_true", help="no progress bar or table")
     run.set_defaults(func=cmd_run)
 
@@ -311,6 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--max-trials", type=int, help="override the config's max_trials")
     plan.add_argument("--figure", help="figure path without suffix (default <out>/<plan name>)")
     plan.add_argument("--show", type=int, default=15, help="rows of the ranked table to print")
+    backend_options(plan)
     plan.add_argument("--quiet", action="store_true", help="no per-stage progress lines")
     plan.set_defaults(func=cmd_plan)
 

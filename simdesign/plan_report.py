@@ -11,8 +11,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from simdesign.plan_search import (BEST, FAIL, LIBERAL, NOT_CONFIRMED, NOT_NEEDED, PASS, TIED,  # noqa: E402
-                                   UNDECIDED, WORSE, PlanResult)
-from simdesign.planner import max_judgements_per_annotator  # noqa: E402
+                                   UNDECIDED, WORSE, PlanResult, run_plan)
+from simdesign.planner import PlanConfig, max_judgements_per_annotator  # noqa: E402
 
 PLAN_COLUMNS = ("rank", "design", "shape", "test", "blocks", "docs_per_block", "annotators_per_block", "docs",
                 "annotators", "judgements_per_output", "judgements", "max_judgements_per_annotator", "hours",
@@ -329,3 +329,47 @@ def write_plan_outputs(result: PlanResult, out_dir: Path, figure_base: Path | No
     (out_dir / "recommendation.md").write_text(f"# Plan: {result.config.name}\n\n{text}")
     figures = plot_plan(result, table, Path(figure_base) if figure_base else out_dir / result.config.name)
     return {"table": out_dir / "plan.csv", "recommendation": out_dir / "recommendation.md", "figures": figures}
+
+
+def plan_study(config: PlanConfig, out_dir=None, jobs: int = 1, progress: bool = False, figure_base=None,
+               backend="loky", **backend_options):
+    """Find the cheapest design reaching the target power (or the most powerful within the budget).
+
+    Parameters
+    ----------
+    config : PlanConfig
+        From :func:`load_plan` or :func:`parse_plan`.
+    out_dir : path-like, optional
+        Results directory: simulated trials (resumable), ``plan.csv``,
+        ``recommendation.md`` and the figure. Without it a temporary
+        directory holds the trials and nothing is written.
+    jobs : int
+        joblib workers; results do not depend on it.
+    progress : bool
+        Print one line per evaluation stage.
+    figure_base : path-like, optional
+        Figure path without suffix (default ``out_dir/<name>``).
+    backend : {'loky', 'threading', 'dask'} or BackendSpec, default 'loky'
+        Where the studies are computed; ``backend_options`` (scheduler, workers,
+        retries) as for :func:`simdesign.engine.run_simulation`. Results do not depend on it.
+
+    Returns
+    -------
+    simdesign.plan_search.PlanResult
+
+    Examples
+    --------
+    >>> config = load_plan("configs/plan_example.yaml")                # doctest: +SKIP
+    >>> result = plan_study(config, "results/plan_example", jobs=2)    # doctest: +SKIP
+    >>> result.recommended.candidate.design.label                      # doctest: +SKIP
+    'block-B20-D5-A1'
+    """
+    import tempfile
+
+    if out_dir is None:
+        with tempfile.TemporaryDirectory(prefix="simdesign-plan-") as scratch:
+            return run_plan(config, Path(scratch), jobs=jobs, progress=progress, backend=backend,
+                            **backend_options)
+    result = run_plan(config, Path(out_dir), jobs=jobs, progress=progress, backend=backend, **backend_options)
+    write_plan_outputs(result, Path(out_dir), figure_base)
+    return result

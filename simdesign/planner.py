@@ -1,7 +1,7 @@
 """Budget planner: the cheapest annotation design that reaches a target power.
 
 A plan config names a model, the effect to detect, the test(s) the study
-will use, a cost model and a search space of designs. :func:`plan_study`
+will use, a cost model and a search space of designs. :func:`simdesign.plan_report.plan_study`
 evaluates the candidate designs by simulation, adaptively (see
 :mod:`simdesign.plan_search`), and reports a ranked table, a recommendation
 and a cost-versus-power figure (:mod:`simdesign.plan_report`).
@@ -701,50 +701,3 @@ def build_candidates(designs, tests, cost: CostModel, limits: Limits, n_systems:
                 excluded = ""
             candidates.append(Candidate(design=design, test=test, cost=breakdown, excluded=excluded))
     return candidates
-
-
-def plan_study(config: PlanConfig, out_dir=None, jobs: int = 1, progress: bool = False, figure_base=None,
-               backend="loky", **backend_options):
-    """Find the cheapest design reaching the target power (or the most powerful within the budget).
-
-    Parameters
-    ----------
-    config : PlanConfig
-        From :func:`load_plan` or :func:`parse_plan`.
-    out_dir : path-like, optional
-        Results directory: simulated trials (resumable), ``plan.csv``,
-        ``recommendation.md`` and the figure. Without it a temporary
-        directory holds the trials and nothing is written.
-    jobs : int
-        joblib workers; results do not depend on it.
-    progress : bool
-        Print one line per evaluation stage.
-    figure_base : path-like, optional
-        Figure path without suffix (default ``out_dir/<name>``).
-    backend : {'loky', 'threading', 'dask'} or BackendSpec, default 'loky'
-        Where the studies are computed; ``backend_options`` (scheduler, workers,
-        retries) as for :func:`simdesign.engine.run_simulation`. Results do not depend on it.
-
-    Returns
-    -------
-    simdesign.plan_search.PlanResult
-
-    Examples
-    --------
-    >>> config = load_plan("configs/plan_example.yaml")                # doctest: +SKIP
-    >>> result = plan_study(config, "results/plan_example", jobs=2)    # doctest: +SKIP
-    >>> result.recommended.candidate.design.label                      # doctest: +SKIP
-    'block-B20-D5-A1'
-    """
-    import tempfile
-
-    from simdesign.plan_report import write_plan_outputs
-    from simdesign.plan_search import run_plan
-
-    if out_dir is None:
-        with tempfile.TemporaryDirectory(prefix="simdesign-plan-") as scratch:
-            return run_plan(config, Path(scratch), jobs=jobs, progress=progress, backend=backend,
-                            **backend_options)
-    result = run_plan(config, Path(out_dir), jobs=jobs, progress=progress, backend=backend, **backend_options)
-    write_plan_outputs(result, Path(out_dir), figure_base)
-    return result

@@ -20,7 +20,8 @@ from simdesign.errors import ConfigError
 from simdesign.model import load_model
 from simdesign.plan_report import pareto_front, plan_table
 from simdesign.plan_search import OutcomeSource, assess, decide_plan, rate_over_pairs, run_plan, trial_schedule
-from simdesign.planner import (CostModel, annotation_times, parse_plan, plan_study, smallest_difference,
+from simdesign.plan_report import plan_study
+from simdesign.planner import (CostModel, annotation_times, parse_plan, smallest_difference,
                                solve_effect_scale)
 from simdesign.summary import rejections, summarise_group, wilson_interval
 

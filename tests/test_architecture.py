@@ -1,0 +1,158 @@
+"""The package's shape: no import cycles, no overlong functions.
+
+Both are read from the source with ``ast``, so imports inside functions (which Python resolves only at
+call time, and which hid the cycles this test was written against) count like top-level ones.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "simdesign"
+MAX_FUNCTION_LINES = 80
+# Argument-parser builders are long lists of options, not logic.
+LONG_FUNCTIONS_ALLOWED = {"build_parser", "add_parser"}
+# Functions over the limit when this test was written, still to be split (issue 11). The list may only
+# shrink: a new long function, or one of these growing, fails the test.
+KNOWN_LONG_FUNCTIONS = {
+    "simdesign/analyse.py:analyse": 94, "simdesign/fit.py:validate_judgements": 98,
+    "simdesign/fit.py:choose_structure": 101, "simdesign/fit.py:fit_model": 81, "simdesign/plots.py:draw_summary": 85,
+    "simdesign/plan_report.py:recommendation_text": 132, "simdesign/ranks.py:check_ranks": 87,
+    "simdesign/planner.py:parse_plan": 115,
+    # numba kernels: loops over the factorisation kept whole so the compiler sees them in one piece
+    "simdesign/_clmm_numba.py:factorise": 96, "simdesign/_clmm_numba.py:mode_search": 91,
+    "simdesign/_clmm_numba.py:gradient": 117,
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+def _imported(node: ast.AST, module: str, is_package: bool, known: set[str]) -> set[str]:
+    """simdesign modules one import statement names (resolving relative imports and 'from pkg import module')."""
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names if alias.name in known}
+    if not isinstance(node, ast.ImportFrom):
+        return set()
+    if node.level:
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[:len(base) - node.level + 1]
+        target = ".".join(base + ([node.module] if node.module else []))
+    else:
+        target = node.module or ""
+    found = {target} if target in known else set()
+    for alias in node.names:
+        if f"{target}.{alias.name}" in known:
+            found.add(f"{target}.{alias.name}")
+    return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node of the tree except the bodies of ``if TYPE_CHECKING:`` blocks, which never run."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the simdesign modules it imports anywhere in its source.
+
+    Importing ``simdesign.pkg.mod`` also runs ``simdesign/pkg/__init__.py``, so that package is a target
+    too, unless the importer lives inside it (Python has loaded it already then).
+    """
+    modules = _modules()
+    known = set(modules)
+    graph = {}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        targets = set()
+        for node in _runtime_nodes(tree):
+            targets |= _imported(node, module, path.name == "__init__.py", known)
+        for target in list(targets):
+            parts = target.split(".")
+            targets |= {".".join(parts[:i]) for i in range(2, len(parts)) if ".".join(parts[:i]) in known}
+        # Importing simdesign.x.y runs simdesign.x's __init__ too; an edge to a parent package of the importer
+        # itself is not a dependency of the importer's own code.
+        graph[module] = {t for t in targets if t != module and not module.startswith(t + ".")}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph as a list of modules (first == last), or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == 1:
+                return stack[stack.index(target):] + [target]
+            if target not in state:
+                cycle = visit(target)
+                if cycle:
+                    return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_cycle_finder_finds_a_planted_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_the_import_graph_sees_imports_inside_functions_but_not_type_checking_blocks():
+    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from simdesign.config import X\n"
+              "def f():\n    from simdesign.model import load_model\n")
+    found = set()
+    for node in _runtime_nodes(ast.parse(source)):
+        found |= _imported(node, "simdesign.cli", False, {"simdesign.model", "simdesign.cli", "simdesign.config"})
+    assert found == {"simdesign.model"}
+
+
+def test_no_import_cycles_in_simdesign():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def long_functions() -> dict[str, int]:
+    """'path:function' -> lines, for every function over :data:`MAX_FUNCTION_LINES` (parser builders aside)."""
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name not in LONG_FUNCTIONS_ALLOWED:
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found[f"{path.relative_to(PACKAGE.parent)}:{node.name}"] = length
+    return found
+
+
+def test_no_new_function_is_longer_than_80_lines():
+    grown = {name: length for name, length in long_functions().items()
+             if length > KNOWN_LONG_FUNCTIONS.get(name, MAX_FUNCTION_LINES)}
+    assert grown == {}, f"functions over {MAX_FUNCTION_LINES} lines (split them): {grown}"
