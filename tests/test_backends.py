@@ -81,6 +81,7 @@ def test_inconsistent_backend_options_are_refused(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_threading_and_loky_give_identical_results(tmp_path):
     loky = _run(SMALL, tmp_path / "loky", backend="loky", jobs=2)
     threads = _run(SMALL, tmp_path / "threads", backend="threading", jobs=2)
@@ -88,6 +89,7 @@ def test_threading_and_loky_give_identical_results(tmp_path):
     pd.testing.assert_frame_equal(_results(loky), _results(threads))
 
 
+@pytest.mark.slow
 def test_dask_cluster_gives_results_identical_to_loky(cluster, tmp_path):
     local, _ = cluster
     loky = _run(SMALL, tmp_path / "loky", backend="loky", jobs=2)
@@ -96,6 +98,7 @@ def test_dask_cluster_gives_results_identical_to_loky(cluster, tmp_path):
     pd.testing.assert_frame_equal(_results(loky), _results(dask))
 
 
+@pytest.mark.slow
 def test_cli_dask_with_its_own_local_cluster(tmp_path):
     pytest.importorskip("distributed")
     path = tmp_path / "small.yaml"
@@ -144,6 +147,7 @@ def test_r_backed_tests_need_single_threaded_dask_workers():
         executor._check_r_workers({"tcp://127.0.0.1:1": {"nthreads": 2}, "tcp://127.0.0.1:2": {"nthreads": 1}})
 
 
+@pytest.mark.slow
 @pytest.mark.needs_r
 def test_r_backed_test_on_dask_equals_local_and_keeps_one_r_per_worker(cluster, tmp_path):
     from simdesign.rsession import r_available
@@ -190,6 +194,7 @@ def _kill_a_busy_worker_during(run, out, client):
     return errors[0] if errors else None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("allowed_failures", [3, 0], ids=["dask-reschedules", "engine-resubmits"])
 def test_killing_a_worker_mid_run_loses_nothing(cluster, slow_reference, tmp_path, caplog, allowed_failures):
     local, client = cluster

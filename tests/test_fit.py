@@ -198,6 +198,7 @@ def test_predictive_check_refuses_other_systems(coherence, rng):
         predictive_check(coherence, frame, trials=5)
 
 
+@pytest.mark.slow
 def test_predictive_check_of_the_papers_coherence_data(tmp_path, capsys, paper_data_dir):
     """The fitted model reproduces most statistics of its own data (pointwise 95% ranges)."""
     path = paper_data_dir / "judgements" / "likert_coherence_cnn_dm.csv"

@@ -235,6 +235,7 @@ def test_trial_schedule_doubles_up_to_the_cap():
     assert trial_schedule(50, 50) == [50]
 
 
+@pytest.mark.slow
 def test_known_optimum_is_found_and_the_search_is_cheaper_than_full_evaluation(tmp_path, monkeypatch):
     # By construction: art_block with 4 blocks cannot reject at 0.05 (exact test: p >= 2/2^4), so the cheap
     # design fails for sure; 20 nested blocks pass 0.5 easily; everything else costs at least twice as much.
@@ -420,6 +421,7 @@ def test_each_pair_fail_rule_is_corrected_across_pairs():
 # The paper's conclusions, as the planner's choices
 
 
+@pytest.mark.slow
 def test_nested_beats_crossed_at_the_same_number_of_judgements(tmp_path):
     # 300 judgements each: 20 annotators with 3 documents of their own vs 3 annotators sharing 20 documents
     config = parse_plan(plan(target_power=None, budget=100.0, screen_trials=200, max_trials=200, max_type1=0.1,
@@ -437,6 +439,7 @@ def test_nested_beats_crossed_at_the_same_number_of_judgements(tmp_path):
     assert crossed["decision"] == "worse" and crossed["type1_trials"] == 0
 
 
+@pytest.mark.slow
 def test_a_test_that_does_not_hold_its_level_is_never_recommended(tmp_path):
     # 3 annotators judging all 40 documents: the per-document t-test is powerful but rejects a true null far
     # more often than alpha (the paper's Figure 4), so the planner pays for the nested design instead.
@@ -451,6 +454,7 @@ def test_a_test_that_does_not_hold_its_level_is_never_recommended(tmp_path):
     assert result.recommended.candidate.design.label == "block-B40-D5-A1"
 
 
+@pytest.mark.slow
 def test_more_annotators_buy_more_power_than_more_judgements_per_output(tmp_path):
     # 900 judgements each: 36 annotators with one judgement per output, or 12 annotators with three
     config = parse_plan(plan(target_power=None, budget=100.0, screen_trials=200, max_trials=200, search={"designs": [
@@ -489,6 +493,7 @@ def test_pareto_front_keeps_the_non_dominated_candidates():
     assert pareto_front(cost, power).tolist() == [0, 2, 4]
 
 
+@pytest.mark.slow
 def test_cli_plan_writes_table_recommendation_and_figure(tmp_path, capsys):
     config = plan(tests=["art_block", "ttest_doc"], target_power=0.5, screen_trials=30, max_trials=120,
                   search={"shapes": ["nested", "crossed"], "docs": [20, 60], "docs_per_block": [5],

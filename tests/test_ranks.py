@@ -112,6 +112,7 @@ def test_rank_reliability_reproduces_table_3(capsys):
         assert round(value, 3) == float(shr) or abs(value - float(shr)) < 6e-4, out
 
 
+@pytest.mark.slow
 @needs_data
 def test_shared_rank_files_read_with_base_0():
     for task in ("coherence", "repetition"):

@@ -192,6 +192,7 @@ def test_estimands_are_per_trial_rows_summarised_with_notes_where_undefined(tmp_
     assert estimate["n_tests"] == 12 and estimate["trials"] == 12
 
 
+@pytest.mark.slow
 def test_estimands_resume_and_join_an_existing_run(tmp_path):
     with_tests = {**RAW, "tests": ["ttest_doc"], "estimands": ["krippendorff_alpha"]}
     run_simulation(parse_config(with_tests), tmp_path / "run", with_tests, jobs=1, progress=False)

@@ -43,6 +43,7 @@ def _run_setup(root: Path, *args: str) -> subprocess.CompletedProcess:
                           env=env, timeout=120)
 
 
+@pytest.mark.slow
 def test_optional_r_failure_warns_once_and_goes_on(checkout_with_failing_r):
     done = _run_setup(checkout_with_failing_r, "--r", "optional")
     assert done.returncode == 0, done.stderr
@@ -53,6 +54,7 @@ def test_optional_r_failure_warns_once_and_goes_on(checkout_with_failing_r):
     assert "bash scripts/setup_r.sh" in warnings[0]
 
 
+@pytest.mark.slow
 def test_required_r_failure_stops_the_setup(checkout_with_failing_r):
     done = _run_setup(checkout_with_failing_r)
     assert done.returncode == 1
