@@ -319,6 +319,7 @@ def solve_effect_scale(model: OrdinalMixedModel, min_difference: float, unit: st
 
     Examples
     --------
+    >>> from simdesign.model import load_model
     >>> model = load_model("coherence")
     >>> k = solve_effect_scale(model, 0.5, "likert")
     >>> round(float(smallest_difference(model, k, "likert")), 6)
