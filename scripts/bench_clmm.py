@@ -35,14 +35,13 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_variable] = "1"
 
 import argparse  # noqa: E402
-import importlib.util  # noqa: E402
 import json  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from _bench_util import load_baseline, timed  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
@@ -78,19 +77,10 @@ for (job in jobs) {
 """
 
 
-def load_baseline():
-    """simdesign.clmm before issue 15 (commit d44f140), from scripts/_clmm_baseline.py."""
-    spec = importlib.util.spec_from_file_location("clmm_baseline", Path(__file__).with_name("_clmm_baseline.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["clmm_baseline"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _timed(fit, frame, structure):
-    started, started_cpu = time.perf_counter(), time.process_time()
-    result = fit(frame, structure, REFERENCE)
-    return time.perf_counter() - started, time.process_time() - started_cpu, result
+    return timed(fit, frame, structure, REFERENCE)
 
 
 def _fit_without_kernels(frame, structure, reference):

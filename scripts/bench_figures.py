@@ -23,11 +23,8 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_variable] = "1"
 
 import argparse  # noqa: E402
-import importlib.util  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
+from _bench_util import load_baseline, timed  # noqa: E402
 import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
@@ -40,19 +37,11 @@ FIGURES = {
 TRIALS_PER_POINT = 1000
 
 
-def load_baseline():
-    """simdesign.clmm before issue 15 (commit d44f140), from scripts/_clmm_baseline.py."""
-    spec = importlib.util.spec_from_file_location("clmm_baseline", Path(__file__).with_name("_clmm_baseline.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["clmm_baseline"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
-def timed(fit, frame, reference):
-    started, started_cpu = time.perf_counter(), time.process_time()
-    result = fit(frame, "paper", reference)
-    return time.perf_counter() - started, time.process_time() - started_cpu, result.status
+def timed_status(fit, frame, reference):
+    wall, cpu, result = timed(fit, frame, "paper", reference)
+    return wall, cpu, result.status
 
 
 def main() -> int:
@@ -81,7 +70,7 @@ def main() -> int:
                                                          effect="fitted")
                         frame, reference = judgements.to_frame(), judgements.systems[0]
                         for name, fit in versions.items():
-                            wall, cpu, status = timed(fit, frame, reference)
+                            wall, cpu, status = timed_status(fit, frame, reference)
                             sums[name] += (wall, cpu)
                             statuses[name].append(status)
                     means = {name: value / args.per_design for name, value in sums.items()}

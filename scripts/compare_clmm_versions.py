@@ -34,12 +34,10 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_variable] = "1"
 
 import argparse  # noqa: E402
-import importlib.util  # noqa: E402
 import json  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from _bench_util import load_baseline, timed  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
@@ -59,19 +57,9 @@ FIGURE_DESIGNS = ([(b, 100 // b, 3) for b in (1, 2, 4, 5, 10, 20, 25)]
                   + [(b, 5, 3) for b in (1, 5, 10, 15, 20)])
 
 
-def load_baseline():
-    """The pre-issue-15 clmm module, imported from scripts/_clmm_baseline.py."""
-    spec = importlib.util.spec_from_file_location("clmm_baseline", Path(__file__).with_name("_clmm_baseline.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["clmm_baseline"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def timed_fit(module, frame, structure, reference):
-    started = time.process_time()
-    result = module.fit(frame, structure, reference)
-    return result, time.process_time() - started
+    _, cpu_seconds, result = timed(module.fit, frame, structure, reference)
+    return result, cpu_seconds
 
 
 def compare(old, new) -> dict:
