@@ -1021,6 +1021,100 @@ class _Objective:
 # The public API
 # ---------------------------------------------------------------------------------------------
 
+def _term_formula(name: str, covariance: np.ndarray) -> str:
+    return f"(1 + system | {name})" if np.shape(covariance)[0] > 1 else f"(1 | {name})"
+
+
+class ClmmSummary:
+    """A printable summary of a :class:`ClmmResult`, in the style of statsmodels' ``Summary``.
+
+    ``str(summary)`` (and ``print(summary)``, and the notebook repr) is the text;
+    the parts are also kept as data so that code need not parse the text.
+
+    Attributes
+    ----------
+    info : dict
+        Label -> value of the header (formula, counts, log-likelihood, status, diagnostics).
+    coefficients : pandas.DataFrame
+        One row per threshold and per non-reference fixed effect; columns
+        ``estimate, se, z, p, ci_lower, ci_upper`` (normal 95% intervals; NaN where
+        the variance is not available or not positive).
+    random_effects : pandas.DataFrame
+        One row per term and component: ``term, component, sd`` and the correlations
+        with the term's earlier components.
+    """
+
+    def __init__(self, info: dict, coefficients: pd.DataFrame, random_effects: pd.DataFrame, notes: list):
+        self.info = info
+        self.coefficients = coefficients
+        self.random_effects = random_effects
+        self.notes = notes
+
+    def as_text(self) -> str:
+        """The summary as plain text (what ``str()`` returns)."""
+        width = max(len(label) for label in self.info)
+        rule = "=" * 78
+        lines = [rule, "Cumulative link mixed model (logit link, Laplace approximation)".center(78), rule]
+        lines += [f"{label:<{width}}  {value}" for label, value in self.info.items()]
+        lines += ["-" * 78, "Thresholds and fixed effects (Wald z, normal 95% CI):",
+                  self.coefficients.to_string(float_format=lambda v: f"{v:.4f}"), "-" * 78,
+                  "Random effects (standard deviations and correlations):"]
+        lines.append(self.random_effects.to_string(index=False, float_format=lambda v: f"{v:.4f}", na_rep="")
+                     if len(self.random_effects) else "none")
+        lines += ["=" * 78] + [f"Note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.as_text()
+
+    def __repr__(self) -> str:
+        return self.as_text()
+
+
+def _summary(result) -> ClmmSummary:
+    """Build the :class:`ClmmSummary` of a fit (see :meth:`ClmmResult.summary`)."""
+    formula = "score ~ system" + "".join(f" + {_term_formula(name, result.random_effects_cov[name])}"
+                                         for name in result.terms)
+    info = {"Formula:": formula, "Structure:": result.structure,
+            "Reference system:": result.systems[0] if result.systems else "-",
+            "Judgements:": result.n_obs}
+    for name in TERM_NAMES:
+        if name in result.n_levels:
+            info[f"{name.capitalize()}s:"] = result.n_levels[name]
+    info.update({"Log-likelihood:": f"{result.loglik:.4f}", "Status:": result.status,
+                 "Converged:": result.converged, "Max |projected gradient|:": f"{result.max_gradient:.3g}",
+                 "Hessian condition:": f"{result.hessian_condition:.3g}",
+                 "Laplace evaluations:": result.n_evaluations, "Seconds:": f"{result.seconds:.2f}"})
+    n_thr = len(result.thresholds)
+    names = [f"threshold {result.categories[k]:g}|{result.categories[k + 1]:g}" for k in range(n_thr)]
+    names += [f"system[{s}]" for s in result.systems[1:]]
+    estimate = np.concatenate([result.thresholds, [result.fixed_effects[s] for s in result.systems[1:]]])
+    if result.parameter_cov is not None:
+        variance = np.diag(result.parameter_cov)[:len(estimate)]
+    else:  # no Hessian: the effects' covariance is NaN too, thresholds have no SE
+        variance = np.concatenate([np.full(n_thr, np.nan), np.diag(result.fixed_effects_cov)])
+    defined = np.isfinite(variance) & (variance > 0)
+    se = np.where(defined, np.sqrt(np.where(defined, variance, 1.0)), np.nan)
+    z = estimate / se
+    half = stats.norm.ppf(0.975) * se
+    coefficients = pd.DataFrame({"estimate": estimate, "se": se, "z": z, "p": 2.0 * stats.norm.sf(np.abs(z)),
+                                 "ci_lower": estimate - half, "ci_upper": estimate + half}, index=names)
+    rows = []
+    for name in result.terms:
+        cov = np.asarray(result.random_effects_cov[name])
+        components = ["(intercept)"] + [f"system[{s}]" for s in result.systems[1:]][:cov.shape[0] - 1]
+        sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+        for i, component in enumerate(components):
+            row = {"term": name, "component": component, "sd": sd[i]}
+            for j in range(i):
+                row[f"corr with {j + 1}"] = cov[i, j] / (sd[i] * sd[j]) if sd[i] > 0 and sd[j] > 0 else np.nan
+            rows.append(row)
+    notes = [result.message] if result.message else []
+    notes.append("estimates are on the latent logit scale; system effects are relative to the reference; "
+                 "'corr with j' is the correlation with the term's j-th component")
+    return ClmmSummary(info, coefficients, pd.DataFrame(rows), notes)
+
+
 @dataclass
 class ClmmResult:
     """A fitted cumulative link mixed model.
@@ -1067,6 +1161,8 @@ class ClmmResult:
     parameter_cov : ndarray or None
         Inverse Hessian over the parameters that entered it: thresholds, effects, then
         each term's Cholesky diagonal and lower elements, less diagonals below 1e-3.
+    n_levels : dict
+        'annotator' and 'document' -> number of distinct levels in the data (fitted or not).
     """
 
     systems: list
@@ -1091,6 +1187,18 @@ class ClmmResult:
     seconds: float = float("nan")
     optimizer_message: str = ""
     parameter_cov: np.ndarray | None = None
+    n_levels: dict = field(default_factory=dict)
+
+    def summary(self) -> ClmmSummary:
+        """A statsmodels-style summary: model, counts, diagnostics, coefficient table, random effects.
+
+        Returns
+        -------
+        ClmmSummary
+            ``print(result.summary())`` shows the text; ``.coefficients`` and
+            ``.random_effects`` hold the tables as DataFrames.
+        """
+        return _summary(self)
 
     @property
     def random_effects_sd(self) -> dict:
@@ -1284,6 +1392,7 @@ def fit(judgements: pd.DataFrame, structure="maximal", reference=None, *,
         # A numerical breakdown is a result ('error', no p-values), not a crash of the caller's loop.
         result = _error_result(problem, structure, f"{type(exc).__name__}: {exc}")
     result.seconds = time.perf_counter() - started
+    result.n_levels = {name: int(judgements[name].nunique()) for name in TERM_NAMES}
     return result
 
 
