@@ -313,7 +313,7 @@ def test_numerical_failure_becomes_error_status(small_frame, monkeypatch):
     def broken(*args, **kwargs):
         raise clmm.ModeSearchError("simulated breakdown")
 
-    monkeypatch.setattr(clmm, "_mode", broken)
+    monkeypatch.setattr(clmm.laplace, "_mode", broken)  # where _laplace looks it up
     result = clmm.fit(small_frame, "intercepts")
     assert result.status == "error"
     assert not result.converged
@@ -424,7 +424,7 @@ def test_summary_of_a_failed_fit_prints_without_numbers(small_frame, monkeypatch
     def broken(*args, **kwargs):
         raise clmm.ModeSearchError("simulated breakdown")
 
-    monkeypatch.setattr(clmm, "_mode", broken)
+    monkeypatch.setattr(clmm.laplace, "_mode", broken)  # where _laplace looks it up
     text = str(clmm.fit(small_frame, "intercepts").summary())
     assert _header_value(text, "Status:") == "error"
     assert "simulated breakdown" in text
