@@ -313,7 +313,7 @@ def test_numerical_failure_becomes_error_status(small_frame, monkeypatch):
     def broken(*args, **kwargs):
         raise clmm.ModeSearchError("simulated breakdown")
 
-    monkeypatch.setattr(clmm, "_mode", broken)
+    monkeypatch.setattr(clmm.laplace, "_mode", broken)  # where _laplace looks it up
     result = clmm.fit(small_frame, "intercepts")
     assert result.status == "error"
     assert not result.converged
@@ -374,3 +374,68 @@ def test_hessian_null_direction_in_covariance_parameters_is_projected_out():
         clmm._invert_hessian(merge_fixed.T @ identified @ merge_fixed, n_fixed)
     with pytest.raises(np.linalg.LinAlgError, match="saddle"):
         clmm._invert_hessian(np.diag([3.0, 2.0, 2.0, 1.0, 1.0, 1.0, -0.5]), n_fixed)
+
+
+# ------------------------------------------------------------------------------------------------
+# summary()
+# ------------------------------------------------------------------------------------------------
+
+def _header_value(text: str, label: str) -> str:
+    line = next(line for line in text.splitlines() if line.startswith(label))
+    return line[len(label):].strip()
+
+
+def test_summary_reports_the_fits_own_numbers(small_frame):
+    result = clmm.fit(small_frame, {"annotator": "slopes", "document": "intercept"}, reference="__REFERENCE__")
+    summary = result.summary()
+    text = str(summary)
+    assert _header_value(text, "Formula:") == "score ~ system + (1 + system | annotator) + (1 | document)"
+    assert int(_header_value(text, "Judgements:")) == len(small_frame) == 150
+    assert int(_header_value(text, "Annotators:")) == small_frame["annotator"].nunique()
+    assert int(_header_value(text, "Documents:")) == small_frame["document"].nunique()
+    assert float(_header_value(text, "Log-likelihood:")) == round(result.loglik, 4)
+    assert _header_value(text, "Status:") == result.status
+    table = summary.coefficients
+    assert len(table) == len(result.thresholds) + len(result.systems) - 1
+    effects = table.loc[[f"system[{s}]" for s in result.systems[1:]]]
+    np.testing.assert_allclose(effects["estimate"], result.effects[1:])
+    np.testing.assert_allclose(effects["se"], np.sqrt(np.diag(result.fixed_effects_cov)))
+    np.testing.assert_allclose(table["estimate"].iloc[:len(result.thresholds)], result.thresholds)
+    # the threshold SEs come from the inverse Hessian's leading block
+    np.testing.assert_allclose(table["se"].iloc[:len(result.thresholds)],
+                               np.sqrt(np.diag(result.parameter_cov))[:len(result.thresholds)])
+    np.testing.assert_allclose(table["ci_upper"] - table["estimate"], 1.959964 * table["se"], rtol=1e-6)
+    # the system pairs that include the reference: the same z and p as contrasts() (sign flipped)
+    reference_pairs = result.contrasts().iloc[:len(result.systems) - 1]
+    np.testing.assert_allclose(effects["z"], -reference_pairs["z"].to_numpy())
+    np.testing.assert_allclose(effects["p"], reference_pairs["p"].to_numpy())
+    sds = summary.random_effects
+    np.testing.assert_allclose(sds.loc[sds["term"] == "annotator", "sd"], result.random_effects_sd["annotator"])
+    np.testing.assert_allclose(sds.loc[sds["term"] == "document", "sd"], result.random_effects_sd["document"])
+    cov = result.random_effects_cov["annotator"]
+    expected = cov[1, 0] / np.sqrt(cov[0, 0] * cov[1, 1])
+    assert sds.loc[(sds["term"] == "annotator") & (sds["component"] != "(intercept)"), "corr with 1"].iloc[0] \
+        == pytest.approx(expected)
+    for label in table.index:
+        assert label in text
+
+
+def test_summary_of_a_failed_fit_prints_without_numbers(small_frame, monkeypatch):
+    def broken(*args, **kwargs):
+        raise clmm.ModeSearchError("simulated breakdown")
+
+    monkeypatch.setattr(clmm.laplace, "_mode", broken)  # where _laplace looks it up
+    text = str(clmm.fit(small_frame, "intercepts").summary())
+    assert _header_value(text, "Status:") == "error"
+    assert "simulated breakdown" in text
+
+
+@pytest.mark.slow
+def test_summary_loglik_matches_ordinal_clmm_to_the_printed_digits():
+    reference = json.loads((FIXTURES / "paper_coherence__intercepts.json").read_text())
+    result = clmm.fit(load_frame("paper_coherence"), "intercepts", reference=reference["systems"][0])
+    text = str(result.summary())
+    printed = float(_header_value(text, "Log-likelihood:"))
+    assert printed == pytest.approx(reference["loglik"], abs=0.5e-4 + 1e-3)
+    assert int(_header_value(text, "Judgements:")) == reference["n_judgements"]
+    assert _header_value(text, "Formula:") == reference["formula"]

@@ -55,16 +55,7 @@ def clmm_native_verbose(judgements: Judgements, structure: str = "paper", adjust
     ``judgements.systems`` (the model's order), estimate beta_i - beta_j.
     """
     fit = _fit(judgements, structure)
-    lines = [f"clmm_native, structure {structure} (terms: {', '.join(fit.terms) or 'none'}), {fit.n_obs} judgements",
-             f"status {fit.status}; converged {fit.converged}; log-likelihood {fit.loglik:.6f}; "
-             f"max gradient {fit.max_gradient:.3g}; Hessian condition {fit.hessian_condition:.3g}; "
-             f"{fit.seconds:.2f} s", f"message: {fit.message or '-'}",
-             "thresholds: " + ", ".join(f"{t:.4f}" for t in fit.thresholds),
-             "fixed effects: " + ", ".join(f"{s}={fit.fixed_effects[s]:+.4f}" for s in judgements.systems
-                                           if s in fit.fixed_effects)]
-    for term, cov in fit.random_effects_cov.items():
-        lines.append(f"{term} random-effect SDs: " + ", ".join(f"{v:.4f}" for v in np.sqrt(np.diag(cov)))
-                     + f"; boundary {np.asarray(fit.boundary.get(term, [])).astype(int).tolist()}")
+    lines = [f"clmm_native, structure {structure}", str(fit.summary())]
     # the same pairs, order and signs as the stored rows: the model's system order, beta_i - beta_j
     table = fit.contrasts(judgements.systems)
     result = _result_from_fit(fit, judgements.systems, adjust)

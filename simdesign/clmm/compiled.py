@@ -1,0 +1,193 @@
+"""Glue to the optional compiled kernels (simdesign/_clmm_numba.py): their arrays, mode search and
+gradient.
+
+Part of :mod:`simdesign.clmm`; the model and the algorithm are described in that package's docstring.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import csgraph
+
+from simdesign.clmm.prepare import _Problem
+from simdesign.clmm.terms import (
+    CHORD_MIN_REDUCTION, CHORD_STEPS, INNER_GRADIENT_TOLERANCE, INNER_MAX_ITERATIONS, ModeSearchError,
+    _ObservationTerms,
+)
+
+
+_UNSET = object()
+_kernels = _UNSET
+# whether the loaded kernels passed :func:`simdesign.clmm.optimise._check_kernels` (which lives with the
+# fit because it runs one; this module sits below the fit and only holds the state)
+_checked = False
+
+
+def _accelerator():
+    """The compiled kernels when numba is installed (and ``SIMDESIGN_CLMM_NUMBA`` is not 0), else None.
+
+    Imported lazily so that users who never fit the mixed model, or who lack
+    numba, need not have it; without it the numpy code runs (same
+    algorithm, several times slower). :func:`simdesign.clmm.fit` and
+    :func:`simdesign.clmm.set_accelerator` check them once before use.
+    """
+    global _kernels
+    if _kernels is _UNSET:
+        module = None
+        if os.environ.get("SIMDESIGN_CLMM_NUMBA", "1") != "0":
+            try:
+                from simdesign import _clmm_numba as module
+            except ImportError:
+                module = None
+        _kernels = module
+    return _kernels
+
+
+def _reset(enabled: bool) -> None:
+    """Forget the kernels (to be imported and checked again) or switch them off."""
+    global _kernels, _checked
+    _kernels = _UNSET if enabled else None
+    _checked = False
+
+
+def _unchecked() -> bool:
+    """Whether kernels are loaded but not yet checked."""
+    return _accelerator() is not None and not _checked
+
+
+def _mark_checked(usable: bool) -> None:
+    """Record the check's verdict; unusable kernels are dropped (the numpy path runs)."""
+    global _kernels, _checked
+    _checked = True
+    if not usable:
+        _kernels = None
+
+
+@dataclass
+class _CompiledArrays:
+    """The problem's index arrays in the form the kernels take (see simdesign/_clmm_numba.py)."""
+
+    structure: tuple  # system, k_codes, e_codes, pair_code
+    blocks: tuple  # pair_kept ... comp_member_start
+    n_k: int
+    n_e: int
+    z_kept: np.ndarray  # S x q_k: each system's random-effects design row (a zero column without a kept term)
+    z_elim: np.ndarray
+    schur_size: int
+    n_pairs: int
+
+
+@dataclass
+class _CompiledFactorisation:
+    log_det: float
+    d_inverse: np.ndarray
+    c_pairs: np.ndarray
+    x_pairs: np.ndarray
+    schur_inverse: np.ndarray
+    loadings: tuple = ()  # (kept, eliminated) per-system loadings Z L the factorisation was made with
+    inputs: tuple = ()  # (extended thresholds, fixed part of eta) it was made with, reused by the gradient
+
+
+def _compiled_arrays(problem: _Problem) -> _CompiledArrays:
+    if problem.compiled is not None:
+        return problem.compiled
+    n, n_systems = problem.n_obs, problem.n_systems
+    system_z = np.zeros((n_systems, problem.q))
+    system_z[problem.system_code] = problem.z  # the design row depends on the system only
+    elim, kept = problem.eliminated, problem.kept
+    empty = np.zeros(0, np.int64)
+    if kept is None:
+        structure = (problem.system_code, np.zeros(n, np.int64), elim.codes, np.zeros(n, np.int64))
+        blocks = (empty,) * 10
+        z_kept, n_k, schur_size, n_pairs = np.zeros((n_systems, 1)), 0, 0, 0
+    else:
+        kept_by_elim = problem.pairs_by_kept @ problem.pairs_by_eliminated.T
+        n_components, component = csgraph.connected_components(kept_by_elim @ kept_by_elim.T, directed=False)
+        members = np.argsort(component, kind="stable")
+        sizes = np.bincount(component, minlength=n_components)
+        member_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        local = np.empty(kept.n_levels, np.int64)
+        local[members] = np.arange(kept.n_levels) - np.repeat(member_start, sizes)
+        widths = sizes * problem.q
+        offsets = np.concatenate([[0], np.cumsum(widths * widths)[:-1]])
+        structure = (problem.system_code, kept.codes, elim.codes, problem.pair_code.astype(np.int64))
+        blocks = (problem.pair_kept.astype(np.int64), problem.pair_eliminated.astype(np.int64),
+                  problem.couple_first.astype(np.int64), problem.couple_second.astype(np.int64), local,
+                  component.astype(np.int64), offsets.astype(np.int64), sizes.astype(np.int64),
+                  members.astype(np.int64), member_start.astype(np.int64))
+        z_kept, n_k = system_z, kept.n_levels
+        schur_size, n_pairs = int((widths * widths).sum()), len(problem.pair_kept)
+    problem.compiled = _CompiledArrays(structure=structure, blocks=blocks, n_k=n_k, n_e=elim.n_levels,
+                                       z_kept=z_kept, z_elim=system_z, schur_size=schur_size, n_pairs=n_pairs)
+    return problem.compiled
+
+
+def _compiled_loadings(problem: _Problem, arrays: _CompiledArrays, cholesky: dict):
+    kept = problem.kept
+    loading_kept = arrays.z_kept @ cholesky[kept.name] if kept is not None else arrays.z_kept
+    return np.ascontiguousarray(loading_kept), np.ascontiguousarray(arrays.z_elim @ cholesky[problem.eliminated.name])
+
+
+def _mode_compiled(kernels, problem: _Problem, thresholds, beta_full, cholesky, start: dict, previous):
+    """_mode through the compiled kernels: the same algorithm, the same return values."""
+    arrays = _compiled_arrays(problem)
+    elim, kept = problem.eliminated, problem.kept
+    loading_kept, loading_elim = _compiled_loadings(problem, arrays, cholesky)
+    q_k, q_e = loading_kept.shape[1], loading_elim.shape[1]
+    u_kept = start[kept.name].copy() if kept is not None else np.zeros((0, q_k))
+    u_elim = start[elim.name].copy()
+    fact = _CompiledFactorisation(log_det=float("nan"), d_inverse=np.empty((arrays.n_e, q_e, q_e)),
+                                  c_pairs=np.empty((arrays.n_pairs, q_k, q_e)),
+                                  x_pairs=np.empty((arrays.n_pairs, q_k, q_e)),
+                                  schur_inverse=np.empty(arrays.schur_size))
+    use_previous = isinstance(previous, _CompiledFactorisation)
+    old = previous if use_previous else fact
+    n = problem.n_obs
+    g, w = np.empty(n), np.empty(n)
+    extended = np.concatenate([[-np.inf], np.asarray(thresholds, float), [np.inf]])
+    fixed = np.ascontiguousarray(beta_full[problem.system_code], dtype=float)
+    system, k_codes, e_codes, pair_code = arrays.structure
+    status, value, log_det, iterations, max_grad = kernels.mode_search(
+        extended, problem.category, fixed, system, k_codes, e_codes, pair_code, loading_kept, loading_elim,
+        arrays.n_k, arrays.n_e, *arrays.blocks, u_kept, u_elim,
+        use_previous, old.d_inverse, old.c_pairs, old.x_pairs, old.schur_inverse,
+        fact.d_inverse, fact.c_pairs, fact.x_pairs, fact.schur_inverse, g, w,
+        INNER_GRADIENT_TOLERANCE, INNER_MAX_ITERATIONS, CHORD_STEPS, CHORD_MIN_REDUCTION)
+    if status == kernels.UNDERFLOW:
+        raise ModeSearchError("a category probability underflowed to zero")
+    if status == kernels.NOT_POSITIVE_DEFINITE:
+        raise np.linalg.LinAlgError("Matrix is not positive definite")
+    if status == kernels.NO_MODE:
+        raise ModeSearchError(f"no random-effects mode after {iterations} Newton steps (max|grad| {max_grad:.2g})")
+    if status == kernels.HALVING_FAILED:
+        raise ModeSearchError(f"Newton step halving failed (max|grad| {max_grad:.2g})")
+    fact.log_det = float(log_det)
+    fact.loadings = (loading_kept, loading_elim)
+    fact.inputs = (extended, fixed)
+    u = {elim.name: u_elim}
+    if kept is not None:
+        u[kept.name] = u_kept
+    terms = _ObservationTerms(log_prob=None, g=g, w=w)
+    loadings = {elim.name: loading_elim}
+    if kept is not None:
+        loadings[kept.name] = loading_kept
+    return u, float(value), terms, fact, loadings, int(iterations)
+
+
+def _gradient_compiled(kernels, problem: _Problem, thresholds, beta_full, u: dict, fact: _CompiledFactorisation):
+    arrays = _compiled_arrays(problem)
+    elim, kept = problem.eliminated, problem.kept
+    loading_kept, loading_elim = fact.loadings
+    u_kept = u[kept.name] if kept is not None else np.zeros((0, loading_kept.shape[1]))
+    extended, fixed = fact.inputs
+    system, k_codes, e_codes, pair_code = arrays.structure
+    g_thr, g_beta, g_kept, g_elim = kernels.gradient(
+        extended, problem.category, fixed, system, k_codes, e_codes, pair_code, loading_kept, loading_elim,
+        arrays.z_kept, arrays.z_elim, arrays.n_k, arrays.n_e, *arrays.blocks, u_kept, u[elim.name],
+        fact.d_inverse, fact.c_pairs, fact.x_pairs, fact.schur_inverse, problem.n_thresholds, problem.n_systems)
+    grad_cholesky = {elim.name: g_elim}  # lower triangular already
+    if kept is not None:
+        grad_cholesky[kept.name] = g_kept
+    return g_thr, g_beta[1:], grad_cholesky

@@ -1,0 +1,386 @@
+"""The fit: starting values, L-BFGS-B with restarts and boundary escapes, the numerical Hessian and
+the switch for the compiled kernels.
+
+Part of :mod:`simdesign.clmm`; the model and the algorithm are described in that package's docstring.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+from scipy import optimize
+
+from simdesign.contrasts import relative_cholesky_is_singular
+
+from simdesign.clmm.compiled import _accelerator, _mark_checked, _reset, _unchecked
+from simdesign.clmm.layout import _Layout, _Objective
+from simdesign.clmm.prepare import TERM_NAMES, _Problem, _prepare, _structure_label
+from simdesign.clmm.results import ClmmResult
+from simdesign.clmm.terms import ModeSearchError, _observation_terms
+
+
+# lme4's isSingular default, applied to the Cholesky factor of each covariance (docs/estimands.md).
+SINGULAR_TOLERANCE = 1e-4
+
+
+# ordinal::clmm leaves Cholesky diagonals below this out of the Hessian (its paratBoundary2 default).
+HESSIAN_BOUNDARY = 1e-3
+
+
+# Probing bounded Cholesky diagonals for a way off the boundary: step, least gain, and rounds.
+ESCAPE_PROBE = 0.1
+
+
+# Probing bounded Cholesky diagonals for a way off the boundary: step, least gain, and rounds.
+ESCAPE_PROBE = 0.1
+ESCAPE_MIN_GAIN = 1e-6
+
+
+# Optimiser restarts (off the boundary, or while the projected gradient exceeds RESTART_GRADIENT).
+RESTARTS = 4
+
+
+# Optimiser restarts (off the boundary, or while the projected gradient exceeds RESTART_GRADIENT).
+RESTARTS = 4
+RESTART_GRADIENT = 1e-3
+
+
+# Hessian eigenvalues this small relative to the largest count as zero (forward-difference noise is ~1e-7),
+# provided their eigenvectors leave thresholds and effects alone (loadings below NULL_FIXED_LOADING).
+NULL_EIGENVALUE_TOLERANCE = 1e-5
+
+
+# Hessian eigenvalues this small relative to the largest count as zero (forward-difference noise is ~1e-7),
+# provided their eigenvectors leave thresholds and effects alone (loadings below NULL_FIXED_LOADING).
+NULL_EIGENVALUE_TOLERANCE = 1e-5
+NULL_FIXED_LOADING = 1e-3
+
+
+# A fit whose largest projected gradient of -loglik exceeds this is reported as not converged.
+CONVERGENCE_GRADIENT_TOLERANCE = 1e-2
+
+
+def _check_kernels() -> None:
+    """Compile (or load from numba's cache) every kernel on a tiny problem; fall back to numpy if that fails.
+
+    numba compiles on first call, so a numba that cannot compile these kernels
+    (an incompatible version) would otherwise fail in the middle of a user's
+    fit; here it costs one warning and the numpy code instead.
+    """
+    if not _unchecked():
+        return
+    _mark_checked(True)
+    rows = [(a, d, system, (a + 2 * d + k) % 3) for a in range(2) for d in range(3) for k, system in enumerate("xy")]
+    frame = pd.DataFrame(rows, columns=["annotator", "document", "system", "score"])
+    try:
+        for structure in ("maximal", "paper"):
+            problem = _prepare(frame.assign(annotator=0) if structure == "paper" else frame, structure, "x")
+            layout = _Layout(problem)
+            _Objective(problem, layout).natural(_starting_values(problem, layout))
+    except Exception as exc:  # noqa: BLE001 - any failure of the optional accelerator means: do without it
+        import warnings
+        warnings.warn(f"simdesign.clmm: the compiled kernels failed ({type(exc).__name__}: {exc}); "
+                      "fitting with numpy instead (slower)", RuntimeWarning, stacklevel=3)
+        _mark_checked(False)
+
+
+def set_accelerator(enabled: bool) -> bool:
+    """Switch the compiled kernels on (if numba is importable) or off; returns whether they are on.
+
+    For benchmarks and tests that compare the two code paths in one process.
+    """
+    _reset(enabled)
+    _check_kernels()
+    return _accelerator() is not None
+
+
+def _starting_values(problem: _Problem, layout: _Layout) -> np.ndarray:
+    """ordinal::clmm's start: the fixed-effects-only (clm) fit and identity Cholesky factors.
+
+    The start matters: with few annotators the maximal model has several
+    boundary optima, and starting where ordinal does (rather than at zero
+    effects) reaches the same one in the cases we checked.
+    """
+    counts = np.bincount(problem.category, minlength=len(problem.categories)).astype(float)
+    cumulative = np.clip(np.cumsum(counts)[:-1] / counts.sum(), 1e-3, 1 - 1e-3)
+    start = np.concatenate([np.log(cumulative / (1 - cumulative)), np.zeros(layout.n_beta)])
+    n_thr = layout.n_thr
+
+    kernels = _accelerator()
+
+    def fixed_only_nll(packed):
+        thresholds = packed[0] + np.concatenate([[0.0], np.cumsum(np.exp(packed[1:n_thr]))])
+        beta_full = np.concatenate([[0.0], packed[n_thr:]])
+        if kernels is not None:
+            value, g_thr, g_systems = kernels.fixed_only(
+                np.concatenate([[-np.inf], thresholds, [np.inf]]), problem.category,
+                beta_full[problem.system_code], problem.system_code, n_thr, problem.n_systems)
+            if not np.isfinite(value):
+                return 1e300, np.zeros_like(packed)
+            g_packed = np.concatenate([g_thr, g_systems[1:]])
+            tail_sums = np.cumsum(g_thr[::-1])[::-1]
+            g_packed[0] = g_thr.sum()
+            g_packed[1:n_thr] = np.exp(packed[1:n_thr]) * tail_sums[1:]
+            return value, g_packed
+        try:
+            terms = _observation_terms(problem, thresholds, beta_full[problem.system_code], third_order=True)
+        except ModeSearchError:
+            return 1e300, np.zeros_like(packed)
+        g_thr = problem.threshold_upper @ terms.dl_upper + problem.threshold_lower @ terms.dl_lower
+        g_packed = np.concatenate([g_thr, (problem.system_indicator @ terms.g)[1:]])
+        tail_sums = np.cumsum(g_thr[::-1])[::-1]
+        g_packed[0] = g_thr.sum()
+        g_packed[1:n_thr] = np.exp(packed[1:n_thr]) * tail_sums[1:]
+        return -terms.log_prob.sum(), g_packed
+
+    packed = start.copy()
+    packed[1:n_thr] = np.log(np.maximum(np.diff(start[:n_thr]), 1e-3))
+    solution = optimize.minimize(fixed_only_nll, packed, jac=True, method="L-BFGS-B")
+    thresholds = solution.x[0] + np.concatenate([[0.0], np.cumsum(np.exp(solution.x[1:n_thr]))])
+    cholesky = {name: np.eye(problem.q) for name in layout.names}
+    start = layout.pack(thresholds, solution.x[n_thr:], cholesky)
+    start[layout.fixed_mask()] = 0.0
+    return start
+
+
+def _numerical_hessian(objective: _Objective, natural: np.ndarray, free: np.ndarray, central: bool = False,
+                       step: float | None = None):
+    """Differences of the analytic gradient over the free parameters, symmetrised.
+
+    Forward differences by default: the analytic gradient is accurate to
+    about 1e-8, so a step of 1e-6 gives the Hessian to about six digits
+    (standard errors agree with ordinal's to 1e-4 relative) at half the cost
+    of central differences.
+    """
+    if step is None:
+        step = 1e-5 if central else 1e-6
+    index = np.flatnonzero(free)
+    hessian = np.empty((len(index), len(index)))
+    base = None if central else objective.natural(natural)[1][index]
+    for column, k in enumerate(index):
+        h = step * max(1.0, abs(natural[k]))
+        plus = natural.copy()
+        plus[k] += h
+        g_plus = objective.natural(plus)[1][index]
+        if central:
+            minus = natural.copy()
+            minus[k] -= h
+            hessian[:, column] = (g_plus - objective.natural(minus)[1][index]) / (2.0 * h)
+        else:
+            hessian[:, column] = (g_plus - base) / h
+    objective.natural(natural, with_gradient=False)  # leave the warm start at the optimum
+    return 0.5 * (hessian + hessian.T), index
+
+
+def fit(judgements: pd.DataFrame, structure="maximal", reference=None, *,
+        maxcor: int = 50, max_iterations: int = 3000) -> ClmmResult:
+    """Fit ``score ~ system + (1 + system | annotator) + (1 + system | document)`` by Laplace ML.
+
+    Parameters
+    ----------
+    judgements : pandas.DataFrame
+        One row per judgement with columns ``annotator, document, system, score``
+        (others are ignored). Scores are ordered numeric values; the thresholds sit
+        between the observed values, as in ``ordinal::clmm`` with ``factor(score)``.
+    structure : {'maximal', 'intercepts', 'paper'} or mapping
+        'maximal': random intercept and a slope for every non-reference system, with
+        full covariance, for both annotator and document. 'intercepts': random
+        intercepts only. 'paper': maximal, but without the document term when every
+        document is judged by exactly one annotator (a nested design). A mapping
+        gives each fitted term's form, e.g. ``{'annotator': 'slopes', 'document':
+        'intercept'}`` for ``(1 + system | annotator) + (1 | document)`` (see
+        :func:`term_forms`); an intercept-only term's covariance is then 1 x 1.
+    reference : str, optional
+        The reference system (its effect is 0). Default: the first system in
+        Python's sorted order (uppercase before underscore before lowercase), which
+        differs from R's default factor order (locale collation): pass it explicitly
+        to compare with an R fit. The remaining systems follow in sorted order.
+    maxcor : int
+        L-BFGS-B history length.
+    max_iterations : int
+        L-BFGS-B iteration limit.
+
+    Returns
+    -------
+    ClmmResult
+
+    Raises
+    ------
+    ConfigError
+        Bad input: a missing column (named), missing values, fewer than two
+        systems or score values, an unknown structure or reference.
+    """
+    started = time.perf_counter()
+    _check_kernels()
+    problem = _prepare(judgements, structure, reference)
+    try:
+        result = _fit_problem(problem, structure, maxcor, max_iterations)
+    except (ModeSearchError, np.linalg.LinAlgError, FloatingPointError) as exc:
+        # A numerical breakdown is a result ('error', no p-values), not a crash of the caller's loop.
+        result = _error_result(problem, structure, f"{type(exc).__name__}: {exc}")
+    result.seconds = time.perf_counter() - started
+    result.n_levels = {name: int(judgements[name].nunique()) for name in TERM_NAMES}
+    return result
+
+
+def _error_result(problem: _Problem, structure, message: str) -> ClmmResult:
+    n_beta = problem.n_systems - 1
+    names = [f.name for f in problem.factors]
+    size = {f.name: 1 if f.intercept_only else problem.q for f in problem.factors}
+    return ClmmResult(
+        systems=list(problem.systems), structure=_structure_label(structure), terms=names,
+        categories=problem.categories, thresholds=np.full(problem.n_thresholds, np.nan),
+        fixed_effects={s: (0.0 if i == 0 else float("nan")) for i, s in enumerate(problem.systems)},
+        fixed_effects_cov=np.full((n_beta, n_beta), np.nan),
+        random_effects_cov={name: np.full((size[name],) * 2, np.nan) for name in names},
+        cholesky_factors={name: np.full((size[name],) * 2, np.nan) for name in names},
+        loglik=float("nan"), converged=False, status="error", message=message, n_obs=problem.n_obs)
+
+
+def _projected_gradient(layout: _Layout, packed: np.ndarray, packed_gradient: np.ndarray) -> float:
+    """Largest |gradient| that the bounds do not excuse.
+
+    A Cholesky diagonal at its bound 0 with a positive gradient is a KKT point:
+    only the other components must vanish.
+    """
+    at_bound = layout.diagonal_mask() & (packed <= 0.0)
+    projected = np.where(at_bound, np.minimum(packed_gradient, 0.0), packed_gradient)
+    return float(np.abs(np.where(layout.fixed_mask(), 0.0, projected)).max())
+
+
+def _invert_hessian(hessian: np.ndarray, n_fixed: int) -> tuple[np.ndarray, float, int]:
+    """Covariance of the parameters: the inverse Hessian, or its pseudo-inverse on a null space.
+
+    With two or more Cholesky diagonals at zero, some of the remaining Cholesky
+    elements can rotate into each other without changing the covariance
+    matrix: the likelihood is flat along that direction and the Hessian has a
+    (numerically +-1e-4) zero eigenvalue, where ordinal's vcov gives up. Such a
+    direction leaves the thresholds and effects alone, so dropping it (a
+    pseudo-inverse) gives their covariance exactly; a direction that involves
+    them, or a clearly negative eigenvalue (a saddle), is an error.
+
+    Returns
+    -------
+    covariance : ndarray
+    condition : float
+        |largest / smallest eigenvalue| (as ordinal's ``cond.H``).
+    null_directions : int
+    """
+    eigenvalues, vectors = np.linalg.eigh(hessian)
+    condition = float(abs(eigenvalues.max() / eigenvalues.min()))
+    tolerance = NULL_EIGENVALUE_TOLERANCE * np.abs(eigenvalues).max()
+    if eigenvalues.min() > tolerance:
+        return np.linalg.inv(hessian), condition, 0
+    null = np.abs(eigenvalues) <= tolerance
+    if np.any(eigenvalues < -tolerance):
+        raise np.linalg.LinAlgError("the Hessian is not positive definite (a saddle point)")
+    if np.abs(vectors[:n_fixed, null]).max() > NULL_FIXED_LOADING:
+        raise np.linalg.LinAlgError("the Hessian is singular in a direction that involves the fixed effects")
+    kept = vectors[:, ~null]
+    return (kept / eigenvalues[~null]) @ kept.T, condition, int(null.sum())
+
+
+def _boundary_escape(objective: _Objective, layout: _Layout, solution) -> np.ndarray | None:
+    """A better start off the boundary, or None when the boundary optimum is genuine.
+
+    A Cholesky diagonal at 0 whose column is otherwise 0 is a stationary point
+    with zero gradient (the likelihood is even in it), so L-BFGS-B can stop
+    there even when the likelihood rises off the bound (a saddle, not a
+    minimum). Probing each bounded diagonal at ESCAPE_PROBE tells the two apart.
+    """
+    diagonal = layout.diagonal_mask()
+    at_bound = np.flatnonzero(diagonal & (solution.x <= 0.0) & ~layout.fixed_mask())
+    if len(at_bound) == 0:
+        return None
+    base = solution.fun
+    improving = []
+    for k in at_bound:
+        probe = solution.x.copy()
+        probe[k] = ESCAPE_PROBE
+        try:
+            value, _ = objective.natural(layout.from_optimiser(probe), with_gradient=False)
+        except (ModeSearchError, np.linalg.LinAlgError):
+            continue
+        if value < base - ESCAPE_MIN_GAIN:
+            improving.append(k)
+    if not improving:
+        return None
+    escape = solution.x.copy()
+    escape[improving] = ESCAPE_PROBE
+    return escape
+
+
+def _fit_problem(problem: _Problem, structure, maxcor: int, max_iterations: int) -> ClmmResult:
+    layout = _Layout(problem)
+    objective = _Objective(problem, layout)
+    start = layout.to_optimiser(_starting_values(problem, layout))
+    diagonal = layout.diagonal_mask()
+    fixed = layout.fixed_mask()
+    bounds = [(0.0, 0.0) if is_fixed else (0.0, None) if is_diag else (None, None)
+              for is_diag, is_fixed in zip(diagonal, fixed)]
+    options = {"maxcor": maxcor, "maxiter": max_iterations, "maxfun": 2 * max_iterations, "ftol": 1e-11, "gtol": 1e-7}
+    solution = optimize.minimize(objective.optimiser, start, jac=True, method="L-BFGS-B", bounds=bounds,
+                                 options=options)
+    for _ in range(RESTARTS):
+        # L-BFGS-B can stop on a tiny relative decrease in a flat valley, or on a saddle at the boundary:
+        # restart from a probe off the boundary, or afresh (new history) while the gradient is not flat.
+        restart = _boundary_escape(objective, layout, solution)
+        if restart is None and _projected_gradient(layout, solution.x, solution.jac) > RESTART_GRADIENT:
+            restart = solution.x
+        if restart is None:
+            break
+        solution = optimize.minimize(objective.optimiser, restart, jac=True, method="L-BFGS-B", bounds=bounds,
+                                     options=options)
+    natural = layout.from_optimiser(solution.x)
+    nll, natural_gradient = objective.natural(natural)
+    max_gradient = _projected_gradient(layout, solution.x, layout.gradient_to_optimiser(solution.x, natural_gradient))
+
+    free = ~(diagonal & (natural < HESSIAN_BOUNDARY)) & ~fixed
+    hessian, free_index = _numerical_hessian(objective, natural, free)
+    n_fixed = layout.n_thr + layout.n_beta  # thresholds and effects come first and are always free
+    n_beta = layout.n_beta
+    message = ""
+    try:
+        parameter_cov, condition, null_directions = _invert_hessian(hessian, n_fixed)
+        beta_cov = parameter_cov[layout.n_thr:n_fixed, layout.n_thr:n_fixed]
+        if null_directions:
+            message = (f"the Hessian is singular in {null_directions} direction(s) of non-identified Cholesky "
+                       "elements at the boundary; covariances from its pseudo-inverse")
+    except np.linalg.LinAlgError as exc:
+        condition = float("inf")
+        parameter_cov = None
+        beta_cov = np.full((n_beta, n_beta), np.nan)
+        message = f"fixed-effect covariance unavailable: {exc}"
+
+    thresholds, beta, cholesky = layout.unpack(natural)
+    cholesky = {name: layout.own_block(name, cholesky[name]) for name in layout.names}
+    boundary = {name: np.diag(cholesky[name]) <= 0.0 for name in layout.names}
+    covariances = {name: cholesky[name] @ cholesky[name].T for name in layout.names}
+    # L-BFGS-B's own verdict is not used: it often stops with a line-search warning at an optimum
+    # that is flat to rounding; the projected gradient and a usable Hessian decide instead.
+    converged = bool(max_gradient < CONVERGENCE_GRADIENT_TOLERANCE and parameter_cov is not None)
+    singular = any(_relative_cholesky_singular(cov) for cov in covariances.values())
+    if not converged:
+        status = "not_converged"
+        message = message or (f"optimiser: {solution.message}; max|projected gradient| {max_gradient:.3g}")
+    elif singular:
+        status = "singular"
+        message = "boundary fit: a random-effects covariance is singular" + (f"; {message}" if message else "")
+    else:
+        status = "ok"
+    return ClmmResult(
+        systems=list(problem.systems), structure=_structure_label(structure), terms=list(layout.names),
+        categories=problem.categories, thresholds=np.asarray(thresholds),
+        fixed_effects=dict(zip(problem.systems, np.concatenate([[0.0], beta]).tolist())),
+        fixed_effects_cov=beta_cov, random_effects_cov=covariances, cholesky_factors=cholesky,
+        loglik=-float(nll), converged=converged, status=status, message=message,
+        max_gradient=max_gradient, hessian_condition=condition, boundary=boundary, n_obs=problem.n_obs,
+        n_evaluations=objective.evaluations, n_inner_iterations=objective.inner_iterations,
+        optimizer_message=str(solution.message),
+        parameter_cov=parameter_cov)
+
+
+def _relative_cholesky_singular(covariance: np.ndarray) -> bool:
+    # The same rule as every other backend (docs/estimands.md), on the returned covariance.
+    return relative_cholesky_is_singular(covariance, tolerance=SINGULAR_TOLERANCE)
