@@ -395,26 +395,10 @@ def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS,
     -------
     Analysis
     """
-    from simdesign.ranks import orient, describe
+    from simdesign.ranks import describe
 
-    if adjust not in ADJUST_CHOICES:
-        raise ConfigError(f"adjust must be one of {list(ADJUST_CHOICES)}; got {adjust!r}")
-    if not 0 < alpha < 1:
-        raise ConfigError(f"alpha must be between 0 and 1; got {alpha!r}")
-    if int(bootstrap) < 100:
-        raise ConfigError(f"bootstrap must be at least 100 resamples; got {bootstrap!r}")
-    if "score" in frame.columns and "rank" in frame.columns and method is None:
-        method = "rank"  # the form read_table returns for Rank tables
-    if method == "rank" and "score" in frame.columns and "rank" in frame.columns:
-        from simdesign.ranks import check_ranks
-
-        # read_table's form: 'rank' already 1-based; the file's own base is kept in attrs for the report
-        check_ranks(frame.drop(columns=["score"]))
-        n_systems = frame["system"].nunique()
-        data, info = frame.copy(), {"method": "rank", "scale": tuple(range(1, n_systems + 1)),
-                                    "base": int(frame.attrs.get("rank_base", 1)), "n_systems": n_systems}
-    else:
-        data, info = orient(frame, method)
+    _check_options(adjust, alpha, bootstrap)
+    data, info = _oriented(frame, method)
     method = info["method"]
     systems = list(systems) if systems is not None else list(pd.unique(data["system"]))
     if sorted(map(str, systems)) != sorted(map(str, data["system"].unique())):
@@ -431,17 +415,7 @@ def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS,
     table = pd.DataFrame({"system": systems, "mean": grouped.mean().reindex(systems).to_numpy(),
                           "ci_low": low, "ci_high": high, "n": grouped.size().reindex(systems).to_numpy()})
     table = table.merge(sets, on="system")
-    notes = []
-    failed = primary[primary["p_value"].isna()]
-    if len(failed):
-        notes.append(f"{len(failed)} pair(s) of {specs[0].label} failed ({failed['status'].iloc[0]}: "
-                     f"{failed['message'].iloc[0]}); they count as not significant in the groups")
-    if (primary["status"] == "singular").any():
-        notes.append(f"{specs[0].label}: singular fit (a random-effects variance or correlation at its bound); "
-                     "its p-values are kept, as for lme4/ordinal (a failed fit would give none)")
-    if method == "rank":
-        notes.append("Rank data: tests work on the reversed rank S + 1 - rank (positive estimate = a better), the "
-                     "table reports mean ranks 1-based (1 = best)")
+    notes = _analysis_notes(primary, specs[0].label, method)
     details = {
         "description": describe(info), "judgements": len(data), "annotators": data["annotator"].nunique(),
         "documents": data["document"].nunique(), "bootstrap_text": scheme["text"], "bootstrap_short": scheme["short"],
@@ -453,6 +427,49 @@ def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS,
         **{key: value for key, value in info.items() if key != "method"},
     }
     return Analysis(table=table, pairs=pairs.drop(columns="message"), method=method, info=details, notes=notes)
+
+
+def _check_options(adjust: str, alpha: float, bootstrap: int) -> None:
+    """Refuse bad options before any work is done."""
+    if adjust not in ADJUST_CHOICES:
+        raise ConfigError(f"adjust must be one of {list(ADJUST_CHOICES)}; got {adjust!r}")
+    if not 0 < alpha < 1:
+        raise ConfigError(f"alpha must be between 0 and 1; got {alpha!r}")
+    if int(bootstrap) < 100:
+        raise ConfigError(f"bootstrap must be at least 100 resamples; got {bootstrap!r}")
+
+
+def _oriented(frame: pd.DataFrame, method: str | None) -> tuple[pd.DataFrame, dict]:
+    """The table with a 'score' column where higher is better, and what :func:`ranks.describe` needs."""
+    from simdesign.ranks import orient
+
+    if "score" in frame.columns and "rank" in frame.columns and method is None:
+        method = "rank"  # the form read_table returns for Rank tables
+    if method == "rank" and "score" in frame.columns and "rank" in frame.columns:
+        from simdesign.ranks import check_ranks
+
+        # read_table's form: 'rank' already 1-based; the file's own base is kept in attrs for the report
+        check_ranks(frame.drop(columns=["score"]))
+        n_systems = frame["system"].nunique()
+        return frame.copy(), {"method": "rank", "scale": tuple(range(1, n_systems + 1)),
+                              "base": int(frame.attrs.get("rank_base", 1)), "n_systems": n_systems}
+    return orient(frame, method)
+
+
+def _analysis_notes(primary: pd.DataFrame, label: str, method: str) -> list:
+    """What a reader must know about the primary test's failed or singular fits and about rank data."""
+    notes = []
+    failed = primary[primary["p_value"].isna()]
+    if len(failed):
+        notes.append(f"{len(failed)} pair(s) of {label} failed ({failed['status'].iloc[0]}: "
+                     f"{failed['message'].iloc[0]}); they count as not significant in the groups")
+    if (primary["status"] == "singular").any():
+        notes.append(f"{label}: singular fit (a random-effects variance or correlation at its bound); "
+                     "its p-values are kept, as for lme4/ordinal (a failed fit would give none)")
+    if method == "rank":
+        notes.append("Rank data: tests work on the reversed rank S + 1 - rank (positive estimate = a better), the "
+                     "table reports mean ranks 1-based (1 = best)")
+    return notes
 
 
 class _CallableModule(types.ModuleType):

@@ -166,33 +166,52 @@ def validate_judgements(frame: pd.DataFrame, scale=None, *, names: dict | None =
         scale, unused scale values.
     """
     names = names or {}
-
-    def column_text(column):
-        theirs = names.get(column, column)
-        return f"'{column}'" if theirs == column else f"'{column}' (file column '{theirs}')"
-
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
         raise DataError(f"The judgements table lacks the column(s) {missing}; it has {list(frame.columns)} "
                           "(map other names with --columns annotator=...,document=...,system=...,score=...)")
-    errors = []
     if frame.empty:
         raise DataError("The judgements table has no rows")
+    score = pd.to_numeric(frame["score"], errors="coerce")
+    errors = _value_errors(frame, score, names) + _identity_errors(frame, names)
+    scale, scale_errors = _scale_and_errors(frame, score, scale)
+    errors += scale_errors
+    if len(scale) < 2 and not errors:
+        errors.append(f"The 'score' column needs at least two distinct values; got {list(scale)}")
+    if errors:
+        raise DataError(errors)
+    return scale
+
+
+def _column_text(column: str, names: dict) -> str:
+    """A column for a message, with the file's own name when --columns mapped it, so users find it."""
+    theirs = names.get(column, column)
+    return f"'{column}'" if theirs == column else f"'{column}' (file column '{theirs}')"
+
+
+def _value_errors(frame: pd.DataFrame, score: pd.Series, names: dict) -> list:
+    """Messages for missing values and for scores that are not integers."""
+    errors = []
     for column in REQUIRED_COLUMNS:
         absent = frame[column].isna().to_numpy()
         if absent.any():
-            errors.append(f"The {column_text(column)} column has {absent.sum()} missing value(s) (lines "
+            errors.append(f"The {_column_text(column, names)} column has {absent.sum()} missing value(s) (lines "
                           f"{_rows(frame, absent)}); fill or remove them: rows are never dropped silently")
-    score = pd.to_numeric(frame["score"], errors="coerce")
     not_numeric = (score.isna() & frame["score"].notna()).to_numpy()
     if not_numeric.any():
-        errors.append(f"The {column_text('score')} column has {not_numeric.sum()} non-numeric value(s) (lines "
-                      f"{_rows(frame, not_numeric)}), e.g. {frame['score'][not_numeric].iloc[0]!r}")
+        errors.append(f"The {_column_text('score', names)} column has {not_numeric.sum()} non-numeric value(s) "
+                      f"(lines {_rows(frame, not_numeric)}), e.g. {frame['score'][not_numeric].iloc[0]!r}")
     fractional = (score.notna() & (score != score.round())).to_numpy()
     if fractional.any():
-        errors.append(f"The {column_text('score')} column has {fractional.sum()} non-integer value(s) (lines "
-                      f"{_rows(frame, fractional)}), e.g. {float(score[fractional].iloc[0])!r}; scores are points "
-                      "of an ordinal scale")
+        errors.append(f"The {_column_text('score', names)} column has {fractional.sum()} non-integer value(s) "
+                      f"(lines {_rows(frame, fractional)}), e.g. {float(score[fractional].iloc[0])!r}; scores are "
+                      "points of an ordinal scale")
+    return errors
+
+
+def _identity_errors(frame: pd.DataFrame, names: dict) -> list:
+    """Messages for repeated judgements, near-duplicate ids and too few systems (or judgements of one)."""
+    errors = []
     keys = list(REQUIRED_COLUMNS[:3])
     duplicated = (frame.duplicated(keys, keep=False) & frame[keys].notna().all(axis=1)).to_numpy()
     if duplicated.any():
@@ -208,29 +227,30 @@ def validate_judgements(frame: pd.DataFrame, scale=None, *, names: dict | None =
                       f"{_rows(frame, frame['system'].isin(lonely))}): too few to estimate anything about them; "
                       "a typo in a system name?")
     if frame["system"].nunique() < 2:
-        errors.append(f"The {column_text('system')} column needs at least two systems to compare; "
+        errors.append(f"The {_column_text('system', names)} column needs at least two systems to compare; "
                       f"it has {list(pd.unique(frame['system'].dropna()))}")
+    return errors
+
+
+def _scale_and_errors(frame: pd.DataFrame, score: pd.Series, scale) -> tuple[tuple, list]:
+    """The scale (given, else observed) and messages for scores outside it or values of it never used."""
     observed = np.unique(score[score.notna() & (score == score.round())].to_numpy()).astype(np.int64)
     if scale is None:
-        scale = tuple(int(v) for v in observed)
-    else:
-        scale = tuple(int(v) for v in scale)
-        outside = sorted(set(observed.tolist()) - set(scale))
-        if outside:
-            errors.append(f"Scores {outside} are outside the scale {list(scale)} (lines "
-                          f"{_rows(frame, score.isin(outside))})")
-        unused = sorted(set(scale) - set(observed.tolist()))
-        if unused:
-            remedy = "merge the unused categories into their neighbours"
-            if not outside:
-                remedy = f"fit on the observed values (--scale {','.join(str(v) for v in observed)}) or " + remedy
-            errors.append(f"The scale value(s) {unused} of {list(scale)} never occur: the thresholds around them "
-                          f"cannot be estimated; {remedy}")
-    if len(scale) < 2 and not errors:
-        errors.append(f"The 'score' column needs at least two distinct values; got {list(scale)}")
-    if errors:
-        raise DataError(errors)
-    return scale
+        return tuple(int(v) for v in observed), []
+    errors = []
+    scale = tuple(int(v) for v in scale)
+    outside = sorted(set(observed.tolist()) - set(scale))
+    if outside:
+        errors.append(f"Scores {outside} are outside the scale {list(scale)} (lines "
+                      f"{_rows(frame, score.isin(outside))})")
+    unused = sorted(set(scale) - set(observed.tolist()))
+    if unused:
+        remedy = "merge the unused categories into their neighbours"
+        if not outside:
+            remedy = f"fit on the observed values (--scale {','.join(str(v) for v in observed)}) or " + remedy
+        errors.append(f"The scale value(s) {unused} of {list(scale)} never occur: the thresholds around them "
+                      f"cannot be estimated; {remedy}")
+    return scale, errors
 
 
 def _decode(path: Path) -> str:
@@ -483,17 +503,35 @@ def choose_structure(frame: pd.DataFrame, structure: str = "auto", allow_reduced
     if structure not in STRUCTURES:
         raise ConfigError(f"--structure must be one of {list(STRUCTURES)}; got {structure!r}")
     n_systems = frame["system"].nunique()
-    annotators = frame["annotator"].nunique()
-    if annotators < 2:
+    _require_several_annotators(frame, n_systems)
+    annotators_per_document = frame.groupby("document")["annotator"].nunique()
+    documents_per_annotator = frame.groupby("annotator")["document"].nunique()
+    shared = bool((annotators_per_document >= 2).any())
+    one_each = not shared and bool((documents_per_annotator == 1).all())
+    forms = _identifiable_forms(frame, structure, shared, one_each)
+    reduced = _reduce_small_terms(frame, forms, structure, allow_reduced)
+    choice = StructureChoice(structure=structure, forms=forms, reduced=reduced)
+    choice.notes.extend(reduced.values())
+    choice.notes.extend(_structure_notes(forms, structure, shared, one_each))
+    return choice
+
+
+def _require_several_annotators(frame: pd.DataFrame, n_systems: int) -> None:
+    """Refuse a pilot of one annotator: its generator would make every judgement independent."""
+    if frame["annotator"].nunique() < 2:
         raise ConfigError(
             f"The pilot has a single annotator ({frame['annotator'].iloc[0]!r}): the variation between annotators "
             "cannot be estimated from one, and a generator without it would treat every judgement as independent "
             "(the error simulated studies exist to catch). Collect judgements from several annotators "
             f"(a full annotator covariance needs at least {n_systems + 1}).")
-    annotators_per_document = frame.groupby("document")["annotator"].nunique()
-    documents_per_annotator = frame.groupby("annotator")["document"].nunique()
-    shared = bool((annotators_per_document >= 2).any())
-    one_each = not shared and bool((documents_per_annotator == 1).all())
+
+
+def _identifiable_forms(frame: pd.DataFrame, structure: str, shared: bool, one_each: bool) -> dict:
+    """Term -> form for the structure, refusing a document term the pilot's design cannot separate.
+
+    ``shared``: some document is judged by two or more annotators; ``one_each``: every annotator judged
+    a single document of their own.
+    """
     if structure == "auto":
         if shared:
             forms = {"annotator": "slopes", "document": "slopes"}
@@ -511,6 +549,16 @@ def choose_structure(frame: pd.DataFrame, structure: str = "auto", allow_reduced
         raise ConfigError(f"--structure {structure}: every document is judged by one annotator, so each (document, "
                           "system) output is judged once and document slopes cannot be told apart from the judgement "
                           "noise; use --structure auto ((1 | document)) or paper (no document term)")
+    return forms
+
+
+def _reduce_small_terms(frame: pd.DataFrame, forms: dict, structure: str, allow_reduced: bool) -> dict:
+    """Term -> why its slopes were dropped; ``forms`` is changed in place.
+
+    A term with fewer levels than systems + 1 cannot identify a full covariance: refused unless
+    ``allow_reduced``, then fitted as an intercept.
+    """
+    n_systems = frame["system"].nunique()
     reduced = {}
     for term, form in list(forms.items()):
         levels = frame[term].nunique()
@@ -524,28 +572,32 @@ def choose_structure(frame: pd.DataFrame, structure: str = "auto", allow_reduced
                               f"(1 | {term}) instead (recorded in the model's provenance)")
         forms[term] = "intercept"
         reduced[term] = f"(1 + system | {term}) reduced to (1 | {term}) by --allow-reduced: {reason}"
-    choice = StructureChoice(structure=structure, forms=forms, reduced=reduced)
-    choice.notes.extend(reduced.values())
+    return reduced
+
+
+def _structure_notes(forms: dict, structure: str, shared: bool, one_each: bool) -> list:
+    """What a reader of the model file must know about terms left out or fitted as intercepts only."""
+    notes = []
     if "document" not in forms:
         if one_each:
-            choice.notes.append("Every annotator judged one document of their own: annotator and document effects "
-                                "are one grouping, so only the annotator term was fitted; its covariance carries "
-                                "both (their sum) and document_cov is 0.")
+            notes.append("Every annotator judged one document of their own: annotator and document effects "
+                         "are one grouping, so only the annotator term was fitted; its covariance carries "
+                         "both (their sum) and document_cov is 0.")
         else:
-            choice.notes.append(f"The document term was not fitted (structure {structure!r} on a nested pilot): "
-                                "document_cov is 0, so the variation between documents is missing from the model "
-                                "(the annotator covariance does not carry it); --structure auto fits "
-                                "(1 | document) for such pilots.")
+            notes.append(f"The document term was not fitted (structure {structure!r} on a nested pilot): "
+                         "document_cov is 0, so the variation between documents is missing from the model "
+                         "(the annotator covariance does not carry it); --structure auto fits "
+                         "(1 | document) for such pilots.")
     elif forms["document"] == "intercept" and not shared:
-        choice.notes.append("Nested pilot (each document judged by one annotator): each (document, system) output "
-                            "is judged once, so document slopes cannot be told apart from the judgement noise and "
-                            "only the document intercept was fitted. document_cov has its variance in [0, 0] and "
-                            "zeros elsewhere: simulations give documents a common difficulty but no "
-                            "document-specific system differences.")
+        notes.append("Nested pilot (each document judged by one annotator): each (document, system) output "
+                     "is judged once, so document slopes cannot be told apart from the judgement noise and "
+                     "only the document intercept was fitted. document_cov has its variance in [0, 0] and "
+                     "zeros elsewhere: simulations give documents a common difficulty but no "
+                     "document-specific system differences.")
     if set(forms.values()) == {"intercept"}:
-        choice.notes.append("Random intercepts only: each covariance has the intercept variance in [0, 0] and "
-                            "zeros elsewhere, so z_s . u = u_0 for every system.")
-    return choice
+        notes.append("Random intercepts only: each covariance has the intercept variance in [0, 0] and "
+                     "zeros elsewhere, so z_s . u = u_0 for every system.")
+    return notes
 
 
 def fit_model(frame: pd.DataFrame, structure: str = "auto", reference=None, scale=None, name: str = "fitted",
@@ -593,8 +645,15 @@ def fit_model(frame: pd.DataFrame, structure: str = "auto", reference=None, scal
     n_systems = len(systems)
     annotator_cov = _full_covariance(result, "annotator", n_systems)
     document_cov = _full_covariance(result, "document", n_systems)
-    effect_cov = np.asarray(result.fixed_effects_cov, dtype=float)
-    effect_se = np.sqrt(np.clip(np.diag(effect_cov), 0, None)) if effect_cov.size else np.array([])
+    provenance = _provenance(frame, result, choice, structure, source)
+    model = OrdinalMixedModel(name=name, scale=tuple(scale), systems=tuple(systems), thresholds=result.thresholds,
+                              effects=result.effects, annotator_cov=annotator_cov, document_cov=document_cov,
+                              citation="", provenance=yaml.safe_dump(provenance, sort_keys=False, width=110))
+    return FitOutcome(model=model, result=result, provenance=provenance)
+
+
+def _fit_notes(result, choice: StructureChoice) -> list:
+    """The structure's notes, plus warnings about a boundary or unconverged fit."""
     notes = list(choice.notes)
     if result.status == "singular":
         usual = (", as is usual for a model with random slopes" if "slopes" in choice.forms.values()
@@ -603,6 +662,14 @@ def fit_model(frame: pd.DataFrame, structure: str = "auto", reference=None, scal
                      "the covariance matrices are positive semi-definite.")
     if result.status == "not_converged":
         notes.append(f"The optimiser did not converge: {result.message}. Treat the parameters with caution.")
+    return notes
+
+
+def _provenance(frame: pd.DataFrame, result, choice: StructureChoice, structure: str, source) -> dict:
+    """What the model file records about how it was fitted: formula, data, diagnostics, versions, notes."""
+    systems = list(result.systems)
+    effect_cov = np.asarray(result.fixed_effects_cov, dtype=float)
+    effect_se = np.sqrt(np.clip(np.diag(effect_cov), 0, None)) if effect_cov.size else np.array([])
     provenance = {
         "software": "simdesign.clmm (native Laplace maximum likelihood, like ordinal::clmm)",
         "formula": choice.formula,
@@ -613,7 +680,7 @@ def fit_model(frame: pd.DataFrame, structure: str = "auto", reference=None, scal
         "fitted_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "source": dict(source or {}),
         "data": {"judgements": int(len(frame)), "annotators": int(frame["annotator"].nunique()),
-                 "documents": int(frame["document"].nunique()), "systems": n_systems},
+                 "documents": int(frame["document"].nunique()), "systems": len(systems)},
         "diagnostics": {
             "status": result.status, "converged": bool(result.converged), "message": result.message,
             "loglik": float(result.loglik), "max_gradient": float(result.max_gradient),
@@ -623,12 +690,9 @@ def fit_model(frame: pd.DataFrame, structure: str = "auto", reference=None, scal
         },
         "effect_standard_errors": {system: float(se) for system, se in zip(systems[1:], effect_se)},
         "versions": {"simdesign": simdesign_version, **package_versions(SOFTWARE)},
-        "notes": notes,
+        "notes": _fit_notes(result, choice),
     }
-    model = OrdinalMixedModel(name=name, scale=tuple(scale), systems=tuple(systems), thresholds=result.thresholds,
-                              effects=result.effects, annotator_cov=annotator_cov, document_cov=document_cov,
-                              citation="", provenance=yaml.safe_dump(provenance, sort_keys=False, width=110))
-    return FitOutcome(model=model, result=result, provenance=provenance)
+    return provenance
 
 
 class _BlockStringDumper(yaml.SafeDumper):

@@ -86,117 +86,156 @@ def _by_cost_of(results):
 def recommendation_text(result: PlanResult) -> str:
     """One plain-language paragraph justifying the recommendation, plus the assumptions."""
     config = result.config
+    confidence = f"{config.confidence:.0%} confidence"
+    active = [r for r in result.results if r.trials]
+    goal = _goal_phrase(config)
+    failed_confirmations = [r for r in result.confirmations if r.confirmation == NOT_CONFIRMED]
+    if result.recommended is None:
+        text = _no_recommendation_text(config, goal, active, failed_confirmations, confidence)
+    else:
+        text = _recommended_text(config, goal, result.recommended)
+        if config.goal == "target_power":
+            text += _cheaper_candidates_text(config, result.recommended, active, failed_confirmations, confidence)
+            text += _alternatives_text(config, result.recommended, active)
+        else:
+            text += _budget_rivals_text(config, result.recommended, active, confidence)
+    return f"{text}\n\n{_assumptions_text(result)}\n\n{_effort_text(result)}\n"
+
+
+def _goal_phrase(config) -> str:
+    """The opening clause: what the plan was asked for, and which pairs its power is taken over."""
     n_systems = config.model.n_systems
     n_relevant = sum(1 for i in range(n_systems) for j in range(i + 1, n_systems)
                      if config.model.effects[i] != config.model.effects[j])
     estimand = (f"pooled over the {n_relevant} system pairs with a true difference" if config.power_over == "pooled"
                 else "for every one of the system pairs with a true difference (the weakest pair counts)")
-    confidence = f"{config.confidence:.0%} confidence"
-    best = result.recommended
-    active = [r for r in result.results if r.trials]
     if config.goal == "target_power":
-        goal = (f"To detect the {config.effect_label} of the {config.model.name} model at alpha {config.alpha:g} "
+        return (f"To detect the {config.effect_label} of the {config.model.name} model at alpha {config.alpha:g} "
                 f"with at least {config.target_power:.0%} power ({estimand})")
-    else:
-        goal = (f"To get the most power ({estimand}) for detecting the {config.effect_label} of the "
-                f"{config.model.name} model at alpha {config.alpha:g} within a budget of "
-                f"{_money(config, config.budget)}")
-    failed_confirmations = [r for r in result.confirmations if r.confirmation == NOT_CONFIRMED]
-    if best is None and failed_confirmations:
-        text = (f"{goal}, **no design was confirmed**: the search's pick(s) "
+    return (f"To get the most power ({estimand}) for detecting the {config.effect_label} of the "
+            f"{config.model.name} model at alpha {config.alpha:g} within a budget of "
+            f"{_money(config, config.budget)}")
+
+
+def _no_recommendation_text(config, goal: str, active: list, failed_confirmations: list, confidence: str) -> str:
+    """Why no design is recommended, and what the user can change."""
+    if failed_confirmations:
+        return (f"{goal}, **no design was confirmed**: the search's pick(s) "
                 + "; ".join(_confirmation_phrase(config, r) for r in failed_confirmations)
                 + f". At most {config.confirm_candidates} pick(s) are confirmed (confirm_candidates), so that the "
                   "recommendation keeps its guarantee. The candidates near the target are too close to call: raise "
                   "max_trials and confirm_trials, lower the target, or widen the search space.")
-    elif best is None and config.goal == "budget":
-        text = (f"{goal}, no affordable design could be recommended: none was shown to hold its level "
+    if config.goal == "budget":
+        return (f"{goal}, no affordable design could be recommended: none was shown to hold its level "
                 f"(type I error at most {config.max_type1:g}) among those that might be the most powerful. "
                 "Raise max_trials, widen the search space, or reconsider the tests.")
-    elif best is None:
-        undecided = [r for r in active if r.decision == UNDECIDED]
-        text = (f"{goal}, no design in the search space was shown to reach the target at {confidence}. "
-                f"{len(undecided)} candidate(s) stayed undecided at {config.max_trials} trials"
-                + (f" (the most powerful: {max(undecided, key=lambda r: r.power).candidate.design.label}, "
-                   f"power {max(r.power for r in undecided):.2f})" if undecided else "")
-                + "; the rest fall short. Widen the search space (more documents, annotators or blocks), "
-                  "lower the target, or raise max_trials.")
-    else:
-        c = best.candidate
-        design = c.design
-        cost = c.cost
-        text = (f"{goal}, the recommended study is **{design.label}** analysed with **{c.test.label}**: "
-                f"{_describe_design(design, n_systems)}, {design.judgements(n_systems)} judgements in all "
-                f"({max_judgements_per_annotator(design, n_systems)} per annotator at most, "
-                f"about {cost['hours']:.1f} hours of annotation). It costs {_money(config, cost['cost'])} "
-                f"(pay {_money(config, cost['labour_cost'])}, fixed per annotator "
-                f"{_money(config, cost['annotator_cost'])}"
-                + (f", documents {_money(config, cost['document_cost'])}" if cost["document_cost"] else "")
-                + f"). In the search its power was {best.power:.3f} [{best.ci_low:.3f}, {best.ci_high:.3f}] "
-                f"from {best.trials} simulated studies")
-        if config.max_type1 is not None:
-            text += (f" and, with no true differences, it rejected {best.type1:.1%} [{best.type1_low:.1%}, "
-                     f"{best.type1_high:.1%}] of the tests ({best.type1_trials} studies)")
-        text += "."
-        if best.confirmation:
-            text += (" Confirmed on fresh studies (trial indices the search did not use): "
-                     f"{_confirmation_phrase(config, best)}.")
-        if config.goal == "target_power":
-            cheaper = [r for r in active if r.candidate.total_cost < c.total_cost]
-            failed = sum(r.decision == FAIL for r in cheaper)
-            liberal = sum(r.decision == LIBERAL for r in cheaper)
-            undecided = _by_cost_of([r for r in cheaper if r.decision == UNDECIDED])
-            if failed_confirmations:
-                text += (" Cheaper pick(s) of the search failed their confirmation: "
-                         + "; ".join(_confirmation_phrase(config, r) for r in failed_confirmations) + ".")
-            text += (f" It is the cheapest candidate the search showed to reach the target at {confidence}: "
-                     f"{failed} of the {len(cheaper)} cheaper simulated candidates were shown to fall short")
-            if liberal:
-                text += (f", {liberal} were shown to reject a true null hypothesis too often (type I error above "
-                         f"{config.max_type1:.1%}: annotators judging many documents make their judgements "
-                         f"dependent, which the test ignores), so their power is not real")
-            if undecided:
-                first = undecided[0]
-                text += (f", and {len(undecided)} stayed undecided at {config.max_trials} trials (power, or type I "
-                         f"error, too close to its limit to be shown on the right side; the cheapest: "
-                         f"{first.candidate.design.label} with {first.candidate.test.label}, "
-                         f"{_money(config, first.candidate.total_cost)}, power {first.power:.3f} "
-                         f"[{first.ci_low:.3f}, {first.ci_high:.3f}]"
-                         + (f", type I error {first.type1:.1%} [{first.type1_low:.1%}, {first.type1_high:.1%}]"
-                            if first.type1_trials else "") + ").")
-            else:
-                text += "."
-            others = {}
-            for r in _by_cost_of([r for r in active if r.decision == PASS]):
-                if r.candidate.test.label != c.test.label:
-                    others.setdefault(r.candidate.test.label, r)
-            if others:
-                text += (" For the other tests, the cheapest design shown to pass (the search did not need to "
-                         "decide every cheaper one): ") + "; ".join(
-                    f"{label}: {r.candidate.design.label} ({_money(config, r.candidate.total_cost)}, power "
-                    f"{r.power:.2f})" for label, r in others.items()) + "."
-            near = [r for r in active if r is not best and r.decision == PASS
-                    and r.candidate.total_cost <= c.total_cost * (1 + config.cost_tolerance)]
-            if near:
-                alt = max(near, key=lambda r: r.power)
-                text += (f" Within {config.cost_tolerance:.0%} of its cost, {alt.candidate.design.label} with "
-                         f"{alt.candidate.test.label} also passes ({_money(config, alt.candidate.total_cost)}, "
-                         f"power {alt.power:.2f}).")
-        else:
-            tied = [r for r in active if r is not best and r.decision in (TIED, UNDECIDED)]
-            worse = sum(r.decision == WORSE for r in active)
-            liberal = sum(r.decision == LIBERAL for r in active)
-            text += (f" {worse} affordable candidate(s) were shown to have less power at {confidence}")
-            if liberal:
-                text += (f" and {liberal} to reject a true null hypothesis too often (type I error above "
-                         f"{config.max_type1:.1%})")
-            if tied:
-                cheapest = min(tied, key=lambda r: r.candidate.total_cost)
-                text += (f"; {len(tied)} could not be told apart from it (within {config.power_tolerance:.0%} "
-                         f"power or undecided), the cheapest of them {cheapest.candidate.design.label} with "
-                         f"{cheapest.candidate.test.label} at {_money(config, cheapest.candidate.total_cost)} "
-                         f"(power {cheapest.power:.2f})")
-            text += "."
-    assumptions = (
+    undecided = [r for r in active if r.decision == UNDECIDED]
+    return (f"{goal}, no design in the search space was shown to reach the target at {confidence}. "
+            f"{len(undecided)} candidate(s) stayed undecided at {config.max_trials} trials"
+            + (f" (the most powerful: {max(undecided, key=lambda r: r.power).candidate.design.label}, "
+               f"power {max(r.power for r in undecided):.2f})" if undecided else "")
+            + "; the rest fall short. Widen the search space (more documents, annotators or blocks), "
+              "lower the target, or raise max_trials.")
+
+
+def _recommended_text(config, goal: str, best) -> str:
+    """The recommended design, its cost, its power and type I error, and its confirmation."""
+    n_systems = config.model.n_systems
+    c = best.candidate
+    design = c.design
+    cost = c.cost
+    text = (f"{goal}, the recommended study is **{design.label}** analysed with **{c.test.label}**: "
+            f"{_describe_design(design, n_systems)}, {design.judgements(n_systems)} judgements in all "
+            f"({max_judgements_per_annotator(design, n_systems)} per annotator at most, "
+            f"about {cost['hours']:.1f} hours of annotation). It costs {_money(config, cost['cost'])} "
+            f"(pay {_money(config, cost['labour_cost'])}, fixed per annotator "
+            f"{_money(config, cost['annotator_cost'])}"
+            + (f", documents {_money(config, cost['document_cost'])}" if cost["document_cost"] else "")
+            + f"). In the search its power was {best.power:.3f} [{best.ci_low:.3f}, {best.ci_high:.3f}] "
+            f"from {best.trials} simulated studies")
+    if config.max_type1 is not None:
+        text += (f" and, with no true differences, it rejected {best.type1:.1%} [{best.type1_low:.1%}, "
+                 f"{best.type1_high:.1%}] of the tests ({best.type1_trials} studies)")
+    text += "."
+    if best.confirmation:
+        text += (" Confirmed on fresh studies (trial indices the search did not use): "
+                 f"{_confirmation_phrase(config, best)}.")
+    return text
+
+
+def _cheaper_candidates_text(config, best, active: list, failed_confirmations: list, confidence: str) -> str:
+    """Why no cheaper candidate was recommended (target-power goal): each fell short, was liberal or undecided."""
+    cheaper = [r for r in active if r.candidate.total_cost < best.candidate.total_cost]
+    failed = sum(r.decision == FAIL for r in cheaper)
+    liberal = sum(r.decision == LIBERAL for r in cheaper)
+    undecided = _by_cost_of([r for r in cheaper if r.decision == UNDECIDED])
+    text = ""
+    if failed_confirmations:
+        text += (" Cheaper pick(s) of the search failed their confirmation: "
+                 + "; ".join(_confirmation_phrase(config, r) for r in failed_confirmations) + ".")
+    text += (f" It is the cheapest candidate the search showed to reach the target at {confidence}: "
+             f"{failed} of the {len(cheaper)} cheaper simulated candidates were shown to fall short")
+    if liberal:
+        text += (f", {liberal} were shown to reject a true null hypothesis too often (type I error above "
+                 f"{config.max_type1:.1%}: annotators judging many documents make their judgements "
+                 f"dependent, which the test ignores), so their power is not real")
+    if not undecided:
+        return text + "."
+    first = undecided[0]
+    return text + (f", and {len(undecided)} stayed undecided at {config.max_trials} trials (power, or type I "
+                   f"error, too close to its limit to be shown on the right side; the cheapest: "
+                   f"{first.candidate.design.label} with {first.candidate.test.label}, "
+                   f"{_money(config, first.candidate.total_cost)}, power {first.power:.3f} "
+                   f"[{first.ci_low:.3f}, {first.ci_high:.3f}]"
+                   + (f", type I error {first.type1:.1%} [{first.type1_low:.1%}, {first.type1_high:.1%}]"
+                      if first.type1_trials else "") + ").")
+
+
+def _alternatives_text(config, best, active: list) -> str:
+    """Passing designs a user may prefer (target-power goal): with another test, or nearly as cheap."""
+    c = best.candidate
+    text = ""
+    others = {}
+    for r in _by_cost_of([r for r in active if r.decision == PASS]):
+        if r.candidate.test.label != c.test.label:
+            others.setdefault(r.candidate.test.label, r)
+    if others:
+        text += (" For the other tests, the cheapest design shown to pass (the search did not need to "
+                 "decide every cheaper one): ") + "; ".join(
+            f"{label}: {r.candidate.design.label} ({_money(config, r.candidate.total_cost)}, power "
+            f"{r.power:.2f})" for label, r in others.items()) + "."
+    near = [r for r in active if r is not best and r.decision == PASS
+            and r.candidate.total_cost <= c.total_cost * (1 + config.cost_tolerance)]
+    if near:
+        alt = max(near, key=lambda r: r.power)
+        text += (f" Within {config.cost_tolerance:.0%} of its cost, {alt.candidate.design.label} with "
+                 f"{alt.candidate.test.label} also passes ({_money(config, alt.candidate.total_cost)}, "
+                 f"power {alt.power:.2f}).")
+    return text
+
+
+def _budget_rivals_text(config, best, active: list, confidence: str) -> str:
+    """How the other affordable candidates compare (budget goal): less power, liberal, or tied."""
+    tied = [r for r in active if r is not best and r.decision in (TIED, UNDECIDED)]
+    worse = sum(r.decision == WORSE for r in active)
+    liberal = sum(r.decision == LIBERAL for r in active)
+    text = (f" {worse} affordable candidate(s) were shown to have less power at {confidence}")
+    if liberal:
+        text += (f" and {liberal} to reject a true null hypothesis too often (type I error above "
+                 f"{config.max_type1:.1%})")
+    if tied:
+        cheapest = min(tied, key=lambda r: r.candidate.total_cost)
+        text += (f"; {len(tied)} could not be told apart from it (within {config.power_tolerance:.0%} "
+                 f"power or undecided), the cheapest of them {cheapest.candidate.design.label} with "
+                 f"{cheapest.candidate.test.label} at {_money(config, cheapest.candidate.total_cost)} "
+                 f"(power {cheapest.power:.2f})")
+    return text + "."
+
+
+def _assumptions_text(result: PlanResult) -> str:
+    """The model, costs, type I rule and interval confidences the recommendation rests on."""
+    config = result.config
+    return (
         f"Assumptions: judgements come from the {config.model.name} model (cumulative link mixed model with "
         f"annotator and document random intercepts and slopes); {config.cost.seconds_per_judgement:g} s per "
         f"judgement ({config.cost.seconds_source}) at {_money(config, config.cost.pay_per_hour)} per hour, "
@@ -211,10 +250,13 @@ def recommendation_text(result: PlanResult) -> str:
         + (f" and {result.look_confidence[result.looks[0]]:.2%} at fewer" if len(result.looks) > 1 else "")
         + f" (the {config.confidence:.0%} confidence spent over up to {len(result.looks)} looks per candidate). "
         + _guarantee_sentence(result))
-    effort = (f"Simulation effort: {result.adaptive_trials:,} candidate-trials ({result.adaptive_studies:,} "
-              f"simulated studies) adaptively, against {result.full_trials:,} ({result.full_studies:,} studies) "
-              f"for evaluating every candidate at {config.max_trials} trials.")
-    return f"{text}\n\n{assumptions}\n\n{effort}\n"
+
+
+def _effort_text(result: PlanResult) -> str:
+    """The adaptive search's simulation effort against evaluating every candidate fully."""
+    return (f"Simulation effort: {result.adaptive_trials:,} candidate-trials ({result.adaptive_studies:,} "
+            f"simulated studies) adaptively, against {result.full_trials:,} ({result.full_studies:,} studies) "
+            f"for evaluating every candidate at {result.config.max_trials} trials.")
 
 
 def _confirmation_phrase(config, r) -> str:

@@ -532,6 +532,30 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
         errors.append(f"The 'art_exact' field must be 'auto' or 'never'; got {art_exact!r}")
     tests = parse_analyses(raw.get("tests"), errors, {"resamples": art_resamples, "exact": art_exact})
 
+    goal = _parse_goal(raw, alpha, errors)
+    cost = _parse_cost(raw, model_source, base_dir, errors)
+    limits = _parse_limits(raw, errors)
+    trials = _parse_trial_settings(raw, errors)
+    candidates = _search_candidates(raw, tests, cost, limits, model, goal["budget"], errors)
+    if errors:
+        raise ConfigError(errors)
+    target_power, budget, max_type1 = goal["target_power"], goal["budget"], goal["max_type1"]
+    return PlanConfig(
+        name=name, model=model, model_source=str(model_source), effect_request=raw.get("effect", "fitted"),
+        effect=float(effect), effect_label=effect_label, tests=tuple(tests), alpha=float(alpha),
+        target_power=None if target_power is None else float(target_power),
+        budget=None if budget is None else float(budget), power_over=goal["power_over"],
+        max_type1=None if max_type1 is None else float(max_type1), type1_over=goal["type1_over"],
+        confirm_trials=trials["confirm_trials"], confirm_candidates=trials["confirm_candidates"], cost=cost,
+        limits=limits, candidates=tuple(candidates), screen_trials=trials["screen_trials"],
+        max_trials=trials["max_trials"], confidence=float(trials["confidence"]),
+        cost_tolerance=float(trials["cost_tolerance"]), power_tolerance=float(trials["power_tolerance"]),
+        seed=seed, art_resamples=art_resamples, art_exact=art_exact, chunk_size=trials["chunk_size"],
+        description=str(raw.get("description", "")), raw=dict(raw))
+
+
+def _parse_goal(raw: dict, alpha, errors: list[str]) -> dict:
+    """The plan's goal (exactly one of target power and budget) and the rates the goal is judged on."""
     target_power, budget = raw.get("target_power"), raw.get("budget")
     if (target_power is None) == (budget is None):
         errors.append("Give exactly one goal: 'target_power' (find the cheapest design reaching it) or "
@@ -555,7 +579,12 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
     type1_over = raw.get("type1_over", "pooled")
     if type1_over not in TYPE1_OVER:
         errors.append(f"The 'type1_over' field must be one of {list(TYPE1_OVER)}; got {type1_over!r}")
+    return {"target_power": target_power, "budget": budget, "max_type1": max_type1, "power_over": power_over,
+            "type1_over": type1_over}
 
+
+def _parse_cost(raw: dict, model_source, base_dir: Path | None, errors: list[str]) -> CostModel:
+    """The 'cost' mapping; pay per hour is required because no default price would mean anything."""
     cost_raw = raw.get("cost", {})
     if not isinstance(cost_raw, dict):
         errors.append(f"The 'cost' field must be a mapping with keys {list(COST_KEYS)}; got {cost_raw!r}")
@@ -567,13 +596,16 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
         errors.append("The 'cost.pay_per_hour' field is required (annotator pay per hour)")
     seconds, seconds_source = _seconds_per_judgement(cost_raw.get("seconds_per_judgement", "auto"), model_source,
                                                      base_dir, errors)
-    cost = CostModel(
+    return CostModel(
         pay_per_hour=float(_number(errors, cost_raw, "pay_per_hour", "cost.", 0.0, 0)),
         seconds_per_judgement=seconds,
         per_annotator=float(_number(errors, cost_raw, "per_annotator", "cost.", 0.0, 0)),
         per_document=float(_number(errors, cost_raw, "per_document", "cost.", 0.0, 0)),
         currency=str(cost_raw.get("currency", "")), seconds_source=seconds_source)
 
+
+def _parse_limits(raw: dict, errors: list[str]) -> Limits:
+    """The 'limits' mapping (every key optional)."""
     limits_raw = raw.get("limits", {}) or {}
     if not isinstance(limits_raw, dict):
         errors.append(f"The 'limits' field must be a mapping with keys {list(LIMIT_KEYS)}; got {limits_raw!r}")
@@ -586,7 +618,11 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
     if limits.min_annotators and limits.max_annotators and limits.min_annotators > limits.max_annotators:
         errors.append(f"The 'limits.min_annotators' field ({limits.min_annotators}) exceeds "
                       f"'limits.max_annotators' ({limits.max_annotators})")
+    return limits
 
+
+def _parse_trial_settings(raw: dict, errors: list[str]) -> dict:
+    """How many trials the search spends where, its confidence and tolerances, and the chunk size."""
     screen_trials = _number(errors, raw, "screen_trials", "", 50, 2, integer=True)
     max_trials = _number(errors, raw, "max_trials", "", 800, 2, integer=True)
     if isinstance(screen_trials, int) and isinstance(max_trials, int) and screen_trials > max_trials:
@@ -600,7 +636,17 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
     power_tolerance = _number(errors, raw, "power_tolerance", "", 0.02, 0, 1, low_open=True, high_open=True)
     # None lets the engine choose per test (slow mixed-model fits get short chunks, so little is lost on a crash)
     chunk_size = _number(errors, raw, "chunk_size", "", None, 1, integer=True, allow_none=True)
+    return {"screen_trials": screen_trials, "max_trials": max_trials, "confidence": confidence,
+            "confirm_trials": confirm_trials, "confirm_candidates": confirm_candidates,
+            "cost_tolerance": cost_tolerance, "power_tolerance": power_tolerance, "chunk_size": chunk_size}
 
+
+def _search_candidates(raw: dict, tests, cost: CostModel, limits: Limits, model, budget,
+                       errors: list[str]) -> list:
+    """The candidate designs of the 'search' field; an empty search space is an error that says why.
+
+    Candidates are built only when the rest of the config is valid, since they need the tests, model and cost.
+    """
     designs = parse_search(raw.get("search"), errors)
     candidates: list[Candidate] = []
     if designs and tests and model is not None and not errors:
@@ -616,19 +662,7 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
                 reasons = sorted({c.excluded for c in candidates})[:5]
                 errors.append("The 'search' field gives no design that respects the 'limits' and suits the "
                               f"'tests' (empty search space); reasons, e.g.: {reasons}")
-    if errors:
-        raise ConfigError(errors)
-    return PlanConfig(
-        name=name, model=model, model_source=str(model_source), effect_request=raw.get("effect", "fitted"),
-        effect=float(effect), effect_label=effect_label, tests=tuple(tests), alpha=float(alpha),
-        target_power=None if target_power is None else float(target_power),
-        budget=None if budget is None else float(budget), power_over=power_over,
-        max_type1=None if max_type1 is None else float(max_type1), type1_over=type1_over,
-        confirm_trials=confirm_trials, confirm_candidates=confirm_candidates, cost=cost, limits=limits,
-        candidates=tuple(candidates), screen_trials=screen_trials, max_trials=max_trials,
-        confidence=float(confidence), cost_tolerance=float(cost_tolerance), power_tolerance=float(power_tolerance),
-        seed=seed, art_resamples=art_resamples, art_exact=art_exact, chunk_size=chunk_size,
-        description=str(raw.get("description", "")), raw=dict(raw))
+    return candidates
 
 
 def parse_search(raw, errors: list[str]) -> list:

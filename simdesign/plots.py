@@ -90,18 +90,33 @@ def draw_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title
     if rows.empty:
         raise ValueError(f"the summary has no rows for the estimand {estimand!r}")
     rows["shape"] = rows.apply(design_shape, axis=1)
+    rows, left_out, notes = _rows_on_x_axis(rows, figure.x)
+    fig, ax = plt.subplots(figsize=(6.4, 4.4), constrained_layout=True)
+    _draw_lines(ax, rows, figure, estimand)
+    if alpha is not None:
+        ax.axhline(alpha, color="black", linewidth=0.8, linestyle=":", label=f"nominal {alpha:g}")
+    _label_axes(ax, rows, figure, estimand, title, left_out)
+    return fig, notes
+
+
+def _rows_on_x_axis(rows: pd.DataFrame, x: str) -> tuple[pd.DataFrame, list, list]:
+    """The rows with a value on the x axis, the designs left out, and a note saying why."""
     notes, left_out = [], []
-    no_x = rows[figure.x].isna()
+    no_x = rows[x].isna()
     if no_x.any():
         left_out = list(dict.fromkeys(rows.loc[no_x, "design"]))
         kinds = sorted(set(rows.loc[no_x, "kind"]))
         notes.append(f"{len(left_out)} design(s) left out of the figure: {', '.join(left_out)} "
-                     f"({'/'.join(kinds)} designs have no {figure.x!r}, the figure's x axis); "
+                     f"({'/'.join(kinds)} designs have no {x!r}, the figure's x axis); "
                      f"draw them with figure.x: annotators, judgements, docs or judgements_per_output")
         rows = rows[~no_x]
         if rows.empty:
-            raise ValueError(f"no design has a value on the figure's x axis {figure.x!r}: {notes[0]}")
-    fig, ax = plt.subplots(figsize=(6.4, 4.4), constrained_layout=True)
+            raise ValueError(f"no design has a value on the figure's x axis {x!r}: {notes[0]}")
+    return rows, left_out, notes
+
+
+def _draw_lines(ax, rows: pd.DataFrame, figure: FigureSpec, estimand: str) -> None:
+    """One line with its interval band per (shape or kind, test), styled so kinds are never joined."""
     tests = list(dict.fromkeys(rows["test"]))
     shapes = list(dict.fromkeys(rows["shape"]))
     kinds = list(dict.fromkeys(rows["kind"]))
@@ -134,8 +149,10 @@ def draw_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title
         ax.plot(x, part["rate"], style, marker=marker, markersize=3.5, color=colour, label=label)
         ax.fill_between(x, part["ci_low"].astype(float), part["ci_high"].astype(float), color=colour, alpha=0.15,
                         linewidth=0)
-    if alpha is not None:
-        ax.axhline(alpha, color="black", linewidth=0.8, linestyle=":", label=f"nominal {alpha:g}")
+
+
+def _label_axes(ax, rows: pd.DataFrame, figure: FigureSpec, estimand: str, title: str, left_out: list) -> None:
+    """Axes, ticks, legend, and a title that gives the trials, the interval kind and any designs left out."""
     if figure.log_x:
         ax.set_xscale("log")
         ticks = sorted(set(rows[figure.x].astype(float)))
@@ -154,4 +171,3 @@ def draw_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title
     ax.set_title(caption, fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    return fig, notes

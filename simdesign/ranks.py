@@ -118,15 +118,35 @@ def check_ranks(frame: pd.DataFrame, names: dict | None = None) -> int:
     if missing:
         raise DataError(f"The rank table lacks the column(s) {missing}; it has {list(frame.columns)} "
                           "(map other names with --columns annotator=...,document=...,system=...,rank=...)")
-    errors = []
+    errors = _generic_rank_errors(frame, names, rank_column)
+    table = _usable_ranks(frame, errors)
+    systems = sorted(table["system"].astype(str).unique())
+    groups = table.groupby(["annotator", "document"], sort=False)
+    base = _rank_base(frame, table, groups, rank_column, len(systems), errors)
+    errors += _rank_value_errors(frame, table, base, len(systems))
+    errors += _incomplete_ranking_errors(frame, table, groups, systems)
+    if errors:
+        raise DataError(errors)
+    return base
+
+
+def _generic_rank_errors(frame: pd.DataFrame, names: dict, rank_column: str) -> list:
+    """fit's judgements checks (missing values, non-integers, repeated outputs), worded for ranks.
+
+    One validator for every table keeps a rank file and a score file refused for the same reasons.
+    """
     as_scores = frame.rename(columns={"rank": "score"})
     try:
-        # The generic checks (missing values, non-integers, repeated outputs) come from fit's validator.
         validate_judgements(as_scores, names={**names, "score": rank_column})
     except ConfigError as exc:
-        errors.extend(message.replace("'score'", "'rank'").replace("'rank' (file column 'rank')", "'rank'")
-                      .replace("scores are points of an ordinal scale", "ranks are whole numbers")
-                      for message in exc.messages)
+        return [message.replace("'score'", "'rank'").replace("'rank' (file column 'rank')", "'rank'")
+                .replace("scores are points of an ordinal scale", "ranks are whole numbers")
+                for message in exc.messages]
+    return []
+
+
+def _usable_ranks(frame: pd.DataFrame, errors: list) -> pd.DataFrame:
+    """The rows with ids and a whole-number rank (the others are already reported), ranks as integers."""
     rank = pd.to_numeric(frame["rank"], errors="coerce")
     usable = frame.index[rank.notna() & (rank == rank.round()) & frame[["annotator", "document", "system"]]
                          .notna().all(axis=1)]
@@ -134,17 +154,25 @@ def check_ranks(frame: pd.DataFrame, names: dict | None = None) -> int:
         raise DataError(errors or ["The rank table has no usable rows"])
     table = frame.loc[usable, ["annotator", "document", "system"]].copy()
     table["rank"] = rank[usable].astype(np.int64)
-    systems = sorted(table["system"].astype(str).unique())
-    n_systems = len(systems)
-    groups = table.groupby(["annotator", "document"], sort=False)
+    return table
+
+
+def _rank_base(frame: pd.DataFrame, table: pd.DataFrame, groups, rank_column: str, n_systems: int,
+               errors: list) -> int:
+    """0 or 1, from the lowest rank of each ranking; a file mixing both is reported in ``errors``."""
     lowest = groups["rank"].transform("min")
     bases = sorted(set(int(v) for v in groups["rank"].min()) & {0, 1})
-    base = 0 if 0 in bases else 1
     if bases == [0, 1]:
         ones = table.index[lowest == 1]
         errors.append(f"The {rank_column!r} column mixes bases: some rankings start at 0 and others at 1 "
                       f"(rankings starting at 1 on lines {_rows(frame, frame.index.isin(ones))}); use 0..{n_systems - 1} or 1..{n_systems} "
                       "in the whole file")
+    return 0 if 0 in bases else 1
+
+
+def _rank_value_errors(frame: pd.DataFrame, table: pd.DataFrame, base: int, n_systems: int) -> list:
+    """Messages for ranks outside base..base+S-1 and for a rank used twice within one ranking."""
+    errors = []
     allowed = range(base, base + n_systems)
     outside = table.index[~table["rank"].between(base, base + n_systems - 1)]
     if len(outside):
@@ -158,23 +186,27 @@ def check_ranks(frame: pd.DataFrame, names: dict | None = None) -> int:
         errors.append(f"{len(repeated)} rows reuse a rank within one (annotator, document) (lines {_rows(frame, frame.index.isin(repeated))}; "
                       f"e.g. annotator {first['annotator']!r}, document {first['document']!r} gives rank "
                       f"{int(first['rank'])} twice); each ranking must use every rank once")
+    return errors
+
+
+def _incomplete_ranking_errors(frame: pd.DataFrame, table: pd.DataFrame, groups, systems: list) -> list:
+    """A message for rankings that leave out some system (with up to three examples)."""
+    n_systems = len(systems)
     per_ranking = groups["system"].agg(lambda s: frozenset(s.astype(str)))
     incomplete = per_ranking[per_ranking.map(len) < n_systems]
-    if len(incomplete):
-        examples = []
-        lines = []
-        for (annotator, document), present in incomplete.items():
-            rows = table.index[(table["annotator"] == annotator) & (table["document"] == document)]
-            lines.extend(rows)
-            if len(examples) < 3:
-                examples.append(f"annotator {annotator!r}, document {document!r} lacks "
-                                f"{sorted(set(systems) - present)}")
-        errors.append(f"{len(incomplete)} ranking(s) do not rank all {n_systems} systems {systems} (lines "
-                      f"{_rows(frame, frame.index.isin(lines))}; {'; '.join(examples)}); every (annotator, document) must rank "
-                      "every system")
-    if errors:
-        raise DataError(errors)
-    return base
+    if not len(incomplete):
+        return []
+    examples = []
+    lines = []
+    for (annotator, document), present in incomplete.items():
+        rows = table.index[(table["annotator"] == annotator) & (table["document"] == document)]
+        lines.extend(rows)
+        if len(examples) < 3:
+            examples.append(f"annotator {annotator!r}, document {document!r} lacks "
+                            f"{sorted(set(systems) - present)}")
+    return [f"{len(incomplete)} ranking(s) do not rank all {n_systems} systems {systems} (lines "
+            f"{_rows(frame, frame.index.isin(lines))}; {'; '.join(examples)}); every (annotator, document) must rank "
+            "every system"]
 
 
 def one_based(rank, base: int) -> np.ndarray:
