@@ -79,7 +79,7 @@ from scipy.sparse import csgraph
 from scipy.special import expit
 
 from simdesign.analyses.base import relative_cholesky_is_singular
-from simdesign.errors import ConfigError
+from simdesign.core.errors import ConfigError
 
 STRUCTURES = ("maximal", "intercepts", "paper")
 

@@ -15,9 +15,9 @@ import argparse
 import time
 from pathlib import Path
 
-from simdesign.plan_report import plan_table
-from simdesign.plan_search import run_plan
-from simdesign.planner import load_plan
+from simdesign.planning.plan_report import plan_table
+from simdesign.planning.plan_search import run_plan
+from simdesign.planning.planner import load_plan
 
 
 def describe(result) -> str:

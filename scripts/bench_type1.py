@@ -22,8 +22,8 @@ try:
 except ImportError:  # a checkout without the package installed: use the one next to this script
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from simdesign.config import load_config  # noqa: E402
-from simdesign.engine import Chunk, run_simulation, simulate_chunk  # noqa: E402
+from simdesign.simulation.config import load_config  # noqa: E402
+from simdesign.simulation.engine import Chunk, run_simulation, simulate_chunk  # noqa: E402
 
 PAPER_SECONDS_PER_TRIAL = 0.74
 

@@ -10,18 +10,33 @@ The Python API (:mod:`simdesign.api`)::
     result = simdesign.simulate("configs/quick.yaml", trials=50)
     result.summary()
 
-``simdesign.analyse`` is both the module and, called, :func:`simdesign.analyse.analyse`.
+``simdesign.analyse`` is the module :mod:`simdesign.pilot.analyse` and, called, its :func:`analyse`.
+
+Layers (a module imports only its own layer and those listed before it; ``tests/test_architecture.py`` checks):
+
+0. ``core``: errors, seeds, designs, judgements (the vocabulary every layer speaks);
+1. ``model``: the ordinal mixed model that generates judgements, with its ``presets``;
+2. ``stats``: pure statistics (contrasts, reliability, annotation time);
+3. ``clmm`` (+ ``_clmm_numba``, left in place so its on-disk numba cache stays valid): the native mixed model;
+4. ``analyses``: the registered tests (+ ``rsession``, the R session they run in);
+5. ``simulation``: config, engine, backends, store, summary, plots;
+6. ``planning`` and ``pilot``: two clients of simulation that ignore each other;
+7. ``outputs``, ``api``, ``cli``, ``cli_analyse``: user-facing entry points, flat at the top so
+   ``python -m simdesign.cli`` and the ``simdesign`` console script keep their paths.
+
+Folders are named ``simulation`` and ``planning`` (not ``simulate``/``plan``) so they never shadow the
+API functions ``simdesign.simulate`` and ``simdesign.plan``.
 """
-from simdesign.designs import BlockDesign, PoolDesign
-from simdesign.errors import ConfigError, DataError, StoreError
-from simdesign.judgements import Judgements
+from simdesign.core.designs import BlockDesign, PoolDesign
+from simdesign.core.errors import ConfigError, DataError, StoreError
+from simdesign.core.judgements import Judgements
 from simdesign.model import OrdinalMixedModel, load_model
-from simdesign.config import SimulationConfig, load_config, parse_config
-from simdesign.engine import replay_trial, run_simulation
-from simdesign.summary import summarise
+from simdesign.simulation.config import SimulationConfig, load_config, parse_config
+from simdesign.simulation.engine import replay_trial, run_simulation
+from simdesign.simulation.summary import summarise
 from simdesign.api import (PlanOutcome, Reliability, SimulationResult, check_model, fit_model, load_results, plan,
                            reliability, simulate)
-from simdesign import analyse  # a callable module: simdesign.analyse(frame) runs simdesign.analyse.analyse
+from simdesign.pilot import analyse  # a callable module: simdesign.analyse(frame) runs simdesign.pilot.analyse.analyse
 
 __version__ = "0.1.0"
 __all__ = ["BlockDesign", "PoolDesign", "ConfigError", "DataError", "StoreError", "Judgements", "OrdinalMixedModel",

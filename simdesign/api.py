@@ -11,9 +11,9 @@
 * :func:`fit_model`, :func:`check_model`, :func:`reliability` on a judgements
   table or CSV; ``simdesign.analyse(...)`` analyses a real study.
 
-Bad input raises :class:`~simdesign.errors.ConfigError` (configs),
-:class:`~simdesign.errors.DataError` (tables) or
-:class:`~simdesign.errors.StoreError` (results directories).
+Bad input raises :class:`~simdesign.core.errors.ConfigError` (configs),
+:class:`~simdesign.core.errors.DataError` (tables) or
+:class:`~simdesign.core.errors.StoreError` (results directories).
 """
 from __future__ import annotations
 
@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simdesign.config import SimulationConfig, load_config, parse_config
-from simdesign.errors import ConfigError
+from simdesign.simulation.config import SimulationConfig, load_config, parse_config
+from simdesign.core.errors import ConfigError
 from simdesign.outputs import (config_from_results, failure_table, figure_estimands, figure_title, write_figures,
                                write_outputs)
-from simdesign.store import ResultsStore
+from simdesign.simulation.store import ResultsStore
 
 # The CLI's default for --jobs: every core (results do not depend on it).
 DEFAULT_JOBS = -1
@@ -67,7 +67,7 @@ class SimulationResult:
     trials : pandas.DataFrame
         One row per (design, trial, test, system pair), and one per (design,
         trial, estimand) with ``pair`` -1; columns as
-        :data:`simdesign.store.RESULT_COLUMNS`.
+        :data:`simdesign.simulation.store.RESULT_COLUMNS`.
     out_dir : Path or None
         The results directory, or None for a run kept in memory.
     """
@@ -90,7 +90,7 @@ class SimulationResult:
         alpha : float, optional
             Significance level (default the config's); the trials are not re-simulated.
         """
-        from simdesign.summary import summarise
+        from simdesign.simulation.summary import summarise
 
         config = self.config if alpha is None else dataclasses.replace(self.config, alpha=alpha)
         return summarise(config, self.trials)
@@ -119,7 +119,7 @@ class SimulationResult:
         alpha : float, optional
             Significance level of the summary (default the config's).
         """
-        from simdesign.plots import draw_summary
+        from simdesign.simulation.plots import draw_summary
 
         summary = self.summary(alpha)
         if path is not None and estimand is None and alpha is None:
@@ -171,19 +171,19 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
     jobs : int, optional
         Parallel workers (default -1, all cores, as the CLI); results do not depend on it.
     backend : {'loky', 'threading', 'dask'} or BackendSpec
-        See :func:`simdesign.engine.run_simulation`.
+        See :func:`simdesign.simulation.engine.run_simulation`.
     trials : int, optional
         Overrides the config's trials.
     progress : bool
         Show a progress bar.
     **backend_options
-        ``scheduler``, ``workers``, ``retries`` (see :func:`simdesign.engine.run_simulation`).
+        ``scheduler``, ``workers``, ``retries`` (see :func:`simdesign.simulation.engine.run_simulation`).
 
     Returns
     -------
     SimulationResult
     """
-    from simdesign.engine import run_simulation
+    from simdesign.simulation.engine import run_simulation
 
     config = as_config(config, trials)
     jobs = check_jobs(DEFAULT_JOBS if jobs is None else jobs)
@@ -223,7 +223,7 @@ class PlanOutcome:
 
     Attributes
     ----------
-    result : simdesign.plan_search.PlanResult
+    result : simdesign.planning.plan_search.PlanResult
         Everything the search found (per-candidate results, confirmations, effort).
     table : pandas.DataFrame
         The ranked candidates (as ``plan.csv``).
@@ -248,7 +248,7 @@ class PlanOutcome:
 
     def plot(self, path) -> list[Path]:
         """Draw cost against power (as ``simdesign plan``): ``path`` without suffix; returns the files written."""
-        from simdesign.plan_report import plot_plan
+        from simdesign.planning.plan_report import plot_plan
 
         return plot_plan(self.result, self.table, Path(path))
 
@@ -260,7 +260,7 @@ class PlanOutcome:
         dict
             ``table``, ``recommendation`` and ``figures`` paths.
         """
-        from simdesign.plan_report import write_plan_outputs
+        from simdesign.planning.plan_report import write_plan_outputs
 
         return write_plan_outputs(self.result, Path(directory), Path(figure) if figure else None)
 
@@ -287,9 +287,9 @@ def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True
     -------
     PlanOutcome
     """
-    from simdesign.plan_report import effort_line, plan_table, recommendation_text
-    from simdesign.plan_search import run_plan
-    from simdesign.planner import PlanConfig, load_plan, parse_plan
+    from simdesign.planning.plan_report import effort_line, plan_table, recommendation_text
+    from simdesign.planning.plan_search import run_plan
+    from simdesign.planning.planner import PlanConfig, load_plan, parse_plan
 
     if isinstance(config, dict):
         config = parse_plan(config)
@@ -319,7 +319,7 @@ def read_judgements_table(frame_or_path, columns: dict | None = None, scale=None
     DataError
         A missing column, a bad score, a repeated judgement..., naming the column or line.
     """
-    from simdesign.fit import checked_judgements, read_judgements
+    from simdesign.pilot.fit import checked_judgements, read_judgements
 
     if isinstance(frame_or_path, pd.DataFrame):
         columns = dict(columns or {})
@@ -337,7 +337,7 @@ def fit_model(frame_or_path, *, structure: str = "auto", reference=None, scale=N
     frame_or_path : pandas.DataFrame or path-like
         Columns ``annotator, document, system, score`` (``columns`` maps a file's names to these).
     structure, reference, scale, name, allow_reduced
-        As :func:`simdesign.fit.fit_model`.
+        As :func:`simdesign.pilot.fit.fit_model`.
     columns : dict, optional
         File column name -> ours (annotator, document, system, score).
     source : dict, optional
@@ -345,17 +345,17 @@ def fit_model(frame_or_path, *, structure: str = "auto", reference=None, scale=N
 
     Returns
     -------
-    simdesign.fit.FitOutcome
+    simdesign.pilot.fit.FitOutcome
         ``.model`` (an OrdinalMixedModel to simulate from), ``.result`` (the
         fit: status, log-likelihood, random-effect SDs), ``.provenance``.
 
     Raises
     ------
     DataError
-        The table cannot be used. :class:`simdesign.fit.FitError` if the fit fails.
+        The table cannot be used. :class:`simdesign.pilot.fit.FitError` if the fit fails.
     """
-    from simdesign.fit import file_sha256
-    from simdesign.fit import fit_model as fit
+    from simdesign.pilot.fit import file_sha256
+    from simdesign.pilot.fit import fit_model as fit
 
     frame, scale = read_judgements_table(frame_or_path, columns, scale)
     if source is None and not isinstance(frame_or_path, pd.DataFrame):
@@ -383,7 +383,7 @@ def check_model(model, frame_or_path, *, trials: int = 200, seed: int = 0, out_d
     pandas.DataFrame
         One row per statistic: observed value, simulated 95% range, ``inside``.
     """
-    from simdesign.check import predictive_check, run_check
+    from simdesign.pilot.check import predictive_check, run_check
     from simdesign.model import load_model
 
     model = load_model(getattr(model, "model", model))
@@ -414,7 +414,7 @@ def reliability(frame_or_path, *, method: str | None = None, columns: dict | Non
     ----------
     frame_or_path : pandas.DataFrame or path-like
         Likert (``score``) or Rank (``rank``) judgements; a CSV is read by
-        :func:`simdesign.ranks.read_table`, a DataFrame is taken as Likert.
+        :func:`simdesign.pilot.ranks.read_table`, a DataFrame is taken as Likert.
     method : {'likert', 'rank'}, optional
     seed : int
         For random splits (more than 100,000 distinct splits).
@@ -423,7 +423,7 @@ def reliability(frame_or_path, *, method: str | None = None, columns: dict | Non
     -------
     Reliability
     """
-    from simdesign.ranks import read_table
+    from simdesign.pilot.ranks import read_table
 
     if isinstance(frame_or_path, pd.DataFrame):
         frame, scale = read_judgements_table(frame_or_path, columns, scale)
@@ -435,8 +435,8 @@ def reliability(frame_or_path, *, method: str | None = None, columns: dict | Non
 
 def reliability_of_checked(frame: pd.DataFrame, scale, seed: int = 0) -> Reliability:
     """:func:`reliability` of a table already checked (by :func:`read_judgements_table` or ``read_table``)."""
-    from simdesign.judgements import Judgements
-    from simdesign.reliability import UndefinedReliability, krippendorff_alpha, split_half_reliability
+    from simdesign.core.judgements import Judgements
+    from simdesign.stats.reliability import UndefinedReliability, krippendorff_alpha, split_half_reliability
 
     notes, alpha, split = [], None, None
     try:

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 
 from simdesign import api
-from simdesign.backends import BACKENDS, DEFAULT_RETRIES
-from simdesign.config import SimulationConfig, config_warnings, load_config
-from simdesign.errors import ConfigError, MissingBackendError, StoreError
+from simdesign.simulation.backends import BACKENDS, DEFAULT_RETRIES
+from simdesign.simulation.config import SimulationConfig, config_warnings, load_config
+from simdesign.core.errors import ConfigError, MissingBackendError, StoreError
 from simdesign.model import PRESETS, load_model
 from simdesign.outputs import config_from_results, failure_report, write_outputs
 
@@ -36,7 +36,7 @@ def write_and_report(config: SimulationConfig, summary: pd.DataFrame, out_dir: P
 
 
 def cmd_run(args) -> int:
-    from simdesign.engine import default_out_dir
+    from simdesign.simulation.engine import default_out_dir
 
     overrides = {key: value for key, value in (("trials", args.trials), ("chunk_size", args.chunk_size))
                  if value is not None}
@@ -76,7 +76,7 @@ def check_save_path(value: str | None, option: str) -> None:
 
 def stored_trial_or_error(out_dir: Path, design: str, trial: int, test: str) -> pd.DataFrame:
     """The stored rows of the trial to replay, or a StoreError naming the trials that are stored."""
-    from simdesign.store import ResultsStore
+    from simdesign.simulation.store import ResultsStore
 
     store = ResultsStore(out_dir)
     stored = store.trial_rows(design, trial, test)
@@ -94,7 +94,7 @@ def stored_trial_or_error(out_dir: Path, design: str, trial: int, test: str) -> 
 
 
 def cmd_replay(args) -> int:
-    from simdesign.engine import check_replay_request, replay_trial
+    from simdesign.simulation.engine import check_replay_request, replay_trial
 
     out_dir = Path(args.results)
     config = config_from_results(out_dir)
@@ -134,7 +134,7 @@ def cmd_replay(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from simdesign.planner import load_plan
+    from simdesign.planning.planner import load_plan
 
     overrides = {key: value for key, value in (("max_trials", args.max_trials), ("screen_trials", args.screen_trials))
                  if value is not None}
@@ -160,14 +160,14 @@ def cmd_plan(args) -> int:
 
 def _read_judgements_args(args):
     # One reader and one validator for fit, check and reliability: a table one refuses, all refuse.
-    from simdesign.fit import parse_columns, parse_scale
+    from simdesign.pilot.fit import parse_columns, parse_scale
 
     scale = parse_scale(args.scale) if args.scale else None
     return api.read_judgements_table(args.judgements, parse_columns(args.columns), scale)
 
 
 def cmd_reliability(args) -> int:
-    from simdesign.ranks import describe, read_table_args
+    from simdesign.pilot.ranks import describe, read_table_args
 
     frame, info = read_table_args(args)  # Likert or Rank (reversed ranks: alpha and SHR unchanged)
     scale = info["scale"]
@@ -192,7 +192,7 @@ def cmd_reliability(args) -> int:
 
 
 def cmd_fit(args) -> int:
-    from simdesign.fit import FitError, file_sha256, write_model
+    from simdesign.pilot.fit import FitError, file_sha256, write_model
 
     frame, scale = _read_judgements_args(args)
     source = {"file": Path(args.judgements).name, "sha256": file_sha256(args.judgements), "rows": len(frame)}

@@ -1,7 +1,7 @@
 """``simdesign analyse JUDGEMENTS.csv``: which systems differ in a real Likert or Rank study.
 
 Registered in :mod:`simdesign.cli` by :func:`add_parser`; the work is done by
-:func:`simdesign.analyse.analyse`.
+:func:`simdesign.pilot.analyse.analyse`.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pandas as pd
 
 def add_parser(subparsers) -> None:
     """Add the ``analyse`` subcommand to the CLI's subparsers."""
-    from simdesign.analyse import ADJUST_CHOICES, DEFAULT_BOOTSTRAP
+    from simdesign.pilot.analyse import ADJUST_CHOICES, DEFAULT_BOOTSTRAP
 
     parser = subparsers.add_parser(
         "analyse", help="analyse a real study (Likert or Rank): means with 95%% intervals, pairwise tests, "
@@ -41,9 +41,9 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     """Run ``simdesign analyse``; bad input raises ConfigError (exit code 2 in :func:`simdesign.cli.main`)."""
-    from simdesign.analyse import analyse
-    from simdesign.errors import ConfigError
-    from simdesign.ranks import read_table_args
+    from simdesign.pilot.analyse import analyse
+    from simdesign.core.errors import ConfigError
+    from simdesign.pilot.ranks import read_table_args
 
     frame, info = read_table_args(args)
     tests = [name.strip() for name in args.tests.split(",") if name.strip()]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from simdesign.config import SimulationConfig, parse_config
-from simdesign.store import ResultsStore
+from simdesign.simulation.config import SimulationConfig, parse_config
+from simdesign.simulation.store import ResultsStore
 
 FAILURE_COLUMNS = ("design", "test", "n_failed", "n_tests", "rate", "note", "kind")
 
@@ -36,7 +36,7 @@ def figure_estimands(config: SimulationConfig, estimand: str | None = None) -> l
 
 def write_figures(config: SimulationConfig, summary: pd.DataFrame, base: Path) -> list[Path]:
     """The figures of a summary as ``base.png``/``.pdf`` (and ``base-<estimand>`` for reliability estimands)."""
-    from simdesign.plots import plot_summary
+    from simdesign.simulation.plots import plot_summary
 
     paths = []
     for position, estimand in enumerate(figure_estimands(config)):

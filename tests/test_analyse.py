@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 from simdesign import BlockDesign, PoolDesign, load_model
-from simdesign.analyse import analyse, bootstrap_intervals, rank_sets
+from simdesign.pilot.analyse import analyse, bootstrap_intervals, rank_sets
 from simdesign.cli import main
-from simdesign.ranks import read_table
+from simdesign.pilot.ranks import read_table
 from tests.conftest import SHARED_DATA
 
 JUDGEMENTS = SHARED_DATA / "judgements"
@@ -120,7 +120,7 @@ def test_analyse_rejects_bad_options(tmp_path, capsys):
 def test_block_bootstrap_t_covers_about_95_percent_on_the_papers_design():
     # 1000 simulated studies of the paper's design from the coherence preset; the study is the unit. With
     # MCSE about 0.0045 the tolerance (4 MCSE) would reject the plain percentile interval (93%).
-    from simdesign.analyse import _block_bootstrap_t
+    from simdesign.pilot.analyse import _block_bootstrap_t
 
     model = load_model("coherence")
     truth = model.expected_scores("fitted")

@@ -14,9 +14,9 @@ import yaml
 import simdesign
 from simdesign import api
 from simdesign.cli import main
-from simdesign.config import AnalysisSpec, FigureSpec, SimulationConfig, load_config, parse_config
-from simdesign.designs import BlockDesign, PoolDesign
-from simdesign.errors import ConfigError, DataError, StoreError
+from simdesign.simulation.config import AnalysisSpec, FigureSpec, SimulationConfig, load_config, parse_config
+from simdesign.core.designs import BlockDesign, PoolDesign
+from simdesign.core.errors import ConfigError, DataError, StoreError
 from simdesign.model import load_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -228,7 +228,7 @@ def test_reliability_and_check_on_a_frame():
 
 
 def test_analyse_is_the_module_and_callable():
-    import simdesign.analyse as module
+    import simdesign.pilot.analyse as module
 
     assert module is simdesign.analyse and callable(simdesign.analyse)
     assert module.Analysis.__name__ == "Analysis"

@@ -122,11 +122,11 @@ def test_cycle_finder_finds_a_planted_cycle():
 
 
 def test_the_import_graph_sees_imports_inside_functions_but_not_type_checking_blocks():
-    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from simdesign.config import X\n"
+    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from simdesign.simulation.config import X\n"
               "def f():\n    from simdesign.model import load_model\n")
     found = set()
     for node in _runtime_nodes(ast.parse(source)):
-        found |= _imported(node, "simdesign.cli", False, {"simdesign.model", "simdesign.cli", "simdesign.config"})
+        found |= _imported(node, "simdesign.cli", False, {"simdesign.model", "simdesign.cli", "simdesign.simulation.config"})
     assert found == {"simdesign.model"}
 
 
@@ -152,3 +152,47 @@ def test_no_new_function_is_longer_than_80_lines():
     grown = {name: length for name, length in long_functions().items()
              if length > KNOWN_LONG_FUNCTIONS.get(name, MAX_FUNCTION_LINES)}
     assert grown == {}, f"functions over {MAX_FUNCTION_LINES} lines (split them): {grown}"
+
+
+# Module prefix -> layer (the folders of simdesign/, see its __init__ docstring). A module may import its own
+# layer and lower ones only. The longest matching prefix wins, so "simdesign" alone is the package's top.
+LAYERS = {
+    "simdesign.core": 0,
+    "simdesign.model": 1,
+    "simdesign.stats": 2,
+    "simdesign.clmm": 3, "simdesign._clmm_numba": 3,
+    "simdesign.analyses": 4,
+    "simdesign.simulation": 5,
+    "simdesign.planning": 6, "simdesign.pilot": 6,
+    "simdesign.outputs": 7, "simdesign.api": 7, "simdesign.cli": 7, "simdesign.cli_analyse": 7, "simdesign": 7,
+}
+
+
+def layer_of(module: str) -> int:
+    """The layer of a module: that of the longest prefix in :data:`LAYERS` (``simdesign.cli`` is not
+    ``simdesign.cli_analyse``'s prefix: prefixes match whole dotted parts)."""
+    matches = [prefix for prefix in LAYERS if module == prefix or module.startswith(prefix + ".")]
+    if not matches:
+        raise KeyError(f"{module} has no layer in LAYERS: add its folder")
+    return LAYERS[max(matches, key=len)]
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{module} (layer {layer_of(module)}) imports {target} (layer {layer_of(target)})"
+                  for module, targets in graph.items() for target in targets if layer_of(target) > layer_of(module))
+
+
+def test_layer_check_catches_a_planted_upward_import():
+    assert upward_imports({"simdesign.core.designs": {"simdesign.simulation.config"}}) == [
+        "simdesign.core.designs (layer 0) imports simdesign.simulation.config (layer 5)"]
+    assert upward_imports({"simdesign.simulation.config": {"simdesign.core.designs"}}) == []
+    assert layer_of("simdesign.cli_analyse") == 7 and layer_of("simdesign.clmm.laplace") == 3
+
+
+def test_every_module_has_a_layer():
+    for module in _modules():
+        layer_of(module)
+
+
+def test_every_import_goes_to_the_same_or_a_lower_layer():
+    assert upward_imports(import_graph()) == []

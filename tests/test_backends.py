@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from simdesign.backends import BackendSpec, ChunkExecutor, check_backend, own_libpython_for_children
+from simdesign.simulation.backends import BackendSpec, ChunkExecutor, check_backend, own_libpython_for_children
 from simdesign.cli import main
-from simdesign.config import parse_config
-from simdesign.engine import run_simulation
-from simdesign.errors import ConfigError
-from simdesign.store import ResultsStore
+from simdesign.simulation.config import parse_config
+from simdesign.simulation.engine import run_simulation
+from simdesign.core.errors import ConfigError
+from simdesign.simulation.store import ResultsStore
 
 SMALL = {
     "name": "backends", "model": "coherence", "effect": "fitted", "trials": 30, "chunk_size": 5, "seed": 11,
@@ -113,7 +113,7 @@ def test_cli_dask_with_its_own_local_cluster(tmp_path):
 
 def test_lost_worker_error_resubmits_only_unsaved_chunks(tmp_path, monkeypatch, caplog):
     distributed = pytest.importorskip("distributed")
-    import simdesign.engine as engine
+    import simdesign.simulation.engine as engine
 
     original = engine.simulate_chunk
     calls = []
@@ -125,7 +125,7 @@ def test_lost_worker_error_resubmits_only_unsaved_chunks(tmp_path, monkeypatch, 
         return original(model, effect, seed, chunk, *registry)
 
     monkeypatch.setattr(engine, "simulate_chunk", flaky)
-    with caplog.at_level(logging.WARNING, logger="simdesign.engine"):
+    with caplog.at_level(logging.WARNING, logger="simdesign.simulation.engine"):
         table = _run(SMALL, tmp_path / "flaky", backend="threading", jobs=1)
     assert "retry 1 of 3" in caplog.text
     monkeypatch.setattr(engine, "simulate_chunk", original)
@@ -150,7 +150,7 @@ def test_r_backed_tests_need_single_threaded_dask_workers():
 @pytest.mark.slow
 @pytest.mark.needs_r
 def test_r_backed_test_on_dask_equals_local_and_keeps_one_r_per_worker(cluster, tmp_path):
-    from simdesign.rsession import r_available
+    from simdesign.analyses.rsession import r_available
 
     ok, message = r_available()
     if not ok:
@@ -166,7 +166,7 @@ def test_r_backed_test_on_dask_equals_local_and_keeps_one_r_per_worker(cluster, 
     pd.testing.assert_frame_equal(_results(_run(raw, tmp_path / "local", jobs=1)), _results(dask))
     # each worker started R once (the R check before the run) and reused it for its chunks
     assert client.run(os.getpid) == pids
-    assert all(client.run(lambda: __import__("simdesign.rsession").rsession._SESSION is not None).values())
+    assert all(client.run(lambda: __import__("simdesign.analyses.rsession").rsession._SESSION is not None).values())
 
 
 def _kill_a_busy_worker_during(run, out, client):
@@ -203,7 +203,7 @@ def test_killing_a_worker_mid_run_loses_nothing(cluster, slow_reference, tmp_pat
     local.scheduler.allowed_failures = allowed_failures
     out = tmp_path / "killed"
     try:
-        with caplog.at_level(logging.WARNING, logger="simdesign.engine"):
+        with caplog.at_level(logging.WARNING, logger="simdesign.simulation.engine"):
             error = _kill_a_busy_worker_during(
                 lambda: run_simulation(parse_config(SLOW), out, SLOW, backend="dask",
                                        scheduler=local.scheduler_address, progress=False), out, client)
@@ -267,7 +267,7 @@ def test_analysis_named_by_module_and_attribute_resolves_in_a_fresh_process():
 
 
 def _tiny_plan():
-    from simdesign.planner import parse_plan
+    from simdesign.planning.planner import parse_plan
 
     return parse_plan({
         "name": "plan-dask", "model": "coherence", "effect": "fitted", "tests": ["ttest_doc"], "alpha": 0.05,
@@ -279,8 +279,8 @@ def _tiny_plan():
 
 
 def test_plan_on_dask_gives_the_loky_plan(cluster, tmp_path):
-    from simdesign.plan_report import plan_table
-    from simdesign.plan_search import run_plan
+    from simdesign.planning.plan_report import plan_table
+    from simdesign.planning.plan_search import run_plan
 
     local, _ = cluster
     loky = run_plan(_tiny_plan(), tmp_path / "loky", jobs=2)

@@ -5,7 +5,7 @@ One parametrised test over all cases. A case is (command, payload, extra options
 - ``replay``: the payload is replay arguments against a small stored run, which must not change.
 - ``plan``: the payload changes a small valid plan config; nothing may be written.
 - ``fit``, ``check``, ``reliability``: the payload is the judgements file's bytes. The three commands share
-  one reader and one validator (simdesign.fit.read_judgements), so each table case runs through all three.
+  one reader and one validator (simdesign.pilot.fit.read_judgements), so each table case runs through all three.
 """
 import pandas as pd
 import pytest
@@ -154,7 +154,7 @@ def test_the_good_table_passes_every_reader(tmp_path, capsys):
     path.write_bytes(_table())
     assert main(["reliability", str(path)]) == 0
     assert "30 judgements, 3 annotators, 2 documents, 5 systems" in capsys.readouterr().out
-    from simdesign.fit import read_judgements
+    from simdesign.pilot.fit import read_judgements
     frame, scale = read_judgements(path)
     assert scale == tuple(range(1, 8)) and frame.attrs["lines"] == list(range(2, 32))
 

@@ -6,9 +6,9 @@ unit (docs/estimands.md).
 import pytest
 
 from simdesign.analyses.classical import CLASSICAL_TESTS
-from simdesign.config import parse_config
-from simdesign.engine import run_simulation
-from simdesign.summary import summarise
+from simdesign.simulation.config import parse_config
+from simdesign.simulation.engine import run_simulation
+from simdesign.simulation.summary import summarise
 
 from conftest import within_mcse
 

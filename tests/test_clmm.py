@@ -15,7 +15,7 @@ import pytest
 
 from simdesign import clmm
 from simdesign.analyses.base import relative_cholesky_is_singular, wald_contrasts
-from simdesign.errors import ConfigError
+from simdesign.core.errors import ConfigError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "clmm_r"
 R_FITS = sorted(FIXTURES.glob("*__*.json"))

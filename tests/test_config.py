@@ -1,8 +1,8 @@
 import pytest
 import yaml
 
-from simdesign.config import load_config, parse_config
-from simdesign.errors import ConfigError
+from simdesign.simulation.config import load_config, parse_config
+from simdesign.core.errors import ConfigError
 
 BASE = {
     "name": "t", "model": "coherence", "effect": "zero", "trials": 10, "seed": 1,
@@ -107,7 +107,7 @@ def test_figure_estimand_of_a_reliability_only_config_is_one_of_its_estimands():
 
 
 def test_negative_effect_is_a_warning_not_an_error():
-    from simdesign.config import config_warnings
+    from simdesign.simulation.config import config_warnings
 
     assert config_warnings(_config(effect=2)) == []
     [warning] = config_warnings(_config(effect=-0.5))

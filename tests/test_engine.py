@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from simdesign.config import parse_config
-from simdesign.engine import plan_chunks, replay_trial, run_simulation
-from simdesign.errors import ConfigError
-from simdesign.store import ResultsStore
+from simdesign.simulation.config import parse_config
+from simdesign.simulation.engine import plan_chunks, replay_trial, run_simulation
+from simdesign.core.errors import ConfigError
+from simdesign.simulation.store import ResultsStore
 
 RAW = {
     "name": "engine-test", "model": "coherence", "effect": "fitted", "trials": 40, "seed": 7, "chunk_size": 6,

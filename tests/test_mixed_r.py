@@ -19,7 +19,7 @@ import pytest
 from simdesign import BlockDesign, Judgements
 from simdesign.analyses import mixed_r
 from simdesign.analyses.base import ANALYSES, BACKEND_CHECKS, ERROR, NOT_CONVERGED, OK, SINGULAR, system_pairs
-from simdesign.rsession import r_available
+from simdesign.analyses.rsession import r_available
 
 # Fits in R: its start-up and the fits take tens of seconds in all.
 pytestmark = pytest.mark.slow
@@ -112,7 +112,7 @@ def test_module_imports_and_reports_without_rpy2():
     # A machine without R must still import the package and get a helpful message.
     code = ("import sys; sys.modules['rpy2'] = None\n"
             "import simdesign.analyses.mixed_r as m\n"
-            "from simdesign.rsession import r_available\n"
+            "from simdesign.analyses.rsession import r_available\n"
             "ok, message = r_available()\n"
             "assert not ok and 'scripts/setup.sh' in message, message\n"
             "import numpy as np\n"
@@ -308,7 +308,7 @@ def test_lmer_direct_matches_pymer4(lmer_paper_fit, paper):
 def test_clm_matches_r_ordinal_clm(r_session, paper):
     from rpy2 import robjects
 
-    from simdesign.rsession import session
+    from simdesign.analyses.rsession import session
 
     r = session()
     with r.lock:

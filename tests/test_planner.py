@@ -12,18 +12,18 @@ import pandas as pd
 import pytest
 import yaml
 
-from simdesign.annotation_time import capped_durations, seconds_per_output
+from simdesign.stats.annotation_time import capped_durations, seconds_per_output
 from simdesign.cli import main
-from simdesign.designs import BlockDesign
-from simdesign.engine import Chunk, simulate_chunk
-from simdesign.errors import ConfigError
+from simdesign.core.designs import BlockDesign
+from simdesign.simulation.engine import Chunk, simulate_chunk
+from simdesign.core.errors import ConfigError
 from simdesign.model import load_model
-from simdesign.plan_report import pareto_front, plan_table
-from simdesign.plan_search import OutcomeSource, assess, decide_plan, rate_over_pairs, run_plan, trial_schedule
-from simdesign.plan_report import plan_study
-from simdesign.planner import (CostModel, annotation_times, parse_plan, smallest_difference,
+from simdesign.planning.plan_report import pareto_front, plan_table
+from simdesign.planning.plan_search import OutcomeSource, assess, decide_plan, rate_over_pairs, run_plan, trial_schedule
+from simdesign.planning.plan_report import plan_study
+from simdesign.planning.planner import (CostModel, annotation_times, parse_plan, smallest_difference,
                                solve_effect_scale)
-from simdesign.summary import rejections, summarise_group, wilson_interval
+from simdesign.simulation.summary import rejections, summarise_group, wilson_interval
 
 SHARED_TIMES = Path(__file__).resolve().parents[2] / "shared" / "data" / "steen-markert-2021" / "times"
 

@@ -11,12 +11,12 @@ import pytest
 
 from simdesign.analyses import ANALYSES, run_analysis, system_pairs
 from simdesign.analyses.base import ERROR, FAILURES, OK, SINGULAR
-from simdesign.config import EFFECT_ESTIMANDS, NULL_ESTIMANDS
-from simdesign.designs import (DESIGN_KINDS, BlockDesign, PoolDesign, design_from_mapping, design_to_mapping,
+from simdesign.simulation.config import EFFECT_ESTIMANDS, NULL_ESTIMANDS
+from simdesign.core.designs import (DESIGN_KINDS, BlockDesign, PoolDesign, design_from_mapping, design_to_mapping,
                                shape_of_row)
-from simdesign.errors import ConfigError
+from simdesign.core.errors import ConfigError
 from simdesign.model import load_model
-from simdesign.summary import DESIGN_COLUMNS, ESTIMANDS, estimand_names, rejections, summarise_group
+from simdesign.simulation.summary import DESIGN_COLUMNS, ESTIMANDS, estimand_names, rejections, summarise_group
 
 STATUSES = {OK, SINGULAR} | set(FAILURES)
 EXAMPLE_DESIGNS = {"block": BlockDesign(4, 5, 2), "pool": PoolDesign(docs=12, annotators=6, judgements_per_output=2)}
@@ -27,7 +27,7 @@ EXAMPLE_DESIGNS = {"block": BlockDesign(4, 5, 2), "pool": PoolDesign(docs=12, an
 
 
 def _r_missing() -> str | None:
-    from simdesign.rsession import r_available
+    from simdesign.analyses.rsession import r_available
 
     ok, message = r_available()
     return None if ok else message

@@ -9,13 +9,13 @@ from simdesign import BlockDesign, PoolDesign, load_model
 from simdesign.api import load_results
 from simdesign.cli import main
 from simdesign.outputs import write_outputs
-from simdesign.config import parse_config
-from simdesign.engine import plan_chunks, run_simulation
-from simdesign.errors import ConfigError
-from simdesign.judgements import Judgements
-from simdesign.reliability import (UndefinedReliability, krippendorff_alpha, n_distinct_splits, shr,
+from simdesign.simulation.config import parse_config
+from simdesign.simulation.engine import plan_chunks, run_simulation
+from simdesign.core.errors import ConfigError
+from simdesign.core.judgements import Judgements
+from simdesign.stats.reliability import (UndefinedReliability, krippendorff_alpha, n_distinct_splits, shr,
                                    split_half_reliability)
-from simdesign.store import ResultsStore
+from simdesign.simulation.store import ResultsStore
 
 
 def _frame(rows):
@@ -169,7 +169,7 @@ def test_estimands_are_per_trial_rows_summarised_with_notes_where_undefined(tmp_
     assert len(table) == 3 * 12 * 2
     # The stored values are the reliability of each trial's own data.
     design = config.designs[1]
-    from simdesign.seeds import data_rng
+    from simdesign.core.seeds import data_rng
     data = config.model.sample(design, data_rng(config.seed, design.label, 0), config.effect)
     row = table[(table["design"] == design.label) & (table["trial"] == 0) & (table["test"] == "krippendorff_alpha")]
     assert row["estimate"].iloc[0] == pytest.approx(krippendorff_alpha(data))

@@ -8,8 +8,8 @@ that alters any simulated study or p-value makes this test fail: if the change i
 import numpy as np
 import pytest
 
-from simdesign.config import parse_config
-from simdesign.engine import Chunk, replay_trial, simulate_chunk
+from simdesign.simulation.config import parse_config
+from simdesign.simulation.engine import Chunk, replay_trial, simulate_chunk
 
 RAW = {"name": "streams", "model": "coherence", "effect": "fitted",
        "designs": [{"kind": "block", "blocks": 4, "docs_per_block": 5, "annotators_per_block": 3}],

@@ -3,8 +3,8 @@ import pandas as pd
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from simdesign.config import parse_config
-from simdesign.summary import rate_from_shares, ratio_rate, share_rate, summarise, wilson_from_mcse, wilson_interval
+from simdesign.simulation.config import parse_config
+from simdesign.simulation.summary import rate_from_shares, ratio_rate, share_rate, summarise, wilson_from_mcse, wilson_interval
 
 
 def test_rate_and_trial_level_mcse():

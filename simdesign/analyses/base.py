@@ -1,6 +1,6 @@
 """The analysis contract and registry.
 
-An analysis takes one study's :class:`~simdesign.judgements.Judgements` and
+An analysis takes one study's :class:`~simdesign.core.judgements.Judgements` and
 returns a :class:`PairwiseResult`: an estimate, a two-sided p-value and a
 status for every pair of systems (i, j), i < j in model order, estimates
 oriented i minus j (docs/estimands.md).
@@ -17,11 +17,11 @@ from typing import Callable
 
 import numpy as np
 
-from simdesign.judgements import Judgements
+from simdesign.core.judgements import Judgements
 
-# The shared statistics live in simdesign.contrasts (imported by the native CLMM too); re-exported here
+# The shared statistics live in simdesign.stats.contrasts (imported by the native CLMM too); re-exported here
 # because they are part of the analysis contract.
-from simdesign.contrasts import (ADJUSTMENTS, DEGENERATE, ERROR, FAILURES, NOT_CONVERGED, OK,  # noqa: F401
+from simdesign.stats.contrasts import (ADJUSTMENTS, DEGENERATE, ERROR, FAILURES, NOT_CONVERGED, OK,  # noqa: F401
                                  SINGULAR, SINGULAR_TOLERANCE, PairwiseResult, pairwise_from_fit,
                                  relative_cholesky_is_singular, system_pairs, wald_contrasts)
 

@@ -16,7 +16,7 @@ from scipy import stats
 
 from simdesign.analyses.base import (DEGENERATE, OK, AnalysisInfo, PairwiseResult, register,
                                      system_pairs)
-from simdesign.judgements import Judgements
+from simdesign.core.judgements import Judgements
 
 UNITS = ("single", "doc", "block")
 

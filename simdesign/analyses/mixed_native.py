@@ -11,7 +11,7 @@ import numpy as np
 
 from simdesign.analyses.base import (ADJUSTMENTS, FAILURES, AnalysisInfo, PairwiseResult, pairwise_from_fit,
                                      register, system_pairs)
-from simdesign.judgements import Judgements
+from simdesign.core.judgements import Judgements
 
 STRUCTURES = ("maximal", "intercepts", "paper")
 

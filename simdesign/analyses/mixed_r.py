@@ -38,7 +38,7 @@ kept), ``not_converged`` (any convergence warning, at a boundary fit too) or
 error gets status ``error`` on its own (:func:`simdesign.analyses.base.pairwise_from_fit`).
 
 The R session is started once per process on first use
-(:mod:`simdesign.rsession`); importing this module needs neither R nor rpy2.
+(:mod:`simdesign.analyses.rsession`); importing this module needs neither R nor rpy2.
 
 Reproducibility: clmm fits are deterministic. lme4's are not bit-for-bit
 reproducible across processes: the same data give results that depend on the
@@ -71,8 +71,8 @@ import numpy as np
 from simdesign.analyses.base import (ADJUSTMENTS, BACKEND_CHECKS, ERROR, NOT_CONVERGED, OK, SINGULAR,
                                      AnalysisInfo, PairwiseResult, pairwise_from_fit, register,
                                      relative_cholesky_is_singular, system_pairs)
-from simdesign.judgements import Judgements
-from simdesign.rsession import r_available
+from simdesign.core.judgements import Judgements
+from simdesign.analyses.rsession import r_available
 
 STRUCTURES = ("maximal", "intercepts", "paper")
 
@@ -195,7 +195,7 @@ def lmer_fit_status(singular: bool, optimizer_code: int, lme4_messages=(), optim
 
 # --------------------------------------------------------------------- clmm
 def _fit_clmm(judgements: Judgements, structure: str, verbose: bool = False) -> dict:
-    from simdesign.rsession import as_dict, session
+    from simdesign.analyses.rsession import as_dict, session
 
     r = session()
     formula = formula_for(judgements, structure)
@@ -275,7 +275,7 @@ def _pair_contrast_rows(n_systems: int) -> np.ndarray:
 
 
 def _fit_lmer(judgements: Judgements, structure: str, verbose: bool = False) -> dict:
-    from simdesign.rsession import as_dict, session
+    from simdesign.analyses.rsession import as_dict, session
 
     r = session()
     formula = formula_for(judgements, structure)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
-from simdesign.contrasts import relative_cholesky_is_singular
+from simdesign.stats.contrasts import relative_cholesky_is_singular
 
 from simdesign.clmm.compiled import _accelerator, _mark_checked, _reset, _unchecked
 from simdesign.clmm.layout import _Layout, _Objective

@@ -12,7 +12,7 @@ import pandas as pd
 from scipy import sparse
 from scipy.sparse import csgraph
 
-from simdesign.errors import ConfigError
+from simdesign.core.errors import ConfigError
 
 
 STRUCTURES = ("maximal", "intercepts", "paper")

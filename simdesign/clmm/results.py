@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from simdesign.contrasts import system_pairs, wald_contrasts
+from simdesign.stats.contrasts import system_pairs, wald_contrasts
 
 from simdesign.clmm.prepare import TERM_NAMES
 
@@ -219,7 +219,7 @@ class ClmmResult:
         Returns
         -------
         effects : ndarray, shape (S,)
-            The reference's 0 first, as :func:`simdesign.contrasts.wald_contrasts` expects.
+            The reference's 0 first, as :func:`simdesign.stats.contrasts.wald_contrasts` expects.
         covariance : ndarray, shape (S-1, S-1)
             Covariance of ``effects[1:]``.
         """
@@ -234,7 +234,7 @@ class ClmmResult:
     def contrasts(self, order=None) -> pd.DataFrame:
         """Pairwise Wald contrasts beta_i - beta_j for all pairs i < j of ``order``.
 
-        Pairs and signs follow :func:`simdesign.contrasts.wald_contrasts`, the rule
+        Pairs and signs follow :func:`simdesign.stats.contrasts.wald_contrasts`, the rule
         every analysis stores (docs/estimands.md), so that a printed table and the
         stored rows agree when ``order`` is the model's system order.
 

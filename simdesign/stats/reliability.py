@@ -14,7 +14,7 @@ different questions:
   It grows with the number of independent blocks (0.96 and 0.95 on the
   paper's data), without Spearman-Brown or Fisher-z corrections.
 
-Both accept a :class:`~simdesign.judgements.Judgements` or a long table with
+Both accept a :class:`~simdesign.core.judgements.Judgements` or a long table with
 columns ``annotator, document, system, score`` (and optionally ``block``).
 
 Examples
@@ -39,8 +39,8 @@ import krippendorff
 import numpy as np
 import pandas as pd
 
-from simdesign.errors import ConfigError
-from simdesign.judgements import Judgements
+from simdesign.core.errors import ConfigError
+from simdesign.core.judgements import Judgements
 
 # The paper enumerates every split when there are at most this many (20 blocks give 92,378) ...
 MAX_EXACT_SPLITS = 100_000

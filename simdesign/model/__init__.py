@@ -22,9 +22,9 @@ import numpy as np
 import yaml
 from scipy import special
 
-from simdesign.designs import Design
-from simdesign.errors import ConfigError
-from simdesign.judgements import Judgements
+from simdesign.core.designs import Design
+from simdesign.core.errors import ConfigError
+from simdesign.core.judgements import Judgements
 
 # An eigenvalue below -PSD_TOLERANCE * largest eigenvalue means "not a covariance matrix";
 # anything above is rounding noise (the paper's coherence matrix has -3e-16).
@@ -103,7 +103,7 @@ class OrdinalMixedModel:
     Examples
     --------
     >>> import numpy as np
-    >>> from simdesign.designs import BlockDesign
+    >>> from simdesign.core.designs import BlockDesign
     >>> model = load_model("coherence")
     >>> data = model.sample(BlockDesign(20, 5, 3), np.random.default_rng(1))
     >>> data.scores.shape
@@ -298,7 +298,7 @@ def load_model(source) -> OrdinalMixedModel:
         return source
     text_source = str(source)
     if text_source in PRESETS:
-        text = resources.files("simdesign.presets").joinpath(f"{text_source}.yaml").read_text()
+        text = resources.files("simdesign.model.presets").joinpath(f"{text_source}.yaml").read_text()
         return OrdinalMixedModel.from_dict(yaml.safe_load(text), name=text_source)
     path = Path(text_source)
     if not path.is_file():

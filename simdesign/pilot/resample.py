@@ -40,9 +40,9 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from simdesign.annotation_time import CAP_SECONDS_PER_OUTPUT, capped_durations
-from simdesign.errors import ConfigError, DataError
-from simdesign.judgements import Judgements
+from simdesign.stats.annotation_time import CAP_SECONDS_PER_OUTPUT, capped_durations
+from simdesign.core.errors import ConfigError, DataError
+from simdesign.core.judgements import Judgements
 
 SCHEMES = ("blocks", "nested", "crossed")
 
@@ -55,7 +55,7 @@ def capped_annotation_seconds(times: pd.DataFrame, outputs_per_item: int,
     output) is capped at 300 s and a ranking of 5 outputs at 1500 s; the few
     longer values in the paper's times (up to about 3300 s) are breaks.
 
-    The capping itself is :func:`simdesign.annotation_time.capped_durations`, the
+    The capping itself is :func:`simdesign.stats.annotation_time.capped_durations`, the
     rule the planner's cost model uses.
 
     Parameters

@@ -29,8 +29,8 @@ pairs, or ``each_pair``, every pair's rate). One shown to exceed it is
 ever recommended.
 
 Rates, MCSEs and intervals come from the summary's functions (one
-aggregation path: :func:`~simdesign.summary.rejections`,
-:func:`~simdesign.summary.share_rate`, :func:`~simdesign.summary.wilson_interval`):
+aggregation path: :func:`~simdesign.simulation.summary.rejections`,
+:func:`~simdesign.simulation.summary.share_rate`, :func:`~simdesign.simulation.summary.wilson_interval`):
 Wilson intervals at the trial-level effective size. Each candidate is looked at
 up to L times, so the search spends its error 1 - confidence across the
 looks (half on the last look, the other half split evenly over the earlier
@@ -64,7 +64,7 @@ check only; its power is a best estimate, not a guarantee).
 source*: :class:`SimulatedOutcomes` (studies simulated by the engine) in
 the planner, binomial draws at known rates in the test of the guarantee.
 
-Trials come from the engine (:func:`simdesign.engine.simulate_chunk`) and
+Trials come from the engine (:func:`simdesign.simulation.engine.simulate_chunk`) and
 are stored in an ordinary results directory, so a re-run resumes and any
 trial can be replayed with ``simdesign replay``. A candidate's later trials
 continue its trial index (trial t always has the same seed), so the
@@ -83,16 +83,16 @@ import numpy as np
 import pandas as pd
 
 from simdesign.analyses import system_pairs
-from simdesign.config import parse_config, stable_digest
-from simdesign.backends import DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, r_backed
-from simdesign.engine import check_backends, execute_chunks, plan_chunks
-from simdesign.planner import Candidate, PlanConfig
-from simdesign.store import TRIALS_DIR, ResultsStore, atomic_write_bytes
-from simdesign.summary import rejections, share_rate, wilson_interval
+from simdesign.simulation.config import parse_config, stable_digest
+from simdesign.simulation.backends import DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, r_backed
+from simdesign.simulation.engine import check_backends, execute_chunks, plan_chunks
+from simdesign.planning.planner import Candidate, PlanConfig
+from simdesign.simulation.store import TRIALS_DIR, ResultsStore, atomic_write_bytes
+from simdesign.simulation.summary import rejections, share_rate, wilson_interval
 
 STUDIES_DIR = "studies"
 CACHE_DIR = ".plan_cache"
-# what the decisions read from a stored row (simdesign.summary.rejections)
+# what the decisions read from a stored row (simdesign.simulation.summary.rejections)
 CACHE_COLUMNS = ["design", "test", "trial", "pair", "p_value", "status", "estimate", "true_diff"]
 NULL_STUDIES_DIR = "studies_null"
 PASS, FAIL, UNDECIDED, NOT_NEEDED, LIBERAL = "pass", "fail", "undecided", "not_needed", "liberal"
@@ -483,7 +483,7 @@ class SimulatedOutcomes(OutcomeSource):
     out_dir : Path
         Results directory (created or resumed).
     executor : ChunkExecutor
-        An open executor (:mod:`simdesign.backends`); outcomes do not depend on it.
+        An open executor (:mod:`simdesign.simulation.backends`); outcomes do not depend on it.
     retries : int
         Resubmissions after lost workers, as in ``run``.
     """
@@ -537,7 +537,7 @@ def run_plan(config: PlanConfig, out_dir: Path, jobs: int = 1, progress: bool = 
         baseline that adaptive evaluation is measured against
         (scripts/bench_planner.py).
     backend, scheduler, workers, retries
-        Where the studies are computed, as for :func:`simdesign.engine.run_simulation`
+        Where the studies are computed, as for :func:`simdesign.simulation.engine.run_simulation`
         (loky, threading or Dask, with the same lost-worker retry); the plan does not depend on it.
 
     Returns

@@ -35,11 +35,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simdesign.designs import Assignment
-from simdesign.errors import ConfigError
-from simdesign.judgements import _blocks_from_shared_documents
+from simdesign.core.designs import Assignment
+from simdesign.core.errors import ConfigError
+from simdesign.core.judgements import _blocks_from_shared_documents
 from simdesign.model import OrdinalMixedModel
-from simdesign.reliability import UndefinedReliability, alpha_from_units, split_half_from_block_sums
+from simdesign.stats.reliability import UndefinedReliability, alpha_from_units, split_half_from_block_sums
 
 RANGE = (2.5, 97.5)
 

@@ -1,7 +1,7 @@
 """Simulation configs: YAML in, validated frozen objects out.
 
 Every problem found in a config is collected and raised together as one
-:class:`~simdesign.errors.ConfigError`, each message naming the field and
+:class:`~simdesign.core.errors.ConfigError`, each message naming the field and
 what it allows. A :class:`SimulationConfig` built in code is checked by the
 same rules (:func:`config_problems`), so no config object is invalid and
 nothing downstream re-validates.
@@ -30,18 +30,18 @@ from pathlib import Path
 import yaml
 
 from simdesign.analyses import ANALYSES, resolve_analysis
-from simdesign.designs import DESIGN_KINDS
-from simdesign.errors import ConfigError
+from simdesign.core.designs import DESIGN_KINDS
+from simdesign.core.errors import ConfigError
 from simdesign.model import PRESETS, OrdinalMixedModel, effect_scale, load_model
-from simdesign.reliability import RELIABILITY_ESTIMANDS
-from simdesign.summary import estimand_names
+from simdesign.stats.reliability import RELIABILITY_ESTIMANDS
+from simdesign.simulation.summary import estimand_names
 
 TOP_LEVEL_KEYS = ("name", "model", "effect", "designs", "tests", "trials", "alpha", "seed", "art_resamples",
                   "art_exact", "chunk_size", "figure", "description", "estimands")
 FIGURE_X = ("annotators", "judgements", "docs", "blocks", "annotators_per_block", "judgements_per_output")
 FIGURE_COLOUR = ("test", "shape")
 BLOCK_ONLY_X = ("blocks", "annotators_per_block")  # pool designs have no blocks: no value on these axes
-# The summary's estimands for the tests, by hypothesis (simdesign.summary.summarise_group); a figure can draw
+# The summary's estimands for the tests, by hypothesis (simdesign.simulation.summary.summarise_group); a figure can draw
 # only what the summary will hold, so 'figure.estimand' is checked against these before anything runs.
 NULL_ESTIMANDS = estimand_names(is_null=True)
 EFFECT_ESTIMANDS = estimand_names(is_null=False)
@@ -107,7 +107,7 @@ class SimulationConfig:
     """A validated simulation config (see the module docstring for the YAML form).
 
     However it is built (:func:`parse_config`, or directly in code), it is
-    validated by the same rules and raises :class:`~simdesign.errors.ConfigError`
+    validated by the same rules and raises :class:`~simdesign.core.errors.ConfigError`
     with every problem found. Built in code, ``model`` may be a preset name or
     a model file path, ``designs`` design objects or mappings and ``analyses``
     specs, test names or mappings (as in YAML)::

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from simdesign.errors import DataError
+from simdesign.core.errors import DataError
 
 CAP_SECONDS_PER_OUTPUT = 300.0
 TRIM_PROPORTION = 0.1  # cut from each tail for the trimmed mean

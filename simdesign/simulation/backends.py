@@ -4,7 +4,7 @@ The engine cuts a run into chunks (consecutive trials of one design) and
 stores every finished chunk itself, atomically, in the coordinating process.
 A backend only computes chunks and hands their results back in completion
 order, so the choice of backend changes neither the results (seeds are per
-design and trial, :mod:`simdesign.seeds`) nor what survives a crash: a lost
+design and trial, :mod:`simdesign.core.seeds`) nor what survives a crash: a lost
 worker costs only the chunk it was computing.
 
 Backends
@@ -44,7 +44,7 @@ from typing import Iterable, Iterator
 
 from joblib import Parallel, parallel_config
 
-from simdesign.errors import ConfigError, MissingBackendError
+from simdesign.core.errors import ConfigError, MissingBackendError
 
 BACKENDS = ("loky", "threading", "dask")
 DEFAULT_BACKEND = "loky"
@@ -133,11 +133,11 @@ def check_backend(spec: BackendSpec, analyses) -> None:
 
     Examples
     --------
-    >>> from simdesign.config import AnalysisSpec
+    >>> from simdesign.simulation.config import AnalysisSpec
     >>> check_backend(BackendSpec("threading"), [AnalysisSpec(name="clmm", label="clmm", options={})])
     Traceback (most recent call last):
     ...
-    simdesign.errors.ConfigError: The threading backend cannot run the R-backed test(s) clmm: ...
+    simdesign.core.errors.ConfigError: The threading backend cannot run the R-backed test(s) clmm: ...
     """
     problems = spec.problems()
     uses_r = r_backed(analyses)
@@ -257,7 +257,7 @@ def _reporting_dask_backend():
 
 def _r_status() -> tuple[bool, str]:
     # Runs on each Dask worker; imported lazily so that a worker without rpy2 can still answer.
-    from simdesign.rsession import r_available
+    from simdesign.analyses.rsession import r_available
 
     return r_available()
 

@@ -10,9 +10,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from simdesign.plan_search import (BEST, FAIL, LIBERAL, NOT_CONFIRMED, NOT_NEEDED, PASS, TIED,  # noqa: E402
+from simdesign.planning.plan_search import (BEST, FAIL, LIBERAL, NOT_CONFIRMED, NOT_NEEDED, PASS, TIED,  # noqa: E402
                                    UNDECIDED, WORSE, PlanResult, run_plan)
-from simdesign.planner import PlanConfig, max_judgements_per_annotator  # noqa: E402
+from simdesign.planning.planner import PlanConfig, max_judgements_per_annotator  # noqa: E402
 
 PLAN_COLUMNS = ("rank", "design", "shape", "test", "blocks", "docs_per_block", "annotators_per_block", "docs",
                 "annotators", "judgements_per_output", "judgements", "max_judgements_per_annotator", "hours",
@@ -393,11 +393,11 @@ def plan_study(config: PlanConfig, out_dir=None, jobs: int = 1, progress: bool =
         Figure path without suffix (default ``out_dir/<name>``).
     backend : {'loky', 'threading', 'dask'} or BackendSpec, default 'loky'
         Where the studies are computed; ``backend_options`` (scheduler, workers,
-        retries) as for :func:`simdesign.engine.run_simulation`. Results do not depend on it.
+        retries) as for :func:`simdesign.simulation.engine.run_simulation`. Results do not depend on it.
 
     Returns
     -------
-    simdesign.plan_search.PlanResult
+    simdesign.planning.plan_search.PlanResult
 
     Examples
     --------

@@ -1,10 +1,10 @@
 """Budget planner: the cheapest annotation design that reaches a target power.
 
 A plan config names a model, the effect to detect, the test(s) the study
-will use, a cost model and a search space of designs. :func:`simdesign.plan_report.plan_study`
+will use, a cost model and a search space of designs. :func:`simdesign.planning.plan_report.plan_study`
 evaluates the candidate designs by simulation, adaptively (see
-:mod:`simdesign.plan_search`), and reports a ranked table, a recommendation
-and a cost-versus-power figure (:mod:`simdesign.plan_report`).
+:mod:`simdesign.planning.plan_search`), and reports a ranked table, a recommendation
+and a cost-versus-power figure (:mod:`simdesign.planning.plan_report`).
 
 Example plan config::
 
@@ -52,10 +52,10 @@ import yaml
 from scipy import optimize
 
 from simdesign.analyses import resolve_analysis, system_pairs
-from simdesign.annotation_time import DURATION_COLUMN, RULES, describe_rule, seconds_per_output
-from simdesign.config import AnalysisSpec, check_name, parse_analyses, parse_designs, read_config_mapping, resolve_model
-from simdesign.designs import DESIGN_KINDS, BlockDesign, PoolDesign, design_to_mapping
-from simdesign.errors import ConfigError
+from simdesign.stats.annotation_time import DURATION_COLUMN, RULES, describe_rule, seconds_per_output
+from simdesign.simulation.config import AnalysisSpec, check_name, parse_analyses, parse_designs, read_config_mapping, resolve_model
+from simdesign.core.designs import DESIGN_KINDS, BlockDesign, PoolDesign, design_to_mapping
+from simdesign.core.errors import ConfigError
 from simdesign.model import OrdinalMixedModel, effect_scale
 
 PLAN_KEYS = ("name", "description", "model", "effect", "tests", "alpha", "target_power", "budget", "power_over",
@@ -82,9 +82,9 @@ def annotation_times() -> dict:
     dict
         ``{'likert': {task: {'capped_mean_seconds': ..., 'median_seconds': ..., 'trimmed_mean_seconds': ...}},
         'rank': ..., 'citation': ...}``, seconds per judged output (see
-        ``simdesign/presets/annotation_times.yaml`` and :mod:`simdesign.annotation_time` for the rule).
+        ``simdesign/model/presets/annotation_times.yaml`` and :mod:`simdesign.stats.annotation_time` for the rule).
     """
-    text = resources.files("simdesign.presets").joinpath("annotation_times.yaml").read_text()
+    text = resources.files("simdesign.model.presets").joinpath("annotation_times.yaml").read_text()
     return yaml.safe_load(text)
 
 
@@ -170,7 +170,7 @@ def max_judgements_per_annotator(design, n_systems: int) -> int:
 
 
 def design_mapping(design) -> dict:
-    """A design as a simulation config writes it (:func:`simdesign.designs.design_to_mapping`)."""
+    """A design as a simulation config writes it (:func:`simdesign.core.designs.design_to_mapping`)."""
     return design_to_mapping(design)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from simdesign.errors import ConfigError
+from simdesign.core.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ matplotlib.use("Agg")  # files only; no display on servers and CI
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from simdesign.config import FigureSpec  # noqa: E402
-from simdesign.designs import DESIGN_KINDS, shape_of_row  # noqa: E402
+from simdesign.simulation.config import FigureSpec  # noqa: E402
+from simdesign.core.designs import DESIGN_KINDS, shape_of_row  # noqa: E402
 
 AXIS_NAMES = {"annotators": "annotators in total", "judgements": "judgements in total", "docs": "documents",
               "blocks": "blocks", "annotators_per_block": "annotators per block",
@@ -44,7 +44,7 @@ def plot_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title
     Parameters
     ----------
     summary : pandas.DataFrame
-        Output of :func:`simdesign.summary.summarise`.
+        Output of :func:`simdesign.simulation.summary.summarise`.
     figure : FigureSpec
     estimand : str
     title : str

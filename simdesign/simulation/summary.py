@@ -22,7 +22,7 @@ from simdesign.analyses import resolve_analysis
 from simdesign.analyses.base import FAILURES, SINGULAR
 
 if TYPE_CHECKING:  # the config checks estimand names against this module's registry
-    from simdesign.config import SimulationConfig
+    from simdesign.simulation.config import SimulationConfig
 
 DESIGN_COLUMNS = ("design", "kind", "blocks", "docs_per_block", "annotators_per_block", "docs", "annotators",
                   "judgements_per_output", "judgements")

@@ -23,7 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from simdesign.errors import ConfigError
+from simdesign.core.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,9 @@ import yaml
 
 from simdesign import __version__ as simdesign_version
 from simdesign import clmm
-from simdesign.errors import ConfigError, DataError
+from simdesign.core.errors import ConfigError, DataError
 from simdesign.model import OrdinalMixedModel
-from simdesign.store import package_versions
+from simdesign.simulation.store import package_versions
 
 REQUIRED_COLUMNS = ("annotator", "document", "system", "score")
 # 'auto' picks the largest structure the pilot's design identifies (see choose_structure); the others are

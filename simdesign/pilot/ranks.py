@@ -8,7 +8,7 @@ one row per ranked output.
 Checks (every problem is reported with file line numbers, header = line 1;
 nothing is dropped):
 
-* the checks every judgements table gets (:func:`simdesign.fit.validate_judgements`:
+* the checks every judgements table gets (:func:`simdesign.pilot.fit.validate_judgements`:
   missing values, non-integers, an output ranked twice by one annotator);
 * the ranks of every (annotator, document) are a permutation of 0..S-1 or
   of 1..S (no rank used twice, none outside the range, no system missing),
@@ -34,8 +34,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from simdesign.errors import ConfigError, DataError
-from simdesign.fit import _rows, parse_columns, read_judgements, read_table_csv, validate_judgements
+from simdesign.core.errors import ConfigError, DataError
+from simdesign.pilot.fit import _rows, parse_columns, read_judgements, read_table_csv, validate_judgements
 
 METHODS = ("likert", "rank")
 RANK_COLUMNS = ("annotator", "document", "system", "rank")
@@ -74,7 +74,7 @@ def infer_method(columns, method: str | None = None, mapping: dict | None = None
 
 
 def parse_columns_any(text: str | None) -> dict:
-    """``--columns`` for Likert or Rank tables: like :func:`simdesign.fit.parse_columns`, plus ``rank=COLUMN``."""
+    """``--columns`` for Likert or Rank tables: like :func:`simdesign.pilot.fit.parse_columns`, plus ``rank=COLUMN``."""
     if not text:
         return {}
     rank_items = [item for item in text.split(",") if item.partition("=")[0].strip() == "rank"]
@@ -247,7 +247,7 @@ def read_table(path, method: str | None = None, columns: dict | None = None,
     ------
     ConfigError
         Unreadable file or any problem :func:`check_ranks` or
-        :func:`simdesign.fit.validate_judgements` finds.
+        :func:`simdesign.pilot.fit.validate_judgements` finds.
     """
     columns = dict(columns or {})
     header = read_table_csv(path, required=("annotator", "document", "system", "score or rank")).columns
@@ -306,7 +306,7 @@ def orient(frame: pd.DataFrame, method: str, base: int | None = None) -> tuple[p
 
 def read_table_args(args) -> tuple[pd.DataFrame, dict]:
     """:func:`read_table` from the CLI's ``judgements``, ``--columns``, ``--scale`` and ``--method`` options."""
-    from simdesign.fit import parse_scale
+    from simdesign.pilot.fit import parse_scale
 
     scale = parse_scale(args.scale) if getattr(args, "scale", None) else None
     return read_table(args.judgements, getattr(args, "method", None), parse_columns_any(getattr(args, "columns", None)),

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from simdesign.config import SimulationConfig, stable_digest
-from simdesign.errors import StoreError
+from simdesign.simulation.config import SimulationConfig, stable_digest
+from simdesign.core.errors import StoreError
 
 MANIFEST = "manifest.json"
 TRIALS_DIR = "trials"

@@ -1,7 +1,7 @@
 """Analyse a real study: which systems differ, with intervals and the paper's rank sets.
 
 ``analyse(frame)`` takes a checked Likert or Rank table (see
-:func:`simdesign.ranks.read_table`) and returns an :class:`Analysis`:
+:func:`simdesign.pilot.ranks.read_table`) and returns an :class:`Analysis`:
 
 * ``table``: per system the mean score (Likert) or mean rank (Rank, 1-based,
   1 = best, as in the paper's Table 2), a 95% bootstrap interval, the number
@@ -49,8 +49,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from simdesign.errors import ConfigError
-from simdesign.judgements import Judgements
+from simdesign.core.errors import ConfigError
+from simdesign.core.judgements import Judgements
 
 # A block bootstrap needs enough independent blocks for its resamples to vary like new studies.
 MIN_BLOCKS = 10
@@ -311,7 +311,7 @@ def rank_sets(systems, p_value: np.ndarray, estimate: np.ndarray, alpha: float =
 def _analysis_specs(tests, adjust: str, structure: str | None):
     """Registry specs for the requested tests, with ``adjust``/``structure`` passed where a test takes them."""
     from simdesign.analyses import ANALYSES
-    from simdesign.config import parse_analyses
+    from simdesign.simulation.config import parse_analyses
 
     items, errors = [], []
     for test in tests:
@@ -369,7 +369,7 @@ def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS,
     frame : pandas.DataFrame
         Likert: ``annotator, document, system, score``. Rank: ``annotator,
         document, system, rank`` (0..S-1 or 1..S, checked), or the form
-        :func:`simdesign.ranks.read_table` returns.
+        :func:`simdesign.pilot.ranks.read_table` returns.
     method : {'likert', 'rank'}, optional
         Default: inferred from the columns.
     tests : sequence
@@ -395,7 +395,7 @@ def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS,
     -------
     Analysis
     """
-    from simdesign.ranks import describe
+    from simdesign.pilot.ranks import describe
 
     _check_options(adjust, alpha, bootstrap)
     data, info = _oriented(frame, method)
@@ -441,12 +441,12 @@ def _check_options(adjust: str, alpha: float, bootstrap: int) -> None:
 
 def _oriented(frame: pd.DataFrame, method: str | None) -> tuple[pd.DataFrame, dict]:
     """The table with a 'score' column where higher is better, and what :func:`ranks.describe` needs."""
-    from simdesign.ranks import orient
+    from simdesign.pilot.ranks import orient
 
     if "score" in frame.columns and "rank" in frame.columns and method is None:
         method = "rank"  # the form read_table returns for Rank tables
     if method == "rank" and "score" in frame.columns and "rank" in frame.columns:
-        from simdesign.ranks import check_ranks
+        from simdesign.pilot.ranks import check_ranks
 
         # read_table's form: 'rank' already 1-based; the file's own base is kept in attrs for the report
         check_ranks(frame.drop(columns=["score"]))
@@ -474,7 +474,7 @@ def _analysis_notes(primary: pd.DataFrame, label: str, method: str) -> list:
 
 class _CallableModule(types.ModuleType):
     """This module, callable as :func:`analyse`: ``simdesign.analyse(frame)`` runs the analysis while
-    ``import simdesign.analyse`` and ``from simdesign.analyse import Analysis`` keep working (a function
+    ``import simdesign.pilot.analyse`` and ``from simdesign.pilot.analyse import Analysis`` keep working (a function
     exported under the module's name would be replaced by the module on its first import, or hide it)."""
 
     def __call__(self, *args, **kwargs) -> Analysis:

@@ -22,16 +22,16 @@ from tqdm.auto import tqdm
 
 from simdesign.analyses import ANALYSES, run_analysis, system_pairs
 from simdesign.analyses.base import BACKEND_CHECKS, DEGENERATE, OK, AnalysisInfo, resolve_analysis
-from simdesign.backends import (DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, describe_error,
+from simdesign.simulation.backends import (DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, describe_error,
                                  lost_worker_errors, r_backed)
-from simdesign.config import AnalysisSpec, SimulationConfig
-from simdesign.designs import Design
-from simdesign.errors import ConfigError, MissingBackendError
-from simdesign.judgements import Judgements
+from simdesign.simulation.config import AnalysisSpec, SimulationConfig
+from simdesign.core.designs import Design
+from simdesign.core.errors import ConfigError, MissingBackendError
+from simdesign.core.judgements import Judgements
 from simdesign.model import OrdinalMixedModel
-from simdesign.reliability import RELIABILITY_ESTIMANDS, UndefinedReliability
-from simdesign.seeds import analysis_rng, data_rng
-from simdesign.store import RESULT_COLUMNS, ResultsStore
+from simdesign.stats.reliability import RELIABILITY_ESTIMANDS, UndefinedReliability
+from simdesign.core.seeds import analysis_rng, data_rng
+from simdesign.simulation.store import RESULT_COLUMNS, ResultsStore
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ def simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chun
     -------
     pandas.DataFrame
         One row per (trial, analysis, system pair), and one per (trial,
-        estimand) with ``pair`` -1; columns as :data:`simdesign.store.RESULT_COLUMNS`.
+        estimand) with ``pair`` -1; columns as :data:`simdesign.simulation.store.RESULT_COLUMNS`.
     """
     with threadpool_limits(limits=1):
         return _simulate_chunk(model, effect, root_seed, chunk, registry or chunk_registry(chunk.analyses))
@@ -259,8 +259,8 @@ def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: in
     progress : bool
         Show a tqdm bar (trials done, rate, ETA).
     backend : {'loky', 'threading', 'dask'} or BackendSpec, default 'loky'
-        Where chunks are computed (:mod:`simdesign.backends`); results do not
-        depend on it. A :class:`~simdesign.backends.BackendSpec` overrides
+        Where chunks are computed (:mod:`simdesign.simulation.backends`); results do not
+        depend on it. A :class:`~simdesign.simulation.backends.BackendSpec` overrides
         ``jobs``, ``scheduler``, ``workers`` and ``retries``.
     scheduler : str, optional
         Address of a running Dask scheduler (``dask`` only; default: start a
@@ -316,7 +316,7 @@ def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: in
 def check_replay_request(config: SimulationConfig, design_label: str, trial: int, test_label: str) -> None:
     """Refuse a replay of a design or test the config does not have, or a negative trial index.
 
-    Test labels include written options (``art_doc[5000]``, :func:`simdesign.config.analysis_label`),
+    Test labels include written options (``art_doc[5000]``, :func:`simdesign.simulation.config.analysis_label`),
     so the message lists them as they must be given.
     """
     designs = sorted(d.label for d in config.designs)

@@ -12,7 +12,7 @@ through one lock.
 
 Examples
 --------
->>> from simdesign.rsession import r_available
+>>> from simdesign.analyses.rsession import r_available
 >>> ok, message = r_available()
 >>> isinstance(ok, bool) and isinstance(message, str)
 True

@@ -1,0 +1,1 @@
+"""Core vocabulary: errors, random-stream seeds, annotation designs and judgement tables (imports nothing else of simdesign)."""

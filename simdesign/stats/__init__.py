@@ -1,0 +1,1 @@
+"""Pure statistics: pairwise contrasts, reliability, annotation time (no model fitting, no simulation)."""
