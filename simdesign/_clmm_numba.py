@@ -192,27 +192,36 @@ def _cholesky_inverse(A, inverse, T):
 
 
 @njit(cache=True)
-def factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, n_k, n_e, pair_kept, pair_elim,
-              couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
-              d_inverse, c_pairs, x_pairs, schur_inverse):
-    """H = I + M'WM = [[A, C], [C', D]]: fill D^-1, C, X = C D^-1 and the Schur inverses; return log det H."""
-    n = w.shape[0]
-    qk, qe = Mk.shape[1], Me.shape[1]
-    n_systems = Me.shape[0]
-    # Weights summed by (level, system) first: the blocks are sums of per-system outer products.
-    cell_e = np.zeros((n_e, n_systems))
-    for i in range(n):
-        cell_e[e_codes[i], system[i]] += w[i]
-    D = np.zeros((n_e, qe, qe))
-    for d in range(n_e):
+def _level_weights(w, system, codes, n_levels, n_systems):
+    """Weights summed by (level, system): a level's block is a sum of per-system outer products."""
+    cell = np.zeros((n_levels, n_systems))
+    for i in range(w.shape[0]):
+        cell[codes[i], system[i]] += w[i]
+    return cell
+
+
+@njit(cache=True)
+def _level_blocks(cell, M):
+    """Lower triangles of sum_s cell[level, s] M[s] M[s]' per level (the diagonal blocks of M'WM)."""
+    n_levels, n_systems = cell.shape
+    q = M.shape[1]
+    blocks = np.zeros((n_levels, q, q))
+    for level in range(n_levels):
         for s in range(n_systems):
-            weight = cell_e[d, s]
+            weight = cell[level, s]
             if weight == 0.0:
                 continue
-            for a in range(qe):
-                t = weight * Me[s, a]
+            for a in range(q):
+                t = weight * M[s, a]
                 for b in range(a + 1):
-                    D[d, a, b] += t * Me[s, b]
+                    blocks[level, a, b] += t * M[s, b]
+    return blocks
+
+
+@njit(cache=True)
+def _invert_eliminated_blocks(D, d_inverse):
+    """Add I to each block D[d] and invert it in place of d_inverse; return the summed log dets (nan: not PD)."""
+    n_e, qe = D.shape[0], D.shape[1]
     log_det = 0.0
     workspace = np.empty((qe, qe))
     for d in range(n_e):
@@ -222,29 +231,33 @@ def factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, n_k, n_e, pair_kep
         if np.isnan(value):
             return np.nan
         log_det += value
-    if n_k == 0:
-        return log_det
-    n_pairs = pair_kept.shape[0]
-    cell_k = np.zeros((n_k, n_systems))
+    return log_det
+
+
+@njit(cache=True)
+def _pair_sums(w, system, k_codes, pair_code, Mk, Me, n_k, c_pairs):
+    """Fill C per observed (kept, eliminated) pair; return the kept levels' weights by (level, system).
+
+    One pass over the observations serves both sums, as before the split (their rounding is unchanged).
+    """
+    qk, qe = Mk.shape[1], Me.shape[1]
+    cell_k = np.zeros((n_k, Me.shape[0]))
     c_pairs[:] = 0.0
-    for i in range(n):
+    for i in range(w.shape[0]):
         s, p, wi = system[i], pair_code[i], w[i]
         cell_k[k_codes[i], s] += wi
         for a in range(qk):
             t = wi * Mk[s, a]
             for b in range(qe):
                 c_pairs[p, a, b] += t * Me[s, b]
-    A = np.zeros((n_k, qk, qk))
-    for level in range(n_k):
-        for s in range(n_systems):
-            weight = cell_k[level, s]
-            if weight == 0.0:
-                continue
-            for a in range(qk):
-                t = weight * Mk[s, a]
-                for b in range(a + 1):
-                    A[level, a, b] += t * Mk[s, b]
-    for p in range(n_pairs):
+    return cell_k
+
+
+@njit(cache=True)
+def _pairs_times_d_inverse(c_pairs, d_inverse, pair_elim, x_pairs):
+    """X = C D^-1 per pair: reused by the Schur complement, solve and the selected inverse."""
+    qk, qe = c_pairs.shape[1], c_pairs.shape[2]
+    for p in range(pair_elim.shape[0]):
         d = pair_elim[p]
         for a in range(qk):
             for b in range(qe):
@@ -252,8 +265,15 @@ def factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, n_k, n_e, pair_kep
                 for k in range(qe):
                     t += c_pairs[p, a, k] * d_inverse[d, k, b]
                 x_pairs[p, a, b] = t
-    schur = np.zeros(schur_inverse.shape[0])
-    for level in range(n_k):
+
+
+@njit(cache=True)
+def _schur_complement(A, c_pairs, x_pairs, pair_kept, couple_first, couple_second, local_of_kept, comp_of_kept,
+                      comp_offset, comp_size, size):
+    """Lower triangles of S = I + A - X C' per connected component, packed one after the other."""
+    qk, qe = c_pairs.shape[1], c_pairs.shape[2]
+    schur = np.zeros(size)
+    for level in range(A.shape[0]):
         c = comp_of_kept[level]
         width = comp_size[c] * qk
         base = comp_offset[c]
@@ -277,6 +297,15 @@ def factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, n_k, n_e, pair_kep
                 for k in range(qe):
                     t += x_pairs[p1, a, k] * c_pairs[p2, b, k]
                 schur[base + (row0 + a) * width + col0 + b] -= t
+    return schur
+
+
+@njit(cache=True)
+def _invert_components(schur, schur_inverse, comp_offset, comp_size, qk, log_det):
+    """Invert each component's block of S into schur_inverse; return log_det plus their log dets (nan: not PD).
+
+    log_det is passed in so that the sum is formed in the same order as before the split.
+    """
     workspace = np.empty((comp_size.max() * qk, comp_size.max() * qk))
     for c in range(comp_size.shape[0]):
         width = comp_size[c] * qk
@@ -288,6 +317,24 @@ def factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, n_k, n_e, pair_kep
             return np.nan
         log_det += value
     return log_det
+
+
+@njit(cache=True)
+def factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, n_k, n_e, pair_kept, pair_elim,
+              couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
+              d_inverse, c_pairs, x_pairs, schur_inverse):
+    """H = I + M'WM = [[A, C], [C', D]]: fill D^-1, C, X = C D^-1 and the Schur inverses; return log det H."""
+    n_systems = Me.shape[0]
+    D = _level_blocks(_level_weights(w, system, e_codes, n_e, n_systems), Me)
+    log_det = _invert_eliminated_blocks(D, d_inverse)
+    if np.isnan(log_det) or n_k == 0:
+        return log_det
+    cell_k = _pair_sums(w, system, k_codes, pair_code, Mk, Me, n_k, c_pairs)
+    A = _level_blocks(cell_k, Mk)
+    _pairs_times_d_inverse(c_pairs, d_inverse, pair_elim, x_pairs)
+    schur = _schur_complement(A, c_pairs, x_pairs, pair_kept, couple_first, couple_second, local_of_kept,
+                              comp_of_kept, comp_offset, comp_size, schur_inverse.shape[0])
+    return _invert_components(schur, schur_inverse, comp_offset, comp_size, Mk.shape[1], log_det)
 
 
 @njit(cache=True)
@@ -354,6 +401,47 @@ def _largest(gk, ge):
 
 
 @njit(cache=True)
+def _objective_at(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, n_k, uk, ue, eta, g, w):
+    """f(u) = -log p(y | u) + |u|^2 / 2 with g, w filled (inf: a probability underflowed); eta is a workspace."""
+    linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, uk, ue, n_k, eta)
+    value = observation_terms(thresholds_extended, category, eta, g, w)
+    if value != np.inf:
+        value += 0.5 * (np.sum(uk * uk) + np.sum(ue * ue))
+    return value
+
+
+@njit(cache=True)
+def _fill_gradient(uk, ue, g, system, k_codes, e_codes, Mk, Me, n_k, gk, ge):
+    """Fill (gk, ge) = u + M'g, the gradient of f in u; return its largest absolute entry."""
+    gk[:] = uk
+    ge[:] = ue
+    if n_k > 0:
+        _accumulate_loadings(g, system, k_codes, Mk, gk)
+    _accumulate_loadings(g, system, e_codes, Me, ge)
+    return _largest(gk, ge)
+
+
+@njit(cache=True)
+def _halving_search(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, n_k, uk, ue,
+                    step_k, step_e, threshold, chord, eta, trial_k, trial_e, trial_g, trial_w):
+    """Try u - factor * step for factor = 1, 1/2, ... until f drops to ``threshold``; return the last f.
+
+    A chord step (old Hessian) is tried at full length only: if it fails, a fresh Newton step is cheaper.
+    """
+    factor = 1.0
+    while True:
+        trial_k[:] = uk - factor * step_k
+        trial_e[:] = ue - factor * step_e
+        trial_value = _objective_at(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, n_k,
+                                    trial_k, trial_e, eta, trial_g, trial_w)
+        if trial_value <= threshold:
+            return trial_value
+        factor /= 2.0
+        if chord or factor < 1e-10:
+            return trial_value
+
+
+@njit(cache=True)
 def mode_search(thresholds_extended, category, fixed, system, k_codes, e_codes, pair_code, Mk, Me, n_k, n_e,
                 pair_kept, pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset,
                 comp_size, comp_members, comp_member_start, uk, ue,
@@ -368,21 +456,17 @@ def mode_search(thresholds_extended, category, fixed, system, k_codes, e_codes, 
     n = fixed.shape[0]
     eta = np.empty(n)
     trial_g, trial_w = np.empty(n), np.empty(n)
-    linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, uk, ue, n_k, eta)
-    value = observation_terms(thresholds_extended, category, eta, g, w)
-    if value == np.inf:
+    value = _objective_at(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, n_k, uk, ue,
+                          eta, g, w)
+    if value == np.inf:  # the previous mode is a bad start here: restart from zero
         uk[:] = 0.0
         ue[:] = 0.0
-        linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, uk, ue, n_k, eta)
-        value = observation_terms(thresholds_extended, category, eta, g, w)
+        value = _objective_at(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, n_k, uk, ue,
+                              eta, g, w)
         if value == np.inf:
             return UNDERFLOW, np.nan, np.nan, 0, np.nan
-    value += 0.5 * (np.sum(uk * uk) + np.sum(ue * ue))
-    gk, ge = uk.copy(), ue.copy()
-    if n_k > 0:
-        _accumulate_loadings(g, system, k_codes, Mk, gk)
-    _accumulate_loadings(g, system, e_codes, Me, ge)
-    max_grad = _largest(gk, ge)
+    gk, ge = np.empty_like(uk), np.empty_like(ue)
+    max_grad = _fill_gradient(uk, ue, g, system, k_codes, e_codes, Mk, Me, n_k, gk, ge)
     iterations = 0
     chord_left = chord_steps if use_previous else 0
     step_k, step_e = np.empty_like(uk), np.empty_like(ue)
@@ -403,20 +487,10 @@ def mode_search(thresholds_extended, category, fixed, system, k_codes, e_codes, 
                 return NOT_POSITIVE_DEFINITE, value, np.nan, iterations, max_grad
             solve(gk, ge, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset, comp_size,
                   comp_members, comp_member_start, d_inverse, c_pairs, x_pairs, schur_inverse, step_k, step_e)
-        factor = 1.0
         threshold = value + 1e-12 * abs(value)
-        while True:
-            trial_k[:] = uk - factor * step_k
-            trial_e[:] = ue - factor * step_e
-            linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, trial_k, trial_e, n_k, eta)
-            trial_value = observation_terms(thresholds_extended, category, eta, trial_g, trial_w)
-            if trial_value != np.inf:
-                trial_value += 0.5 * (np.sum(trial_k * trial_k) + np.sum(trial_e * trial_e))
-            if trial_value <= threshold:
-                break
-            factor /= 2.0
-            if chord or factor < 1e-10:
-                break
+        trial_value = _halving_search(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, n_k,
+                                      uk, ue, step_k, step_e, threshold, chord, eta, trial_k, trial_e, trial_g,
+                                      trial_w)
         if trial_value > threshold:
             if chord:  # the old Hessian is too far off: continue with true Newton steps
                 chord_left = 0
@@ -429,12 +503,7 @@ def mode_search(thresholds_extended, category, fixed, system, k_codes, e_codes, 
         value = trial_value
         g[:] = trial_g
         w[:] = trial_w
-        gk[:] = uk
-        ge[:] = ue
-        if n_k > 0:
-            _accumulate_loadings(g, system, k_codes, Mk, gk)
-        _accumulate_loadings(g, system, e_codes, Me, ge)
-        new_max = _largest(gk, ge)
+        new_max = _fill_gradient(uk, ue, g, system, k_codes, e_codes, Mk, Me, n_k, gk, ge)
         if chord:
             chord_left = chord_left - 1 if new_max < chord_min_reduction * max_grad else 0
         max_grad = new_max
@@ -448,28 +517,14 @@ def mode_search(thresholds_extended, category, fixed, system, k_codes, e_codes, 
 
 
 @njit(cache=True)
-def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pair_code, Mk, Me, Zk, Ze, n_k, n_e,
-             pair_kept, pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
-             comp_members, comp_member_start, uk, ue, d_inverse, c_pairs, x_pairs, schur_inverse,
-             n_thresholds, n_systems):
-    """Implicit-function gradient of the Laplace objective at the mode (clmm.py's module Notes).
+def _selected_inverse(d_inverse, x_pairs, schur_inverse, n_k, qk, qe, pair_kept, pair_elim, couple_first,
+                      couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size):
+    """Blocks of H^-1 at each observed pair (kept_elim) and each eliminated level (elim_elim).
 
-    Returns (d/d thresholds, d/d beta (all systems; the reference's is dropped
-    by the caller), Zk' A_k and Ze' A_e before ``tril``).
+    H^-1_ke(a1, d) = -sum_a2 S^-1(a1, a2) X(a2, d) over the pairs of d, then
+    H^-1_ee(d) = D^-1(d) - sum_a1 X(a1, d)' H^-1_ke(a1, d) (fewer products than summing couples twice).
     """
-    n = fixed.shape[0]
-    qk, qe = Mk.shape[1], Me.shape[1]
-    eta = np.empty(n)
-    linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, uk, ue, n_k, eta)
-    g, w, w_prime = np.empty(n), np.empty(n), np.empty(n)
-    dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo = (np.empty(n), np.empty(n), np.empty(n), np.empty(n),
-                                                 np.empty(n), np.empty(n))
-    third_order_terms(thresholds_extended, category, eta, g, w, w_prime, dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo)
-    # Selected inverse of H: blocks at each kept level, each observed pair and each eliminated level:
-    # H^-1_ke(a1, d) = -sum_a2 S^-1(a1, a2) X(a2, d) over the pairs of d, then
-    # H^-1_ee(d) = D^-1(d) - sum_a1 X(a1, d)' H^-1_ke(a1, d) (fewer products than summing couples twice).
     n_pairs = pair_kept.shape[0]
-    n_systems = Me.shape[0]
     kept_elim = np.zeros((n_pairs, qk, qe))
     elim_elim = d_inverse.copy()
     if n_k > 0:
@@ -491,7 +546,15 @@ def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pai
                     t = x_pairs[p, k, a]
                     for b in range(qe):
                         elim_elim[d, a, b] -= t * kept_elim[p, k, b]
-    # Per (level, system): H^-1 blocks times the system's loading.
+    return kept_elim, elim_elim
+
+
+@njit(cache=True)
+def _diagonal_blocks_times_loadings(elim_elim, schur_inverse, Mk, Me, n_k, local_of_kept, comp_of_kept,
+                                    comp_offset, comp_size):
+    """H^-1's diagonal blocks times each system's loading, per (level, system): shared by all its observations."""
+    n_e, n_systems = elim_elim.shape[0], Me.shape[0]
+    qk, qe = Mk.shape[1], Me.shape[1]
     elim_times = np.zeros((n_e, n_systems, qe))
     for d in range(n_e):
         for s in range(n_systems):
@@ -511,9 +574,16 @@ def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pai
                 for b in range(qk):
                     t += schur_inverse[row + a * width + b] * Mk[s, b]
                 kept_times[level, s, a] = t
+    return elim_times, kept_times
+
+
+@njit(cache=True)
+def _leverages(system, k_codes, e_codes, pair_code, Mk, Me, n_k, kept_elim, elim_times, kept_times):
+    """Per observation: y = H^-1 m_i (its kept and eliminated parts) and the leverage m_i' H^-1 m_i."""
+    n = system.shape[0]
+    qk, qe = Mk.shape[1], Me.shape[1]
     yk, ye = np.zeros((n, qk)), np.zeros((n, qe))
     leverage = np.empty(n)
-    rk, re = np.zeros((n_k, qk)), np.zeros((n_e, qe))
     for i in range(n):
         s, d = system[i], e_codes[i]
         lev = 0.0
@@ -533,17 +603,18 @@ def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pai
         for a in range(qe):
             lev += Me[s, a] * ye[i, a]
         leverage[i] = lev
-    half = 0.5 * w_prime * leverage
-    if n_k > 0:
-        _accumulate_loadings(half, system, k_codes, Mk, rk)
-    _accumulate_loadings(half, system, e_codes, Me, re)
-    xk, xe = np.zeros((n_k, qk)), np.zeros((n_e, qe))
-    solve(rk, re, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset, comp_size,
-          comp_members, comp_member_start, d_inverse, c_pairs, x_pairs, schur_inverse, xk, xe)
+    return yk, ye, leverage
+
+
+@njit(cache=True)
+def _chain_rule_sums(category, system, k_codes, e_codes, Mk, Me, n_k, uk, ue, g, w, half, leverage,
+                     dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo, yk, ye, xk, xe, n_thresholds, n_systems):
+    """One pass over the observations: d/d thresholds, d/d beta and the per-system sums for the SD gradients."""
+    qk, qe = Mk.shape[1], Me.shape[1]
     grad_thresholds = np.zeros(n_thresholds)
     grad_beta = np.zeros(n_systems)
     agg_k, agg_e = np.zeros((n_systems, qk)), np.zeros((n_systems, qe))
-    for i in range(n):
+    for i in range(system.shape[0]):
         s, d, c = system[i], e_codes[i], category[i]
         rho = 0.0
         for a in range(qe):
@@ -564,6 +635,45 @@ def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pai
             level = k_codes[i]
             for a in range(qk):
                 agg_k[s, a] += eta_weight * uk[level, a] + w[i] * yk[i, a] - g[i] * xk[level, a]
+    return grad_thresholds, grad_beta, agg_k, agg_e
+
+
+@njit(cache=True)
+def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pair_code, Mk, Me, Zk, Ze, n_k, n_e,
+             pair_kept, pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
+             comp_members, comp_member_start, uk, ue, d_inverse, c_pairs, x_pairs, schur_inverse,
+             n_thresholds, n_systems):
+    """Implicit-function gradient of the Laplace objective at the mode (clmm.py's module Notes).
+
+    Returns (d/d thresholds, d/d beta (all systems; the reference's is dropped
+    by the caller), Zk' A_k and Ze' A_e before ``tril``).
+    """
+    n = fixed.shape[0]
+    qk, qe = Mk.shape[1], Me.shape[1]
+    eta = np.empty(n)
+    linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, uk, ue, n_k, eta)
+    g, w, w_prime = np.empty(n), np.empty(n), np.empty(n)
+    dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo = (np.empty(n), np.empty(n), np.empty(n), np.empty(n),
+                                                 np.empty(n), np.empty(n))
+    third_order_terms(thresholds_extended, category, eta, g, w, w_prime, dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo)
+    kept_elim, elim_elim = _selected_inverse(d_inverse, x_pairs, schur_inverse, n_k, qk, qe, pair_kept, pair_elim,
+                                             couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset,
+                                             comp_size)
+    elim_times, kept_times = _diagonal_blocks_times_loadings(elim_elim, schur_inverse, Mk, Me, n_k, local_of_kept,
+                                                             comp_of_kept, comp_offset, comp_size)
+    yk, ye, leverage = _leverages(system, k_codes, e_codes, pair_code, Mk, Me, n_k, kept_elim, elim_times,
+                                  kept_times)
+    half = 0.5 * w_prime * leverage
+    rk, re = np.zeros((n_k, qk)), np.zeros((n_e, qe))
+    if n_k > 0:
+        _accumulate_loadings(half, system, k_codes, Mk, rk)
+    _accumulate_loadings(half, system, e_codes, Me, re)
+    xk, xe = np.zeros((n_k, qk)), np.zeros((n_e, qe))
+    solve(rk, re, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset, comp_size,
+          comp_members, comp_member_start, d_inverse, c_pairs, x_pairs, schur_inverse, xk, xe)
+    grad_thresholds, grad_beta, agg_k, agg_e = _chain_rule_sums(
+        category, system, k_codes, e_codes, Mk, Me, n_k, uk, ue, g, w, half, leverage,
+        dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo, yk, ye, xk, xe, n_thresholds, Me.shape[0])
     return grad_thresholds, grad_beta, _transpose_times(Zk, agg_k), _transpose_times(Ze, agg_e)
 
 
