@@ -166,7 +166,7 @@ def test_r_backed_test_on_dask_equals_local_and_keeps_one_r_per_worker(cluster, 
     pd.testing.assert_frame_equal(_results(_run(raw, tmp_path / "local", jobs=1)), _results(dask))
     # each worker started R once (the R check before the run) and reused it for its chunks
     assert client.run(os.getpid) == pids
-    assert all(client.run(lambda: __import__("simdesign.analyses.rsession").rsession._SESSION is not None).values())
+    assert all(client.run(lambda: __import__("simdesign.analyses.rsession", fromlist=["_SESSION"])._SESSION is not None).values())
 
 
 def _kill_a_busy_worker_during(run, out, client):
