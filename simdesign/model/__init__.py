@@ -25,60 +25,10 @@ from scipy import special
 from simdesign.core.designs import Design
 from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
-
-# An eigenvalue below -PSD_TOLERANCE * largest eigenvalue means "not a covariance matrix";
-# anything above is rounding noise (the paper's coherence matrix has -3e-16).
-PSD_TOLERANCE = 1e-8
+from simdesign.model.common import PSD_TOLERANCE, covariance_square_root, effect_scale  # noqa: F401 (public here)
+from simdesign.model.ranks import METHODS, RankOnlyModel, check_method, reversed_ranks  # noqa: F401
 
 PRESETS = ("coherence", "repetition")
-
-
-def effect_scale(effect) -> float:
-    """Scale factor for the fixed effects: 'fitted' -> 1, 'zero' -> 0, a number -> itself.
-
-    Parameters
-    ----------
-    effect : {'fitted', 'zero'} or float
-
-    Returns
-    -------
-    float
-    """
-    if isinstance(effect, str):
-        if effect == "fitted":
-            return 1.0
-        if effect == "zero":
-            return 0.0
-        hint = ""
-        try:
-            float(effect)
-            # PyYAML (YAML 1.1) reads 1e3 or 1.0e3 as text: a float needs a dot and a signed exponent.
-            hint = " (YAML read it as text: write a plain number such as 2.5, or e.g. 1.0e+3)"
-        except ValueError:
-            pass
-        raise ConfigError(f"The 'effect' field must be 'zero', 'fitted' or a number (scale factor); "
-                          f"got {effect!r}{hint}")
-    if isinstance(effect, bool) or not isinstance(effect, (int, float)) or not np.isfinite(effect):
-        raise ConfigError(f"The 'effect' field must be 'zero', 'fitted' or a number (scale factor); got {effect!r}")
-    return float(effect)
-
-
-def covariance_square_root(cov: np.ndarray, name: str) -> np.ndarray:
-    """A matrix L with L @ L.T == cov, for positive semi-definite ``cov``.
-
-    Raises
-    ------
-    ConfigError
-        If an eigenvalue is below -1e-8 times the largest (not PSD).
-    """
-    eigenvalues, eigenvectors = np.linalg.eigh(cov)
-    largest = max(float(eigenvalues.max()), 0.0)
-    if eigenvalues.min() < -PSD_TOLERANCE * max(largest, 1e-300):
-        raise ConfigError(
-            f"The '{name}' matrix is not positive semi-definite: smallest eigenvalue "
-            f"{eigenvalues.min():.3g}, largest {largest:.3g} (allowed down to -1e-8 times the largest)"
-        )
-    return eigenvectors * np.sqrt(np.clip(eigenvalues, 0.0, None))
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,6 +49,10 @@ class OrdinalMixedModel:
     annotator_cov, document_cov : array-like, shape (S, S)
         Covariance of (intercept, slope for each non-reference system).
     citation, provenance : str, optional
+    rank_noise : float, optional
+        Scale of the logistic latent noise when this model generates rankings
+        (relative to the Likert noise, scale 1): a joint Likert/Rank model
+        (:mod:`simdesign.model.ranks`). Without it the model generates Likert only.
 
     Examples
     --------
@@ -119,6 +73,7 @@ class OrdinalMixedModel:
     document_cov: np.ndarray
     citation: str = ""
     provenance: str = ""
+    rank_noise: float | None = None
     _annotator_loading: np.ndarray = field(init=False, repr=False)
     _document_loading: np.ndarray = field(init=False, repr=False)
 
@@ -158,6 +113,9 @@ class OrdinalMixedModel:
                 covs[key] = covariance_square_root((cov + cov.T) / 2, key)
             except ConfigError as exc:
                 errors.extend(exc.messages)
+        if self.rank_noise is not None and (isinstance(self.rank_noise, bool) or not isinstance(
+                self.rank_noise, (int, float)) or not np.isfinite(self.rank_noise) or self.rank_noise <= 0):
+            errors.append(f"The 'rank_noise' field must be a positive number (or left out); got {self.rank_noise!r}")
         if errors:
             raise ConfigError([f"Model '{self.name}': {m}" for m in errors])
 
@@ -179,11 +137,16 @@ class OrdinalMixedModel:
     def n_systems(self) -> int:
         return len(self.systems)
 
+    @property
+    def methods(self) -> tuple:
+        """Annotation methods this model generates: Likert, and Rank if it has ``rank_noise``."""
+        return ("likert",) if self.rank_noise is None else ("likert", "rank")
+
     def effects_for(self, effect) -> np.ndarray:
         """Fixed effects beta under an effect setting ('fitted', 'zero' or a scale factor)."""
         return self.effects * effect_scale(effect)
 
-    def sample(self, design: Design, rng: np.random.Generator, effect="fitted") -> Judgements:
+    def sample(self, design: Design, rng: np.random.Generator, effect="fitted", method="likert") -> Judgements:
         """Sample one study: fresh random effects, assignment and scores.
 
         Parameters
@@ -194,17 +157,26 @@ class OrdinalMixedModel:
             annotator effects, document effects, latent noise), so a seed
             reproduces a study exactly.
         effect : {'fitted', 'zero'} or float, default 'fitted'
+        method : {'likert', 'rank'}, default 'likert'
+            'rank' sorts the latent values of each (annotator, document) with
+            logistic noise of scale ``rank_noise``; scores are then reversed
+            ranks (S = best). The draw order is the same for both methods.
 
         Returns
         -------
         Judgements
         """
+        check_method(method, self.methods)
         beta = self.effects_for(effect)
         assignment = design.assign(rng)
         n_systems = self.n_systems
         annotator_part = rng.standard_normal((assignment.n_annotators, n_systems)) @ self._annotator_loading.T
         document_part = rng.standard_normal((assignment.n_documents, n_systems)) @ self._document_loading.T
         eta = beta + annotator_part[assignment.annotator] + document_part[assignment.document]
+        if method == "rank":
+            latent = eta + self.rank_noise * rng.logistic(size=eta.shape)
+            return Judgements(scores=reversed_ranks(latent), annotator=assignment.annotator,
+                              document=assignment.document, block=assignment.block, systems=self.systems)
         latent = eta + rng.logistic(size=eta.shape)
         category = np.searchsorted(self.thresholds, latent, side="left")
         scores = np.asarray(self.scale, dtype=np.int64)[category]
@@ -245,15 +217,18 @@ class OrdinalMixedModel:
             "thresholds": self.thresholds.tolist(), "effects": self.effects.tolist(),
             "annotator_cov": self.annotator_cov.tolist(), "document_cov": self.document_cov.tolist(),
             "citation": self.citation, "provenance": self.provenance,
+            **({} if self.rank_noise is None else {"rank_noise": float(self.rank_noise)}),
         }
 
     @classmethod
-    def from_dict(cls, data: dict, name: str | None = None) -> "OrdinalMixedModel":
+    def from_dict(cls, data: dict, name: str | None = None) -> "OrdinalMixedModel | RankOnlyModel":
         """Build from the package's model format or the shared JSON layout (docs/model.md)."""
         if not isinstance(data, dict):
             raise ConfigError("A model file must contain a mapping")
         if "system_names" in data:  # the shared JSON layout of ordinal::clmm fits
             return _from_shared_json(data, name)
+        if data.get("kind", "likert") == "rank_only":
+            return RankOnlyModel.from_dict(data, name)
         required = ("scale", "systems", "thresholds", "effects", "annotator_cov", "document_cov")
         missing = [key for key in required if key not in data]
         if missing:
@@ -261,7 +236,8 @@ class OrdinalMixedModel:
         return cls(name=str(data.get("name", name or "model")), scale=tuple(data["scale"]),
                    systems=tuple(data["systems"]), thresholds=data["thresholds"], effects=data["effects"],
                    annotator_cov=data["annotator_cov"], document_cov=data["document_cov"],
-                   citation=str(data.get("citation", "")), provenance=str(data.get("provenance", "")))
+                   citation=str(data.get("citation", "")), provenance=str(data.get("provenance", "")),
+                   rank_noise=data.get("rank_noise"))
 
 
 def _from_shared_json(data: dict, name: str | None) -> OrdinalMixedModel:
@@ -283,7 +259,7 @@ def _from_shared_json(data: dict, name: str | None) -> OrdinalMixedModel:
                              citation=data.get("citation", ""), provenance=data.get("provenance", ""))
 
 
-def load_model(source) -> OrdinalMixedModel:
+def load_model(source) -> "OrdinalMixedModel | RankOnlyModel":
     """A preset by name ('coherence', 'repetition') or a model file (YAML or JSON).
 
     Parameters
@@ -294,7 +270,7 @@ def load_model(source) -> OrdinalMixedModel:
     -------
     OrdinalMixedModel
     """
-    if isinstance(source, OrdinalMixedModel):
+    if isinstance(source, (OrdinalMixedModel, RankOnlyModel)):
         return source
     text_source = str(source)
     if text_source in PRESETS:
