@@ -189,3 +189,42 @@ def test_significance_f1_under_no_effect_is_mostly_undefined_and_small():
     assert abs(undefined.rate - (1 - type1.rate)) < 4 * np.hypot(undefined.mcse, type1.mcse) + 0.01
     assert abs(f1.rate - type1.rate / 2) < 4 * np.hypot(f1.mcse, type1.mcse / 2)
     assert f1.rate < 0.25
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The planner accepts overlap candidates (through the design kind's search_designs hook)
+
+
+def _plan(**changes):
+    from simdesign.planning.planner import parse_plan
+
+    base = {"name": "plan-overlap", "model": "coherence", "effect": "fitted", "tests": ["ttest_doc", "art_block"],
+            "alpha": 0.05, "target_power": 0.6, "cost": {"pay_per_hour": 12.0, "seconds_per_judgement": 20},
+            "search": {"shapes": ["overlap", "nested"], "docs": [40, 100], "shared_docs": [10, 20],
+                       "annotators": [3, 5], "docs_per_block": [5]},
+            "screen_trials": 20, "max_trials": 40, "seed": 2, "max_type1": None}
+    return parse_plan({**base, **changes})
+
+
+def test_planner_search_generates_overlap_designs_and_excludes_block_tests_for_them():
+    config = _plan()
+    labels = {c.design.label for c in config.candidates}
+    # S + A x U = N: (100 - 10) / 3 = 30, (100 - 20) / 5 = 16, (40 - 10) / 3 = 10, (40 - 20) / 5 = 4;
+    # (100 - 10) / 5 = 18 and (40 - 10) / 5 = 6 too; 3 divides neither 80 nor 20
+    overlap = {label for label in labels if label.startswith("overlap")}
+    assert overlap == {"overlap-S10-U30-A3", "overlap-S20-U16-A5", "overlap-S10-U10-A3", "overlap-S20-U4-A5",
+                       "overlap-S10-U18-A5", "overlap-S10-U6-A5"}
+    assert {"block-B8-D5-A1", "block-B20-D5-A1"} <= labels
+    excluded = {c.key: c.excluded for c in config.candidates if c.excluded}
+    assert excluded[("overlap-S10-U30-A3", "art_block")] == "n/a: block-level test on an overlap design"
+    assert ("overlap-S10-U30-A3", "ttest_doc") not in excluded
+
+
+@pytest.mark.slow
+def test_planner_runs_an_overlap_candidate(tmp_path):
+    from simdesign.planning.plan_report import plan_study
+
+    config = _plan(tests=["ttest_doc"], search={"designs": [REPRO_HUM]})
+    result = plan_study(config)
+    assert [r.candidate.design.label for r in result.results] == ["overlap-S10-U30-A3"]
+    assert result.results[0].trials >= 20

@@ -86,6 +86,11 @@ class BlockDesign:
     fields: ClassVar[tuple] = ("blocks", "docs_per_block", "annotators_per_block")
     shapes: ClassVar[tuple] = ("nested", "crossed")
     plot_style: ClassVar[tuple] = ("-", "o")  # line style and marker in figures
+    # Planner hooks (search_designs): the 'search.shapes' it generates, the 'search' keys it reads,
+    # and the colour of each design shape in the plan figure.
+    search_shapes: ClassVar[tuple] = ("nested", "block", "crossed")
+    search_keys: ClassVar[tuple] = ("docs_per_block", "annotators_per_block")
+    plan_colours: ClassVar[dict] = {"nested": "tab:blue", "block": "tab:green", "crossed": "tab:red"}
 
     def __post_init__(self):
         errors: list[str] = []
@@ -97,6 +102,22 @@ class BlockDesign:
     @property
     def label(self) -> str:
         return f"block-B{self.blocks}-D{self.docs_per_block}-A{self.annotators_per_block}"
+
+    @classmethod
+    def search_designs(cls, shape: str, n_docs: int, grid) -> list:
+        """Planner hook: the designs of a search shape with ``n_docs`` documents in all.
+
+        Documents per block D from ``search.docs_per_block`` (only where D divides the documents):
+        *nested* with A = 1, *block* with B >= 2 and A >= 2 from ``search.annotators_per_block``,
+        *crossed* with B = 1. ``grid(key, default)`` reads a 'search' key as a sorted list of ints.
+        """
+        if shape == "crossed":
+            return [cls(1, n_docs, a) for a in grid("annotators_per_block", [2, 3]) if a >= 2]
+        per_block = [d for d in grid("docs_per_block", [1, 2, 5, 10]) if n_docs % d == 0]
+        if shape == "nested":
+            return [cls(n_docs // d, d, 1) for d in per_block]
+        return [cls(n_docs // d, d, a) for d in per_block for a in grid("annotators_per_block", [2, 3])
+                if n_docs // d >= 2 and a >= 2]
 
     @property
     def shape(self) -> str:
@@ -204,6 +225,9 @@ class PoolDesign:
     # so figures draw it in its own style and never join it to a block design by one line.
     plot_style: ClassVar[tuple] = ("--", "s")
     no_blocks_reason: ClassVar[str] = "pool designs have no blocks"
+    search_shapes: ClassVar[tuple] = ("pool",)
+    search_keys: ClassVar[tuple] = ("annotators", "judgements_per_output")
+    plan_colours: ClassVar[dict] = {"pool": "tab:purple"}
 
     def __post_init__(self):
         errors: list[str] = []
@@ -229,6 +253,12 @@ class PoolDesign:
     @property
     def label(self) -> str:
         return f"pool-N{self.docs}-M{self.annotators}-k{self.judgements_per_output}"
+
+    @classmethod
+    def search_designs(cls, shape: str, n_docs: int, grid) -> list:
+        """Planner hook: pool size M from ``search.annotators``, k from ``search.judgements_per_output``."""
+        return [cls(n_docs, m, k) for m in grid("annotators", [10, 20, 40])
+                for k in grid("judgements_per_output", [1, 2, 3]) if k <= m and n_docs * k >= m]
 
     @property
     def pairs(self) -> int:
@@ -328,6 +358,9 @@ class OverlapDesign:
     no_blocks_reason: ClassVar[str] = ("the shared documents tie all annotators together, so the design has no "
                                        "independent blocks to test over or split in halves")
     refused_estimands: ClassVar[tuple] = ("shr",)
+    search_shapes: ClassVar[tuple] = ("overlap",)
+    search_keys: ClassVar[tuple] = ("shared_docs", "annotators")
+    plan_colours: ClassVar[dict] = {"overlap": "tab:orange"}
 
     def __post_init__(self):
         errors: list[str] = []
@@ -345,6 +378,15 @@ class OverlapDesign:
     @property
     def label(self) -> str:
         return f"overlap-S{self.shared_docs}-U{self.unique_docs_per_annotator}-A{self.annotators}"
+
+    @classmethod
+    def search_designs(cls, shape: str, n_docs: int, grid) -> list:
+        """Planner hook: S from ``search.shared_docs`` (default 10), A from ``search.annotators`` (default 3).
+
+        The other documents are split evenly, so only (S, A) where A divides ``n_docs`` - S qualify.
+        """
+        return [cls(s, (n_docs - s) // a, a) for s in grid("shared_docs", [10]) for a in grid("annotators", [3])
+                if a >= 2 and s <= n_docs and (n_docs - s) % a == 0]
 
     @property
     def docs(self) -> int:
@@ -407,7 +449,10 @@ DESIGN_KINDS: dict[str, type] = {}
 """Registry of design kinds: the config's ``kind`` field -> class.
 
 A design kind is a frozen dataclass whose fields are its config fields, with the class attributes
-``kind``, ``kind_label``, ``has_blocks``, ``fields``, ``shapes``, ``plot_style`` and the members
+``kind``, ``kind_label``, ``has_blocks``, ``fields``, ``shapes``, ``plot_style``, optionally
+``no_blocks_reason`` and ``refused_estimands`` (designs without blocks: why block tests do not apply,
+and estimands the config refuses), the planner hooks ``search_shapes``, ``search_keys``,
+``plan_colours`` and ``search_designs(shape, n_docs, grid)``, and the members
 ``label``, ``shape``, ``shape_of(columns)``, ``docs``, ``annotators``, ``judgements_per_output``,
 ``pairs``, ``judgements(n)``, ``judgements_per_annotator(n)``, ``max_judgements_per_annotator(n)``,
 ``columns()``, ``describe()`` and ``assign(rng)``; tests/test_registries.py checks every registered kind.
