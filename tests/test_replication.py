@@ -228,3 +228,15 @@ def test_planner_runs_an_overlap_candidate(tmp_path):
     result = plan_study(config)
     assert [r.candidate.design.label for r in result.results] == ["overlap-S10-U30-A3"]
     assert result.results[0].trials >= 20
+
+
+def test_replication_figure_draws_from_a_summary(tmp_path):
+    from simdesign.simulation.replication_plots import plot_replication, replication_table, trial_counts
+
+    config = _config(designs=[{**REPRO_HUM, "unique_docs_per_annotator": [2, 4]}], trials=3, replication=True)
+    table = replication_table(api.simulate(config, jobs=1, progress=False).summary())
+    assert {"power", "significance_f1", "significance_reproduced", "significance_f1_undefined", "replication_r",
+            "matching_accuracy"} <= set(table["estimand"])
+    assert trial_counts(table) == "3 trials"
+    (path,) = plot_replication(table, tmp_path / "replication", "test (3 trials)")
+    assert path.is_file() and path.stat().st_size > 10_000

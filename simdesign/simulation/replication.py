@@ -14,7 +14,9 @@ What is stored (one results row per value, so runs resume like any other):
 The summary derives, per trial, Pearson's r of the system scores (``replication_r``), the matching
 accuracy (``matching_accuracy``, trends equal within ``tolerance``) and per test the significance F1
 with the original as gold (``significance_f1``; undefined when the original has no significant pair,
-counted in ``n_failed`` and in a ``significance_f1_undefined`` row) -- from the stored rows, so
+counted in ``n_failed`` and in a ``significance_f1_undefined`` row), and the share of trials whose
+replication reproduces every significance decision exactly (``significance_reproduced``, F1 = 1, among
+the defined trials) -- from the stored rows, so
 ``alpha`` and ``tolerance`` are summary settings (:mod:`simdesign.stats.replication` has the formulas).
 """
 from __future__ import annotations
@@ -242,17 +244,31 @@ def f1_rows(design_rows: pd.DataFrame, test_label: str, alpha: float) -> list[di
     undefined = np.array([score is None for score in scores])
     values = np.array([score for score in scores if score is not None], dtype=float)
     n = int(trials.size)
-    share = float(undefined.mean())
-    low, high = proportion_confint(int(undefined.sum()), n, alpha=0.05, method="wilson")
-    mcse = math.sqrt(share * (1 - share) / (n - 1)) if n > 1 else float("nan")
     return [
         {"test": test_label, "estimand": "significance_f1", "trials": n,
          **_mean_row(values, n, int(undefined.sum()), "F1 of the replication's significant pairs (with direction), "
                                                       "original as gold; mean of per-trial values")},
-        {"test": test_label, "estimand": "significance_f1_undefined", "trials": n, "rate": share,
-         "ci_low": float(low), "ci_high": float(high), "mcse": mcse, "n_tests": n, "n_failed": 0,
-         "note": "share of trials whose original study has no significant pair (F1 undefined)"},
+        {"test": test_label, "estimand": "significance_reproduced", "trials": n,
+         **_share_row(values == 1.0, int(undefined.sum()), "share of trials (original with a significant pair) "
+                                                           "whose replication has exactly the same significant "
+                                                           "pairs and directions (F1 = 1)")},
+        {"test": test_label, "estimand": "significance_f1_undefined", "trials": n,
+         **_share_row(undefined, 0, "share of trials whose original study has no significant pair (F1 undefined)")},
     ]
+
+
+def _share_row(events: np.ndarray, n_failed: int, note: str) -> dict:
+    """A share of trials with its binomial MCSE and Wilson interval (statsmodels)."""
+    n = int(events.size)
+    if n == 0:
+        nan = float("nan")
+        return {"rate": nan, "ci_low": nan, "ci_high": nan, "mcse": nan, "n_tests": 0, "n_failed": n_failed,
+                "note": note}
+    share = float(np.mean(events))
+    low, high = proportion_confint(int(np.sum(events)), n, alpha=0.05, method="wilson")
+    mcse = math.sqrt(share * (1 - share) / (n - 1)) if n > 1 else float("nan")
+    return {"rate": share, "ci_low": float(low), "ci_high": float(high), "mcse": mcse, "n_tests": n,
+            "n_failed": n_failed, "note": note}
 
 
 def replication_summary_rows(config, design_rows: pd.DataFrame) -> list[dict]:
@@ -270,4 +286,5 @@ def replication_summary_rows(config, design_rows: pd.DataFrame) -> list[dict]:
     return rows
 
 
-REPLICATION_ESTIMANDS = ("replication_r", "matching_accuracy", "significance_f1", "significance_f1_undefined")
+REPLICATION_ESTIMANDS = ("replication_r", "matching_accuracy", "significance_f1", "significance_reproduced",
+                         "significance_f1_undefined")
