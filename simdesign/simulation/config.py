@@ -41,7 +41,7 @@ TOP_LEVEL_KEYS = ("name", "model", "effect", "designs", "tests", "trials", "alph
                   "art_exact", "chunk_size", "figure", "description", "estimands", "replication")
 FIGURE_X = ("annotators", "judgements", "docs", "blocks", "annotators_per_block", "judgements_per_output")
 FIGURE_COLOUR = ("test", "shape")
-BLOCK_ONLY_X = ("blocks", "annotators_per_block")  # pool designs have no blocks: no value on these axes
+BLOCK_ONLY_X = ("blocks", "annotators_per_block")  # pool and overlap designs have no blocks: no value here
 # The summary's estimands for the tests, by hypothesis (simdesign.simulation.summary.summarise_group); a figure can draw
 # only what the summary will hold, so 'figure.estimand' is checked against these before anything runs.
 NULL_ESTIMANDS = estimand_names(is_null=True)
@@ -405,8 +405,9 @@ def config_problems(values: dict, check_empty: bool = True) -> list[str]:
         return problems
     problems += figure_problems(figure)
     if designs and figure.x in BLOCK_ONLY_X and not any(d.has_blocks for d in designs):
-        problems.append(f"The 'figure.x' field {figure.x!r} has no value for pool designs, and this config has "
-                        f"only pool designs; use one of {[x for x in FIGURE_X if x not in BLOCK_ONLY_X]}")
+        kinds = "/".join(dict.fromkeys(d.kind for d in designs))
+        problems.append(f"The 'figure.x' field {figure.x!r} has no value for {kinds} designs (no blocks), and this "
+                        f"config has only such designs; use one of {[x for x in FIGURE_X if x not in BLOCK_ONLY_X]}")
     if figure.estimand is not None and scale is not None and not estimand_problems:
         check_figure_estimand(figure.estimand, scale == 0.0, bool(analyses) or not estimands, list(estimands),
                               problems, fits_models=any(getattr(registered_analysis(a.name), "random_effects", False)
