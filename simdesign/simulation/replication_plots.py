@@ -58,10 +58,11 @@ def plot_replication(summary: pd.DataFrame, out_base: Path, title: str, main_tes
             continue
         _errorbar(left, power.loc[designs], f1.loc[designs], fmt="-o", color=colour, ms=4, label=test)
         if test == main_test:
-            for design in designs:
+            for position, design in enumerate(designs):
+                # alternate sides so that neighbouring designs' labels do not overlap
                 left.annotate(f"{int(power.loc[design, 'annotators'])} ann., {int(power.loc[design, 'docs'])} docs",
                               (power.loc[design, "rate"], f1.loc[design, "rate"]), textcoords="offset points",
-                              xytext=(6, -10), fontsize=7)
+                              xytext=(6, -10) if position % 2 == 0 else (-78, 5), fontsize=7)
     left.plot([0, 1], [0, 1], ":", color="grey", label="F1 = power")
     left.set(xlabel="power of the original study (right direction)",
              ylabel="significance F1 of the replication (original = gold)", xlim=(0, 1.02), ylim=(0, 1.02))
