@@ -99,6 +99,18 @@ def test_every_design_kind_keeps_its_contract(kind):
     assert (assignment.block >= 0).all() == cls.has_blocks
 
 
+@pytest.mark.parametrize("kind", sorted(DESIGN_KINDS))
+def test_every_design_kinds_planner_hook_makes_designs_of_its_kind(kind):
+    cls = DESIGN_KINDS[kind]
+    if not getattr(cls, "search_shapes", ()):
+        pytest.skip(f"{kind} designs are planned only through 'search.designs'")
+    grid = lambda key, default: default  # noqa: E731 -- every 'search' key at the kind's defaults
+    for shape in cls.search_shapes:
+        designs = cls.search_designs(shape, 100, grid)
+        assert designs and all(type(d) is cls and d.docs == 100 for d in designs), shape
+        assert all(d.shape in cls.plan_colours for d in designs)  # the plan figure has a colour for each
+
+
 def test_a_design_mapping_with_a_wrong_kind_or_field_names_them():
     with pytest.raises(ConfigError, match="'kind' field must be one of"):
         design_from_mapping({"kind": "lattice"})

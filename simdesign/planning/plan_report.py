@@ -24,7 +24,8 @@ PLAN_COLUMNS = ("rank", "design", "shape", "test", "blocks", "docs_per_block", "
                 "seconds_source", "note")
 DECISION_ORDER = {"recommended": 0, BEST: 0, PASS: 1, TIED: 1, UNDECIDED: 2, NOT_NEEDED: 3, NOT_CONFIRMED: 4,
                   FAIL: 4, WORSE: 4, LIBERAL: 5, "excluded": 6}
-SHAPE_COLOURS = {shape: colour for kind in DESIGN_KINDS.values() for shape, colour in kind.plan_colours.items()}
+SHAPE_COLOURS = {shape: colour for kind in DESIGN_KINDS.values()
+                 for shape, colour in getattr(kind, "plan_colours", {}).items()}
 TEST_MARKERS = ("o", "s", "^", "D", "v", "P")
 
 

@@ -65,9 +65,10 @@ PLAN_KEYS = ("name", "description", "model", "effect", "tests", "alpha", "target
 COST_KEYS = ("pay_per_hour", "seconds_per_judgement", "per_annotator", "per_document", "currency")
 LIMIT_KEYS = ("max_judgements_per_annotator", "min_annotators", "max_annotators")
 # The search shapes and keys come from the design kinds' planner hooks (search_shapes, search_keys).
-SHAPES = tuple(shape for kind in DESIGN_KINDS.values() for shape in kind.search_shapes)
-SEARCH_KEYS = ("shapes", "docs", *dict.fromkeys(key for kind in DESIGN_KINDS.values() for key in kind.search_keys),
-               "designs")
+# A kind without them is searched only through 'search.designs'.
+SHAPES = tuple(shape for kind in DESIGN_KINDS.values() for shape in getattr(kind, "search_shapes", ()))
+SEARCH_KEYS = ("shapes", "docs", *dict.fromkeys(key for kind in DESIGN_KINDS.values()
+                                                 for key in getattr(kind, "search_keys", ())), "designs")
 POWER_OVER = ("pooled", "each_pair")
 TYPE1_OVER = ("pooled", "each_pair")
 DEFAULT_MAX_TYPE1_FACTOR = 1.5  # 'auto': a test may reject a true null at most 1.5 x alpha
@@ -706,7 +707,7 @@ def parse_search(raw, errors: list[str]) -> list:
 
         for n_docs in docs:
             for kind in DESIGN_KINDS.values():
-                designs += [design for shape in kind.search_shapes if shape in shapes
+                designs += [design for shape in getattr(kind, "search_shapes", ()) if shape in shapes
                             for design in kind.search_designs(shape, n_docs, grid)]
     if "designs" in raw:
         designs += parse_designs(raw["designs"], errors)
