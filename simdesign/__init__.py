@@ -27,7 +27,7 @@ Layers (a module imports only its own layer and those listed before it; ``tests/
 Folders are named ``simulation`` and ``planning`` (not ``simulate``/``plan``) so they never shadow the
 API functions ``simdesign.simulate`` and ``simdesign.plan``.
 """
-from simdesign.core.designs import BlockDesign, PoolDesign
+from simdesign.core.designs import BlockDesign, OverlapDesign, PoolDesign
 from simdesign.core.errors import ConfigError, DataError, StoreError
 from simdesign.core.judgements import Judgements
 from simdesign.model import OrdinalMixedModel, load_model
@@ -39,7 +39,7 @@ from simdesign.api import (PlanOutcome, Reliability, SimulationResult, check_mod
 from simdesign.pilot import analyse  # a callable module: simdesign.analyse(frame) runs simdesign.pilot.analyse.analyse
 
 __version__ = "0.1.0"
-__all__ = ["BlockDesign", "PoolDesign", "ConfigError", "DataError", "StoreError", "Judgements", "OrdinalMixedModel",
+__all__ = ["BlockDesign", "PoolDesign", "OverlapDesign", "ConfigError", "DataError", "StoreError", "Judgements", "OrdinalMixedModel",
            "load_model", "SimulationConfig", "load_config", "parse_config", "replay_trial", "run_simulation",
            "summarise", "simulate", "SimulationResult", "load_results", "plan", "PlanOutcome", "fit_model",
            "check_model", "reliability", "Reliability", "analyse"]

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from simdesign.simulation.config import SimulationConfig, load_config, parse_config
+from simdesign.simulation.replication import replication_work
 from simdesign.core.errors import ConfigError
 from simdesign.outputs import (config_from_results, failure_table, figure_estimands, figure_title, write_figures,
                                write_outputs)
@@ -200,7 +201,8 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
 def read_config_trials(store: ResultsStore, config: SimulationConfig) -> pd.DataFrame:
     """The stored rows of ``config``'s designs, tests and estimands, trials below ``config.trials``."""
     return store.read_trials(designs=[d.label for d in config.designs],
-                             tests=[a.label for a in config.analyses] + list(config.estimands), trials=config.trials)
+                             tests=[a.label for a in config.analyses] + list(config.estimands)
+                             + [item.label for item in replication_work(config)], trials=config.trials)
 
 
 def load_results(out_dir, trials: int | None = None, config: SimulationConfig | None = None) -> SimulationResult:

@@ -14,6 +14,7 @@ import pandas as pd
 from simdesign import api
 from simdesign.simulation.backends import BACKENDS, DEFAULT_RETRIES
 from simdesign.simulation.config import SimulationConfig, config_warnings, load_config
+from simdesign.simulation.replication import REPLICATION_ESTIMANDS
 from simdesign.core.errors import ConfigError, MissingBackendError, StoreError
 from simdesign.model import PRESETS, load_model
 from simdesign.outputs import config_from_results, failure_report, write_outputs
@@ -49,7 +50,8 @@ def cmd_run(args) -> int:
     summary = result.summary()
     write_and_report(config, summary, out_dir)
     if not args.quiet:
-        show = summary[summary["estimand"].isin(["type1", "power", "familywise", *config.estimands])]
+        show = summary[summary["estimand"].isin(["type1", "power", "familywise", *config.estimands,
+                                                 *(REPLICATION_ESTIMANDS[:3] if config.replication else ())])]
         with pd.option_context("display.width", 160, "display.max_rows", 200):
             print(show[["design", "test", "estimand", "rate", "ci_low", "ci_high", "mcse", "n_failed"]]
                   .to_string(index=False, float_format=lambda v: f"{v:.4f}"))

@@ -12,14 +12,15 @@ import pytest
 from simdesign.analyses import ANALYSES, run_analysis, system_pairs
 from simdesign.analyses.base import ERROR, FAILURES, OK, SINGULAR
 from simdesign.simulation.config import EFFECT_ESTIMANDS, NULL_ESTIMANDS
-from simdesign.core.designs import (DESIGN_KINDS, BlockDesign, PoolDesign, design_from_mapping, design_to_mapping,
+from simdesign.core.designs import (DESIGN_KINDS, BlockDesign, OverlapDesign, PoolDesign, design_from_mapping, design_to_mapping,
                                shape_of_row)
 from simdesign.core.errors import ConfigError
 from simdesign.model import load_model
 from simdesign.simulation.summary import DESIGN_COLUMNS, ESTIMANDS, estimand_names, rejections, summarise_group
 
 STATUSES = {OK, SINGULAR} | set(FAILURES)
-EXAMPLE_DESIGNS = {"block": BlockDesign(4, 5, 2), "pool": PoolDesign(docs=12, annotators=6, judgements_per_output=2)}
+EXAMPLE_DESIGNS = {"block": BlockDesign(4, 5, 2), "pool": PoolDesign(docs=12, annotators=6, judgements_per_output=2),
+                   "overlap": OverlapDesign(shared_docs=2, unique_docs_per_annotator=3, annotators=3)}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -86,14 +87,28 @@ def test_every_design_kind_keeps_its_contract(kind):
     assert len(assignment.annotator) == len(assignment.document) == len(assignment.block) == design.pairs
     assert assignment.n_annotators == design.annotators == len(np.unique(assignment.annotator))
     assert assignment.n_documents == design.docs == len(np.unique(assignment.document))
-    # every document gets judgements_per_output distinct annotators
+    # documents get judgements_per_output distinct annotators (on average where documents differ, as in
+    # an overlap design, whose shared documents have more)
     per_document = pd.Series(assignment.annotator).groupby(assignment.document).nunique()
-    assert (per_document == design.judgements_per_output).all()
+    assert per_document.mean() == pytest.approx(design.judgements_per_output)
+    assert (per_document == design.judgements_per_output).all() or per_document.nunique() > 1
     loads = np.bincount(assignment.annotator) * 5
     assert design.judgements(5) == design.pairs * 5 == loads.sum()
     assert design.max_judgements_per_annotator(5) == loads.max()
     assert design.judgements_per_annotator(5) == pytest.approx(loads.mean()) or cls.has_blocks
     assert (assignment.block >= 0).all() == cls.has_blocks
+
+
+@pytest.mark.parametrize("kind", sorted(DESIGN_KINDS))
+def test_every_design_kinds_planner_hook_makes_designs_of_its_kind(kind):
+    cls = DESIGN_KINDS[kind]
+    if not getattr(cls, "search_shapes", ()):
+        pytest.skip(f"{kind} designs are planned only through 'search.designs'")
+    grid = lambda key, default: default  # noqa: E731 -- every 'search' key at the kind's defaults
+    for shape in cls.search_shapes:
+        designs = cls.search_designs(shape, 100, grid)
+        assert designs and all(type(d) is cls and d.docs == 100 for d in designs), shape
+        assert all(d.shape in cls.plan_colours for d in designs)  # the plan figure has a colour for each
 
 
 def test_a_design_mapping_with_a_wrong_kind_or_field_names_them():

@@ -5,7 +5,7 @@ for that document, as in Steen & Markert (2021). A design turns into an
 :class:`Assignment` (one row per assigned pair); the model then samples the
 scores of every system for every row.
 
-Two kinds exist (docs/designs.md):
+Three kinds exist (docs/designs.md):
 
 * :class:`BlockDesign` -- ``blocks`` blocks, each with its own
   ``docs_per_block`` documents and ``annotators_per_block`` annotators who
@@ -14,6 +14,8 @@ Two kinds exist (docs/designs.md):
 * :class:`PoolDesign` -- ``docs`` documents share a pool of ``annotators``
   workers; each document gets ``judgements_per_output`` distinct annotators,
   drawn anew in every trial with loads as even as possible.
+* :class:`OverlapDesign` -- ``shared_docs`` judged by all ``annotators`` plus
+  ``unique_docs_per_annotator`` judged by one annotator each (ReproHum's layout).
 """
 from __future__ import annotations
 
@@ -84,6 +86,11 @@ class BlockDesign:
     fields: ClassVar[tuple] = ("blocks", "docs_per_block", "annotators_per_block")
     shapes: ClassVar[tuple] = ("nested", "crossed")
     plot_style: ClassVar[tuple] = ("-", "o")  # line style and marker in figures
+    # Planner hooks (search_designs): the 'search.shapes' it generates, the 'search' keys it reads,
+    # and the colour of each design shape in the plan figure.
+    search_shapes: ClassVar[tuple] = ("nested", "block", "crossed")
+    search_keys: ClassVar[tuple] = ("docs_per_block", "annotators_per_block")
+    plan_colours: ClassVar[dict] = {"nested": "tab:blue", "block": "tab:green", "crossed": "tab:red"}
 
     def __post_init__(self):
         errors: list[str] = []
@@ -95,6 +102,22 @@ class BlockDesign:
     @property
     def label(self) -> str:
         return f"block-B{self.blocks}-D{self.docs_per_block}-A{self.annotators_per_block}"
+
+    @classmethod
+    def search_designs(cls, shape: str, n_docs: int, grid) -> list:
+        """Planner hook: the designs of a search shape with ``n_docs`` documents in all.
+
+        Documents per block D from ``search.docs_per_block`` (only where D divides the documents):
+        *nested* with A = 1, *block* with B >= 2 and A >= 2 from ``search.annotators_per_block``,
+        *crossed* with B = 1. ``grid(key, default)`` reads a 'search' key as a sorted list of ints.
+        """
+        if shape == "crossed":
+            return [cls(1, n_docs, a) for a in grid("annotators_per_block", [2, 3]) if a >= 2]
+        per_block = [d for d in grid("docs_per_block", [1, 2, 5, 10]) if n_docs % d == 0]
+        if shape == "nested":
+            return [cls(n_docs // d, d, 1) for d in per_block]
+        return [cls(n_docs // d, d, a) for d in per_block for a in grid("annotators_per_block", [2, 3])
+                if n_docs // d >= 2 and a >= 2]
 
     @property
     def shape(self) -> str:
@@ -201,6 +224,10 @@ class PoolDesign:
     # A pool's sizes mean something else than a block design's (M annotators share N documents),
     # so figures draw it in its own style and never join it to a block design by one line.
     plot_style: ClassVar[tuple] = ("--", "s")
+    no_blocks_reason: ClassVar[str] = "pool designs have no blocks"
+    search_shapes: ClassVar[tuple] = ("pool",)
+    search_keys: ClassVar[tuple] = ("annotators", "judgements_per_output")
+    plan_colours: ClassVar[dict] = {"pool": "tab:purple"}
 
     def __post_init__(self):
         errors: list[str] = []
@@ -226,6 +253,12 @@ class PoolDesign:
     @property
     def label(self) -> str:
         return f"pool-N{self.docs}-M{self.annotators}-k{self.judgements_per_output}"
+
+    @classmethod
+    def search_designs(cls, shape: str, n_docs: int, grid) -> list:
+        """Planner hook: pool size M from ``search.annotators``, k from ``search.judgements_per_output``."""
+        return [cls(n_docs, m, k) for m in grid("annotators", [10, 20, 40])
+                for k in grid("judgements_per_output", [1, 2, 3]) if k <= m and n_docs * k >= m]
 
     @property
     def pairs(self) -> int:
@@ -286,11 +319,140 @@ class PoolDesign:
         )
 
 
+@dataclass(frozen=True)
+class OverlapDesign:
+    """Shared documents judged by every annotator, plus documents of each annotator's own.
+
+    The layout of ReproHum's re-runs (Ito & Gatt 2023): a few documents are
+    judged by all annotators (to measure agreement), the rest by one
+    annotator each. The shared documents tie every annotator to every other,
+    so the design has no independent blocks: block-level tests and SHR do
+    not apply (the config refuses them).
+
+    Parameters
+    ----------
+    shared_docs : int
+        Documents S judged by every annotator (at least 1).
+    unique_docs_per_annotator : int
+        Documents U each annotator judges alone (0 or more).
+    annotators : int
+        Annotators A (at least 2: with one, nothing is shared).
+
+    Examples
+    --------
+    >>> d = OverlapDesign(shared_docs=10, unique_docs_per_annotator=30, annotators=3)
+    >>> d.label, d.docs, d.pairs, d.judgements(5), d.judgements_per_annotator(5)
+    ('overlap-S10-U30-A3', 100, 120, 600, 200)
+    """
+
+    shared_docs: int
+    unique_docs_per_annotator: int
+    annotators: int
+    kind: ClassVar[str] = "overlap"
+    kind_label: ClassVar[str] = "overlap design"
+    has_blocks: ClassVar[bool] = False
+    shape: ClassVar[str] = "overlap"
+    fields: ClassVar[tuple] = ("shared_docs", "unique_docs_per_annotator", "annotators")
+    shapes: ClassVar[tuple] = ("overlap",)
+    plot_style: ClassVar[tuple] = (":", "^")
+    no_blocks_reason: ClassVar[str] = ("the shared documents tie all annotators together, so the design has no "
+                                       "independent blocks to test over or split in halves")
+    refused_estimands: ClassVar[tuple] = ("shr",)
+    search_shapes: ClassVar[tuple] = ("overlap",)
+    search_keys: ClassVar[tuple] = ("shared_docs", "annotators")
+    plan_colours: ClassVar[dict] = {"overlap": "tab:orange"}
+
+    def __post_init__(self):
+        errors: list[str] = []
+        _positive_int(errors, "shared_docs", self.shared_docs)
+        unique = self.unique_docs_per_annotator
+        if isinstance(unique, bool) or not isinstance(unique, (int, np.integer)) or unique < 0:
+            errors.append(f"The 'unique_docs_per_annotator' field must be a non-negative integer; got {unique!r}")
+        annotators = self.annotators
+        if isinstance(annotators, bool) or not isinstance(annotators, (int, np.integer)) or annotators < 2:
+            errors.append(f"The 'annotators' field of an overlap design must be an integer of at least 2 "
+                          f"(with one annotator nothing is shared); got {annotators!r}")
+        if errors:
+            raise ConfigError(errors)
+
+    @property
+    def label(self) -> str:
+        return f"overlap-S{self.shared_docs}-U{self.unique_docs_per_annotator}-A{self.annotators}"
+
+    @classmethod
+    def search_designs(cls, shape: str, n_docs: int, grid) -> list:
+        """Planner hook: S from ``search.shared_docs`` (default 10), A from ``search.annotators`` (default 3).
+
+        The other documents are split evenly, so only (S, A) where A divides ``n_docs`` - S qualify.
+        """
+        return [cls(s, (n_docs - s) // a, a) for s in grid("shared_docs", [10]) for a in grid("annotators", [3])
+                if a >= 2 and s <= n_docs and (n_docs - s) % a == 0]
+
+    @property
+    def docs(self) -> int:
+        return self.shared_docs + self.unique_docs_per_annotator * self.annotators
+
+    @property
+    def pairs(self) -> int:
+        return (self.shared_docs + self.unique_docs_per_annotator) * self.annotators
+
+    @property
+    def judgements_per_output(self) -> float:
+        """The mean over documents: shared ones get ``annotators`` judgements, the others one."""
+        mean = self.pairs / self.docs
+        return int(mean) if mean == int(mean) else mean
+
+    def judgements(self, n_systems: int) -> int:
+        return self.pairs * n_systems
+
+    def judgements_per_annotator(self, n_systems: int) -> int:
+        return (self.shared_docs + self.unique_docs_per_annotator) * n_systems
+
+    def max_judgements_per_annotator(self, n_systems: int) -> int:
+        """Every annotator has the same load."""
+        return self.judgements_per_annotator(n_systems)
+
+    @staticmethod
+    def shape_of(columns) -> str:
+        return "overlap"
+
+    def describe(self) -> str:
+        """One phrase for reports (docs/designs.md)."""
+        return (f"{self.annotators} annotators all judging the same {self.shared_docs} shared document(s), "
+                f"plus {self.unique_docs_per_annotator} document(s) each of their own ({self.docs} in all)")
+
+    def columns(self) -> dict:
+        return {
+            "design": self.label, "kind": self.kind, "blocks": None, "docs_per_block": None,
+            "annotators_per_block": None, "docs": self.docs, "annotators": self.annotators,
+            "judgements_per_output": self.judgements_per_output,
+        }
+
+    def assign(self, rng: np.random.Generator) -> Assignment:
+        """The fixed layout (``rng`` is unused): documents 0..S-1 are shared, then each annotator's own."""
+        shared, unique, annotators = self.shared_docs, self.unique_docs_per_annotator, self.annotators
+        shared_annotator = np.tile(np.arange(annotators), shared)
+        shared_document = np.repeat(np.arange(shared), annotators)
+        own_annotator = np.repeat(np.arange(annotators), unique)
+        own_document = shared + np.arange(annotators * unique)
+        return Assignment(
+            annotator=np.concatenate([shared_annotator, own_annotator]).astype(np.int64),
+            document=np.concatenate([shared_document, own_document]).astype(np.int64),
+            block=np.full(self.pairs, -1, dtype=np.int64),
+            n_annotators=annotators,
+            n_documents=self.docs,
+            n_blocks=0,
+        )
+
+
 DESIGN_KINDS: dict[str, type] = {}
 """Registry of design kinds: the config's ``kind`` field -> class.
 
 A design kind is a frozen dataclass whose fields are its config fields, with the class attributes
-``kind``, ``kind_label``, ``has_blocks``, ``fields``, ``shapes``, ``plot_style`` and the members
+``kind``, ``kind_label``, ``has_blocks``, ``fields``, ``shapes``, ``plot_style``, optionally
+``no_blocks_reason`` and ``refused_estimands`` (designs without blocks: why block tests do not apply,
+and estimands the config refuses), the planner hooks ``search_shapes``, ``search_keys``,
+``plan_colours`` and ``search_designs(shape, n_docs, grid)``, and the members
 ``label``, ``shape``, ``shape_of(columns)``, ``docs``, ``annotators``, ``judgements_per_output``,
 ``pairs``, ``judgements(n)``, ``judgements_per_annotator(n)``, ``max_judgements_per_annotator(n)``,
 ``columns()``, ``describe()`` and ``assign(rng)``; tests/test_registries.py checks every registered kind.
@@ -331,5 +493,6 @@ def shape_of_row(row) -> str:
 
 register_design_kind(BlockDesign)
 register_design_kind(PoolDesign)
+register_design_kind(OverlapDesign)
 
-Design = BlockDesign | PoolDesign
+Design = BlockDesign | PoolDesign | OverlapDesign

@@ -12,7 +12,7 @@ import hashlib
 
 import numpy as np
 
-DATA_STREAM, ANALYSIS_STREAM = 0, 1
+DATA_STREAM, ANALYSIS_STREAM, REPLICATION_STREAM = 0, 1, 2
 
 
 def label_key(label: str) -> int:
@@ -30,4 +30,15 @@ def analysis_rng(root_seed: int, design_label: str, trial: int, analysis_label: 
     """The generator an analysis uses on one trial (e.g. ART's sign flips)."""
     sequence = np.random.SeedSequence(
         root_seed, spawn_key=(label_key(design_label), trial, ANALYSIS_STREAM, label_key(analysis_label)))
+    return np.random.default_rng(sequence)
+
+
+def replication_rng(root_seed: int, design_label: str, trial: int) -> np.random.Generator:
+    """The generator that samples one trial's independent replication study.
+
+    A third stream of the trial's SeedSequence key (design, trial), beside the original study's
+    (:func:`data_rng`): the original is the study a run without replication samples, and the
+    replication depends on neither workers nor chunking.
+    """
+    sequence = np.random.SeedSequence(root_seed, spawn_key=(label_key(design_label), trial, REPLICATION_STREAM))
     return np.random.default_rng(sequence)

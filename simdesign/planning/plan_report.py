@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from simdesign.core.designs import DESIGN_KINDS  # noqa: E402
 from simdesign.planning.plan_search import (BEST, FAIL, LIBERAL, NOT_CONFIRMED, NOT_NEEDED, PASS, TIED,  # noqa: E402
                                    UNDECIDED, WORSE, PlanResult, run_plan)
 from simdesign.planning.planner import PlanConfig, max_judgements_per_annotator  # noqa: E402
@@ -23,7 +24,8 @@ PLAN_COLUMNS = ("rank", "design", "shape", "test", "blocks", "docs_per_block", "
                 "seconds_source", "note")
 DECISION_ORDER = {"recommended": 0, BEST: 0, PASS: 1, TIED: 1, UNDECIDED: 2, NOT_NEEDED: 3, NOT_CONFIRMED: 4,
                   FAIL: 4, WORSE: 4, LIBERAL: 5, "excluded": 6}
-SHAPE_COLOURS = {"nested": "tab:blue", "block": "tab:green", "crossed": "tab:red", "pool": "tab:purple"}
+SHAPE_COLOURS = {shape: colour for kind in DESIGN_KINDS.values()
+                 for shape, colour in getattr(kind, "plan_colours", {}).items()}
 TEST_MARKERS = ("o", "s", "^", "D", "v", "P")
 
 

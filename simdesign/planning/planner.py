@@ -64,9 +64,11 @@ PLAN_KEYS = ("name", "description", "model", "effect", "tests", "alpha", "target
              "art_resamples", "art_exact", "chunk_size")
 COST_KEYS = ("pay_per_hour", "seconds_per_judgement", "per_annotator", "per_document", "currency")
 LIMIT_KEYS = ("max_judgements_per_annotator", "min_annotators", "max_annotators")
-SEARCH_KEYS = ("shapes", "docs", "docs_per_block", "annotators_per_block", "judgements_per_output", "annotators",
-               "designs")
-SHAPES = ("nested", "block", "crossed", "pool")
+# The search shapes and keys come from the design kinds' planner hooks (search_shapes, search_keys).
+# A kind without them is searched only through 'search.designs'.
+SHAPES = tuple(shape for kind in DESIGN_KINDS.values() for shape in getattr(kind, "search_shapes", ()))
+SEARCH_KEYS = ("shapes", "docs", *dict.fromkeys(key for kind in DESIGN_KINDS.values()
+                                                 for key in getattr(kind, "search_keys", ())), "designs")
 POWER_OVER = ("pooled", "each_pair")
 TYPE1_OVER = ("pooled", "each_pair")
 DEFAULT_MAX_TYPE1_FACTOR = 1.5  # 'auto': a test may reject a true null at most 1.5 x alpha
@@ -668,11 +670,14 @@ def _search_candidates(raw: dict, tests, cost: CostModel, limits: Limits, model,
 def parse_search(raw, errors: list[str]) -> list:
     """The search space -> designs (shape grids plus explicitly listed designs), without duplicates.
 
-    Block designs come from total documents N and documents per block D
-    (B = N / D blocks, only where D divides N): *nested* with A = 1,
+    Each design kind generates its shapes from total documents N and its own
+    'search' keys (its ``search_designs`` hook): block designs with documents
+    per block D (B = N / D blocks, only where D divides N): *nested* with A = 1,
     *block* with B >= 2 and A >= 2 from ``annotators_per_block``, *crossed*
     with B = 1 (D = N). Pool designs combine N, the pool size M
-    (``annotators``) and k (``judgements_per_output``) with k <= M.
+    (``annotators``) and k (``judgements_per_output``) with k <= M. Overlap
+    designs take S shared documents (``shared_docs``) and A annotators
+    (``annotators``) where A divides N - S.
     """
     if not isinstance(raw, dict) or not raw:
         errors.append(f"The 'search' field must be a non-empty mapping with keys {list(SEARCH_KEYS)}; got {raw!r}")
@@ -689,21 +694,21 @@ def parse_search(raw, errors: list[str]) -> list:
     if shapes:
         docs = _int_list(errors, raw, "docs", None) if "docs" in raw else (
             errors.append("The 'search.docs' field is required with 'search.shapes' (total documents)") or [])
-        per_block = _int_list(errors, raw, "docs_per_block", [1, 2, 5, 10])
-        annotators_per_block = _int_list(errors, raw, "annotators_per_block", [2, 3])
-        per_output = _int_list(errors, raw, "judgements_per_output", [1, 2, 3])
-        pool_sizes = _int_list(errors, raw, "annotators", [10, 20, 40]) if "pool" in shapes else []
+        lists: dict = {}
+        reported: set = set()
+
+        def grid(key, default):
+            # Kinds read their own keys with their own defaults; a bad value is reported once.
+            memo = (key, tuple(default))
+            if memo not in lists:
+                lists[memo] = _int_list(errors if key not in reported else [], raw, key, default)
+                reported.add(key)
+            return lists[memo]
+
         for n_docs in docs:
-            if "nested" in shapes:
-                designs += [BlockDesign(n_docs // d, d, 1) for d in per_block if n_docs % d == 0]
-            if "block" in shapes:
-                designs += [BlockDesign(n_docs // d, d, a) for d in per_block for a in annotators_per_block
-                            if n_docs % d == 0 and n_docs // d >= 2 and a >= 2]
-            if "crossed" in shapes:
-                designs += [BlockDesign(1, n_docs, a) for a in annotators_per_block if a >= 2]
-            if "pool" in shapes:
-                designs += [PoolDesign(n_docs, m, k) for m in pool_sizes for k in per_output
-                            if k <= m and n_docs * k >= m]
+            for kind in DESIGN_KINDS.values():
+                designs += [design for shape in getattr(kind, "search_shapes", ()) if shape in shapes
+                            for design in kind.search_designs(shape, n_docs, grid)]
     if "designs" in raw:
         designs += parse_designs(raw["designs"], errors)
     unique = {}
@@ -725,7 +730,7 @@ def build_candidates(designs, tests, cost: CostModel, limits: Limits, n_systems:
         for test in tests:
             info = resolve_analysis(test.name)
             if info.needs_blocks and not design.has_blocks:
-                excluded = "n/a: block-level test on a pool design"
+                excluded = f"n/a: block-level test on a{'n' if design.kind[0] in 'aeiou' else ''} {design.kind} design"
             elif info.needs_blocks and design.blocks < 2:
                 excluded = "n/a: block-level test needs two or more blocks"
             elif limit_problem:

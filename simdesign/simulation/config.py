@@ -33,14 +33,15 @@ from simdesign.analyses import ANALYSES, resolve_analysis
 from simdesign.core.designs import DESIGN_KINDS
 from simdesign.core.errors import ConfigError
 from simdesign.model import PRESETS, OrdinalMixedModel, effect_scale, load_model
+from simdesign.simulation.replication import ReplicationSettings, parse_replication, replication_problems
 from simdesign.stats.reliability import RELIABILITY_ESTIMANDS
 from simdesign.simulation.summary import estimand_names
 
 TOP_LEVEL_KEYS = ("name", "model", "effect", "designs", "tests", "trials", "alpha", "seed", "art_resamples",
-                  "art_exact", "chunk_size", "figure", "description", "estimands")
+                  "art_exact", "chunk_size", "figure", "description", "estimands", "replication")
 FIGURE_X = ("annotators", "judgements", "docs", "blocks", "annotators_per_block", "judgements_per_output")
 FIGURE_COLOUR = ("test", "shape")
-BLOCK_ONLY_X = ("blocks", "annotators_per_block")  # pool designs have no blocks: no value on these axes
+BLOCK_ONLY_X = ("blocks", "annotators_per_block")  # pool and overlap designs have no blocks: no value here
 # The summary's estimands for the tests, by hypothesis (simdesign.simulation.summary.summarise_group); a figure can draw
 # only what the summary will hold, so 'figure.estimand' is checked against these before anything runs.
 NULL_ESTIMANDS = estimand_names(is_null=True)
@@ -135,6 +136,7 @@ class SimulationConfig:
     figure: FigureSpec = field(default_factory=FigureSpec)
     description: str = ""
     estimands: tuple = ()  # per-trial reliability estimands (docs/reliability.md), e.g. ('krippendorff_alpha',)
+    replication: ReplicationSettings | None = None  # exact replications (simdesign.simulation.replication)
 
     def __post_init__(self):
         problems: list[str] = []
@@ -166,6 +168,8 @@ class SimulationConfig:
                                                         else self.estimands))
         if isinstance(self.figure, dict):
             object.__setattr__(self, "figure", parse_figure(self.figure, problems))
+        if not isinstance(self.replication, ReplicationSettings):
+            object.__setattr__(self, "replication", parse_replication(self.replication, problems))
 
     def __eq__(self, other) -> bool:
         # The model compares by content (OrdinalMixedModel holds arrays and compares by identity).
@@ -232,6 +236,8 @@ class SimulationConfig:
             mapping["description"] = self.description
         if self.estimands:
             mapping["estimands"] = list(self.estimands)
+        if self.replication is not None:
+            mapping["replication"] = self.replication.to_mapping()
         return mapping
 
     to_dict = to_mapping  # the name before 0.2; kept for callers
@@ -391,23 +397,42 @@ def config_problems(values: dict, check_empty: bool = True) -> list[str]:
     clashes = sorted({a.label for a in analyses} & set(estimands))
     if clashes:
         problems.append(f"The test label(s) {clashes} are estimand names; give the test(s) another 'label'")
-    pool_labels = [d.label for d in designs if not d.has_blocks]
-    block_tests = [a.label for a in analyses if getattr(registered_analysis(a.name), "needs_blocks", False)]
-    if pool_labels and block_tests:
-        problems.append(f"The block-level test(s) {block_tests} do not apply to pool designs "
-                        f"{pool_labels}: pool designs have no blocks")
+    problems += blockless_problems(designs, analyses, estimands)
+    problems += replication_problems(values.get("replication"), analyses)
     figure = values.get("figure", FigureSpec())
     if not isinstance(figure, FigureSpec):
         problems.append(f"The 'figure' field must be a mapping; got {figure!r}")
         return problems
     problems += figure_problems(figure)
     if designs and figure.x in BLOCK_ONLY_X and not any(d.has_blocks for d in designs):
-        problems.append(f"The 'figure.x' field {figure.x!r} has no value for pool designs, and this config has "
-                        f"only pool designs; use one of {[x for x in FIGURE_X if x not in BLOCK_ONLY_X]}")
+        kinds = "/".join(dict.fromkeys(d.kind for d in designs))
+        problems.append(f"The 'figure.x' field {figure.x!r} has no value for {kinds} designs (no blocks), and this "
+                        f"config has only such designs; use one of {[x for x in FIGURE_X if x not in BLOCK_ONLY_X]}")
     if figure.estimand is not None and scale is not None and not estimand_problems:
         check_figure_estimand(figure.estimand, scale == 0.0, bool(analyses) or not estimands, list(estimands),
                               problems, fits_models=any(getattr(registered_analysis(a.name), "random_effects", False)
                                                         for a in analyses))
+    return problems
+
+
+def blockless_problems(designs, analyses, estimands) -> list[str]:
+    """Block-level tests (and estimands a design kind refuses, e.g. SHR) on designs without blocks.
+
+    Each design kind without blocks says why in ``no_blocks_reason`` and lists the estimands it
+    refuses in ``refused_estimands`` (both optional class attributes).
+    """
+    problems = []
+    block_tests = [a.label for a in analyses if getattr(registered_analysis(a.name), "needs_blocks", False)]
+    for kind in dict.fromkeys(type(d) for d in designs if not d.has_blocks):
+        labels = [d.label for d in designs if type(d) is kind]
+        reason = getattr(kind, "no_blocks_reason", f"{kind.kind} designs have no blocks")
+        if block_tests:
+            problems.append(f"The block-level test(s) {block_tests} do not apply to {kind.kind} designs "
+                            f"{labels}: {reason}")
+        refused = [name for name in estimands if name in getattr(kind, "refused_estimands", ())]
+        if refused:
+            problems.append(f"The 'estimands' field asks for {refused}, which do not apply to {kind.kind} designs "
+                            f"{labels}: {reason}")
     return problems
 
 
@@ -493,6 +518,7 @@ def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
         values["analyses"] = parse_analyses(raw.get("tests"), errors,
                                             art_inherited(values["art_resamples"], values["art_exact"]))
     values["figure"] = parse_figure(raw.get("figure"), errors)
+    values["replication"] = parse_replication(raw.get("replication"), errors)
     errors += config_problems(values, check_empty=False)
     if errors:
         raise ConfigError(list(dict.fromkeys(errors)))

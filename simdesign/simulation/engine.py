@@ -29,6 +29,7 @@ from simdesign.core.designs import Design
 from simdesign.core.errors import ConfigError, MissingBackendError
 from simdesign.core.judgements import Judgements
 from simdesign.model import OrdinalMixedModel
+from simdesign.simulation.replication import is_replication_item, replication_rows, replication_work
 from simdesign.stats.reliability import RELIABILITY_ESTIMANDS, UndefinedReliability
 from simdesign.core.seeds import analysis_rng, data_rng
 from simdesign.simulation.store import RESULT_COLUMNS, ResultsStore
@@ -75,7 +76,7 @@ def plan_chunks(config: SimulationConfig, store: ResultsStore | None, trials: in
     chunk_size = config.chunk_size or min((resolve_analysis(spec.name).chunk_trials for spec in config.analyses),
                                           default=RELIABILITY_CHUNK_TRIALS)
     # Reliability estimands are stored like tests (one row per trial), so they resume the same way.
-    work = tuple(config.analyses) + config.estimand_specs
+    work = tuple(config.analyses) + config.estimand_specs + replication_work(config)
     chunks = []
     for design in config.designs:
         done = store.completed(design.label) if store is not None else {}
@@ -121,7 +122,8 @@ def simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chun
 
 def chunk_registry(specs) -> dict:
     """Analysis name -> AnalysisInfo for the analyses among ``specs`` (reliability estimands skipped)."""
-    return {spec.name: resolve_analysis(spec.name) for spec in specs if spec.name not in RELIABILITY_ESTIMANDS}
+    return {spec.name: resolve_analysis(spec.name) for spec in specs
+            if spec.name not in RELIABILITY_ESTIMANDS and not (is_replication_item(spec) and spec.analysis is None)}
 
 
 def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chunk, registry: dict) -> pd.DataFrame:
@@ -136,7 +138,14 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
     estimand_rows = []
     for trial in range(chunk.first_trial, chunk.stop_trial):
         judgements = model.sample(chunk.design, data_rng(root_seed, chunk.design.label, trial), effect)
+        # Replication items (simdesign.simulation.replication) share one replication study per trial.
+        replicated = [spec for spec in chunk.analyses if is_replication_item(spec)]
+        if replicated:
+            estimand_rows += replication_rows(replicated, model, effect, root_seed, chunk.design, trial, judgements,
+                                              registry)
         for spec in chunk.analyses:
+            if is_replication_item(spec):
+                continue
             if spec.name in RELIABILITY_ESTIMANDS:
                 estimand_rows.append(reliability_row(judgements, spec, root_seed, chunk.design.label, trial))
                 continue

@@ -20,6 +20,7 @@ from scipy import stats
 
 from simdesign.analyses import resolve_analysis
 from simdesign.analyses.base import FAILURES, SINGULAR
+from simdesign.simulation.replication import replication_summary_rows
 
 if TYPE_CHECKING:  # the config checks estimand names against this module's registry
     from simdesign.simulation.config import SimulationConfig
@@ -404,6 +405,8 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
                          "estimand": name, **summarise_estimand(group), "trials": group["trial"].nunique(),
                          "effect": config.effect_label, "alpha": config.alpha,
                          "mean_fit_seconds": group["fit_seconds"].mean()})
+        rows += [{**design.columns(), "judgements": design.judgements(n_systems), **row, "effect": config.effect_label,
+                  "alpha": config.alpha} for row in replication_summary_rows(config, design_rows)]
     summary = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     for column in ("blocks", "docs_per_block", "annotators_per_block"):
         summary[column] = summary[column].astype("Int64")
