@@ -260,6 +260,8 @@ print(f"Krippendorff's alpha {agreement.krippendorff_alpha:.2f}, split-half reli
 # can identify) and compare the fitted system effects (on the model's latent scale, relative to the
 # reference system) with the truth. A status `singular` is normal for these models: some
 # random-effect variance sits at its boundary; `not_converged` or `error` would mean no usable fit.
+# The first fit on a fresh installation also compiles simdesign's fitting kernels (numba; about 40
+# seconds of CPU, once: later fits, also in new sessions, take about a second).
 
 # %%
 fit = simdesign.fit_model(pilot, structure="auto", reference=truth.systems[0])
