@@ -140,14 +140,15 @@ show(power_run, "power")
 
 # %% [markdown]
 # The same number of judgements (so about the same pay), but power grows with the number of
-# annotators. With 2 blocks `art_block` cannot reject at all: an exact randomisation test over 2
-# blocks has only 4 sign patterns, so its smallest p-value is 0.5 (with 5 or fewer blocks it can
-# never go below 0.05). Few blocks means few independent units, whatever the number of judgements.
+# annotators. With 2 or 5 blocks `art_block` never rejects: an exact randomisation test over B
+# blocks has 2^B sign patterns, so its p-value cannot go below 2 / 2^B (0.5 with 2 blocks, 0.0625
+# with 5). Few blocks means few independent units, whatever the number of judgements.
 #
 # The paper's Figure 5 uses an ordinal mixed-effects regression instead (in simdesign:
 # `{"name": "clmm_native", "structure": "paper"}`), which models each annotator and document. It is
 # much slower per study, so it is left out here; see `figures/paper_fig5_coherence.png` for the full
-# figure, and its README section: the mixed model is also too liberal with very few annotators.
+# figure, and the README's "Reproducing the paper": the mixed model, too, rejects a true null too
+# often when there are very few annotators.
 
 # %% [markdown]
 # ## 3. Nested or crossed? (Figure 7)
@@ -181,9 +182,10 @@ nested_run.plot()
 # %% [markdown]
 # At the same number of judgements the nested design has more power: with as many annotators it
 # sees three times as many documents, and each new document brings fresh information, while a
-# second or third judgement of an already-judged document partly repeats what the first said. (The paper found
-# the same with its mixed model; `figures/paper_fig7_coherence.png`.) The price: a nested design
-# cannot tell you how much annotators agree, because nobody judges the same document twice.
+# second or third judgement of an already-judged document partly repeats what the first said.
+# (The paper found the same with its mixed model; `figures/paper_fig7_coherence.png`.) The price:
+# a nested design cannot tell you how much annotators agree, because nobody judges the same
+# document twice.
 
 # %% [markdown]
 # ## 4. Planning a study on a budget
@@ -195,10 +197,10 @@ nested_run.plot()
 # studies. Here: the most powerful design for 150 EUR, judged by its weakest pair of systems, with
 # effects scaled so that the two closest systems differ by half a Likert point.
 #
-# The search is kept tiny (8 candidates, at most 80 studies each) so that it runs in well under a
-# minute. With so few studies a test can only be *shown* to hold a loose type I limit, so we ask for
-# 10% (`max_type1`); the default, 7.5%, needs several hundred studies per candidate, as in
-# `configs/plan_budget.yaml`.
+# The search is kept tiny (8 candidates, one of them over budget; at most 80 studies each) so that
+# it runs in well under a minute. With so few studies a test can only be *shown* to hold a loose
+# type I limit, so we ask for 10% (`max_type1`); the default, 7.5%, needs several hundred studies
+# per candidate, as in `configs/plan_budget.yaml`.
 
 # %%
 budget_plan = {
