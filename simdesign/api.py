@@ -112,15 +112,15 @@ class SimulationResult:
         Parameters
         ----------
         path : str or path-like, optional
-            Figure path without suffix: writes ``.png`` and ``.pdf`` (and one
-            figure per reliability estimand) and returns the paths. Without
+            Figure path without suffix: writes ``.png``, ``.pdf`` and the rows
+            drawn as ``.csv`` (and so for each reliability estimand) and returns the paths. Without
             it, returns the matplotlib Figure (for a notebook).
         estimand : str, optional
             Default: ``figure.estimand``, else type I error under the null, power otherwise.
         alpha : float, optional
             Significance level of the summary (default the config's).
         """
-        from simdesign.simulation.plots import draw_summary
+        from simdesign.simulation.plots import draw_summary, write_figure_table
 
         summary = self.summary(alpha)
         if path is not None and estimand is None and alpha is None:
@@ -136,7 +136,7 @@ class SimulationResult:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             figure.savefig(Path(path).with_suffix(suffix), dpi=150)
             paths.append(Path(path).with_suffix(suffix))
-        return paths
+        return paths + [write_figure_table(summary, self.config.figure, estimand, Path(path))]
 
     def save(self, directory) -> Path:
         """Write a results directory (manifest, trials, summary.csv, figures) that ``simdesign plot``,

@@ -5,14 +5,20 @@ Shared by the Python API (:mod:`simdesign.api`) and the CLI (``run``,
 """
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 import pandas as pd
 
+from simdesign.core.errors import ConfigError
 from simdesign.simulation.config import SimulationConfig, parse_config
 from simdesign.simulation.store import ResultsStore
 
 FAILURE_COLUMNS = ("design", "test", "n_failed", "n_tests", "rate", "note", "kind")
+# The committed figures' tables ship with the package: simdesign/data/figures is a symbolic link to the
+# repository's figures/ (package-data in pyproject.toml copies the CSVs it reaches into a wheel), so the
+# shipped tables are the committed ones by construction and cannot drift from them.
+SHIPPED_FIGURES = "data/figures"
 
 
 def figure_estimand(config: SimulationConfig) -> str:
@@ -35,7 +41,12 @@ def figure_estimands(config: SimulationConfig, estimand: str | None = None) -> l
 
 
 def write_figures(config: SimulationConfig, summary: pd.DataFrame, base: Path) -> list[Path]:
-    """The figures of a summary as ``base.png``/``.pdf`` (and ``base-<estimand>`` for reliability estimands)."""
+    """The figures of a summary as ``base.png``/``.pdf`` (and ``base-<estimand>`` for reliability estimands).
+
+    Beside each figure, ``base.csv`` holds the rows it draws: the columns of
+    ``summary.csv``, restricted to the figure's estimand and to the designs on
+    its x axis (:func:`simdesign.simulation.plots.figure_rows`).
+    """
     from simdesign.simulation.plots import plot_summary
 
     paths = []
@@ -48,11 +59,21 @@ def write_figures(config: SimulationConfig, summary: pd.DataFrame, base: Path) -
 
 def write_outputs(config: SimulationConfig, summary: pd.DataFrame, out_dir: Path,
                   figure_base: Path | None = None) -> list[Path]:
-    """Write ``summary.csv`` and the figures into ``out_dir``; returns the paths written (CSV first)."""
+    """Write ``summary.csv`` and the figures (each with its table, see :func:`write_figures`) into ``out_dir``.
+
+    Returns the paths written, ``summary.csv`` first.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    summary.to_csv(out_dir / "summary.csv", index=False)
-    return [out_dir / "summary.csv"] + write_figures(config, summary, figure_base or (out_dir / config.name))
+    summary_path = out_dir / "summary.csv"
+    # Written before the figures so that a figure that cannot be drawn still leaves the summary behind.
+    summary.to_csv(summary_path, index=False)
+    figures = write_figures(config, summary, figure_base or (out_dir / config.name))
+    if any(path.resolve() == summary_path.resolve() for path in figures):
+        # A config named 'summary' puts its figure's table on summary.csv: the whole table wins.
+        summary.to_csv(summary_path, index=False)
+        figures = [path for path in figures if path.resolve() != summary_path.resolve()]
+    return [summary_path] + figures
 
 
 def failure_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -113,3 +134,45 @@ def config_from_results(out_dir, trials: int | None = None) -> SimulationConfig:
     if trials is not None:
         raw["trials"] = trials
     return parse_config(raw)
+
+
+def precomputed_curve_names() -> list[str]:
+    """The names of the figure tables shipped with the package (``figures/<name>.csv``), sorted."""
+    folder = resources.files("simdesign").joinpath(SHIPPED_FIGURES)
+    if not folder.is_dir():
+        return []
+    return sorted(entry.name[:-len(".csv")] for entry in folder.iterdir() if entry.name.endswith(".csv"))
+
+
+def precomputed_curves(name: str) -> pd.DataFrame:
+    """The table of a committed figure: the rows it draws, with the columns of ``summary.csv``.
+
+    Parameters
+    ----------
+    name : str
+        The figure's name, e.g. ``'paper_fig4_coherence'`` (``figures/<name>.csv``);
+        :func:`precomputed_curve_names` lists them.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per design x test of the figure: design sizes (``blocks``,
+        ``annotators``, ``judgements``...), ``test``, ``estimand``, ``rate``
+        with ``ci_low``, ``ci_high``, ``mcse`` and ``trials``.
+
+    Raises
+    ------
+    ConfigError
+        If no figure of that name is shipped (the message lists those that are).
+
+    Examples
+    --------
+    >>> curves = precomputed_curves("paper_fig4_coherence")
+    >>> sorted(set(curves["test"]))
+    ['art', 'art_doc', 'ttest', 'ttest_doc']
+    """
+    names = precomputed_curve_names()
+    if name not in names:
+        raise ConfigError(f"No precomputed curves named {name!r}; shipped: {', '.join(names) or 'none'}")
+    with resources.files("simdesign").joinpath(SHIPPED_FIGURES).joinpath(f"{name}.csv").open("rb") as handle:
+        return pd.read_csv(handle)

@@ -174,7 +174,7 @@ def test_result_methods(tmp_path):
     figure = result.plot()
     assert figure.axes[0].get_ylabel()
     paths = result.plot(tmp_path / "figure")
-    assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 0 for p in paths)
+    assert [p.suffix for p in paths] == [".png", ".pdf", ".csv"] and all(p.stat().st_size > 0 for p in paths)
 
 
 def test_save_writes_a_directory_that_plot_replay_and_load_results_read(tmp_path, capsys):

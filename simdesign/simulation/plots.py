@@ -49,13 +49,15 @@ def plot_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title
     estimand : str
     title : str
     out_base : Path
-        Written as ``out_base.png`` and ``out_base.pdf``.
+        Written as ``out_base.png`` and ``out_base.pdf``, and the rows drawn
+        (:func:`figure_rows`) as ``out_base.csv``.
     alpha : float, optional
         Draws the nominal level as a horizontal line (type I error figures).
 
     Returns
     -------
     list of Path
+        The PNG, the PDF and the CSV.
     """
     fig, notes = draw_summary(summary, figure, estimand, title, alpha)
     paths = []
@@ -67,7 +69,23 @@ def plot_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title
     plt.close(fig)
     for note in notes:
         log.warning("%s: %s", out_base.with_suffix(".png"), note)
-    return paths
+    return paths + [write_figure_table(summary, figure, estimand, out_base)]
+
+
+def figure_rows(summary: pd.DataFrame, figure: FigureSpec, estimand: str) -> pd.DataFrame:
+    """The rows of ``summary`` a figure of ``estimand`` draws, with the summary's columns and order.
+
+    Designs with no value on ``figure.x`` are left out, as in the figure itself.
+    """
+    rows = summary[summary["estimand"] == estimand]
+    return rows[rows[figure.x].notna()].reset_index(drop=True)
+
+
+def write_figure_table(summary: pd.DataFrame, figure: FigureSpec, estimand: str, out_base: Path) -> Path:
+    """``out_base.csv``: the figure's numbers beside its picture, so they can be read without the results."""
+    path = out_base.with_suffix(".csv")
+    figure_rows(summary, figure, estimand).to_csv(path, index=False)
+    return path
 
 
 def draw_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title: str,
