@@ -63,7 +63,7 @@ def plot_knee_sensitivity(summary: pd.DataFrame, title: str, base: Path, method:
             axis.errorbar(rows["noise"] + offset, rows["mean"],
                           yerr=[rows["mean"] - rows["ci_low"], rows["ci_high"] - rows["mean"]],
                           color=f"C{index}", marker="o", capsize=3, label=f"spammer share {share:g}")
-        axis.set_title(f"{TARGET_TITLES[target]} ({METHOD_LABELS.get(method, method)})", fontsize=10)
+        axis.set_title(f"{TARGET_TITLES[target]}; knee of the {METHOD_LABELS.get(method, method)} curve", fontsize=10)
         axis.set_xlabel("crowd noise (scale of the latent logistic error)")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=8)
