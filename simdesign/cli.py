@@ -364,8 +364,9 @@ def build_parser() -> argparse.ArgumentParser:
     presets = sub.add_parser("presets", help="list the built-in models")
     presets.set_defaults(func=cmd_presets)
 
-    from simdesign import cli_analyse
+    from simdesign import cli_analyse, cli_panels
     cli_analyse.add_parser(sub)
+    cli_panels.add_parser(sub)
     return parser
 
 

@@ -83,6 +83,10 @@ def test_shipped_configs_are_valid():
     for path in sorted((REPO / "configs").glob("*.yaml")):
         if path.name.startswith("plan"):
             continue  # planner configs have their own schema
+        if "panels" in yaml.safe_load(path.read_text()):  # panel studies too (simdesign panels)
+            from simdesign.simulation.panel_study import load_panel_study
+            assert load_panel_study(path).name
+            continue
         config = load_config(path)
         assert config.name
 

@@ -503,7 +503,9 @@ def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
     errors: list[str] = []
     unknown = sorted(set(raw) - set(TOP_LEVEL_KEYS))
     if unknown:
-        errors.append(f"Unknown config key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS)}")
+        errors.append(f"Unknown config key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS)}"
+                      + (" (a config with 'panels' is a panel study: run it with `simdesign panels`)"
+                         if "panels" in unknown else ""))
     model, model_source = resolve_model(raw, base_dir, errors)
     values = {key: raw.get(key, default) for key, default in SCALAR_DEFAULTS.items()}
     values.update(name=raw.get("name"), effect=raw.get("effect", "fitted"), description=str(raw.get("description", "")))

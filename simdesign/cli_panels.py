@@ -1,0 +1,77 @@
+"""``simdesign panels CONFIG``: run a panel study (crowd vs expert annotators) and draw its figure.
+
+Registered in :mod:`simdesign.cli` by :func:`add_parser`; the work is done by
+:mod:`simdesign.simulation.panel_study` and :mod:`simdesign.simulation.panel_summary`.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+
+def add_parser(subparsers) -> None:
+    """Add the ``panels`` subcommand to the CLI's subparsers."""
+    parser = subparsers.add_parser(
+        "panels", help="panel study: Spearman's rho of k crowd workers' aggregate with an expert panel (and the "
+                       "truth) for k = 1..per_output, per aggregation method, with the knee of each curve")
+    parser.add_argument("config", help="a panel-study config with a 'panels' key, e.g. configs/crowd_vs_expert.yaml")
+    parser.add_argument("--out", help="results directory (default results/<config name>); a re-run resumes")
+    parser.add_argument("--jobs", type=int, default=1, help="parallel workers (default 1); results do not depend on it")
+    parser.add_argument("--trials", type=int, help="override the config's trials")
+    parser.add_argument("--figure", help="also write the figure as FIGURE.png and the summary as FIGURE.csv "
+                                         "(e.g. figures/crowd_vs_expert)")
+    parser.add_argument("--quiet", action="store_true", help="no table")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    """Run ``simdesign panels``; bad input raises ConfigError (exit code 2 in :func:`simdesign.cli.main`)."""
+    import pandas as pd
+
+    from simdesign.core.errors import ConfigError
+    from simdesign.simulation.panel_plots import plot_curves, plot_knee_sensitivity
+    from simdesign.simulation.panel_study import load_panel_study, run_panel_study
+    from simdesign.simulation.panel_summary import summarise_panel_study
+
+    if args.trials is not None and args.trials < 1:
+        raise ConfigError(f"--trials must be a positive integer; got {args.trials}")
+    if args.jobs == 0:
+        raise ConfigError("--jobs must be a positive number of workers or negative (all cores but |n| - 1); got 0")
+    config = load_panel_study(args.config, {"trials": args.trials} if args.trials is not None else None)
+    out_dir = Path(args.out) if args.out else Path("results") / config.name
+    started = time.perf_counter()
+    trials = run_panel_study(config, out_dir, jobs=args.jobs)
+    summary = summarise_panel_study(config, trials)
+    seconds = time.perf_counter() - started
+    summary.to_csv(out_dir / "summary.csv", index=False)
+    settings = config.settings()
+    title = (f"{config.name}: model {config.model.name}, {config.docs} documents x {config.model.n_systems} systems, "
+             f"{config.trials} trials x {config.subsamples} subsamples")
+    bases = [out_dir / config.name] + ([Path(args.figure)] if args.figure else [])
+    for base in bases:
+        if len(settings) > 1:
+            plot_knee_sensitivity(summary, title + f", {len(settings)} crowd settings", base)
+        else:
+            plot_curves(summary, title + "\n" + crowd_description(config), base)
+        if base != out_dir / config.name:
+            summary.to_csv(base.with_suffix(".csv"), index=False)
+    print(f"wrote {out_dir / 'summary.csv'} and {', '.join(str(b.with_suffix('.png')) for b in bases)} "
+          f"({seconds:.0f} s)", file=sys.stderr)
+    if not args.quiet:
+        knees = summary[summary["estimand"] == "knee"]
+        with pd.option_context("display.width", 160, "display.max_rows", 200):
+            print(knees[["setting", "method", "target", "mean", "ci_low", "ci_high", "mcse"]]
+                  .rename(columns={"mean": "knee"}).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    return 0
+
+
+def crowd_description(config) -> str:
+    """One line naming the panels' settings, for figure titles."""
+    parts = []
+    for name, spec in config.panels.items():
+        size = (f"{spec.annotators} judging all" if spec.judges_all
+                else f"pool {spec.pool}, {spec.per_output} per output")
+        parts.append(f"{name}: {size}, noise {spec.noise:g}, slope_sd {spec.slope_sd:g}, "
+                     f"spammers {spec.spammer_share:g}")
+    return "; ".join(parts)

@@ -1,0 +1,307 @@
+"""Panel studies: how well do k crowd workers agree with an expert panel, by aggregation method?
+
+A panel-study config (``configs/crowd_vs_expert.yaml``) declares ``panels``
+(:mod:`simdesign.model.panels`), a reference panel (the experts) and a crowd
+panel. Each trial samples one study in which both panels judge the same
+``docs`` x S outputs. For every k = 1..per_output, ``subsamples`` times, k of
+each document's crowd workers are drawn at random (without replacement,
+the same k for all systems of the document, who were judged together), their
+scores are aggregated per output by each method
+(:data:`simdesign.stats.aggregation.AGGREGATIONS`), and Spearman's rho across
+outputs is taken between the aggregate and
+
+* ``expert``: the reference panel's mean score per output, and
+* ``truth``: the outputs' expected scores under the model
+  (:func:`simdesign.model.panels.expected_output_scores`).
+
+A trial's value is the mean of rho over its subsamples; the trial is the
+Monte-Carlo unit (mean, MCSE = sd / sqrt(trials), normal 95% interval).
+The knee of each mean curve is found by Kneedle
+(:func:`simdesign.stats.knee.kneedle`), with a percentile interval from
+resampling the trials (``bootstrap`` times).
+
+An optional ``sensitivity`` grid (``{noise: [...], spammer_share: [...]}``)
+repeats the study for every combination of the crowd panel's settings, each
+with its own random streams (keyed by the setting's label).
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed
+from scipy import stats
+from threadpoolctl import threadpool_limits
+
+from simdesign.core.errors import ConfigError, StoreError
+from simdesign.core.seeds import analysis_rng, data_rng
+from simdesign.model import OrdinalMixedModel, effect_scale
+from simdesign.model.panels import PanelSpec, expected_output_scores, parse_panels, sample_panels
+from simdesign.simulation.config import resolve_model
+from simdesign.stats.aggregation import AGGREGATIONS
+from simdesign.stats.knee import kneedle
+
+STUDY_KEYS = ("name", "description", "model", "effect", "docs", "panels", "reference", "crowd", "aggregations",
+              "subsamples", "trials", "seed", "chunk_size", "bootstrap", "sensitivity")
+TARGETS = ("expert", "truth")
+SENSITIVITY_KEYS = ("noise", "spammer_share", "slope_sd")
+SUMMARY_COLUMNS = ("setting", "noise", "slope_sd", "spammer_share", "method", "target", "estimand", "k", "trials",
+                   "mean", "ci_low", "ci_high", "mcse", "n_undefined")
+
+
+@dataclass(frozen=True, eq=False)
+class PanelStudyConfig:
+    """A validated panel-study config (module docstring; built by :func:`parse_panel_study`)."""
+
+    name: str
+    model: OrdinalMixedModel
+    panels: dict
+    docs: int = 10
+    reference: str = "expert"
+    crowd: str = "crowd"
+    aggregations: tuple = ("mean", "median", "majority", "dawid_skene")
+    subsamples: int = 20
+    trials: int = 200
+    seed: int = 0
+    effect: object = "fitted"
+    chunk_size: int = 10
+    bootstrap: int = 1000
+    sensitivity: dict = field(default_factory=dict)
+    description: str = ""
+    raw: dict = field(default_factory=dict)
+
+    @property
+    def ks(self) -> np.ndarray:
+        return np.arange(1, self.panels[self.crowd].per_output + 1)
+
+    def settings(self) -> list[tuple[str, dict]]:
+        """(label, panels) per crowd setting: the config's own, or every combination of the sensitivity grid."""
+        crowd = self.panels[self.crowd]
+        keys = [key for key in SENSITIVITY_KEYS if key in self.sensitivity]
+        grid = itertools.product(*(self.sensitivity[key] for key in keys)) if keys else [()]
+        settings = []
+        for values in grid:
+            changed = replace(crowd, **dict(zip(keys, values)))
+            label = f"noise{changed.noise:g}-slope{changed.slope_sd:g}-spam{changed.spammer_share:g}"
+            settings.append((label, {**self.panels, self.crowd: changed}))
+        return settings
+
+    def fingerprint(self) -> str:
+        """What determines the stored trials (the model's content, not its source path)."""
+        content = {key: value for key, value in self.raw.items() if key not in ("trials", "bootstrap", "description")}
+        content["model"] = self.model.to_dict()
+        return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _count_problem(key: str, value, minimum: int = 1) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        return f"The '{key}' field must be an integer >= {minimum}; got {value!r}"
+    return None
+
+
+def _role_problems(panels: dict, reference, crowd) -> list[str]:
+    problems = []
+    if reference not in panels:
+        problems.append(f"The 'reference' field must name a panel ({list(panels)}); got {reference!r}")
+    if crowd not in panels:
+        problems.append(f"The 'crowd' field must name a panel ({list(panels)}); got {crowd!r}")
+    elif panels[crowd].judges_all:
+        problems.append(f"The crowd panel '{crowd}' must be a pool ('pool', 'per_output'): k of its workers per "
+                        f"output are subsampled")
+    elif panels[crowd].per_output < 3:
+        problems.append(f"The 'panels.{crowd}.per_output' field must be at least 3 for a curve with a knee; "
+                        f"got {panels[crowd].per_output}")
+    if reference == crowd and reference in panels:
+        problems.append("The 'reference' and 'crowd' panels must differ")
+    return problems
+
+
+def _pool_problems(panels: dict, docs) -> list[str]:
+    if not isinstance(docs, int) or isinstance(docs, bool):
+        return []
+    return [f"The pool panel '{name}' needs docs x per_output >= pool so that every worker judges something; "
+            f"got {docs} x {spec.per_output} < {spec.pool}" for name, spec in panels.items()
+            if not spec.judges_all and docs * spec.per_output < spec.pool]
+
+
+def _sensitivity_problems(grid) -> list[str]:
+    if not isinstance(grid, dict):
+        return [f"The 'sensitivity' field must be a mapping from {list(SENSITIVITY_KEYS)} to lists; got {grid!r}"]
+    problems = [f"Unknown 'sensitivity' key(s) {sorted(set(grid) - set(SENSITIVITY_KEYS))}; allowed: "
+                f"{list(SENSITIVITY_KEYS)}"] if set(grid) - set(SENSITIVITY_KEYS) else []
+    for key, values in grid.items():
+        if key in SENSITIVITY_KEYS and (not isinstance(values, list) or not values):
+            problems.append(f"The 'sensitivity.{key}' field must be a non-empty list of values; got {values!r}")
+        elif key in SENSITIVITY_KEYS:
+            for value in values:  # each value is checked by the panel's own rules
+                problems += [message.replace("panels.", "sensitivity grid: panels.")
+                             for message in _panel_value_problems(key, value)]
+    return problems
+
+
+def _panel_value_problems(key: str, value) -> list[str]:
+    try:
+        PanelSpec("crowd", pool=2, per_output=1, **{key: value})
+    except ConfigError as exc:
+        return exc.messages
+    return []
+
+
+def parse_panel_study(raw: dict, base_dir: Path | None = None) -> PanelStudyConfig:
+    """Validate a panel-study mapping; every problem is reported at once in one ConfigError."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"A panel-study config must be a mapping; got {type(raw).__name__}")
+    errors: list[str] = []
+    unknown = sorted(set(raw) - set(STUDY_KEYS))
+    if unknown:
+        errors.append(f"Unknown panel-study key(s) {unknown}; allowed: {list(STUDY_KEYS)}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\"):
+        errors.append(f"The 'name' field must be a non-empty string without slashes; got {name!r}")
+    model, _ = resolve_model(raw, base_dir, errors)
+    try:
+        effect_scale(raw.get("effect", "fitted"))
+    except ConfigError as exc:
+        errors.extend(exc.messages)
+    panels = parse_panels(raw.get("panels"), errors)
+    values = {"docs": 10, "subsamples": 20, "trials": 200, "seed": 0, "chunk_size": 10, "bootstrap": 1000}
+    values.update({key: raw[key] for key in values if key in raw})
+    errors += [problem for key, value in values.items()
+               if (problem := _count_problem(key, value, 0 if key == "seed" else 1))]
+    reference, crowd = raw.get("reference", "expert"), raw.get("crowd", "crowd")
+    if panels:
+        errors += _role_problems(panels, reference, crowd) + _pool_problems(panels, values["docs"])
+    aggregations = raw.get("aggregations", list(AGGREGATIONS))
+    if not isinstance(aggregations, list) or not aggregations or any(a not in AGGREGATIONS for a in aggregations) \
+            or len(set(aggregations)) != len(aggregations):
+        errors.append(f"The 'aggregations' field must be a list of distinct names from {list(AGGREGATIONS)}; "
+                      f"got {aggregations!r}")
+    sensitivity = raw.get("sensitivity", {}) or {}
+    errors += _sensitivity_problems(sensitivity)
+    if errors:
+        raise ConfigError(list(dict.fromkeys(errors)))
+    return PanelStudyConfig(name=name, model=model, panels=panels, reference=reference, crowd=crowd,
+                            aggregations=tuple(aggregations), effect=raw.get("effect", "fitted"),
+                            sensitivity=sensitivity, description=str(raw.get("description", "")), raw=dict(raw),
+                            **values)
+
+
+def load_panel_study(path, overrides: dict | None = None) -> PanelStudyConfig:
+    """Read and validate a panel-study YAML file (``overrides`` replace top-level keys, e.g. trials)."""
+    from simdesign.simulation.config import read_config_mapping
+
+    path = Path(path)
+    raw = read_config_mapping(path, "panel-study config")
+    return parse_panel_study({**raw, **(overrides or {})}, base_dir=path.parent)
+
+
+def per_document(judgements) -> tuple[np.ndarray, np.ndarray]:
+    """A panel's wide judgements as (docs, judges per document, S) scores and (docs, judges) annotator ids."""
+    order = np.lexsort((judgements.annotator, judgements.document))
+    n_docs = int(judgements.document.max()) + 1
+    scores = judgements.scores[order].reshape(n_docs, -1, judgements.n_systems)
+    return scores, judgements.annotator[order].reshape(n_docs, -1)
+
+
+def ranked(values: np.ndarray) -> np.ndarray:
+    """Average ranks along the last axis (ties share their mean rank, as in Spearman's rho)."""
+    return stats.rankdata(values, axis=-1)
+
+
+def rank_correlations(aggregates: np.ndarray, target_ranks: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each row of ``aggregates`` (R, n) with a target given by its ranks; NaN if constant."""
+    x = ranked(aggregates)
+    x = x - x.mean(axis=1, keepdims=True)
+    y = target_ranks - target_ranks.mean()
+    denominator = np.sqrt((x ** 2).sum(axis=1) * (y ** 2).sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denominator > 0, (x @ y) / denominator, np.nan)
+
+
+def simulate_trial(config: PanelStudyConfig, label: str, panels: dict, trial: int) -> pd.DataFrame:
+    """One trial of one crowd setting: mean Spearman's rho over subsamples, per method, target and k."""
+    sample = sample_panels(config.model, config.docs, panels, data_rng(config.seed, label, trial), config.effect)
+    reference_scores, _ = per_document(sample.judgements[config.reference])
+    targets = {"expert": reference_scores.mean(axis=1).ravel(),
+               "truth": expected_output_scores(config.model, sample.document_part, config.effect).ravel()}
+    target_ranks = {name: ranked(values) for name, values in targets.items()}
+    crowd_scores, crowd_workers = per_document(sample.judgements[config.crowd])
+    n_docs, per_output, n_systems = crowd_scores.shape
+    # Subsamples come from their own stream, so the data of a trial do not depend on how it is subsampled.
+    rng = analysis_rng(config.seed, label, trial, "subsample")
+    rows = []
+    for k in config.ks:
+        # With all workers every subsample is the same set: one suffices (every method ignores their order).
+        repeats = 1 if k == per_output else config.subsamples
+        chosen = np.argsort(rng.random((repeats, n_docs, per_output)), axis=2)[:, :, :k]
+        # ratings[r, d, s, :] = scores of the chosen workers of document d for system s
+        ratings = np.take_along_axis(crowd_scores[None], chosen[..., None], axis=2).transpose(0, 1, 3, 2)
+        workers = np.broadcast_to(np.take_along_axis(crowd_workers[None], chosen, axis=2)[:, :, None, :],
+                                  ratings.shape)
+        for method in config.aggregations:
+            aggregate = AGGREGATIONS[method]
+            values = np.stack([aggregate(ratings[r].reshape(n_docs * n_systems, k),
+                                         workers[r].reshape(n_docs * n_systems, k), config.model.scale)
+                               for r in range(repeats)])
+            for target in TARGETS:
+                rho = rank_correlations(values, target_ranks[target])
+                defined = np.isfinite(rho)
+                rows.append((label, trial, method, target, int(k),
+                             float(rho[defined].mean()) if defined.any() else np.nan, int((~defined).sum())))
+    return pd.DataFrame(rows, columns=["setting", "trial", "method", "target", "k", "spearman", "n_undefined"])
+
+
+def _chunk(config: PanelStudyConfig, label: str, panels: dict, first: int, stop: int) -> pd.DataFrame:
+    with threadpool_limits(limits=1):
+        return pd.concat([simulate_trial(config, label, panels, trial) for trial in range(first, stop)],
+                         ignore_index=True)
+
+
+def _prepare_store(config: PanelStudyConfig, out_dir: Path) -> Path:
+    """The chunk directory of ``out_dir``, after checking that stored trials belong to this config."""
+    chunks = out_dir / "chunks"
+    chunks.mkdir(parents=True, exist_ok=True)
+    manifest = out_dir / "manifest.json"
+    fingerprint = config.fingerprint()
+    if manifest.exists():
+        stored = json.loads(manifest.read_text()).get("fingerprint")
+        if stored != fingerprint:
+            raise StoreError(f"{out_dir} holds trials of a different panel-study config (model, panels, seed, "
+                             f"docs, subsamples or aggregations changed); use another --out or delete it")
+    else:
+        manifest.write_text(json.dumps({"fingerprint": fingerprint, "config": config.raw}, indent=2, default=str))
+    return chunks
+
+
+def run_panel_study(config: PanelStudyConfig, out_dir, jobs: int = 1) -> pd.DataFrame:
+    """Simulate every trial of every crowd setting not yet stored in ``out_dir``; return all per-trial rows.
+
+    Each chunk of trials is written as its own CSV (atomically, by rename),
+    so an interrupted run resumes where it stopped. Results do not depend on
+    ``jobs`` or the chunking (streams are keyed by setting label and trial).
+    """
+    chunks_dir = _prepare_store(config, Path(out_dir))
+    work = []
+    for label, panels in config.settings():
+        for first in range(0, config.trials, config.chunk_size):
+            stop = min(first + config.chunk_size, config.trials)
+            path = chunks_dir / f"{label}-{first:06d}-{stop:06d}.csv"
+            if not path.exists():
+                work.append((path, delayed(_chunk)(config, label, panels, first, stop)))
+    if work:
+        frames = Parallel(n_jobs=jobs, return_as="generator")(task for _, task in work)
+        for (path, _), frame in zip(work, frames):
+            temporary = path.with_suffix(".tmp")
+            frame.to_csv(temporary, index=False)
+            os.replace(temporary, path)
+    labels = {label for label, _ in config.settings()}
+    frames = [pd.read_csv(path) for path in sorted(chunks_dir.glob("*.csv"))]
+    # A changed chunk_size writes chunks with other bounds: keep each trial once.
+    trials = pd.concat(frames, ignore_index=True).drop_duplicates(["setting", "trial", "method", "target", "k"])
+    return trials[trials["setting"].isin(labels) & (trials["trial"] < config.trials)].reset_index(drop=True)
