@@ -364,6 +364,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from simdesign import cli_analyse
     cli_analyse.add_parser(sub)
+    from simdesign import cli_literature
+    cli_literature.add_parser(sub)
     return parser
 
 
