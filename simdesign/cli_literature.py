@@ -42,7 +42,9 @@ def cmd_sweep(args) -> int:
     summary, raw = run_sweep(args.config, out_dir=args.out, jobs=args.jobs, trials=args.trials,
                              progress=not args.quiet)
     out_dir = Path(args.out) if args.out else Path("results") / str(raw["name"])
-    x = "document_intercept_variance" if "document_intercept_scale" in raw["sweep"] else next(iter(raw["sweep"]))
+    # the shared part of document difficulty (what a paired test cancels), not the intercept variance alone:
+    # the paper's models have intercepts negatively correlated with the slopes (simdesign.simulation.sweep)
+    x = "shared_document_covariance" if "document_intercept_scale" in raw["sweep"] else next(iter(raw["sweep"]))
     trials = int(summary["trials"].max())
     designs = ", ".join(summary["design"].unique())
     title = (f"{raw['name']}: model {raw['model']}, {designs}; {trials} trials per point "

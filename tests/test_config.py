@@ -83,6 +83,10 @@ def test_shipped_configs_are_valid():
     for path in sorted((REPO / "configs").glob("*.yaml")):
         if path.name.startswith("plan"):
             continue  # planner configs have their own schema
+        if path.name == "metric_validation.yaml":  # simdesign metric-validation has its own schema
+            from simdesign.simulation.metric_validation import load_metric_config
+            assert load_metric_config(path).name
+            continue
         if "sweep" in yaml.safe_load(path.read_text()):  # a sweep: every run is a simulation config
             from simdesign.simulation.sweep import load_sweep
             assert all(config.name for _, _, config in load_sweep(path)[1])
