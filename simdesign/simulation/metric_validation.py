@@ -281,6 +281,7 @@ def summarise_metric_validation(rows: pd.DataFrame, config: MetricValidationConf
 def plot_coverage(summary: pd.DataFrame, config: MetricValidationConfig, out_base: Path) -> Path:
     """Coverage of the three bootstrap intervals against the number of systems: a panel per method and documents."""
     import matplotlib
+    import matplotlib.ticker
     matplotlib.use("Agg")  # files only
     import matplotlib.pyplot as plt
 
@@ -300,6 +301,7 @@ def plot_coverage(summary: pd.DataFrame, config: MetricValidationConfig, out_bas
                                   alpha=0.15)
             axis.axhline(config.confidence, color="grey", linestyle="--", linewidth=1, label="nominal")
             axis.set_xscale("log")
+            axis.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             axis.set_xticks(list(config.systems), [str(s) for s in config.systems])
             axis.set_title(f"{method}, {n_documents} documents", fontsize=9)
             axis.grid(alpha=0.3)
