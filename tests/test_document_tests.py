@@ -180,3 +180,30 @@ def test_document_difficulty_makes_the_unpaired_test_conservative(tmp_path):
         "tests": ["ttest_unpaired", "ttest_doc"]})
     assert rows.loc["ttest_unpaired", "rate"] + 4 * rows.loc["ttest_unpaired", "mcse"] < 0.05
     assert within_mcse(rows.loc["ttest_doc", "rate"], 0.05, rows.loc["ttest_doc", "mcse"])
+
+
+def test_sweep_validates_its_keys_and_runs_every_combination(tmp_path, capsys):
+    import yaml
+
+    from simdesign.cli import main
+    from simdesign.simulation.sweep import sweep_runs
+
+    base = {"name": "tiny-sweep", "model": "coherence", "trials": 3, "seed": 1,
+            "designs": [{"kind": "block", "blocks": 6, "docs_per_block": 1, "annotators_per_block": 1}],
+            "tests": ["ttest_unpaired", "ttest_doc"]}
+    with pytest.raises(ConfigError, match=r"'sweep.designs' key cannot be swept"):
+        sweep_runs({**base, "sweep": {"designs": [1]}})
+    assert [values for values, _ in sweep_runs({**base, "sweep": {"effect": ["zero", 1],
+                                                                  "document_intercept_scale": [0, 2]}})] == [
+        {"effect": "zero", "document_intercept_scale": 0}, {"effect": "zero", "document_intercept_scale": 2},
+        {"effect": 1, "document_intercept_scale": 0}, {"effect": 1, "document_intercept_scale": 2}]
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump({**base, "sweep": {"effect": ["zero", 1], "document_intercept_scale": [0, 2]}}))
+    assert main(["sweep", str(path), "--out", str(tmp_path / "out"), "--quiet", "--figure",
+                 str(tmp_path / "figure")]) == 0
+    summary = pd.read_csv(tmp_path / "figure.csv")
+    assert set(summary["document_intercept_scale"]) == {0, 2} and set(summary["effect"]) == {"zero", "x1"}
+    assert (tmp_path / "figure.png").is_file()
+    path.write_text(yaml.safe_dump({**base, "sweep": {"document_intercept_scale": [-1]}}))
+    assert main(["sweep", str(path), "--quiet"]) == 2
+    assert "document_intercept_scale" in capsys.readouterr().err

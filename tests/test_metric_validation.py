@@ -171,3 +171,12 @@ def test_metric_validation_command_runs_and_rejects_bad_input(tmp_path, capsys):
     assert main(["metric-validation", str(path), "--quiet"]) == 2
     error = capsys.readouterr().err
     assert "'systems' field must be at least 3" in error and "'population.kind' field must be one of" in error
+
+
+def test_resampled_population_draws_the_presets_effects_and_leaves_rank_targets_empty(coherence):
+    draws = SystemPopulation("resample").draw(coherence.effects, 200, np.random.default_rng(3))
+    assert set(np.round(draws, 12)) <= set(np.round(coherence.effects, 12)) and len(set(draws)) == 5
+    config = parse_metric_config({"name": "t", "model": "coherence", "population": {"kind": "resample"},
+                                  "metric": {"system_correlation": 0.8, "summary_correlation": 0.5}})
+    targets = system_level_targets(config)
+    assert np.isnan(targets["kendall"]) and np.isnan(targets["spearman"]) and 0.7 < targets["pearson"] < 0.8

@@ -29,6 +29,10 @@ automatic metrics, and computes
   have system biases of their own, see
   :func:`simdesign.stats.metric_correlation.permutation_test`).
 
+scripts/check_bootstrap_coverage.py checks a different interval (``simdesign analyse``'s intervals
+of each system's mean score); the conventions are shared: the trial (study) is the unit, rates get
+Wilson intervals.
+
 The trial is the unit: every rate's MCSE is the SD of its per-trial values
 over sqrt(trials), its interval Wilson's; means get mean +- 1.96 MCSE.
 Streams: one data stream per (cell, trial) and one per (cell, trial,
