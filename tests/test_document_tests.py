@@ -207,3 +207,16 @@ def test_sweep_validates_its_keys_and_runs_every_combination(tmp_path, capsys):
     path.write_text(yaml.safe_dump({**base, "sweep": {"document_intercept_scale": [-1]}}))
     assert main(["sweep", str(path), "--quiet"]) == 2
     assert "document_intercept_scale" in capsys.readouterr().err
+
+
+def test_every_run_of_the_committed_sweep_round_trips():
+    import yaml
+
+    from conftest import REPO
+    from simdesign.simulation.sweep import load_sweep
+
+    _, runs = load_sweep(REPO / "configs" / "paired_vs_unpaired.yaml")
+    assert len(runs) == 10
+    for _, _, config in runs:
+        mapping = config.to_mapping()
+        assert parse_config(yaml.safe_load(yaml.safe_dump(mapping))) == config
