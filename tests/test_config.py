@@ -87,6 +87,14 @@ def test_shipped_configs_are_valid():
             from simdesign.simulation.panel_study import load_panel_study
             assert load_panel_study(path).name
             continue
+        if path.name.startswith("metric_validation"):  # simdesign metric-validation has its own schema
+            from simdesign.simulation.metric_validation import load_metric_config
+            assert load_metric_config(path).name
+            continue
+        if "sweep" in yaml.safe_load(path.read_text()):  # a sweep: every run is a simulation config
+            from simdesign.simulation.sweep import load_sweep
+            assert all(config.name for _, _, config in load_sweep(path)[1])
+            continue
         config = load_config(path)
         assert config.name
 

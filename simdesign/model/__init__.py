@@ -53,6 +53,15 @@ class OrdinalMixedModel:
         Scale of the logistic latent noise when this model generates rankings
         (relative to the Likert noise, scale 1): a joint Likert/Rank model
         (:mod:`simdesign.model.ranks`). Without it the model generates Likert only.
+    document_intercept_scale : float, default 1
+        "Document difficulty" (Rankel et al. 2011): the document random
+        intercept's standard deviation is multiplied by this factor, i.e. the
+        sampled document covariance is ``D @ document_cov @ D`` with
+        ``D = diag(scale, 1, ..., 1)`` (the intercept variance times scale^2,
+        its covariances with the slopes times scale). The intercept is shared
+        by every system's output for a document, so paired tests cancel it and
+        unpaired tests do not. At 1 the model and its draws are exactly
+        today's; ``document_cov`` always holds the unscaled matrix.
 
     Examples
     --------
@@ -74,6 +83,7 @@ class OrdinalMixedModel:
     citation: str = ""
     provenance: str = ""
     rank_noise: float | None = None
+    document_intercept_scale: float = 1.0
     _annotator_loading: np.ndarray = field(init=False, repr=False)
     _document_loading: np.ndarray = field(init=False, repr=False)
 
@@ -99,6 +109,11 @@ class OrdinalMixedModel:
         elif not np.all(np.isfinite(effects)) or effects[0] != 0:
             errors.append(f"The 'effects' field must be finite with the reference system's effect 0; "
                           f"got {effects.tolist()}")
+        intercept_scale = self.document_intercept_scale
+        if isinstance(intercept_scale, bool) or not isinstance(intercept_scale, (int, float)) \
+                or not np.isfinite(intercept_scale) or intercept_scale < 0:
+            errors.append(f"The 'document_intercept_scale' field must be a non-negative number; got {intercept_scale!r}")
+            intercept_scale = 1.0
         covs = {}
         for key in ("annotator_cov", "document_cov"):
             cov = np.asarray(getattr(self, key), dtype=float)
@@ -109,6 +124,8 @@ class OrdinalMixedModel:
             if not np.all(np.isfinite(cov)) or not np.allclose(cov, cov.T, rtol=1e-8, atol=1e-10):
                 errors.append(f"The '{key}' matrix must be finite and symmetric")
                 continue
+            if key == "document_cov" and intercept_scale != 1:
+                cov = _scale_intercept(cov, intercept_scale)
             try:
                 covs[key] = covariance_square_root((cov + cov.T) / 2, key)
             except ConfigError as exc:
@@ -127,6 +144,7 @@ class OrdinalMixedModel:
         set_(self, "systems", systems)
         set_(self, "thresholds", thresholds)
         set_(self, "effects", effects)
+        set_(self, "document_intercept_scale", float(intercept_scale))
         set_(self, "annotator_cov", (np.asarray(self.annotator_cov, float) + np.asarray(self.annotator_cov, float).T) / 2)
         set_(self, "document_cov", (np.asarray(self.document_cov, float) + np.asarray(self.document_cov, float).T) / 2)
         # Loadings map iid standard normals straight to per-system random contributions.
@@ -141,6 +159,19 @@ class OrdinalMixedModel:
     def methods(self) -> tuple:
         """Annotation methods this model generates: Likert, and Rank if it has ``rank_noise``."""
         return ("likert",) if self.rank_noise is None else ("likert", "rank")
+
+    @property
+    def sampled_document_cov(self) -> np.ndarray:
+        """The document covariance the model samples from: ``document_cov`` with its intercept scaled."""
+        if self.document_intercept_scale == 1:
+            return self.document_cov
+        return _scale_intercept(self.document_cov, self.document_intercept_scale)
+
+    def with_document_intercept_scale(self, scale: float) -> "OrdinalMixedModel":
+        """The same model with another document intercept scale (see the class docstring)."""
+        data = self.to_dict()
+        data["document_intercept_scale"] = scale
+        return OrdinalMixedModel.from_dict(data, name=self.name)
 
     def effects_for(self, effect) -> np.ndarray:
         """Fixed effects beta under an effect setting ('fitted', 'zero' or a scale factor)."""
@@ -197,7 +228,7 @@ class OrdinalMixedModel:
         beta = self.effects_for(effect)
         design_rows = np.eye(self.n_systems)
         design_rows[:, 0] = 1.0
-        total = self.annotator_cov + self.document_cov
+        total = self.annotator_cov + self.sampled_document_cov
         sd = np.sqrt(np.einsum("si,ij,sj->s", design_rows, total, design_rows))
         x, w = np.polynomial.hermite_e.hermegauss(nodes)
         w = w / w.sum()
@@ -212,13 +243,17 @@ class OrdinalMixedModel:
 
     def to_dict(self) -> dict:
         """The model in the package's file format (docs/model.md, "Model files")."""
-        return {
+        data = {
             "name": self.name, "scale": [int(v) for v in self.scale], "systems": list(self.systems),
             "thresholds": self.thresholds.tolist(), "effects": self.effects.tolist(),
             "annotator_cov": self.annotator_cov.tolist(), "document_cov": self.document_cov.tolist(),
             "citation": self.citation, "provenance": self.provenance,
             **({} if self.rank_noise is None else {"rank_noise": float(self.rank_noise)}),
         }
+        # Written only when it differs from 1, so existing models (and their results fingerprints) are unchanged.
+        if self.document_intercept_scale != 1:
+            data["document_intercept_scale"] = self.document_intercept_scale
+        return data
 
     @classmethod
     def from_dict(cls, data: dict, name: str | None = None) -> "OrdinalMixedModel | RankOnlyModel":
@@ -237,7 +272,15 @@ class OrdinalMixedModel:
                    systems=tuple(data["systems"]), thresholds=data["thresholds"], effects=data["effects"],
                    annotator_cov=data["annotator_cov"], document_cov=data["document_cov"],
                    citation=str(data.get("citation", "")), provenance=str(data.get("provenance", "")),
-                   rank_noise=data.get("rank_noise"))
+                   rank_noise=data.get("rank_noise"),
+                   document_intercept_scale=data.get("document_intercept_scale", 1.0))
+
+
+def _scale_intercept(cov: np.ndarray, scale: float) -> np.ndarray:
+    """D @ cov @ D with D = diag(scale, 1, ..., 1): the intercept's SD times ``scale``."""
+    factors = np.ones(cov.shape[0])
+    factors[0] = scale
+    return np.asarray(cov, float) * np.outer(factors, factors)
 
 
 def _from_shared_json(data: dict, name: str | None) -> OrdinalMixedModel:

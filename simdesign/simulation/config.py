@@ -38,7 +38,8 @@ from simdesign.stats.reliability import RELIABILITY_ESTIMANDS
 from simdesign.simulation.summary import estimand_names
 
 TOP_LEVEL_KEYS = ("name", "model", "effect", "designs", "tests", "trials", "alpha", "seed", "art_resamples",
-                  "art_exact", "chunk_size", "figure", "description", "estimands", "replication")
+                  "art_exact", "chunk_size", "figure", "description", "estimands", "replication",
+                  "document_intercept_scale")
 FIGURE_X = ("annotators", "judgements", "docs", "blocks", "annotators_per_block", "judgements_per_output")
 FIGURE_COLOUR = ("test", "shape")
 BLOCK_ONLY_X = ("blocks", "annotators_per_block")  # pool and overlap designs have no blocks: no value here
@@ -137,6 +138,7 @@ class SimulationConfig:
     description: str = ""
     estimands: tuple = ()  # per-trial reliability estimands (docs/reliability.md), e.g. ('krippendorff_alpha',)
     replication: ReplicationSettings | None = None  # exact replications (simdesign.simulation.replication)
+    document_intercept_scale: float | None = None  # sets the model's (OrdinalMixedModel); None: the model's own
 
     def __post_init__(self):
         problems: list[str] = []
@@ -152,6 +154,7 @@ class SimulationConfig:
             model, source = resolve_model({"model": self.model}, None, problems)
             object.__setattr__(self, "model", model)
             object.__setattr__(self, "model_source", source or "")
+        object.__setattr__(self, "model", with_intercept_scale(self.model, self.document_intercept_scale, problems))
         designs = list(self.designs) if isinstance(self.designs, (list, tuple)) else self.designs
         if isinstance(designs, list) and any(isinstance(d, dict) for d in designs):
             designs = [d for item in designs for d in (parse_designs([item], problems) if isinstance(item, dict)
@@ -238,9 +241,22 @@ class SimulationConfig:
             mapping["estimands"] = list(self.estimands)
         if self.replication is not None:
             mapping["replication"] = self.replication.to_mapping()
+        if self.document_intercept_scale is not None:
+            mapping["document_intercept_scale"] = self.document_intercept_scale
         return mapping
 
     to_dict = to_mapping  # the name before 0.2; kept for callers
+
+
+def with_intercept_scale(model, scale, problems: list[str]):
+    """``model`` with its document intercept scale set to ``scale`` (None: unchanged); problems appended."""
+    if scale is None or not isinstance(model, OrdinalMixedModel) or model.document_intercept_scale == scale:
+        return model
+    try:
+        return model.with_document_intercept_scale(scale)
+    except ConfigError as exc:
+        problems.extend(exc.messages)
+        return model
 
 
 def stable_digest(obj) -> str:
@@ -509,8 +525,9 @@ def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
     model, model_source = resolve_model(raw, base_dir, errors)
     values = {key: raw.get(key, default) for key, default in SCALAR_DEFAULTS.items()}
     values.update(name=raw.get("name"), effect=raw.get("effect", "fitted"), description=str(raw.get("description", "")))
+    values["document_intercept_scale"] = raw.get("document_intercept_scale")
     if model is not None:
-        values["model"] = model
+        values["model"] = with_intercept_scale(model, values["document_intercept_scale"], errors)
     values["designs"] = parse_designs(raw.get("designs"), errors)
     values["estimands"] = parse_estimands(raw.get("estimands"), errors)
     # A reliability-only config needs no tests; otherwise 'tests' stays required.

@@ -1,0 +1,350 @@
+"""Validating an automatic metric by simulation (Deutsch, Dror and Roth 2021): a config, a runner, a figure.
+
+Each trial draws ``systems`` systems from a population around the model
+(:mod:`simdesign.model.metric`), simulates a study in which every one of
+``documents`` documents is judged by ``annotators_per_document`` annotators
+of its own (a block design with one document per block, so annotators
+average out over documents), scores every output with one or two
+automatic metrics, and computes
+
+* ``system_correlation`` and ``summary_correlation``: the correlation
+  (Pearson, Spearman, Kendall) between the first metric and the human
+  scores (mean judgement per output) at the system and summary level;
+* ``coverage`` and ``width`` of the 95% percentile bootstrap intervals of the
+  system-level correlation that resample systems, inputs or both
+  (:mod:`simdesign.stats.metric_correlation`). The target an interval is
+  meant to cover is the system-level correlation over both populations
+  (infinitely many systems and documents): for Pearson
+  rho_sys x corr(beta, h(beta)), where h(beta) is the expected human score of
+  a system with effect beta (one-dimensional Gauss-Hermite integrals over
+  the population and the random effects); for Spearman and Kendall, as h is
+  increasing, those of a bivariate normal with correlation rho_sys,
+  (6 / pi) asin(rho_sys / 2) and (2 / pi) asin(rho_sys) (normal populations
+  only: with resampled effects the rank targets are left empty);
+* ``permutation_power``: the share of trials in which the permutation test
+  (PERM-SYSTEMS, swapping whole systems, and PERM-BOTH, swapping single
+  outputs) finds the two metrics' system-level Pearson correlations with
+  the human scores different at ``alpha`` (its type I error when both
+  metrics have the same targets; PERM-BOTH is not valid when the metrics
+  have system biases of their own, see
+  :func:`simdesign.stats.metric_correlation.permutation_test`).
+
+scripts/check_bootstrap_coverage.py checks a different interval (``simdesign analyse``'s intervals
+of each system's mean score); the conventions are shared: the trial (study) is the unit, rates get
+Wilson intervals.
+
+The trial is the unit: every rate's MCSE is the SD of its per-trial values
+over sqrt(trials), its interval Wilson's; means get mean +- 1.96 MCSE.
+Streams: one data stream per (cell, trial) and one per (cell, trial,
+interval scheme or test), from the root seed (:mod:`simdesign.core.seeds`).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed
+from scipy import special
+
+from simdesign.core.designs import BlockDesign
+from simdesign.core.errors import ConfigError
+from simdesign.core.seeds import analysis_rng, data_rng
+from simdesign.model import load_model
+from simdesign.model.metric import (MetricGenerator, MetricSpec, SystemPopulation, exchangeable_moments,
+                                    human_scores, population_model, sample_with_quality)
+from simdesign.simulation.config import read_config_mapping, resolve_model
+from simdesign.simulation.summary import wilson_interval
+from simdesign.stats.metric_correlation import (METHODS, SCHEMES, bootstrap_system_level, percentile_interval,
+                                                permutation_test, summary_level, system_level)
+
+KEYS = ("name", "description", "model", "population", "metric", "second_metric", "error_correlation", "systems",
+        "documents", "annotators_per_document", "methods", "trials", "bootstrap_resamples",
+        "permutation_resamples", "confidence", "alpha", "seed")
+SCHEME_NAMES = {"systems": "BOOT-SYSTEMS", "inputs": "BOOT-INPUTS", "both": "BOOT-BOTH"}
+PERMUTATION_NAMES = {"systems": "PERM-SYSTEMS", "both": "PERM-BOTH"}
+
+
+@dataclass(frozen=True, eq=False)
+class MetricValidationConfig:
+    """A validated metric-validation config (module docstring; configs/metric_validation.yaml)."""
+
+    name: str
+    model: object
+    population: SystemPopulation
+    metrics: tuple
+    error_correlation: float = 0.0
+    systems: tuple = (5, 10, 20, 40)
+    documents: tuple = (20, 50, 100)
+    annotators_per_document: int = 3
+    methods: tuple = ("pearson", "kendall")
+    trials: int = 300
+    bootstrap_resamples: int = 500
+    permutation_resamples: int = 500
+    confidence: float = 0.95
+    alpha: float = 0.05
+    seed: int = 0
+    description: str = ""
+    generator: MetricGenerator = field(init=False, repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "generator", MetricGenerator.for_population(
+            self.model, self.population, self.metrics, self.error_correlation))
+
+    def cells(self) -> list[tuple[int, int]]:
+        return [(s, d) for s in self.systems for d in self.documents]
+
+
+def _integers(raw: dict, key: str, default, problems: list[str]) -> tuple:
+    """A positive integer (non-negative for 'seed'), or for 'systems' and 'documents' a list of them."""
+    value = raw.get(key, default)
+    values = list(value) if isinstance(value, (list, tuple)) and key in ("systems", "documents") else [value]
+    least = 0 if key == "seed" else 1
+    if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < least for v in values):
+        kind = "non-negative" if key == "seed" else "positive"
+        lists = " or a list of them" if key in ("systems", "documents") else ""
+        problems.append(f"The '{key}' field must be a {kind} integer{lists}; got {value!r}")
+        return tuple(default) if isinstance(default, (list, tuple)) else (default,)
+    return tuple(values)
+
+
+def _mapping(raw: dict, key: str, cls, problems: list[str]):
+    value = raw.get(key, {})
+    if not isinstance(value, dict):
+        problems.append(f"The '{key}' field must be a mapping; got {value!r}")
+        return None
+    try:
+        return cls(**value)
+    except TypeError as exc:
+        problems.append(f"The '{key}' field: {exc} (fields: {list(cls.__dataclass_fields__)})")
+    except ConfigError as exc:
+        problems.extend(message.replace("'metric.", f"'{key}.") for message in exc.messages)
+    return None
+
+
+def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValidationConfig:
+    """Validate a metric-validation mapping; every problem is reported at once (ConfigError)."""
+    problems = []
+    unknown = sorted(set(raw) - set(KEYS))
+    if unknown:
+        problems.append(f"Unknown key(s) {unknown}; allowed: {list(KEYS)}")
+    model, _ = resolve_model(raw, base_dir, problems)
+    population = _mapping(raw, "population", SystemPopulation, problems)
+    metrics = [_mapping(raw, "metric", MetricSpec, problems)]
+    if raw.get("second_metric") is not None:
+        metrics.append(_mapping(raw, "second_metric", MetricSpec, problems))
+    sizes = {key: _integers(raw, key, default, problems) for key, default in
+             (("systems", (5, 10, 20, 40)), ("documents", (20, 50, 100)), ("annotators_per_document", 3),
+              ("trials", 300), ("bootstrap_resamples", 500), ("permutation_resamples", 500), ("seed", 0))}
+    if any(s < 3 for s in sizes["systems"]):
+        problems.append(f"The 'systems' field must be at least 3 (a correlation needs three systems); "
+                        f"got {list(sizes['systems'])}")
+    methods = raw.get("methods", ["pearson", "kendall"])
+    if not isinstance(methods, list) or not methods or any(m not in METHODS for m in methods):
+        problems.append(f"The 'methods' field must be a non-empty list from {list(METHODS)}; got {methods!r}")
+    for key, default in (("confidence", 0.95), ("alpha", 0.05)):
+        value = raw.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+            problems.append(f"The '{key}' field must be in (0, 1); got {value!r}")
+    if problems or None in metrics or population is None:
+        raise ConfigError(problems or ["invalid metric-validation config"])
+    try:
+        return MetricValidationConfig(
+            name=str(raw.get("name", "metric-validation")), model=model, population=population,
+            metrics=tuple(metrics), error_correlation=float(raw.get("error_correlation", 0.0)),
+            systems=sizes["systems"], documents=sizes["documents"],
+            annotators_per_document=sizes["annotators_per_document"][0], methods=tuple(methods),
+            trials=sizes["trials"][0], bootstrap_resamples=sizes["bootstrap_resamples"][0],
+            permutation_resamples=sizes["permutation_resamples"][0], confidence=float(raw.get("confidence", 0.95)),
+            alpha=float(raw.get("alpha", 0.05)), seed=sizes["seed"][0], description=str(raw.get("description", "")))
+    except ConfigError as exc:
+        raise ConfigError([m.replace("'metric.", "'metric or second_metric.") for m in exc.messages]) from exc
+
+
+def load_metric_config(path, trials: int | None = None) -> MetricValidationConfig:
+    """Read and validate a metric-validation config file (``trials`` overrides the file's)."""
+    path = Path(path)
+    raw = read_config_mapping(path, "metric-validation config")
+    if trials is not None:
+        raw = {**raw, "trials": trials}
+    return parse_metric_config(raw, path.parent)
+
+
+def expected_human_score(model, betas: np.ndarray, nodes: int = 60) -> np.ndarray:
+    """E[score | beta] for systems of the population (random parts integrated out, Gauss-Hermite)."""
+    variance = exchangeable_moments(model.annotator_cov)[0] + exchangeable_moments(model.sampled_document_cov)[0]
+    x, w = np.polynomial.hermite_e.hermegauss(nodes)
+    w = w / w.sum()
+    eta = np.asarray(betas, float)[:, None] + np.sqrt(variance) * x[None, :]
+    cumulative = special.expit(model.thresholds[None, :, None] - eta[:, None, :])
+    cumulative = np.concatenate([np.zeros_like(cumulative[:, :1]), cumulative, np.ones_like(cumulative[:, :1])], 1)
+    probabilities = np.diff(cumulative, axis=1) @ w
+    return probabilities @ np.asarray(model.scale, float)
+
+
+def system_level_targets(config: MetricValidationConfig, nodes: int = 80) -> dict:
+    """The population system-level correlation of the first metric with the human scores, per method."""
+    base_effects = np.asarray(config.model.effects, float)
+    if config.population.kind == "resample":
+        betas, weights = base_effects, np.full(base_effects.size, 1.0 / base_effects.size)
+    else:
+        mean, variance = config.population.moments(base_effects)
+        x, weights = np.polynomial.hermite_e.hermegauss(nodes)
+        betas, weights = mean + np.sqrt(variance) * x, weights / weights.sum()
+    human = expected_human_score(config.model, betas)
+    centred_beta, centred_human = betas - weights @ betas, human - weights @ human
+    beta_human = (weights @ (centred_beta * centred_human)) / np.sqrt(
+        (weights @ centred_beta ** 2) * (weights @ centred_human ** 2))
+    rho = config.metrics[0].system_correlation
+    normal = config.population.kind == "normal"
+    return {"pearson": rho * beta_human,
+            "spearman": 6 / np.pi * np.arcsin(rho / 2) if normal else np.nan,
+            "kendall": 2 / np.pi * np.arcsin(rho) if normal else np.nan}
+
+
+def cell_label(n_systems: int, n_documents: int) -> str:
+    return f"S{n_systems}-D{n_documents}"
+
+
+def simulate_study(config: MetricValidationConfig, n_systems: int, n_documents: int, trial: int):
+    """One trial's study: (metric scores (k, S, D), human scores (S, D), latent quality (D, S))."""
+    rng = data_rng(config.seed, cell_label(n_systems, n_documents), trial)
+    effects = config.population.draw(np.asarray(config.model.effects, float), n_systems, rng)
+    model = population_model(config.model, n_systems, effects)
+    judgements, quality = sample_with_quality(model, BlockDesign(n_documents, 1, config.annotators_per_document), rng)
+    return config.generator.scores(quality, rng), human_scores(judgements), quality
+
+
+def one_trial(config: MetricValidationConfig, n_systems: int, n_documents: int, trial: int,
+              targets: dict) -> list[dict]:
+    """Per-trial values of every estimand (module docstring) for one cell."""
+    metric, human, _ = simulate_study(config, n_systems, n_documents, trial)
+    label = cell_label(n_systems, n_documents)
+    rows = []
+    for method in config.methods:
+        rows.append(("system_correlation", method, "", system_level(metric[0], human, method)))
+        rows.append(("summary_correlation", method, "", summary_level(metric[0], human, method)))
+    for scheme in SCHEMES:
+        rng = analysis_rng(config.seed, label, trial, f"boot-{scheme}")
+        boot = bootstrap_system_level(metric[0], human, scheme, rng, config.bootstrap_resamples, config.methods)
+        for method in config.methods:
+            low, high = percentile_interval(boot[method], config.confidence)
+            target = targets[method]
+            covered = float(low <= target <= high) if np.isfinite(target) and np.isfinite(low) else np.nan
+            rows.append(("coverage", method, scheme, covered))
+            rows.append(("width", method, scheme, high - low))
+    if len(config.metrics) > 1:
+        for scheme in ("systems", "both"):
+            rng = analysis_rng(config.seed, label, trial, f"perm-{scheme}")
+            _, p_value = permutation_test(metric[0], metric[1], human, rng, config.permutation_resamples,
+                                          scheme=scheme)
+            rows.append(("permutation_power", "pearson", scheme, float(p_value < config.alpha)))
+    return [{"systems": n_systems, "documents": n_documents, "trial": trial, "estimand": estimand,
+             "method": method, "scheme": scheme, "value": value} for estimand, method, scheme, value in rows]
+
+
+def _chunk(config, n_systems, n_documents, trials, targets):
+    return [row for trial in trials for row in one_trial(config, n_systems, n_documents, trial, targets)]
+
+
+def run_metric_validation(config: MetricValidationConfig, jobs: int = 1, chunk_trials: int = 50) -> pd.DataFrame:
+    """Every cell's trials (in parallel chunks; results do not depend on ``jobs``); one row per trial and estimand."""
+    targets = system_level_targets(config)
+    tasks = [(s, d, range(start, min(start + chunk_trials, config.trials))) for s, d in config.cells()
+             for start in range(0, config.trials, chunk_trials)]
+    parts = Parallel(n_jobs=jobs)(delayed(_chunk)(config, s, d, trials, targets) for s, d, trials in tasks)
+    return pd.DataFrame([row for part in parts for row in part])
+
+
+def summarise_metric_validation(rows: pd.DataFrame, config: MetricValidationConfig) -> pd.DataFrame:
+    """Means over trials with MCSE and 95% intervals (Wilson for rates), and the coverage targets."""
+    targets = system_level_targets(config)
+    out = []
+    for (s, d, estimand, method, scheme), group in rows.groupby(
+            ["systems", "documents", "estimand", "method", "scheme"], sort=False):
+        values = group["value"].to_numpy(float)
+        values = values[np.isfinite(values)]
+        n = values.size
+        mean = float(values.mean()) if n else np.nan
+        mcse = float(values.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan
+        if estimand in ("coverage", "permutation_power") and n:
+            low, high = wilson_interval(mean, mcse if np.isfinite(mcse) else 0.0, n, n)
+        else:
+            low, high = mean - 1.96 * mcse, mean + 1.96 * mcse
+        out.append({"systems": s, "documents": d, "estimand": estimand, "method": method,
+                    "scheme": (PERMUTATION_NAMES if estimand == "permutation_power" else SCHEME_NAMES).get(scheme, ""), "value": mean, "ci_low": low, "ci_high": high,
+                    "mcse": mcse, "trials": n,
+                    "target": targets[method] if estimand in ("coverage", "width") else np.nan,
+                    "nominal": config.confidence if estimand == "coverage" else np.nan,
+                    "note": "" if n else "undefined: no target for rank correlations with resampled effects"})
+    return pd.DataFrame(out)
+
+
+def plot_coverage(summary: pd.DataFrame, config: MetricValidationConfig, out_base: Path) -> Path:
+    """Coverage of the three bootstrap intervals against the number of systems: a panel per method and documents."""
+    import matplotlib
+    import matplotlib.ticker
+    matplotlib.use("Agg")  # files only
+    import matplotlib.pyplot as plt
+
+    coverage = summary[(summary["estimand"] == "coverage") & (summary["trials"] > 0)]
+    methods = [m for m in config.methods if (coverage["method"] == m).any()]
+    documents = sorted(coverage["documents"].unique())
+    fig, axes = plt.subplots(len(methods), len(documents), figsize=(3.6 * len(documents), 3.2 * len(methods)),
+                             squeeze=False, sharex=True, sharey=True)
+    for row, method in enumerate(methods):
+        for column, n_documents in enumerate(documents):
+            axis = axes[row][column]
+            cell = coverage[(coverage["method"] == method) & (coverage["documents"] == n_documents)]
+            for scheme in SCHEME_NAMES.values():
+                line = cell[cell["scheme"] == scheme].sort_values("systems")
+                drawn, = axis.plot(line["systems"], line["value"], marker="o", label=scheme)
+                axis.fill_between(line["systems"], line["ci_low"], line["ci_high"], color=drawn.get_color(),
+                                  alpha=0.15)
+            axis.axhline(config.confidence, color="grey", linestyle="--", linewidth=1, label="nominal")
+            axis.set_xscale("log")
+            axis.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+            axis.set_xticks(list(config.systems), [str(s) for s in config.systems])
+            axis.set_title(f"{method}, {n_documents} documents", fontsize=9)
+            axis.grid(alpha=0.3)
+            if column == 0:
+                axis.set_ylabel("coverage of the population correlation")
+            if row == len(methods) - 1:
+                axis.set_xlabel("systems")
+    axes[0][0].legend(fontsize=7)
+    spec = config.metrics[0]
+    fig.suptitle(f"{config.name}: 95% bootstrap intervals of the system-level correlation, metric with "
+                 f"rho_sys {spec.system_correlation:g}, rho_sum {spec.summary_correlation:g}; "
+                 f"{config.trials} trials per point, {config.bootstrap_resamples} resamples (Wilson bands)",
+                 fontsize=9)
+    fig.tight_layout()
+    out_base.parent.mkdir(parents=True, exist_ok=True)
+    path = out_base.with_suffix(".png")
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path
+
+
+def run_metric_validation_command(args) -> int:
+    """``simdesign metric-validation CONFIG``: run, write summary.csv and the coverage figure."""
+    started = time.perf_counter()
+    config = load_metric_config(args.config, args.trials)
+    rows = run_metric_validation(config, jobs=args.jobs)
+    summary = summarise_metric_validation(rows, config)
+    out_dir = Path(args.out) if args.out else Path("results") / config.name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows.to_csv(out_dir / "trials.csv", index=False)
+    summary.to_csv(out_dir / "summary.csv", index=False)
+    paths = [out_dir / "trials.csv", out_dir / "summary.csv", plot_coverage(summary, config, out_dir / config.name)]
+    if args.figure:
+        base = Path(args.figure)
+        paths.append(plot_coverage(summary, config, base))
+        summary.to_csv(base.with_suffix(".csv"), index=False)
+        paths.append(base.with_suffix(".csv"))
+    print(f"wrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - started:.0f} s")
+    if not args.quiet:
+        with pd.option_context("display.width", 180, "display.max_rows", 500):
+            print(summary.drop(columns=["note"]).to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    return 0

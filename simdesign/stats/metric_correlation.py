@@ -1,0 +1,182 @@
+"""Correlations between a metric and human scores, their bootstrap intervals and a permutation test.
+
+After Deutsch, Dror and Roth (2021, TACL). Scores are matrices with one row
+per system and one column per document (input).
+
+* System level: the correlation, across systems, of the systems' mean
+  scores over documents.
+* Summary level: for every document, the correlation across systems of
+  the outputs' scores; then the mean over documents (documents where it is
+  undefined, all scores of one kind equal, are left out).
+
+Bootstrap intervals (percentile, 95% by default) resample
+
+* ``systems`` (BOOT-SYSTEMS): rows with replacement, documents fixed;
+* ``inputs`` (BOOT-INPUTS): columns with replacement, systems fixed;
+* ``both`` (BOOT-BOTH): rows and columns, independently, in each resample.
+
+Which population each interval speaks about: BOOT-SYSTEMS treats the
+documents as fixed and the systems as a sample, BOOT-INPUTS the reverse,
+BOOT-BOTH both as samples. The target used for coverage in
+:mod:`simdesign.simulation.metric_validation` is the correlation over both
+populations (infinitely many systems and documents), the quantity a paper
+reporting "metric X correlates r with humans" means.
+
+The permutation test of a difference between two metrics (PERM-BOTH of
+Deutsch et al.; PERM-SYSTEMS and PERM-INPUTS swap whole systems or
+documents instead) swaps the two metrics' scores of each output with
+probability 1/2, after standardising each metric over all its scores (so
+that a swap does not mix scales); the statistic is the difference of
+their correlations with the human scores, two-sided, p = (1 + #{|D*| >=
+|D|}) / (R + 1).
+
+Everything is vectorised over resamples, hand-written because the
+engine calls it millions of times; :func:`correlation` agrees with
+scipy's pearsonr, spearmanr and kendalltau (tau-b), which the tests check.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+METHODS = ("pearson", "spearman", "kendall")
+LEVELS = ("system", "summary")
+SCHEMES = ("systems", "inputs", "both")
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    x = x - x.mean(axis=-1, keepdims=True)
+    y = y - y.mean(axis=-1, keepdims=True)
+    denominator = np.sqrt((x * x).sum(axis=-1) * (y * y).sum(axis=-1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator > 0, (x * y).sum(axis=-1) / denominator, np.nan)
+
+
+def _kendall_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    # over the pairs i < j only; the (..., n(n-1)/2) comparison arrays are the cost
+    first, second = np.triu_indices(x.shape[-1], k=1)
+    sx = np.sign(x[..., first] - x[..., second])
+    sy = np.sign(y[..., first] - y[..., second])
+    concordance = (sx * sy).sum(axis=-1)
+    denominator = np.sqrt(np.abs(sx).sum(axis=-1) * np.abs(sy).sum(axis=-1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator > 0, concordance / denominator, np.nan)
+
+
+def correlation(x: np.ndarray, y: np.ndarray, method: str = "pearson") -> np.ndarray:
+    """Correlation along the last axis (NaN where one variable is constant).
+
+    Parameters
+    ----------
+    x, y : ndarray, same shape (..., n)
+    method : {'pearson', 'spearman', 'kendall'}
+        Spearman: Pearson of midranks; Kendall: tau-b (ties corrected).
+    """
+    if method == "pearson":
+        return _pearson(np.asarray(x, float), np.asarray(y, float))
+    if method == "spearman":
+        return _pearson(stats.rankdata(x, axis=-1), stats.rankdata(y, axis=-1))
+    if method == "kendall":
+        return _kendall_b(np.asarray(x, float), np.asarray(y, float))
+    raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+
+
+def system_level(metric: np.ndarray, human: np.ndarray, method: str = "pearson") -> float:
+    """Correlation across systems of the systems' mean scores (rows: systems, columns: documents)."""
+    return float(correlation(metric.mean(axis=-1), human.mean(axis=-1), method))
+
+
+def summary_level(metric: np.ndarray, human: np.ndarray, method: str = "pearson") -> float:
+    """Mean over documents of the correlation across systems (undefined documents left out)."""
+    per_document = correlation(metric.T, human.T, method)
+    return float(np.nanmean(per_document)) if np.isfinite(per_document).any() else float("nan")
+
+
+def _counts(rng: np.random.Generator, n: int, resamples: int) -> np.ndarray:
+    rows = rng.integers(0, n, size=(resamples, n))
+    return np.bincount((rows + (np.arange(resamples) * n)[:, None]).ravel(),
+                       minlength=resamples * n).reshape(resamples, n).astype(float)
+
+
+def bootstrap_system_level(metric: np.ndarray, human: np.ndarray, scheme: str, rng: np.random.Generator,
+                           resamples: int = 1000, methods=METHODS) -> dict:
+    """System-level correlations of ``resamples`` bootstrap resamples, per method.
+
+    Returns
+    -------
+    dict
+        method -> ndarray of shape (resamples,) (NaN where undefined, e.g. all resampled systems equal).
+    """
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {SCHEMES}; got {scheme!r}")
+    n_systems, n_documents = metric.shape
+    if scheme == "systems":
+        metric_means = np.broadcast_to(metric.mean(axis=1), (resamples, n_systems))
+        human_means = np.broadcast_to(human.mean(axis=1), (resamples, n_systems))
+    else:
+        # a resample of documents changes each system's mean to a weighted mean: one matrix product
+        weights = _counts(rng, n_documents, resamples) / n_documents
+        metric_means, human_means = weights @ metric.T, weights @ human.T
+    if scheme != "inputs":
+        rows = rng.integers(0, n_systems, size=(resamples, n_systems))
+        metric_means = np.take_along_axis(metric_means, rows, axis=1)
+        human_means = np.take_along_axis(human_means, rows, axis=1)
+    return {method: correlation(metric_means, human_means, method) for method in methods}
+
+
+def percentile_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """The percentile interval of bootstrap values (undefined resamples left out); NaNs if none is defined."""
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return float("nan"), float("nan")
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(finite, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+def _standardise(scores: np.ndarray) -> np.ndarray:
+    spread = scores.std()
+    return (scores - scores.mean()) / (spread if spread > 0 else 1.0)
+
+
+def permutation_test(first: np.ndarray, second: np.ndarray, human: np.ndarray, rng: np.random.Generator,
+                     resamples: int = 1000, level: str = "system", method: str = "pearson",
+                     scheme: str = "both") -> tuple[float, float]:
+    """Permutation test that two metrics correlate equally with the human scores (module docstring).
+
+    Parameters
+    ----------
+    scheme : {'both', 'systems', 'inputs'}
+        What is swapped between the metrics: each output's pair of scores
+        (PERM-BOTH), all of a system's (PERM-SYSTEMS) or all of a
+        document's (PERM-INPUTS). The test is exact when the two metrics'
+        scores are exchangeable in those units; per-output swaps are not
+        valid when each metric has its own system biases (it then rejects
+        a true null of equal population correlations far too often;
+        tests/test_metric_validation.py shows it), per-system swaps are.
+
+    Returns
+    -------
+    difference : float
+        corr(first, human) - corr(second, human) at the given level.
+    p_value : float
+    """
+    statistic = system_level if level == "system" else summary_level
+    a, b = _standardise(np.asarray(first, float)), _standardise(np.asarray(second, float))
+    observed = statistic(a, human, method) - statistic(b, human, method)
+    shape = {"both": a.shape, "systems": (a.shape[0], 1), "inputs": (1, a.shape[1])}[scheme]
+    swap = np.broadcast_to(rng.integers(0, 2, size=(resamples,) + shape, dtype=np.int8), (resamples,) + a.shape)
+    if level == "system":
+        # a swap moves (b - a) / D into first's system mean and out of second's: one contraction, no copies
+        human_means = human.mean(axis=1)
+        moved = np.einsum("rsd,sd->rs", swap, (b - a) / a.shape[1], optimize=True)
+        boot = (correlation(a.mean(axis=1) + moved, human_means, method)
+                - correlation(b.mean(axis=1) - moved, human_means, method))
+    else:
+        swapped = swap.astype(bool)
+        swapped_a, swapped_b = np.where(swapped, b, a), np.where(swapped, a, b)
+        # per document: correlation across systems, then the mean over documents
+        boot = (np.nanmean(correlation(np.swapaxes(swapped_a, 1, 2), human.T, method), axis=1)
+                - np.nanmean(correlation(np.swapaxes(swapped_b, 1, 2), human.T, method), axis=1))
+    exceed = (np.nan_to_num(np.abs(boot), nan=-np.inf) >= abs(observed) * (1 - 1e-9)).sum()
+    return float(observed), float((1 + exceed) / (resamples + 1))
