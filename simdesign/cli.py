@@ -362,8 +362,10 @@ def build_parser() -> argparse.ArgumentParser:
     presets = sub.add_parser("presets", help="list the built-in models")
     presets.set_defaults(func=cmd_presets)
 
-    from simdesign import cli_analyse
+    from simdesign import cli_analyse, cli_design, cli_explore
     cli_analyse.add_parser(sub)
+    cli_design.add_parser(sub)
+    cli_explore.add_parser(sub)
     return parser
 
 
