@@ -55,12 +55,18 @@ def _config_info(path: Path) -> dict:
 
 
 def best_table(tables: list[dict], model_source: str, is_null: bool) -> str | None:
-    """The first present table for the same model and the same hypothesis (null or not), else any present one."""
+    """The table for the same model and hypothesis (null or not), present ones first; else any present one.
+
+    A matching table that is missing is still named, so that the view can say which file to make.
+    """
+    matching = [t for t in tables if t["model"] and Path(str(model_source)).name.startswith(t["model"])
+                and (t["effect"] == "zero") == is_null]
     present = [t for t in tables if t["path"]]
-    for table in present:
-        if table["model"] and Path(str(model_source)).name.startswith(table["model"]) \
-                and (table["effect"] == "zero") == is_null:
+    for table in matching:
+        if table["path"]:
             return table["name"]
+    if matching:
+        return matching[0]["name"]
     return present[0]["name"] if present else None
 
 

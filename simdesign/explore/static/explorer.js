@@ -181,6 +181,7 @@ function showRun(run) {
   const body = $("results").querySelector("tbody");
   body.textContent = "";
   $("results").setAttribute("data-trials", run.trials_done);
+  $("results").setAttribute("data-key", run.key);
   const alpha = Number($("control-alpha").value);
   for (const row of run.rows.filter((r) => r.estimand === run.estimand)) {
     const tr = el("tr", { "data-test": row.test, "data-rate": row.rate });
