@@ -138,9 +138,9 @@ def check_and_start(form: dict, runs: Runs, pictures: Pictures) -> dict:
         answer["picture"] = design_picture_only(checked, pictures)
         return answer
     config = checked.config
+    run = runs.start(stable_digest(config.to_mapping()), config)  # first: it computes while the picture is drawn
     answer["totals"] = controls.totals(config, checked.cost)
     answer["picture"] = draw_picture(config.designs[0], config.model.n_systems, config.seed, pictures)
-    run = runs.start(stable_digest(config.to_mapping()), config)
     answer["run"] = run.snapshot()
     return answer
 
@@ -202,4 +202,5 @@ def position(key: str, table_name: str, runs: Runs, pictures: Pictures, figures_
         png = curves.position_png(table, estimand, snapshot["rows"], design.annotators, title)
     name = f"position-{key[:16]}-{chosen}-{snapshot['trials_done']}"
     pictures.put(name, png)
-    return {"tables": tables, "table": chosen, "picture": f"/picture/{name}.png", "message": ""}
+    return {"tables": tables, "table": chosen, "picture": f"/picture/{name}.png", "message": "",
+            "trials": snapshot["trials_done"]}

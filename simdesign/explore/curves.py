@@ -10,6 +10,7 @@ the view says which file it would read and how to make it.
 from __future__ import annotations
 
 import io
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -49,7 +50,9 @@ def _config_info(path: Path) -> dict:
         raw = yaml.safe_load(text) or {}
     except (OSError, yaml.YAMLError):
         return {"model": None, "effect": None, "description": ""}
+    # The config's first comment names the figure ("Steen & Markert (2021), Figure 4: type I error of ...").
     comment = next((line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("#")), "")
+    comment = comment.split(":", 1)[0]
     return {"model": raw.get("model") if isinstance(raw.get("model"), str) else None,
             "effect": raw.get("effect"), "description": comment}
 
@@ -117,7 +120,7 @@ def draw_position(curves: pd.DataFrame, estimand: str, current: list[dict], anno
     ax.set_xlabel("annotators in total")
     ax.set_ylabel("type I error rate" if estimand == "type1" else "power")
     ax.set_ylim(bottom=0)
-    ax.set_title(title, fontsize=9)
+    ax.set_title("\n".join(textwrap.fill(line, 80) for line in title.splitlines()), fontsize=8.5)
     ax.legend(fontsize=7, loc="best")
     figure.tight_layout()
     return figure

@@ -78,20 +78,26 @@ class ChunkPool:
         self.workers = workers
         self._pool = None
         self._lock = threading.Lock()
+        self._warm = threading.Event()
 
     def start(self) -> None:
         """Start the workers now (they import the engine while the page loads)."""
         with self._lock:
             if self._pool is None and self.workers > 0:
+                self._warm.clear()
                 # spawn: a fork of a threaded web server may copy a lock held by another thread
                 context = multiprocessing.get_context("spawn")
                 self._pool = context.Pool(self.workers, initializer=_warm_up)
+                warm = self._warm
+                self._pool.apply_async(_warm_up, callback=lambda _: warm.set())
 
     def submit(self, args: tuple):
         payload = cloudpickle.dumps(args)
-        if self.workers == 0:
-            return _Done(_chunk_job, (payload,))
         self.start()
+        # Until a worker has imported the engine (seconds on a loaded machine), this process computes: it
+        # has everything imported, so the first result does not wait for the workers' start.
+        if self.workers == 0 or not self._warm.is_set():
+            return _Done(_chunk_job, (payload,))
         with self._lock:
             return self._pool.apply_async(_chunk_job, (payload,))
 

@@ -107,7 +107,8 @@ def draw_designs(designs, n_systems: int = 5, seed: int = 0, columns: int | None
 
     Parameters
     ----------
-    designs : sequence of designs
+    designs : design, mapping, or a sequence of them
+        Design objects, or mappings as a config's ``designs:`` entries (list-valued fields zipped).
     n_systems, seed
         As :func:`draw_design_on`.
     columns : int, optional
@@ -125,7 +126,7 @@ def draw_designs(designs, n_systems: int = 5, seed: int = 0, columns: int | None
     >>> len(figure.axes)
     1
     """
-    designs = list(designs)
+    designs = as_designs(designs)
     columns = columns or min(len(designs), 4)
     rows = -(-len(designs) // columns)
     figure, axes = plt.subplots(rows, columns, figsize=(panel_size[0] * columns, panel_size[1] * rows + 0.6),
@@ -141,6 +142,19 @@ def draw_designs(designs, n_systems: int = 5, seed: int = 0, columns: int | None
     return figure
 
 
+def as_designs(designs) -> list:
+    """Design objects from designs or config ``designs:`` entries (checked by the config's rules: ConfigError)."""
+    from simdesign.simulation.config import parse_designs
+
+    items = list(designs) if isinstance(designs, (list, tuple)) else [designs]
+    found, errors = [], []
+    for item in items:
+        found.extend(parse_designs([item], errors) if isinstance(item, dict) else [item])
+    if errors:
+        raise ConfigError(errors)
+    return found
+
+
 def check_picture_path(path) -> Path:
     """The picture's path, refused (ConfigError) when its suffix is not .png/.pdf or its folder does not exist."""
     path = Path(path)
@@ -153,7 +167,6 @@ def check_picture_path(path) -> Path:
 
 def write_design_picture(designs, path, n_systems: int = 5, seed: int = 0, columns: int | None = None) -> Path:
     """Draw ``designs`` (one design or a sequence) into ``path`` (PNG or PDF, by its suffix); returns the path."""
-    designs = [designs] if not isinstance(designs, (list, tuple)) else designs
     path = check_picture_path(path)
     figure = draw_designs(designs, n_systems=n_systems, seed=seed, columns=columns)
     try:

@@ -256,6 +256,7 @@ async function refreshPosition(userChoice) {
   $("position-message").textContent = answer.message;
   if (answer.picture) {
     $("position-picture").src = answer.picture;
+    $("position-picture").dataset.trials = answer.trials;
     $("position-picture").style.display = "";
   } else {
     $("position-picture").removeAttribute("src");
