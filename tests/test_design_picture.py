@@ -98,3 +98,13 @@ def test_the_planner_draws_the_recommended_design_and_removes_a_stale_picture(tm
     assert path == tmp_path / "recommended_design.png" and path.read_bytes()[:8] == PNG_MAGIC
     assert write_recommended_design(SimpleNamespace(recommended=None, config=config), tmp_path) is None
     assert not path.exists()
+
+
+def test_a_huge_design_is_drawn_coarser_not_cell_by_cell():
+    # 3000 nested annotators, one document each: a 3000 x 3000 diagonal, drawn on at most 600 x 600 cells
+    design = BlockDesign(blocks=3000, docs_per_block=1, annotators_per_block=1)
+    matrix = assignment_matrix(design.assign(None), max_side=600)
+    assert matrix.shape == (600, 600)
+    assert (np.diag(matrix) > 0).all() and (matrix > 0).sum() == 600  # still the diagonal, nothing else
+    figure = draw_designs([design])
+    assert figure.axes[0].get_xlim() == (-0.5, 2999.5)  # axes in annotator and document ids

@@ -21,6 +21,7 @@ from simdesign.simulation.config import stable_digest
 log = logging.getLogger(__name__)
 STATIC_FILES = {"explorer.js": "text/javascript", "explorer.css": "text/css"}
 KEPT_PICTURES = 64
+MAX_DRAWN_PAIRS = 2_000_000  # (annotator, document) pairs; larger designs are not drawn
 # pyplot keeps global state: one drawing at a time across the server's threads.
 DRAWING = threading.Lock()
 
@@ -145,10 +146,12 @@ def check_and_start(form: dict, runs: Runs, pictures: Pictures) -> dict:
     return answer
 
 
-def draw_picture(design, n_systems: int, seed: int, pictures: Pictures) -> str:
+def draw_picture(design, n_systems: int, seed: int, pictures: Pictures) -> str | None:
     """Draw a design once (kept by label) and return its URL."""
     from simdesign.simulation.design_picture import design_png
 
+    if design.pairs > MAX_DRAWN_PAIRS:
+        return None  # drawing would take longer than the page should wait; the totals say the size
     name = f"{design.label}-s{n_systems}-seed{seed}"
     if pictures.get(name) is None:
         with DRAWING:

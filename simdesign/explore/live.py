@@ -24,7 +24,7 @@ import cloudpickle  # a dependency of joblib, which the engine needs
 
 from simdesign.analyses.classical import CLASSICAL_TESTS
 from simdesign.core.errors import ConfigError, MissingBackendError
-from simdesign.simulation.engine import check_backends, chunk_registry, plan_chunks, simulate_chunk
+from simdesign.simulation.engine import Chunk, check_backends, chunk_registry, simulate_chunk
 from simdesign.simulation.summary import summarise
 
 log = logging.getLogger(__name__)
@@ -170,8 +170,13 @@ class LiveRun:
         return self.status == "running"
 
     def _chunks(self):
+        """The engine's chunks of a run with nothing stored (as ``plan_chunks(config, None, trials)``), made
+        one at a time, so that a huge number of trials costs no memory before it is computed."""
         size = CLASSICAL_CHUNK_TRIALS if self.classical else SLOW_CHUNK_TRIALS
-        return plan_chunks(dataclasses.replace(self.config, chunk_size=size), None, self.config.trials)
+        work = tuple(self.config.analyses) + self.config.estimand_specs
+        for design in self.config.designs:
+            for start in range(0, self.config.trials, size):
+                yield Chunk(design, start, min(start + size, self.config.trials), work)
 
     def _run(self) -> None:
         try:
@@ -186,17 +191,18 @@ class LiveRun:
             self._finish("error", f"{type(exc).__name__}: {exc}")
 
     def _compute(self, chunks) -> None:
-        pending = list(chunks)
+        pending = iter(chunks)
+        upcoming = next(pending, None)
         in_flight: list = []
         limit = max(self.pool.workers, 1)
         last_summary = 0.0
-        while pending or in_flight:
+        while upcoming is not None or in_flight:
             if self._cancel.is_set():
                 self._drop(in_flight)
                 self._finish("cancelled", f"cancelled after {self.trials_done} of {self.config.trials} trials")
                 return
-            while pending and len(in_flight) < limit:
-                chunk = pending.pop(0)
+            while upcoming is not None and len(in_flight) < limit:
+                chunk, upcoming = upcoming, next(pending, None)
                 args = (self.config.model, self.config.effect, self.config.seed, chunk, chunk_registry(chunk.analyses))
                 in_flight.append((chunk, self.pool.submit(args)))
             done = [(chunk, result) for chunk, result in in_flight if result.ready()]
@@ -214,6 +220,7 @@ class LiveRun:
                 self._summarise()
                 last_summary = time.perf_counter()
         self._summarise()
+        self._prefix = []  # the summary is all a finished run shows
         self._finish("done", "")
 
     def _first_stage(self) -> int:

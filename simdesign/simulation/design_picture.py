@@ -30,17 +30,24 @@ NO_BLOCK_COLOUR = "#555555"
 EMPTY_COLOUR = "#F4F4F4"
 # Above this many rows or columns the cell borders would be thinner than a pixel: drawn without them.
 MAX_GRIDDED_CELLS = 40
+# Longest side drawn cell by cell (a figure has fewer pixels than this anyway).
+MAX_SIDE = 600
 PICTURE_FORMATS = (".png", ".pdf")
 
 
-def assignment_matrix(assignment) -> np.ndarray:
+def assignment_matrix(assignment, max_side: int = MAX_SIDE) -> np.ndarray:
     """Annotators x documents: 0 where the pair is not assigned, else 1 + (block index mod colours).
 
-    Designs without blocks (``block == -1``) get 1 everywhere they are assigned.
+    Designs without blocks (``block == -1``) get 1 everywhere they are assigned. A side longer than
+    ``max_side`` is drawn coarser: each cell then stands for several annotators (documents) and is filled
+    when any of their pairs is assigned, so a huge design never needs a huge matrix.
     """
-    matrix = np.zeros((assignment.n_annotators, assignment.n_documents), dtype=np.int64)
+    rows = min(assignment.n_annotators, max_side)
+    columns = min(assignment.n_documents, max_side)
+    matrix = np.zeros((rows, columns), dtype=np.int64)
     colour = np.where(assignment.block >= 0, 1 + assignment.block % len(BLOCK_COLOURS), 1)
-    matrix[assignment.annotator, assignment.document] = colour
+    matrix[assignment.annotator * rows // assignment.n_annotators,
+           assignment.document * columns // assignment.n_documents] = colour
     return matrix
 
 
@@ -71,9 +78,11 @@ def draw_design_on(ax, design, n_systems: int = 5, seed: int = 0, title: str | N
     matrix = assignment_matrix(assignment)
     has_blocks = bool(assignment.n_blocks)
     colours = [EMPTY_COLOUR, *(BLOCK_COLOURS if has_blocks else (NO_BLOCK_COLOUR,))]
+    # extent in annotator and document ids, whether or not the matrix is coarser than one cell per pair
     ax.imshow(matrix, cmap=ListedColormap(colours), vmin=0, vmax=len(colours) - 1, aspect="auto",
-              interpolation="nearest")
-    rows, columns = matrix.shape
+              interpolation="nearest",
+              extent=(-0.5, assignment.n_documents - 0.5, assignment.n_annotators - 0.5, -0.5))
+    rows, columns = assignment.n_annotators, assignment.n_documents
     if max(rows, columns) <= MAX_GRIDDED_CELLS:
         ax.set_xticks(np.arange(-0.5, columns, 1), minor=True)
         ax.set_yticks(np.arange(-0.5, rows, 1), minor=True)
