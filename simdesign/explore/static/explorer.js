@@ -138,6 +138,12 @@ async function check() {
   if (answer.picture && answer.picture !== state.picture) {
     state.picture = answer.picture;
     $("design-picture").src = answer.picture;
+    $("design-picture").style.display = "";
+  } else if (!answer.picture) {
+    // a bad design (its message is next to its control), or one too large to draw
+    state.picture = null;
+    $("design-picture").removeAttribute("src");
+    $("design-picture").style.display = "none";
   }
   if (!answer.run) {
     setStatus("fix the controls marked in red", "invalid");
