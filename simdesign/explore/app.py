@@ -31,22 +31,36 @@ def _static(name: str) -> str:
 
 
 class Pictures:
-    """PNG bytes by name, the most recent ones kept (the page fetches each picture once, right after a check)."""
+    """PNG pictures by name, the most recent ones kept.
+
+    A design's picture is registered with what draws it and drawn when the page asks for it, so that
+    the answer to a change (and the live run) does not wait for matplotlib.
+    """
 
     def __init__(self):
-        self._items: OrderedDict[str, bytes] = OrderedDict()
+        self._items: OrderedDict[str, object] = OrderedDict()  # name -> PNG bytes, or a function making them
         self._lock = threading.Lock()
 
-    def put(self, name: str, png: bytes) -> None:
+    def put(self, name: str, png_or_maker) -> None:
         with self._lock:
-            self._items[name] = png
+            self._items[name] = png_or_maker
             self._items.move_to_end(name)
             while len(self._items) > KEPT_PICTURES:
                 self._items.popitem(last=False)
 
+    def __contains__(self, name: str) -> bool:
+        with self._lock:
+            return name in self._items
+
     def get(self, name: str) -> bytes | None:
         with self._lock:
-            return self._items.get(name)
+            item = self._items.get(name)
+        if item is None or isinstance(item, bytes):
+            return item
+        with DRAWING:
+            png = item()
+        self.put(name, png)
+        return png
 
 
 def create_app(workers: int = 2, figures_dir: Path = curves.DEFAULT_FIGURES,
@@ -139,7 +153,7 @@ def check_and_start(form: dict, runs: Runs, pictures: Pictures) -> dict:
         answer["picture"] = design_picture_only(checked, pictures)
         return answer
     config = checked.config
-    run = runs.start(stable_digest(config.to_mapping()), config)  # first: it computes while the picture is drawn
+    run = runs.start(stable_digest(config.to_mapping()), config)
     answer["totals"] = controls.totals(config, checked.cost)
     answer["picture"] = draw_picture(config.designs[0], config.model.n_systems, config.seed, pictures)
     answer["run"] = run.snapshot()
@@ -147,15 +161,14 @@ def check_and_start(form: dict, runs: Runs, pictures: Pictures) -> dict:
 
 
 def draw_picture(design, n_systems: int, seed: int, pictures: Pictures) -> str | None:
-    """Draw a design once (kept by label) and return its URL."""
+    """The URL of a design's picture (drawn once, when first asked for)."""
     from simdesign.simulation.design_picture import design_png
 
     if design.pairs > MAX_DRAWN_PAIRS:
         return None  # drawing would take longer than the page should wait; the totals say the size
     name = f"{design.label}-s{n_systems}-seed{seed}"
-    if pictures.get(name) is None:
-        with DRAWING:
-            pictures.put(name, design_png(design, n_systems=n_systems, seed=seed))
+    if name not in pictures:
+        pictures.put(name, lambda: design_png(design, n_systems=n_systems, seed=seed))
     return f"/picture/{name}.png"
 
 
