@@ -20,6 +20,17 @@ if command -v dpkg-query >/dev/null 2>&1; then
 else
   say "not a Debian-like system: using the chromium and chromedriver on PATH, if any"
 fi
+# Selenium reaches chromedriver, and chromedriver the browser, at the name localhost. A bare root made by
+# debootstrap (or a minimal container) has no /etc/hosts, so the name does not resolve; Debian's installer
+# writes these entries on every installed system.
+if ! getent hosts localhost >/dev/null 2>&1; then
+  if [ -w /etc/hosts ] || { [ ! -e /etc/hosts ] && [ -w /etc ]; }; then
+    say "the name localhost does not resolve: adding Debian's default localhost entries to /etc/hosts"
+    printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >> /etc/hosts
+  else
+    die "the name localhost does not resolve (no entry in /etc/hosts), and chromedriver needs it: as root, add the line '127.0.0.1 localhost' to /etc/hosts"
+  fi
+fi
 for program in chromium chromedriver; do
   command -v "$program" >/dev/null 2>&1 || die "$program is not on PATH"
 done

@@ -72,3 +72,18 @@ def test_required_browser_failure_stops_the_setup(checkout_with_failing_browser)
 @pytest.mark.slow
 def test_the_browser_part_is_skipped_by_default(checkout_with_failing_browser):
     assert _run_setup(checkout_with_failing_browser).returncode == 0  # run.sh's set-up: no browser
+
+
+def test_a_machine_where_localhost_does_not_resolve_is_named_as_the_reason(monkeypatch):
+    import socket
+
+    from simdesign.explore import headless
+
+    def no_names(*args, **kwargs):
+        raise socket.gaierror("Name or service not known")
+
+    monkeypatch.setattr(headless.socket, "getaddrinfo", no_names)
+    monkeypatch.setattr(headless, "CHROMIUM", shutil.which("bash"))  # present executables: only the name fails
+    monkeypatch.setattr(headless, "CHROMEDRIVER", shutil.which("bash"))
+    pytest.importorskip("selenium")
+    assert "localhost does not resolve" in headless.missing_browser()

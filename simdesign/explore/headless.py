@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -27,6 +28,11 @@ def missing_browser() -> str | None:
         import selenium  # noqa: F401
     except ImportError:
         return "selenium is not installed (pip install -e '.[test]')"
+    try:  # Selenium and chromedriver connect by this name
+        socket.getaddrinfo("localhost", None)
+    except OSError:
+        return ("the name localhost does not resolve (no entry in /etc/hosts); bash scripts/setup_browser.sh adds "
+                "Debian's default entries as root")
     return None
 
 
