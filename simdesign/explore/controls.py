@@ -7,7 +7,6 @@ Every value is read as YAML, exactly as it would be in a config file, and the co
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -27,8 +26,6 @@ DEFAULTS = {"model": "coherence", "effect": "zero", "effect_scale": "1.0", "kind
             "pay_per_hour": "12", "seconds_per_judgement": "auto", "per_annotator": "0", "currency": "EUR"}
 EFFECT_CHOICES = ("zero", "fitted", "scale")
 COST_CONTROLS = ("pay_per_hour", "seconds_per_judgement", "per_annotator")
-# The first trials shown: enough for a readable interval, few enough to answer within 2 s for classical tests.
-FIRST_STAGE_TRIALS = 200
 
 
 def design_controls() -> dict:
@@ -194,7 +191,3 @@ def totals(config, cost) -> dict:
                    seconds_per_judgement=round(cost.seconds_per_judgement, 2), seconds_source=cost.seconds_source)
     return out
 
-
-def with_trials(config, trials: int):
-    """The same config with another number of trials (the stages of a live run)."""
-    return dataclasses.replace(config, trials=trials)
