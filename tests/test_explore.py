@@ -107,7 +107,9 @@ def test_totals_use_the_planners_cost_model():
 
 
 def test_a_slow_run_can_be_cancelled():
-    checked = controls.check_controls({**FORM, "tests": ["clmm_native"], "trials": "500"})
+    # clm (statsmodels, a fraction of a second per fit) rather than clmm_native, whose first fit after an
+    # install compiles numba kernels for about a minute
+    checked = controls.check_controls({**FORM, "tests": ["clm"], "trials": "500"})
     run = LiveRun(checked.config, ChunkPool(workers=0), "k").start()
     run.cancel()
     run.join(timeout=120)
