@@ -3,28 +3,38 @@
 # dependencies), and R with its packages from Debian for the mixed-model analyses.
 # A second run only checks stamps and takes a second or two.
 #
-#   bash scripts/setup.sh [--r required|optional]
+#   bash scripts/setup.sh [--r required|optional] [--browser required|optional|skip]
 #
 # --r required (the default; scripts/test.sh): a failure of the R part stops the set-up.
 # --r optional (scripts/run.sh): a failure of the R part is reported in one warning and the set-up
 #   goes on, because the classical tests and clmm_native need no R; configs that ask for clmm or lmer
 #   refuse to run before simulating.
+# --browser (scripts/test.sh: required under CI=true, else optional; default skip): Debian's chromium and
+#   chromium-driver for the explorer's browser tests (scripts/setup_browser.sh). Optional: a failure is
+#   one warning, and the browser tests skip saying why.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 venv="$root/.venv"
 
 r_mode=required
+browser_mode=skip
 while [ $# -gt 0 ]; do
   case "$1" in
     --r) r_mode="${2:-}"; shift 2 || true ;;
     --r=*) r_mode="${1#--r=}"; shift ;;
-    *) echo "[setup] unknown option '$1' (allowed: --r required|optional)" >&2; exit 2 ;;
+    --browser) browser_mode="${2:-}"; shift 2 || true ;;
+    --browser=*) browser_mode="${1#--browser=}"; shift ;;
+    *) echo "[setup] unknown option '$1' (allowed: --r required|optional, --browser required|optional|skip)" >&2; exit 2 ;;
   esac
 done
 case "$r_mode" in
   required|optional) ;;
   *) echo "[setup] --r must be 'required' or 'optional'; got '$r_mode'" >&2; exit 2 ;;
+esac
+case "$browser_mode" in
+  required|optional|skip) ;;
+  *) echo "[setup] --browser must be 'required', 'optional' or 'skip'; got '$browser_mode'" >&2; exit 2 ;;
 esac
 
 pick_python() {
@@ -52,6 +62,16 @@ if [ -f scripts/setup_r.sh ] && [ "${SIMDESIGN_SKIP_R:-0}" != "1" ]; then
     [ "$r_mode" = required ] && { echo "[setup] ERROR: the R part failed (log: $r_log)" >&2; exit 1; }
     reason="$(grep -m1 'ERROR:' "$r_log" | sed 's/^\[setup_r\] ERROR: //' || true)"
     echo "[setup] WARNING: the optional R part failed (${reason:-see $r_log}); classical tests and clmm_native work, clmm and lmer do not. Retry with: bash scripts/setup_r.sh .venv/bin/python" >&2
+  fi
+fi
+
+# The explorer's browser tests: Debian's chromium and chromium-driver (only the test command asks).
+if [ "$browser_mode" != skip ] && [ -f scripts/setup_browser.sh ]; then
+  browser_log="$venv/setup_browser.log"
+  if ! bash scripts/setup_browser.sh 2>&1 | tee "$browser_log"; then
+    [ "$browser_mode" = required ] && { echo "[setup] ERROR: the browser part failed (log: $browser_log)" >&2; exit 1; }
+    reason="$(grep -m1 'ERROR:' "$browser_log" | sed 's/^\[setup_browser\] ERROR: //' || true)"
+    echo "[setup] WARNING: the browser part failed (${reason:-see $browser_log}); the explorer's browser tests will skip. Retry with: bash scripts/setup_browser.sh" >&2
   fi
 fi
 

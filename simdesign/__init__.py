@@ -21,7 +21,8 @@ Layers (a module imports only its own layer and those listed before it; ``tests/
 4. ``analyses``: the registered tests (+ ``rsession``, the R session they run in);
 5. ``simulation``: config, engine, backends, store, summary, plots;
 6. ``planning`` and ``pilot``: two clients of simulation that ignore each other;
-7. ``outputs``, ``api``, ``cli``, ``cli_analyse``: user-facing entry points, flat at the top so
+7. ``outputs``, ``api``, ``cli``, ``cli_analyse``, ``cli_design``, ``cli_explore``, ``explore`` (the web
+   explorer): user-facing entry points, flat at the top so
    ``python -m simdesign.cli`` and the ``simdesign`` console script keep their paths.
 
 Folders are named ``simulation`` and ``planning`` (not ``simulate``/``plan``) so they never shadow the
@@ -38,8 +39,22 @@ from simdesign.api import (PlanOutcome, Reliability, SimulationResult, check_mod
                            reliability, simulate)
 from simdesign.pilot import analyse  # a callable module: simdesign.analyse(frame) runs simdesign.pilot.analyse.analyse
 
+
+
+def draw_designs(designs, **options):
+    """Draw designs (annotators x documents, blocks shaded): a matplotlib Figure, one panel per design.
+
+    ``designs``: design objects or config ``designs:`` entries; ``options`` as
+    :func:`simdesign.simulation.design_picture.draw_designs` (imported here only when called, so that
+    ``import simdesign`` does not load matplotlib).
+    """
+    from simdesign.simulation.design_picture import draw_designs as draw
+
+    return draw(designs, **options)
+
+
 __version__ = "0.1.0"
 __all__ = ["BlockDesign", "PoolDesign", "OverlapDesign", "ConfigError", "DataError", "StoreError", "Judgements", "OrdinalMixedModel",
            "load_model", "SimulationConfig", "load_config", "parse_config", "replay_trial", "run_simulation",
            "summarise", "simulate", "SimulationResult", "load_results", "plan", "PlanOutcome", "fit_model",
-           "check_model", "reliability", "Reliability", "analyse"]
+           "check_model", "reliability", "Reliability", "analyse", "draw_designs"]

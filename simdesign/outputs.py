@@ -136,6 +136,11 @@ def config_from_results(out_dir, trials: int | None = None) -> SimulationConfig:
     return parse_config(raw)
 
 
+def shipped_figures_folder() -> Path:
+    """The folder of the figure tables shipped with the package (in a checkout: ``figures/`` itself)."""
+    return Path(str(resources.files("simdesign").joinpath(SHIPPED_FIGURES)))
+
+
 def precomputed_curve_names() -> list[str]:
     """The names of the figure tables shipped with the package (``figures/<name>.csv``), sorted."""
     folder = resources.files("simdesign").joinpath(SHIPPED_FIGURES)

@@ -365,14 +365,31 @@ def effort_line(result: PlanResult) -> str:
 
 
 def write_plan_outputs(result: PlanResult, out_dir: Path, figure_base: Path | None = None) -> dict:
-    """Write ``plan.csv``, ``recommendation.md`` and the figure into ``out_dir``."""
+    """Write ``plan.csv``, ``recommendation.md``, the figure and the recommended design's picture
+    (``recommended_design.png``, shown in ``recommendation.md``) into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     table = plan_table(result)
     table.to_csv(out_dir / "plan.csv", index=False)
     text = recommendation_text(result)
-    (out_dir / "recommendation.md").write_text(f"# Plan: {result.config.name}\n\n{text}")
+    picture = write_recommended_design(result, out_dir)
+    shown = f"![The recommended design: who judges what]({picture.name})\n\n" if picture else ""
+    (out_dir / "recommendation.md").write_text(f"# Plan: {result.config.name}\n\n{shown}{text}")
     figures = plot_plan(result, table, Path(figure_base) if figure_base else out_dir / result.config.name)
+    if picture:
+        figures = [*figures, picture]
     return {"table": out_dir / "plan.csv", "recommendation": out_dir / "recommendation.md", "figures": figures}
+
+
+def write_recommended_design(result: PlanResult, out_dir: Path) -> Path | None:
+    """Draw the recommended design (annotators x documents) to ``out_dir/recommended_design.png``; None without one."""
+    from simdesign.simulation.design_picture import write_design_picture
+
+    stale = out_dir / "recommended_design.png"
+    if result.recommended is None:
+        stale.unlink(missing_ok=True)  # a picture from an earlier run of this directory would be read as the answer
+        return None
+    return write_design_picture([result.recommended.candidate.design], stale, n_systems=result.config.model.n_systems,
+                                seed=result.config.seed)
 
 
 def plan_study(config: PlanConfig, out_dir=None, jobs: int = 1, progress: bool = False, figure_base=None,

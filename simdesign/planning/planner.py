@@ -606,6 +606,9 @@ def _parse_cost(raw: dict, model_source, base_dir: Path | None, errors: list[str
         currency=str(cost_raw.get("currency", "")), seconds_source=seconds_source)
 
 
+parse_cost = _parse_cost  # public name: the explorer checks its cost controls by the same rules
+
+
 def _parse_limits(raw: dict, errors: list[str]) -> Limits:
     """The 'limits' mapping (every key optional)."""
     limits_raw = raw.get("limits", {}) or {}

@@ -1,0 +1,66 @@
+"""Take the README's screenshot of the explorer (figures/explorer.png) with Debian's headless Chromium.
+
+    python scripts/explorer_screenshot.py [--out figures/explorer.png] [--figures DIR] [--trials 400]
+
+Starts ``simdesign explore`` on a free port, waits until the default setting (the paper's design under the
+null, with the trials given) is computed and the second view is drawn, saves the screenshot, stops the server.
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from simdesign.explore.headless import start_chromium, stop_chromium  # noqa: E402
+
+
+def wait_for(driver, script: str, timeout: float) -> None:
+    deadline = time.perf_counter() + timeout
+    while not driver.execute_script(script):
+        if time.perf_counter() > deadline:
+            raise SystemExit(f"timed out waiting for: {script}")
+        time.sleep(0.2)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "figures" / "explorer.png"))
+    parser.add_argument("--figures", help="folder of the precomputed curves (default: the repository's figures/)")
+    parser.add_argument("--trials", default="400")
+    args = parser.parse_args()
+    command = [sys.executable, "-m", "simdesign.cli", "explore", "--port", "0"]
+    if args.figures:
+        command += ["--figures", args.figures]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    driver = None
+    try:
+        url = server.stdout.readline().split(" at ", 1)[1].split()[0]
+        driver = start_chromium(window_size=(1400, 1350), performance_log=False)
+        driver.get(url)
+        wait_for(driver, "return document.getElementById('control-trials') !== null", 60)
+        field = driver.find_element("id", "control-trials")
+        field.clear()
+        field.send_keys(args.trials)
+        wait_for(driver, "return document.getElementById('status').dataset.status === 'done' && "
+                         f"document.getElementById('results').dataset.trials === '{args.trials}'", 600)
+        wait_for(driver, "const i = document.getElementById('position-picture'); return "
+                         f"(i.complete && i.naturalWidth > 0 && i.dataset.trials === '{args.trials}') || "
+                         "document.getElementById('position-message').textContent", 120)
+        time.sleep(1.0)
+        driver.save_screenshot(args.out)
+        print(f"wrote {args.out}")
+    finally:
+        if driver is not None:
+            stop_chromium(driver)
+        server.terminate()
+        server.wait(timeout=30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""``simdesign explore``: the design explorer, a local web application for teaching (``simdesign.explore``).
+
+Registered in :mod:`simdesign.cli` by :func:`add_parser`. Flask is an optional extra (``pip install -e
+'.[explore]'``), imported only when the command runs.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from simdesign.core.errors import ConfigError, MissingBackendError
+
+
+def add_parser(subparsers) -> None:
+    """Add the ``explore`` subcommand to the CLI's subparsers."""
+    parser = subparsers.add_parser(
+        "explore", help="a local web page to try designs and tests: design picture, totals and cost, type I error "
+                        "and power computed live (offline; Ctrl-C stops it)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine "
+                                                            "only)")
+    parser.add_argument("--port", type=int, default=8050, help="port (default 8050; 0: any free port)")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="worker processes computing trials (default 2; 0: in the server process)")
+    parser.add_argument("--figures", help="folder of the precomputed curves <name>.csv (default: the tables shipped "
+                                          "with the package, i.e. the committed figures/*.csv)")
+    parser.set_defaults(func=cmd_explore)
+
+
+def cmd_explore(args) -> int:
+    if not 0 <= args.port <= 65535:
+        raise ConfigError(f"The '--port' option must be between 0 and 65535; got {args.port}")
+    if args.workers < 0:
+        raise ConfigError(f"The '--workers' option must be 0 or more; got {args.workers}")
+    try:
+        from werkzeug.serving import make_server
+
+        from simdesign.explore.app import create_app
+    except ImportError as exc:
+        raise MissingBackendError(
+            f"simdesign explore needs Flask ({exc}); install the 'explore' extra: pip install -e '.[explore]' "
+            "(bash scripts/setup.sh installs it)") from exc
+    from simdesign.explore import curves
+
+    figures = Path(args.figures) if args.figures else curves.DEFAULT_FIGURES
+    app = create_app(workers=args.workers, figures_dir=figures)
+    try:
+        server = make_server(args.host, args.port, app, threaded=True)
+    except OSError as exc:
+        raise ConfigError(f"Cannot listen on {args.host}:{args.port} (--host, --port): {exc}") from exc
+    pool = app.extensions["simdesign_pool"]
+    pool.start()  # the workers import the engine while the page loads
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"simdesign explorer at http://{host}:{server.server_port}/ (Ctrl-C stops it)", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+        pool.close()
+        print("explorer stopped", file=sys.stderr)
+    return 0

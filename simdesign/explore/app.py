@@ -1,0 +1,222 @@
+"""The explorer's web application (Flask): one page of our own, JSON for its controls, PNG pictures.
+
+Everything the page loads comes from this server (its HTML, script and style are files of this
+package; the pictures are drawn here with matplotlib), so it works offline. Every request that fails
+answers with a JSON message: the server goes on.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from importlib import resources
+from pathlib import Path
+
+from flask import Flask, Response, jsonify, request
+
+from simdesign.explore import controls, curves
+from simdesign.explore.live import KEPT_RUNS, ChunkPool, Runs
+from simdesign.simulation.config import stable_digest
+
+log = logging.getLogger(__name__)
+STATIC_FILES = {"explorer.js": "text/javascript", "explorer.css": "text/css"}
+KEPT_PICTURES = 64
+MAX_DRAWN_PAIRS = 2_000_000  # (annotator, document) pairs; larger designs are not drawn
+# pyplot keeps global state: one drawing at a time across the server's threads.
+DRAWING = threading.Lock()
+
+
+def _static(name: str) -> str:
+    return resources.files("simdesign.explore").joinpath("static", name).read_text()
+
+
+class Pictures:
+    """PNG pictures by name, the most recent ones kept.
+
+    A design's picture is registered with what draws it and drawn when the page asks for it, so that
+    the answer to a change (and the live run) does not wait for matplotlib.
+    """
+
+    def __init__(self):
+        self._items: OrderedDict[str, object] = OrderedDict()  # name -> PNG bytes, or a function making them
+        self._lock = threading.Lock()
+
+    def put(self, name: str, png_or_maker) -> None:
+        with self._lock:
+            self._items[name] = png_or_maker
+            self._items.move_to_end(name)
+            while len(self._items) > KEPT_PICTURES:
+                self._items.popitem(last=False)
+
+    def __contains__(self, name: str) -> bool:
+        with self._lock:
+            return name in self._items
+
+    def get(self, name: str) -> bytes | None:
+        with self._lock:
+            item = self._items.get(name)
+        if item is None or isinstance(item, bytes):
+            return item
+        with DRAWING:
+            png = item()
+        self.put(name, png)
+        return png
+
+
+def create_app(workers: int = 2, figures_dir: Path = curves.DEFAULT_FIGURES,
+               configs_dir: Path = curves.DEFAULT_CONFIGS) -> Flask:
+    """The explorer application.
+
+    Parameters
+    ----------
+    workers : int
+        Worker processes computing trials (0: in the server process, for tests).
+    figures_dir, configs_dir : path-like
+        Where the precomputed curves (``<name>.csv``) and their configs (``<name>.yaml``) are.
+
+    Returns
+    -------
+    flask.Flask
+        With ``app.extensions['simdesign_runs']`` (the live runs) and ``['simdesign_pool']``.
+    """
+    app = Flask(__name__, static_folder=None)
+    pool = ChunkPool(workers)
+    runs = Runs(pool)
+    pictures = Pictures()
+    app.extensions["simdesign_pool"] = pool
+    app.extensions["simdesign_runs"] = runs
+
+    @app.get("/")
+    def index():
+        return Response(_static("explorer.html"), mimetype="text/html")
+
+    @app.get("/static/<name>")
+    def static_file(name: str):
+        if name not in STATIC_FILES:
+            return jsonify(error=f"no static file {name!r}"), 404
+        return Response(_static(name), mimetype=STATIC_FILES[name])
+
+    @app.get("/favicon.ico")
+    def favicon():
+        return Response(status=204)
+
+    @app.get("/api/options")
+    def api_options():
+        return jsonify(**controls.options(), curves=curves.curve_tables(figures_dir, configs_dir))
+
+    @app.post("/api/check")
+    def api_check():
+        form = request.get_json(silent=True)
+        if not isinstance(form, dict):
+            return jsonify(error="the request must be a JSON object of control values"), 400
+        return jsonify(**check_and_start(form, runs, pictures))
+
+    @app.get("/api/run/<key>")
+    def api_run(key: str):
+        run = runs.get(key)
+        if run is None:
+            return jsonify(error=f"no run {key!r} (the server keeps the last {KEPT_RUNS} runs)"), 404
+        return jsonify(run.snapshot())
+
+    @app.post("/api/cancel/<key>")
+    def api_cancel(key: str):
+        return jsonify(cancelled=runs.cancel(key))
+
+    @app.get("/picture/<name>.png")
+    def picture(name: str):
+        png = pictures.get(name)
+        if png is None:
+            return jsonify(error=f"no picture {name!r}"), 404
+        return Response(png, mimetype="image/png")
+
+    @app.get("/api/position/<key>")
+    def api_position(key: str):
+        return jsonify(**position(key, request.args.get("table", ""), runs, pictures, figures_dir, configs_dir))
+
+    @app.errorhandler(Exception)
+    def failed(exc):
+        from werkzeug.exceptions import HTTPException
+
+        if isinstance(exc, HTTPException):
+            return jsonify(error=str(exc)), exc.code
+        log.exception("request failed")
+        return jsonify(error=f"{type(exc).__name__}: {exc}"), 500
+
+    return app
+
+
+def check_and_start(form: dict, runs: Runs, pictures: Pictures) -> dict:
+    """Check the controls; when they are good, draw the design and start (or find) its live run."""
+    checked = controls.check_controls(form)
+    answer = {"errors": checked.errors, "totals": None, "picture": None, "run": None}
+    if checked.config is None:
+        answer["picture"] = design_picture_only(checked, pictures)
+        return answer
+    config = checked.config
+    run = runs.start(stable_digest(config.to_mapping()), config)
+    answer["totals"] = controls.totals(config, checked.cost)
+    answer["picture"] = draw_picture(config.designs[0], config.model.n_systems, config.seed, pictures)
+    answer["run"] = run.snapshot()
+    return answer
+
+
+def draw_picture(design, n_systems: int, seed: int, pictures: Pictures) -> str | None:
+    """The URL of a design's picture (drawn once, when first asked for)."""
+    from simdesign.simulation.design_picture import design_png
+
+    if design.pairs > MAX_DRAWN_PAIRS:
+        return None  # drawing would take longer than the page should wait; the totals say the size
+    name = f"{design.label}-s{n_systems}-seed{seed}"
+    if name not in pictures:
+        pictures.put(name, lambda: design_png(design, n_systems=n_systems, seed=seed))
+    return f"/picture/{name}.png"
+
+
+def design_picture_only(checked, pictures: Pictures) -> str | None:
+    """The design's picture when the design itself is good although another control is not."""
+    from simdesign.core.errors import ConfigError
+    from simdesign.simulation.config import parse_designs
+
+    errors: list[str] = []
+    try:
+        designs = parse_designs(checked.mapping["designs"], errors)
+    except ConfigError:
+        return None
+    if errors or len(designs) != 1:
+        return None
+    return draw_picture(designs[0], 5, 0, pictures)
+
+
+def position(key: str, table_name: str, runs: Runs, pictures: Pictures, figures_dir, configs_dir) -> dict:
+    """The second view: which curve tables exist, and the picture of the current design on the chosen one."""
+    run = runs.get(key)
+    tables = curves.curve_tables(figures_dir, configs_dir)
+    if run is None:
+        return {"tables": tables, "table": None, "picture": None, "message": "no results yet"}
+    config = run.config
+    chosen = table_name or curves.best_table(tables, config.model_source, config.is_null)
+    entry = next((t for t in tables if t["name"] == chosen), None)
+    if entry is None or entry["path"] is None:
+        return {"tables": tables, "table": chosen, "picture": None,
+                "message": (f"No precomputed table figures/{chosen}.csv; make it with 'simdesign run "
+                            f"configs/{chosen}.yaml' (which writes the figure's summary table beside it)"
+                            if chosen else "No precomputed tables (figures/*.csv) were found")}
+    estimand = "type1" if config.is_null else "power"
+    try:
+        table = curves.read_curves(entry["path"])
+    except (OSError, ValueError) as exc:
+        return {"tables": tables, "table": chosen, "picture": None, "message": f"cannot read {entry['path']}: {exc}"}
+    if not (table["estimand"] == estimand).any():
+        other = "a non-zero effect" if config.is_null else "effect zero"
+        return {"tables": tables, "table": chosen, "picture": None,
+                "message": f"{chosen} has no {estimand} rows (it was run with {other}); choose another table"}
+    snapshot = run.snapshot()
+    design = config.designs[0]
+    title = (f"{chosen}: {entry['description'] or 'precomputed'}\nstars: your design {design.label} "
+             f"({design.annotators} annotators), {snapshot['trials_done']} trials")
+    with DRAWING:
+        png = curves.position_png(table, estimand, snapshot["rows"], design.annotators, title)
+    name = f"position-{key[:16]}-{chosen}-{snapshot['trials_done']}"
+    pictures.put(name, png)
+    return {"tables": tables, "table": chosen, "picture": f"/picture/{name}.png", "message": "",
+            "trials": snapshot["trials_done"]}

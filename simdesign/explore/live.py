@@ -1,0 +1,329 @@
+"""Live runs: the engine's chunks computed in worker processes, the summary refined as trials arrive.
+
+A :class:`LiveRun` computes the trials of one config in order, in chunks of the engine's own
+:func:`~simdesign.simulation.engine.simulate_chunk` (same seeds, same analyses), and summarises the
+trials done so far with :func:`~simdesign.simulation.summary.summarise`: at ``n`` trials its summary
+is the one ``simdesign.simulate(config, trials=n)`` gives, and it narrows as the run goes on.
+
+Why a pool of our own rather than the engine's joblib backends: the page must be able to drop a run
+at any moment (a control changed, or Cancel), including a mixed-model fit in flight that can take
+minutes; :class:`multiprocessing.pool.Pool` can be terminated, and a run hands it at most one chunk
+per worker at a time, so dropping a run leaves no queue behind.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import multiprocessing
+import threading
+import time
+from collections import OrderedDict
+
+import pandas as pd
+import cloudpickle  # a dependency of joblib, which the engine needs
+
+from simdesign.analyses.classical import CLASSICAL_TESTS
+from simdesign.core.errors import ConfigError, MissingBackendError
+from simdesign.simulation.engine import Chunk, check_backends, chunk_registry, simulate_chunk
+from simdesign.simulation.summary import summarise
+
+log = logging.getLogger(__name__)
+
+# Trials per chunk: small, so the first result comes early and a dropped run wastes little. Results do not
+# depend on the chunk size (the engine's seeds are per trial).
+CLASSICAL_CHUNK_TRIALS = 10
+SLOW_CHUNK_TRIALS = 1
+# The summary is recomputed at most this often while trials arrive (it takes ~0.1 s per call).
+SUMMARY_INTERVAL_SECONDS = 0.4
+# A cancelled run's chunks in flight may finish within this time; after it the worker processes are killed.
+CANCEL_GRACE_SECONDS = 1.0
+# The first trials whose arrival time the page reports: the 2-second budget for classical tests.
+FIRST_STAGE_TRIALS = 200
+KEPT_RUNS = 20  # finished runs kept, so going back to an earlier setting shows its results at once
+SHOWN_ESTIMANDS = ("type1", "power", "failure_rate")
+
+
+def _warm_up() -> None:
+    """Worker start-up: import the engine and the analyses once, before the first chunk arrives."""
+    import simdesign.analyses  # noqa: F401
+    import simdesign.simulation.engine  # noqa: F401
+
+
+def _chunk_job(payload: bytes):
+    # cloudpickle (as joblib's loky backend): the registry's analyses include lambdas, which pickle refuses
+    model, effect, seed, chunk, registry = cloudpickle.loads(payload)
+    return simulate_chunk(model, effect, seed, chunk, registry)
+
+
+class _Done:
+    """The result of a chunk computed in this process (``workers=0``), shaped like an AsyncResult."""
+
+    def __init__(self, function, args):
+        try:
+            self._value, self._error = function(*args), None
+        except Exception as exc:  # noqa: BLE001 -- handed to the run, which reports it
+            self._value, self._error = None, exc
+
+    def ready(self) -> bool:
+        return True
+
+    def get(self, timeout=None):
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+class ChunkPool:
+    """Worker processes for chunks (``workers=0``: compute in the calling thread, for tests and debugging)."""
+
+    def __init__(self, workers: int = 2):
+        self.workers = workers
+        self._pool = None
+        self._lock = threading.Lock()
+        self._warm = threading.Event()
+
+    def start(self) -> None:
+        """Start the workers now (they import the engine while the page loads)."""
+        with self._lock:
+            if self._pool is None and self.workers > 0:
+                self._warm.clear()
+                # spawn: a fork of a threaded web server may copy a lock held by another thread
+                context = multiprocessing.get_context("spawn")
+                self._pool = context.Pool(self.workers, initializer=_warm_up)
+                warm = self._warm
+                self._pool.apply_async(_warm_up, callback=lambda _: warm.set())
+
+    def submit(self, args: tuple):
+        payload = cloudpickle.dumps(args)
+        self.start()
+        # Until a worker has imported the engine (seconds on a loaded machine), this process computes: it
+        # has everything imported, so the first result does not wait for the workers' start.
+        if self.workers == 0 or not self._warm.is_set():
+            return _Done(_chunk_job, (payload,))
+        with self._lock:
+            return self._pool.apply_async(_chunk_job, (payload,))
+
+    def restart(self) -> None:
+        """Kill the workers (and whatever they compute) and start new ones."""
+        with self._lock:
+            old, self._pool = self._pool, None
+        if old is not None:
+            old.terminate()
+            threading.Thread(target=old.join, daemon=True).start()
+        self.start()
+
+    def close(self) -> None:
+        with self._lock:
+            old, self._pool = self._pool, None
+        if old is not None:
+            old.terminate()
+            old.join()
+
+
+def is_classical(config) -> bool:
+    """Only model-free tests (milliseconds per trial): the run answers within seconds."""
+    return all(spec.name in CLASSICAL_TESTS for spec in config.analyses)
+
+
+class LiveRun:
+    """One config's trials, computed in order and summarised as they arrive.
+
+    Parameters
+    ----------
+    config : SimulationConfig
+        One design (the explorer's); its ``trials`` is where the run stops.
+    pool : ChunkPool
+    key : str
+        The run's name for the page.
+    """
+
+    def __init__(self, config, pool: ChunkPool, key: str = ""):
+        self.config = config
+        self.key = key
+        self.pool = pool
+        self.classical = is_classical(config)
+        self.status = "running"
+        self.message = ""
+        self.started = time.perf_counter()
+        self.finished_at: float | None = None
+        self.first_result_seconds: float | None = None
+        self.first_stage_seconds: float | None = None
+        self.trials_done = 0
+        self.summary: pd.DataFrame | None = None
+        self._frames: dict[int, tuple] = {}  # first trial -> (stop trial, rows) of finished chunks
+        self._next_trial = 0
+        self._prefix: list[pd.DataFrame] = []
+        self._after: LiveRun | None = None
+        self._cancel = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, daemon=True, name=f"live-run-{key[:8]}")
+
+    def start(self, after: "LiveRun | None" = None) -> "LiveRun":
+        self._after = after
+        self._thread.start()
+        return self
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+    def _chunks(self):
+        """The engine's chunks of a run with nothing stored (as ``plan_chunks(config, None, trials)``), made
+        one at a time, so that a huge number of trials costs no memory before it is computed."""
+        size = CLASSICAL_CHUNK_TRIALS if self.classical else SLOW_CHUNK_TRIALS
+        work = tuple(self.config.analyses) + self.config.estimand_specs
+        for design in self.config.designs:
+            for start in range(0, self.config.trials, size):
+                yield Chunk(design, start, min(start + size, self.config.trials), work)
+
+    def _run(self) -> None:
+        try:
+            if self._after is not None:
+                self._after.join()  # one run at a time on the pool: the previous one leaves first
+            check_backends(self.config)
+            self._compute(self._chunks())
+        except (ConfigError, MissingBackendError) as exc:
+            self._finish("error", str(exc))
+        except Exception as exc:  # noqa: BLE001 -- the page shows it; the server goes on
+            log.exception("live run failed")
+            self._finish("error", f"{type(exc).__name__}: {exc}")
+
+    def _compute(self, chunks) -> None:
+        pending = iter(chunks)
+        upcoming = next(pending, None)
+        in_flight: list = []
+        limit = max(self.pool.workers, 1)
+        last_summary = 0.0
+        while upcoming is not None or in_flight:
+            if self._cancel.is_set():
+                self._drop(in_flight)
+                self._finish("cancelled", f"cancelled after {self.trials_done} of {self.config.trials} trials")
+                return
+            while upcoming is not None and len(in_flight) < limit:
+                chunk, upcoming = upcoming, next(pending, None)
+                args = (self.config.model, self.config.effect, self.config.seed, chunk, chunk_registry(chunk.analyses))
+                in_flight.append((chunk, self.pool.submit(args)))
+            done = [(chunk, result) for chunk, result in in_flight if result.ready()]
+            if not done:
+                time.sleep(0.02)
+                continue
+            for item in done:
+                in_flight.remove(item)
+                chunk, result = item
+                self._frames[chunk.first_trial] = (chunk.stop_trial, result.get())
+            grew = self._extend_prefix()
+            now = time.perf_counter()
+            if grew and (now - last_summary >= SUMMARY_INTERVAL_SECONDS or self.first_result_seconds is None
+                         or (self.first_stage_seconds is None and self._next_trial >= self._first_stage())):
+                self._summarise()
+                last_summary = time.perf_counter()
+        self._summarise()
+        self._prefix = []  # the summary is all a finished run shows
+        self._finish("done", "")
+
+    def _first_stage(self) -> int:
+        return min(FIRST_STAGE_TRIALS, self.config.trials)
+
+    def _extend_prefix(self) -> bool:
+        """Move finished chunks that continue the trials 0..n-1 into the prefix."""
+        grew = False
+        while self._next_trial in self._frames:
+            stop, frame = self._frames.pop(self._next_trial)
+            self._prefix.append(frame)
+            self._next_trial = stop
+            grew = True
+        return grew
+
+    def _summarise(self) -> None:
+        done = self._next_trial
+        if done == 0 or (done == self.trials_done and self.summary is not None):
+            return
+        table = pd.concat(self._prefix, ignore_index=True)
+        summary = summarise(dataclasses.replace(self.config, trials=done), table)
+        elapsed = time.perf_counter() - self.started
+        with self._lock:
+            self.summary, self.trials_done = summary, done
+            if self.first_result_seconds is None:
+                self.first_result_seconds = elapsed
+            if self.first_stage_seconds is None and done >= self._first_stage():
+                self.first_stage_seconds = elapsed
+
+    def _drop(self, in_flight) -> None:
+        deadline = time.perf_counter() + CANCEL_GRACE_SECONDS
+        while in_flight and time.perf_counter() < deadline:
+            in_flight = [(chunk, result) for chunk, result in in_flight if not result.ready()]
+            time.sleep(0.02)
+        if in_flight:
+            self.pool.restart()
+
+    def _finish(self, status: str, message: str) -> None:
+        with self._lock:
+            self.status, self.message = status, message
+            self.finished_at = time.perf_counter()
+
+    def snapshot(self) -> dict:
+        """The run's state for the page: progress, timings and the rates with their 95% intervals."""
+        with self._lock:
+            summary, done = self.summary, self.trials_done
+            elapsed = (self.finished_at or time.perf_counter()) - self.started
+            state = {"key": self.key, "status": self.status, "message": self.message, "trials_done": done,
+                     "trials_total": self.config.trials, "elapsed": round(elapsed, 2),
+                     "first_result_seconds": self.first_result_seconds,
+                     "first_stage_seconds": self.first_stage_seconds, "classical": self.classical,
+                     "estimand": "type1" if self.config.is_null else "power"}
+        state["rows"] = rate_rows(summary)
+        return state
+
+
+def rate_rows(summary: pd.DataFrame | None) -> list[dict]:
+    """The summary rows the page shows: each test's type I error or power, and its failure rate."""
+    if summary is None:
+        return []
+    shown = summary[summary["estimand"].isin(SHOWN_ESTIMANDS)]
+    columns = ["design", "test", "estimand", "rate", "ci_low", "ci_high", "mcse", "n_failed", "trials"]
+    rows = shown[columns].astype(object).where(shown[columns].notna(), None)
+    return rows.to_dict(orient="records")
+
+
+class Runs:
+    """The server's runs: at most one computing at a time, finished ones kept for going back."""
+
+    def __init__(self, pool: ChunkPool):
+        self.pool = pool
+        self._runs: OrderedDict[str, LiveRun] = OrderedDict()
+        self._lock = threading.Lock()
+        self._current: LiveRun | None = None
+
+    def start(self, key: str, config) -> LiveRun:
+        """The run of ``config`` (``key`` identifies it): a kept one, or a new one that replaces the current."""
+        with self._lock:
+            run = self._runs.get(key)
+            if run is not None and run.status in ("running", "done"):
+                self._runs.move_to_end(key)
+                return run
+            previous = self._current
+            if previous is not None and previous.running:
+                previous.cancel()
+            run = LiveRun(config, self.pool, key).start(after=previous)
+            self._current = run
+            self._runs[key] = run
+            while len(self._runs) > KEPT_RUNS:
+                self._runs.popitem(last=False)
+            return run
+
+    def get(self, key: str) -> LiveRun | None:
+        with self._lock:
+            return self._runs.get(key)
+
+    def cancel(self, key: str) -> bool:
+        run = self.get(key)
+        if run is None or not run.running:
+            return False
+        run.cancel()
+        return True

@@ -1,0 +1,179 @@
+"""The explorer without a browser: its rates are the engine's, its messages the CLI's, its server never falls."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+import yaml
+
+import simdesign
+from simdesign import cli
+from simdesign.explore import controls, curves
+from simdesign.explore.live import ChunkPool, LiveRun, Runs
+
+flask = pytest.importorskip("flask", reason="the explorer needs the 'explore' extra (flask)")
+
+FORM = {"model": "coherence", "effect": "zero", "kind": "block", "blocks": "4", "docs_per_block": "5",
+        "annotators_per_block": "3", "tests": ["ttest", "ttest_doc", "art_block"], "trials": "60", "seed": "7"}
+
+
+def cli_error(tmp_path, capsys, **changes) -> str:
+    """What 'simdesign run' prints for the config the form describes, changed by ``changes`` (YAML values)."""
+    mapping = controls.config_mapping(FORM)
+    mapping["designs"][0].update(changes.pop("design", {}))
+    mapping.update(changes)
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(mapping))
+    assert cli.main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    return capsys.readouterr().err
+
+
+def summaries_equal(ours: pd.DataFrame, engine: pd.DataFrame) -> None:
+    # mean_fit_seconds is a wall time: it differs between any two runs
+    pd.testing.assert_frame_equal(ours.drop(columns="mean_fit_seconds").reset_index(drop=True),
+                                  engine.drop(columns="mean_fit_seconds").reset_index(drop=True))
+
+
+def test_the_explorers_rates_are_simulates_for_the_same_config_seed_and_trials():
+    checked = controls.check_controls(FORM)
+    assert checked.errors == {}
+    run = LiveRun(checked.config, ChunkPool(workers=0), "k").start()
+    run.join(timeout=300)
+    assert run.status == "done" and run.trials_done == 60
+    engine = simdesign.simulate(checked.config, jobs=1, progress=False).summary()
+    summaries_equal(run.summary, engine)
+    shown = {(r["test"], r["estimand"]): r for r in run.snapshot()["rows"]}
+    for row in engine[engine["estimand"] == "type1"].itertuples():
+        assert shown[(row.test, "type1")]["rate"] == row.rate
+        assert (shown[(row.test, "type1")]["ci_low"], shown[(row.test, "type1")]["ci_high"]) == (row.ci_low,
+                                                                                                 row.ci_high)
+
+
+@pytest.mark.slow
+def test_the_rates_computed_in_worker_processes_are_the_engines_too():
+    checked = controls.check_controls({**FORM, "trials": "40", "effect": "fitted"})
+    pool = ChunkPool(workers=2)
+    try:
+        run = LiveRun(checked.config, pool, "k").start()
+        run.join(timeout=600)
+    finally:
+        pool.close()
+    assert run.status == "done", run.message
+    summaries_equal(run.summary, simdesign.simulate(checked.config, jobs=1, progress=False).summary())
+
+
+def test_a_bad_value_gets_the_message_the_cli_gives_next_to_its_control(tmp_path, capsys):
+    checked = controls.check_controls({**FORM, "blocks": "-1"})
+    assert checked.config is None
+    assert list(checked.errors) == ["blocks"]
+    (message,) = checked.errors["blocks"]
+    assert "'blocks'" in message and "-1" in message
+    assert message in cli_error(tmp_path, capsys, design={"blocks": -1})
+
+
+def test_a_test_that_does_not_fit_the_design_is_shown_at_the_tests(tmp_path, capsys):
+    form = {**FORM, "kind": "pool", "docs": "100", "annotators": "30", "judgements_per_output": "3"}
+    checked = controls.check_controls(form)
+    assert list(checked.errors) == ["tests"]
+    assert "art_block" in checked.errors["tests"][0]
+    mapping = controls.config_mapping(form)
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(mapping))
+    assert cli.main(["run", str(path), "--out", str(tmp_path / "o")]) == 2
+    assert checked.errors["tests"][0] in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("control, value, word", [("trials", "0", "'trials'"), ("trials", "abc", "'trials'"),
+                                                  ("docs_per_block", "", "'docs_per_block'"),
+                                                  ("alpha", "2", "'alpha'"), ("model", "nosuch.yaml", "nosuch"),
+                                                  ("pay_per_hour", "-3", "pay_per_hour"),
+                                                  ("seconds_per_judgement", "soon", "seconds_per_judgement")])
+def test_every_bad_control_is_named(control, value, word):
+    checked = controls.check_controls({**FORM, control: value})
+    assert checked.config is None
+    assert control in checked.errors, checked.errors
+    assert word in " ".join(checked.errors[control])
+
+
+def test_totals_use_the_planners_cost_model():
+    checked = controls.check_controls({**FORM, "blocks": "20", "pay_per_hour": "12", "per_annotator": "2"})
+    totals = controls.totals(checked.config, checked.cost)
+    # the paper's design: 20 blocks x 5 documents x 3 annotators x 5 systems; 30.53 s per Likert coherence
+    # judgement (the paper's capped mean), 12 per hour, 2 per annotator
+    assert totals["judgements"] == 1500 and totals["annotators"] == 60
+    assert math.isclose(totals["hours"], round(1500 * 30.53 / 3600, 2))
+    assert math.isclose(totals["cost"], round(1500 * 30.53 / 3600 * 12 + 60 * 2, 2))
+
+
+def test_a_slow_run_can_be_cancelled():
+    # clm (statsmodels, a fraction of a second per fit) rather than clmm_native, whose first fit after an
+    # install compiles numba kernels for about a minute
+    checked = controls.check_controls({**FORM, "tests": ["clm"], "trials": "500"})
+    run = LiveRun(checked.config, ChunkPool(workers=0), "k").start()
+    run.cancel()
+    run.join(timeout=120)
+    assert run.status == "cancelled" and run.trials_done < 500
+    assert not run.classical
+
+
+def test_a_new_setting_replaces_the_running_one_and_an_old_one_is_kept():
+    runs = Runs(ChunkPool(workers=0))
+    first = controls.check_controls({**FORM, "trials": "20"}).config
+    second = controls.check_controls({**FORM, "trials": "20", "blocks": "2"}).config
+    run_a = runs.start("a", first)
+    run_b = runs.start("b", second)
+    run_b.join(timeout=300)
+    assert run_b.status == "done"
+    assert runs.start("b", second) is run_b  # done: kept, not recomputed
+    assert run_a.status in ("done", "cancelled")
+
+
+@pytest.fixture
+def client(tmp_path):
+    from simdesign.explore.app import create_app
+
+    app = create_app(workers=0, figures_dir=tmp_path / "figures", configs_dir=curves.DEFAULT_CONFIGS)
+    yield app.test_client()
+    app.extensions["simdesign_pool"].close()
+
+
+def test_the_server_answers_bad_requests_with_messages(client):
+    assert client.post("/api/check", data="not json", content_type="application/json").status_code == 400
+    answer = client.post("/api/check", json={**FORM, "blocks": "-1", "trials": "x"}).get_json()
+    assert set(answer["errors"]) == {"blocks", "trials"} and answer["run"] is None
+    assert client.get("/api/run/nosuch").status_code == 404
+    assert client.get("/picture/nosuch.png").status_code == 404
+    assert client.get("/static/../../etc/passwd").status_code == 404
+    page = client.get("/").get_data(as_text=True)
+    assert "http://" not in page and "https://" not in page  # nothing from elsewhere
+    assert client.get("/static/explorer.js").status_code == 200
+
+
+def test_a_good_setting_draws_its_design_and_computes(client, tmp_path):
+    answer = client.post("/api/check", json={**FORM, "trials": "20"}).get_json()
+    assert answer["errors"] == {} and answer["totals"]["design"] == "block-B4-D5-A3"
+    assert client.get(answer["picture"]).data[:8] == b"\x89PNG\r\n\x1a\n"
+    key = answer["run"]["key"]
+    for _ in range(600):
+        state = client.get(f"/api/run/{key}").get_json()
+        if state["status"] != "running":
+            break
+        import time
+        time.sleep(0.1)
+    assert state["status"] == "done" and state["trials_done"] == 20
+    # without precomputed tables the second view says which file it would read
+    view = client.get(f"/api/position/{key}").get_json()
+    assert view["picture"] is None and "paper_fig4_coherence" in view["message"]
+
+
+def test_the_second_view_places_the_design_on_a_table(client, tmp_path):
+    checked = controls.check_controls({**FORM, "trials": "20"})
+    figures = tmp_path / "figures"
+    figures.mkdir()
+    simdesign.simulate(checked.config, jobs=1, progress=False).summary().to_csv(
+        figures / "paper_fig4_coherence.csv", index=False)
+    key = client.post("/api/check", json={**FORM, "trials": "20"}).get_json()["run"]["key"]
+    view = client.get(f"/api/position/{key}").get_json()
+    assert view["table"] == "paper_fig4_coherence" and view["message"] == ""
+    assert client.get(view["picture"]).data[:8] == b"\x89PNG\r\n\x1a\n"
