@@ -36,18 +36,23 @@ Wilson intervals.
 The trial is the unit: every rate's MCSE is the SD of its per-trial values
 over sqrt(trials), its interval Wilson's; means get mean +- 1.96 MCSE.
 Streams: one data stream per (cell, trial) and one per (cell, trial,
-interval scheme or test), from the root seed (:mod:`simdesign.core.seeds`).
+interval scheme or test), from the root seed (:mod:`simdesign.core.seeds`),
+so the results do not depend on the number of workers or the chunking.
+Each finished chunk of trials is stored at once
+(:mod:`simdesign.simulation.metric_store`): an interrupted run resumes.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 from scipy import special
+from threadpoolctl import threadpool_limits
+from tqdm.auto import tqdm
 
 from simdesign.core.designs import BlockDesign
 from simdesign.core.errors import ConfigError
@@ -56,6 +61,7 @@ from simdesign.model import load_model
 from simdesign.model.metric import (MetricGenerator, MetricSpec, SystemPopulation, exchangeable_moments,
                                     human_scores, population_model, sample_with_quality)
 from simdesign.simulation.config import read_config_mapping, resolve_model
+from simdesign.simulation.metric_store import ROW_COLUMNS, MetricValidationStore
 from simdesign.simulation.summary import wilson_interval
 from simdesign.stats.metric_correlation import (METHODS, SCHEMES, bootstrap_system_level, percentile_interval,
                                                 permutation_test, summary_level, system_level)
@@ -245,17 +251,80 @@ def one_trial(config: MetricValidationConfig, n_systems: int, n_documents: int, 
              "method": method, "scheme": scheme, "value": value} for estimand, method, scheme, value in rows]
 
 
-def _chunk(config, n_systems, n_documents, trials, targets):
-    return [row for trial in trials for row in one_trial(config, n_systems, n_documents, trial, targets)]
+def _chunk(config, n_systems, n_documents, first, stop, targets):
+    with threadpool_limits(limits=1):  # the arrays of one trial are small: BLAS threads only compete
+        rows = [row for trial in range(first, stop) for row in one_trial(config, n_systems, n_documents, trial,
+                                                                           targets)]
+    return (n_systems, n_documents), first, stop, pd.DataFrame(rows, columns=list(ROW_COLUMNS))
 
 
-def run_metric_validation(config: MetricValidationConfig, jobs: int = 1, chunk_trials: int = 50) -> pd.DataFrame:
-    """Every cell's trials (in parallel chunks; results do not depend on ``jobs``); one row per trial and estimand."""
+def stored_settings(config: MetricValidationConfig) -> dict:
+    """Everything that determines a cell's per-trial rows (the store's fingerprint; not cells or trials)."""
+    return {"model": config.model.to_dict(), "population": asdict(config.population),
+            "metrics": [asdict(spec) for spec in config.metrics], "error_correlation": config.error_correlation,
+            "annotators_per_document": config.annotators_per_document, "methods": list(config.methods),
+            "bootstrap_resamples": config.bootstrap_resamples,
+            "permutation_resamples": config.permutation_resamples, "confidence": config.confidence,
+            "alpha": config.alpha, "seed": config.seed}
+
+
+def missing_chunks(config: MetricValidationConfig, store: MetricValidationStore,
+                   chunk_trials: int) -> list[tuple[int, int, int, int]]:
+    """(systems, documents, first, stop) runs of consecutive trials that ``store`` does not hold yet."""
+    chunks = []
+    for n_systems, n_documents in config.cells():
+        done = store.completed(cell_label(n_systems, n_documents))
+        missing = [trial for trial in range(config.trials) if trial not in done]
+        start = 0
+        while start < len(missing):
+            stop = start + 1
+            while stop < len(missing) and stop - start < chunk_trials and missing[stop] == missing[stop - 1] + 1:
+                stop += 1
+            chunks.append((n_systems, n_documents, missing[start], missing[stop - 1] + 1))
+            start = stop
+    return chunks
+
+
+def run_metric_validation(config: MetricValidationConfig, out_dir, jobs: int = 1, chunk_trials: int = 20,
+                          progress: bool = False) -> pd.DataFrame:
+    """Every cell's trials not yet stored in ``out_dir``; return all rows (one per trial and estimand).
+
+    Each finished chunk of trials is stored at once (:mod:`simdesign.simulation.metric_store`), so
+    an interrupted run resumes where it stopped. Every trial draws from streams keyed by its cell and
+    index, so the rows do not depend on ``jobs``, ``chunk_trials`` or interruptions.
+
+    Parameters
+    ----------
+    config : MetricValidationConfig
+    out_dir : path-like
+        The results directory (created if needed).
+    jobs : int
+        Parallel worker processes (joblib).
+    chunk_trials : int
+        Trials per stored chunk.
+    progress : bool
+        Show a tqdm bar (trials done, rate, ETA).
+
+    Raises
+    ------
+    StoreError
+        If ``out_dir`` holds trials computed with other settings.
+    """
+    store = MetricValidationStore(out_dir)
+    store.prepare(stored_settings(config), config.seed)
     targets = system_level_targets(config)
-    tasks = [(s, d, range(start, min(start + chunk_trials, config.trials))) for s, d in config.cells()
-             for start in range(0, config.trials, chunk_trials)]
-    parts = Parallel(n_jobs=jobs)(delayed(_chunk)(config, s, d, trials, targets) for s, d, trials in tasks)
-    return pd.DataFrame([row for part in parts for row in part])
+    chunks = missing_chunks(config, store, chunk_trials)
+    cells = [cell_label(s, d) for s, d in config.cells()]
+    total, stored = len(cells) * config.trials, sum(stop - first for _, _, first, stop in chunks)
+    with tqdm(total=total, initial=total - stored, unit="trial", desc=config.name, disable=not progress,
+              smoothing=0.05) as bar:
+        # Unordered: each chunk is stored as soon as it finishes, whichever worker ran it.
+        finished = Parallel(n_jobs=jobs, return_as="generator_unordered")(
+            delayed(_chunk)(config, s, d, first, stop, targets) for s, d, first, stop in chunks)
+        for (n_systems, n_documents), first, stop, rows in finished:
+            store.write_chunk(cell_label(n_systems, n_documents), first, stop, rows)
+            bar.update(stop - first)
+    return store.read(cells, config.trials)
 
 
 def summarise_metric_validation(rows: pd.DataFrame, config: MetricValidationConfig) -> pd.DataFrame:
@@ -331,10 +400,11 @@ def run_metric_validation_command(args) -> int:
     """``simdesign metric-validation CONFIG``: run, write summary.csv and the coverage figure."""
     started = time.perf_counter()
     config = load_metric_config(args.config, args.trials)
-    rows = run_metric_validation(config, jobs=args.jobs)
-    summary = summarise_metric_validation(rows, config)
+    if args.jobs == 0:
+        raise ConfigError("--jobs must be a positive number of workers or negative (all cores but |n| - 1); got 0")
     out_dir = Path(args.out) if args.out else Path("results") / config.name
-    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = run_metric_validation(config, out_dir, jobs=args.jobs, progress=not args.quiet)
+    summary = summarise_metric_validation(rows, config)
     rows.to_csv(out_dir / "trials.csv", index=False)
     summary.to_csv(out_dir / "summary.csv", index=False)
     paths = [out_dir / "trials.csv", out_dir / "summary.csv", plot_coverage(summary, config, out_dir / config.name)]
