@@ -329,7 +329,7 @@ def _prepare_store(config: PanelStudyConfig, out_dir: Path) -> Path:
         stored = json.loads(manifest.read_text()).get("fingerprint")
         if stored != fingerprint:
             raise StoreError(f"{out_dir} holds trials of a different panel-study config (model, panels, seed, "
-                             f"docs, subsamples or aggregations changed); use another --out or delete it")
+                             f"docs, subsamples, aggregations or tests changed); use another --out or delete it")
     else:
         manifest.write_text(json.dumps({"fingerprint": fingerprint, "config": config.raw}, indent=2, default=str))
     return chunks
