@@ -374,7 +374,8 @@ def run_panel_study(config: PanelStudyConfig, out_dir, jobs: int = 1, progress: 
     out_dir = Path(out_dir)
     chunks_dir = _prepare_store(config, out_dir)
     tests_dir = out_dir / "significance"
-    tests_dir.mkdir(exist_ok=True)
+    if config.tests:
+        tests_dir.mkdir(exist_ok=True)
     work = [(label, panels, first, stop) for label, panels in config.settings()
             for first, stop in _missing_runs(_stored_trials(chunks_dir, label), config.trials, config.chunk_size)]
     total = len(config.settings()) * config.trials
@@ -384,7 +385,8 @@ def run_panel_study(config: PanelStudyConfig, out_dir, jobs: int = 1, progress: 
         finished = Parallel(n_jobs=jobs, return_as="generator_unordered")(
             delayed(_chunk)(config, label, panels, first, stop) for label, panels, first, stop in work)
         for label, first, stop, rows, tests in finished:
-            _write_csv(tests, _chunk_path(tests_dir, label, first, stop))
+            if config.tests:
+                _write_csv(tests, _chunk_path(tests_dir, label, first, stop))
             _write_csv(rows, _chunk_path(chunks_dir, label, first, stop))
             bar.update(stop - first)
     return _read_chunks(config, chunks_dir, ["setting", "trial", "method", "target", "k"])
