@@ -27,11 +27,12 @@ def add_parser(subparsers) -> None:
         "metric-validation", help="validate an automatic metric against simulated human judgements: correlations, "
                                   "bootstrap interval coverage (systems, inputs, both), permutation test power")
     metric.add_argument("config")
-    metric.add_argument("--out", help="results directory (default results/<config name>)")
-    metric.add_argument("--jobs", type=int, default=1, help="parallel workers (default 1)")
+    metric.add_argument("--out", help="results directory (default results/<config name>); a re-run resumes")
+    metric.add_argument("--jobs", type=int, default=1,
+                        help="parallel workers (default 1); results do not depend on it")
     metric.add_argument("--trials", type=int, help="override the config's trials")
     metric.add_argument("--figure", help="also write the coverage figure and its table as FIGURE.png and FIGURE.csv")
-    metric.add_argument("--quiet", action="store_true", help="no table")
+    metric.add_argument("--quiet", action="store_true", help="no progress bar or table")
     metric.set_defaults(func=cmd_metric_validation)
 
 

@@ -21,7 +21,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--trials", type=int, help="override the config's trials")
     parser.add_argument("--figure", help="also write the figure as FIGURE.png and the summary as FIGURE.csv "
                                          "(e.g. figures/crowd_vs_expert)")
-    parser.add_argument("--quiet", action="store_true", help="no table")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar or table")
     parser.set_defaults(func=run)
 
 
@@ -31,7 +31,8 @@ def run(args) -> int:
 
     from simdesign.core.errors import ConfigError
     from simdesign.simulation.panel_plots import plot_curves, plot_knee_sensitivity
-    from simdesign.simulation.panel_study import load_panel_study, run_panel_study
+    from simdesign.simulation.panel_study import load_panel_study, read_significance, run_panel_study
+    from simdesign.simulation.panel_tests import summarise_significance
     from simdesign.simulation.panel_summary import summarise_panel_study
 
     if args.trials is not None and args.trials < 1:
@@ -41,10 +42,13 @@ def run(args) -> int:
     config = load_panel_study(args.config, {"trials": args.trials} if args.trials is not None else None)
     out_dir = Path(args.out) if args.out else Path("results") / config.name
     started = time.perf_counter()
-    trials = run_panel_study(config, out_dir, jobs=args.jobs)
+    trials = run_panel_study(config, out_dir, jobs=args.jobs, progress=not args.quiet)
     summary = summarise_panel_study(config, trials)
     seconds = time.perf_counter() - started
     summary.to_csv(out_dir / "summary.csv", index=False)
+    significance = summarise_significance(read_significance(config, out_dir), config.alpha)
+    if config.tests:
+        significance.to_csv(out_dir / "significance.csv", index=False)
     settings = config.settings()
     title = (f"{config.name}: model {config.model.name}, {config.docs} documents x {config.model.n_systems} systems, "
              f"{config.trials} trials x {config.subsamples} subsamples")
@@ -63,6 +67,9 @@ def run(args) -> int:
         with pd.option_context("display.width", 160, "display.max_rows", 200):
             print(knees[["setting", "method", "target", "mean", "ci_low", "ci_high", "mcse"]]
                   .rename(columns={"mean": "knee"}).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+            if config.tests:
+                print(significance[["setting", "method", "test", "k", "estimand", "rate", "ci_low", "ci_high",
+                                    "mcse"]].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     return 0
 
 

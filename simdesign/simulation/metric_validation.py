@@ -21,6 +21,12 @@ automatic metrics, and computes
   increasing, those of a bivariate normal with correlation rho_sys,
   (6 / pi) asin(rho_sys / 2) and (2 / pi) asin(rho_sys) (normal populations
   only: with resampled effects the rank targets are left empty);
+* with ``summary_intervals: true``, ``summary_coverage`` and
+  ``summary_width`` of the same three intervals of the summary-level Pearson
+  correlation (:mod:`simdesign.stats.summary_bootstrap`), whose target is
+  its population value: rho_sum times the within-document correlation of
+  the latent quality with the human score, a few-dimensional integral over
+  the model (:mod:`simdesign.simulation.metric_targets`);
 * ``permutation_power``: the share of trials in which the permutation test
   (PERM-SYSTEMS, swapping whole systems, and PERM-BOTH, swapping single
   outputs) finds the two metrics' system-level Pearson correlations with
@@ -36,18 +42,23 @@ Wilson intervals.
 The trial is the unit: every rate's MCSE is the SD of its per-trial values
 over sqrt(trials), its interval Wilson's; means get mean +- 1.96 MCSE.
 Streams: one data stream per (cell, trial) and one per (cell, trial,
-interval scheme or test), from the root seed (:mod:`simdesign.core.seeds`).
+interval scheme or test), from the root seed (:mod:`simdesign.core.seeds`),
+so the results do not depend on the number of workers or the chunking.
+Each finished chunk of trials is stored at once
+(:mod:`simdesign.simulation.metric_store`): an interrupted run resumes.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 from scipy import special
+from threadpoolctl import threadpool_limits
+from tqdm.auto import tqdm
 
 from simdesign.core.designs import BlockDesign
 from simdesign.core.errors import ConfigError
@@ -56,13 +67,17 @@ from simdesign.model import load_model
 from simdesign.model.metric import (MetricGenerator, MetricSpec, SystemPopulation, exchangeable_moments,
                                     human_scores, population_model, sample_with_quality)
 from simdesign.simulation.config import read_config_mapping, resolve_model
+from simdesign.simulation.metric_store import ROW_COLUMNS, MetricValidationStore
+from simdesign.simulation.metric_targets import summary_level_target
 from simdesign.simulation.summary import wilson_interval
 from simdesign.stats.metric_correlation import (METHODS, SCHEMES, bootstrap_system_level, percentile_interval,
                                                 permutation_test, summary_level, system_level)
+from simdesign.stats.summary_bootstrap import bootstrap_summary_level
 
 KEYS = ("name", "description", "model", "population", "metric", "second_metric", "error_correlation", "systems",
         "documents", "annotators_per_document", "methods", "trials", "bootstrap_resamples",
-        "permutation_resamples", "confidence", "alpha", "seed")
+        "permutation_resamples", "confidence", "alpha", "seed", "summary_intervals")
+SUMMARY_TARGET = "summary:pearson"
 SCHEME_NAMES = {"systems": "BOOT-SYSTEMS", "inputs": "BOOT-INPUTS", "both": "BOOT-BOTH"}
 PERMUTATION_NAMES = {"systems": "PERM-SYSTEMS", "both": "PERM-BOTH"}
 
@@ -86,6 +101,7 @@ class MetricValidationConfig:
     confidence: float = 0.95
     alpha: float = 0.05
     seed: int = 0
+    summary_intervals: bool = False
     description: str = ""
     generator: MetricGenerator = field(init=False, repr=False)
 
@@ -148,6 +164,8 @@ def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValida
         value = raw.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
             problems.append(f"The '{key}' field must be in (0, 1); got {value!r}")
+    if not isinstance(raw.get("summary_intervals", False), bool):
+        problems.append(f"The 'summary_intervals' field must be true or false; got {raw['summary_intervals']!r}")
     if problems or None in metrics or population is None:
         raise ConfigError(problems or ["invalid metric-validation config"])
     try:
@@ -158,7 +176,8 @@ def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValida
             annotators_per_document=sizes["annotators_per_document"][0], methods=tuple(methods),
             trials=sizes["trials"][0], bootstrap_resamples=sizes["bootstrap_resamples"][0],
             permutation_resamples=sizes["permutation_resamples"][0], confidence=float(raw.get("confidence", 0.95)),
-            alpha=float(raw.get("alpha", 0.05)), seed=sizes["seed"][0], description=str(raw.get("description", "")))
+            alpha=float(raw.get("alpha", 0.05)), seed=sizes["seed"][0],
+            summary_intervals=raw.get("summary_intervals", False), description=str(raw.get("description", "")))
     except ConfigError as exc:
         raise ConfigError([m.replace("'metric.", "'metric or second_metric.") for m in exc.messages]) from exc
 
@@ -185,7 +204,11 @@ def expected_human_score(model, betas: np.ndarray, nodes: int = 60) -> np.ndarra
 
 
 def system_level_targets(config: MetricValidationConfig, nodes: int = 80) -> dict:
-    """The population system-level correlation of the first metric with the human scores, per method."""
+    """The population system-level correlation of the first metric with the human scores, per method.
+
+    With ``summary_intervals``, also the population summary-level Pearson correlation under the key
+    :data:`SUMMARY_TARGET` (:func:`simdesign.simulation.metric_targets.summary_level_target`).
+    """
     base_effects = np.asarray(config.model.effects, float)
     if config.population.kind == "resample":
         betas, weights = base_effects, np.full(base_effects.size, 1.0 / base_effects.size)
@@ -199,9 +222,12 @@ def system_level_targets(config: MetricValidationConfig, nodes: int = 80) -> dic
         (weights @ centred_beta ** 2) * (weights @ centred_human ** 2))
     rho = config.metrics[0].system_correlation
     normal = config.population.kind == "normal"
-    return {"pearson": rho * beta_human,
-            "spearman": 6 / np.pi * np.arcsin(rho / 2) if normal else np.nan,
-            "kendall": 2 / np.pi * np.arcsin(rho) if normal else np.nan}
+    targets = {"pearson": rho * beta_human,
+               "spearman": 6 / np.pi * np.arcsin(rho / 2) if normal else np.nan,
+               "kendall": 2 / np.pi * np.arcsin(rho) if normal else np.nan}
+    if config.summary_intervals:  # a few-dimensional integral: only when its intervals are asked for
+        targets[SUMMARY_TARGET] = summary_level_target(config)
+    return targets
 
 
 def cell_label(n_systems: int, n_documents: int) -> str:
@@ -235,6 +261,8 @@ def one_trial(config: MetricValidationConfig, n_systems: int, n_documents: int, 
             covered = float(low <= target <= high) if np.isfinite(target) and np.isfinite(low) else np.nan
             rows.append(("coverage", method, scheme, covered))
             rows.append(("width", method, scheme, high - low))
+    if config.summary_intervals:
+        rows += summary_interval_rows(config, metric[0], human, label, trial, targets[SUMMARY_TARGET])
     if len(config.metrics) > 1:
         for scheme in ("systems", "both"):
             rng = analysis_rng(config.seed, label, trial, f"perm-{scheme}")
@@ -245,17 +273,94 @@ def one_trial(config: MetricValidationConfig, n_systems: int, n_documents: int, 
              "method": method, "scheme": scheme, "value": value} for estimand, method, scheme, value in rows]
 
 
-def _chunk(config, n_systems, n_documents, trials, targets):
-    return [row for trial in trials for row in one_trial(config, n_systems, n_documents, trial, targets)]
+def summary_interval_rows(config: MetricValidationConfig, metric: np.ndarray, human: np.ndarray, label: str,
+                          trial: int, target: float) -> list[tuple]:
+    """Coverage and width of the three bootstrap intervals of the summary-level Pearson correlation."""
+    rows = []
+    for scheme in SCHEMES:
+        rng = analysis_rng(config.seed, label, trial, f"summary-boot-{scheme}")
+        boot = bootstrap_summary_level(metric, human, scheme, rng, config.bootstrap_resamples)["pearson"]
+        low, high = percentile_interval(boot, config.confidence)
+        covered = float(low <= target <= high) if np.isfinite(low) else np.nan
+        rows.append(("summary_coverage", "pearson", scheme, covered))
+        rows.append(("summary_width", "pearson", scheme, high - low))
+    return rows
 
 
-def run_metric_validation(config: MetricValidationConfig, jobs: int = 1, chunk_trials: int = 50) -> pd.DataFrame:
-    """Every cell's trials (in parallel chunks; results do not depend on ``jobs``); one row per trial and estimand."""
+def _chunk(config, n_systems, n_documents, first, stop, targets):
+    with threadpool_limits(limits=1):  # the arrays of one trial are small: BLAS threads only compete
+        rows = [row for trial in range(first, stop) for row in one_trial(config, n_systems, n_documents, trial,
+                                                                           targets)]
+    return (n_systems, n_documents), first, stop, pd.DataFrame(rows, columns=list(ROW_COLUMNS))
+
+
+def stored_settings(config: MetricValidationConfig) -> dict:
+    """Everything that determines a cell's per-trial rows (the store's fingerprint; not cells or trials)."""
+    return {"model": config.model.to_dict(), "population": asdict(config.population),
+            "metrics": [asdict(spec) for spec in config.metrics], "error_correlation": config.error_correlation,
+            "annotators_per_document": config.annotators_per_document, "methods": list(config.methods),
+            "bootstrap_resamples": config.bootstrap_resamples,
+            "permutation_resamples": config.permutation_resamples, "confidence": config.confidence,
+            "alpha": config.alpha, "seed": config.seed, "summary_intervals": config.summary_intervals}
+
+
+def missing_chunks(config: MetricValidationConfig, store: MetricValidationStore,
+                   chunk_trials: int) -> list[tuple[int, int, int, int]]:
+    """(systems, documents, first, stop) runs of consecutive trials that ``store`` does not hold yet."""
+    chunks = []
+    for n_systems, n_documents in config.cells():
+        done = store.completed(cell_label(n_systems, n_documents))
+        missing = [trial for trial in range(config.trials) if trial not in done]
+        start = 0
+        while start < len(missing):
+            stop = start + 1
+            while stop < len(missing) and stop - start < chunk_trials and missing[stop] == missing[stop - 1] + 1:
+                stop += 1
+            chunks.append((n_systems, n_documents, missing[start], missing[stop - 1] + 1))
+            start = stop
+    return chunks
+
+
+def run_metric_validation(config: MetricValidationConfig, out_dir, jobs: int = 1, chunk_trials: int = 20,
+                          progress: bool = False) -> pd.DataFrame:
+    """Every cell's trials not yet stored in ``out_dir``; return all rows (one per trial and estimand).
+
+    Each finished chunk of trials is stored at once (:mod:`simdesign.simulation.metric_store`), so
+    an interrupted run resumes where it stopped. Every trial draws from streams keyed by its cell and
+    index, so the rows do not depend on ``jobs``, ``chunk_trials`` or interruptions.
+
+    Parameters
+    ----------
+    config : MetricValidationConfig
+    out_dir : path-like
+        The results directory (created if needed).
+    jobs : int
+        Parallel worker processes (joblib).
+    chunk_trials : int
+        Trials per stored chunk.
+    progress : bool
+        Show a tqdm bar (trials done, rate, ETA).
+
+    Raises
+    ------
+    StoreError
+        If ``out_dir`` holds trials computed with other settings.
+    """
+    store = MetricValidationStore(out_dir)
+    store.prepare(stored_settings(config), config.seed)
     targets = system_level_targets(config)
-    tasks = [(s, d, range(start, min(start + chunk_trials, config.trials))) for s, d in config.cells()
-             for start in range(0, config.trials, chunk_trials)]
-    parts = Parallel(n_jobs=jobs)(delayed(_chunk)(config, s, d, trials, targets) for s, d, trials in tasks)
-    return pd.DataFrame([row for part in parts for row in part])
+    chunks = missing_chunks(config, store, chunk_trials)
+    cells = [cell_label(s, d) for s, d in config.cells()]
+    total, stored = len(cells) * config.trials, sum(stop - first for _, _, first, stop in chunks)
+    with tqdm(total=total, initial=total - stored, unit="trial", desc=config.name, disable=not progress,
+              smoothing=0.05) as bar:
+        # Unordered: each chunk is stored as soon as it finishes, whichever worker ran it.
+        finished = Parallel(n_jobs=jobs, return_as="generator_unordered")(
+            delayed(_chunk)(config, s, d, first, stop, targets) for s, d, first, stop in chunks)
+        for (n_systems, n_documents), first, stop, rows in finished:
+            store.write_chunk(cell_label(n_systems, n_documents), first, stop, rows)
+            bar.update(stop - first)
+    return store.read(cells, config.trials)
 
 
 def summarise_metric_validation(rows: pd.DataFrame, config: MetricValidationConfig) -> pd.DataFrame:
@@ -269,15 +374,16 @@ def summarise_metric_validation(rows: pd.DataFrame, config: MetricValidationConf
         n = values.size
         mean = float(values.mean()) if n else np.nan
         mcse = float(values.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan
-        if estimand in ("coverage", "permutation_power") and n:
+        if estimand in ("coverage", "summary_coverage", "permutation_power") and n:
             low, high = wilson_interval(mean, mcse if np.isfinite(mcse) else 0.0, n, n)
         else:
             low, high = mean - 1.96 * mcse, mean + 1.96 * mcse
         out.append({"systems": s, "documents": d, "estimand": estimand, "method": method,
                     "scheme": (PERMUTATION_NAMES if estimand == "permutation_power" else SCHEME_NAMES).get(scheme, ""), "value": mean, "ci_low": low, "ci_high": high,
                     "mcse": mcse, "trials": n,
-                    "target": targets[method] if estimand in ("coverage", "width") else np.nan,
-                    "nominal": config.confidence if estimand == "coverage" else np.nan,
+                    "target": (targets[method] if estimand in ("coverage", "width") else targets.get(SUMMARY_TARGET)
+                               if estimand in ("summary_coverage", "summary_width") else np.nan),
+                    "nominal": config.confidence if estimand in ("coverage", "summary_coverage") else np.nan,
                     "note": "" if n else "undefined: no target for rank correlations with resampled effects"})
     return pd.DataFrame(out)
 
@@ -331,10 +437,11 @@ def run_metric_validation_command(args) -> int:
     """``simdesign metric-validation CONFIG``: run, write summary.csv and the coverage figure."""
     started = time.perf_counter()
     config = load_metric_config(args.config, args.trials)
-    rows = run_metric_validation(config, jobs=args.jobs)
-    summary = summarise_metric_validation(rows, config)
+    if args.jobs == 0:
+        raise ConfigError("--jobs must be a positive number of workers or negative (all cores but |n| - 1); got 0")
     out_dir = Path(args.out) if args.out else Path("results") / config.name
-    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = run_metric_validation(config, out_dir, jobs=args.jobs, progress=not args.quiet)
+    summary = summarise_metric_validation(rows, config)
     rows.to_csv(out_dir / "trials.csv", index=False)
     summary.to_csv(out_dir / "summary.csv", index=False)
     paths = [out_dir / "trials.csv", out_dir / "summary.csv", plot_coverage(summary, config, out_dir / config.name)]

@@ -20,6 +20,11 @@ The knee of each mean curve is found by Kneedle
 (:func:`simdesign.stats.knee.kneedle`), with a percentile interval from
 resampling the trials (``bootstrap`` times).
 
+With ``tests`` (e.g. ``[ttest_doc]``), each subsample's aggregates are also
+tested pair by pair over documents, for the k in ``test_k`` (default all), at
+level ``alpha``: type I error or power per method and k
+(:mod:`simdesign.simulation.panel_tests`).
+
 An optional ``sensitivity`` grid (``{noise: [...], spammer_share: [...]}``)
 repeats the study for every combination of the crowd panel's settings, each
 with its own random streams (keyed by the setting's label).
@@ -38,17 +43,19 @@ import pandas as pd
 from joblib import Parallel, delayed
 from scipy import stats
 from threadpoolctl import threadpool_limits
+from tqdm.auto import tqdm
 
 from simdesign.core.errors import ConfigError, StoreError
 from simdesign.core.seeds import analysis_rng, data_rng
 from simdesign.model import OrdinalMixedModel, effect_scale
 from simdesign.model.panels import PanelSpec, expected_output_scores, parse_panels, sample_panels
 from simdesign.simulation.config import resolve_model
+from simdesign.simulation.panel_tests import PANEL_TESTS, TRIAL_COLUMNS, significance_rows, true_differences
 from simdesign.stats.aggregation import AGGREGATIONS
 from simdesign.stats.knee import kneedle
 
 STUDY_KEYS = ("name", "description", "model", "effect", "docs", "panels", "reference", "crowd", "aggregations",
-              "subsamples", "trials", "seed", "chunk_size", "bootstrap", "sensitivity")
+              "subsamples", "trials", "seed", "chunk_size", "bootstrap", "sensitivity", "tests", "test_k", "alpha")
 TARGETS = ("expert", "truth")
 SENSITIVITY_KEYS = ("noise", "spammer_share", "slope_sd")
 SUMMARY_COLUMNS = ("setting", "noise", "slope_sd", "spammer_share", "method", "target", "estimand", "k", "trials",
@@ -73,6 +80,9 @@ class PanelStudyConfig:
     chunk_size: int = 10
     bootstrap: int = 1000
     sensitivity: dict = field(default_factory=dict)
+    tests: tuple = ()
+    test_k: tuple = ()
+    alpha: float = 0.05
     description: str = ""
     raw: dict = field(default_factory=dict)
 
@@ -145,6 +155,24 @@ def _sensitivity_problems(grid) -> list[str]:
     return problems
 
 
+def _test_problems(raw: dict, panels: dict, crowd) -> list[str]:
+    """Problems of the optional 'tests', 'test_k' and 'alpha' keys."""
+    problems = []
+    tests = raw.get("tests", [])
+    if not isinstance(tests, list) or any(t not in PANEL_TESTS for t in tests) or len(set(tests)) != len(tests):
+        problems.append(f"The 'tests' field must be a list of distinct names from {list(PANEL_TESTS)}; got {tests!r}")
+    per_output = panels[crowd].per_output if crowd in panels and not panels[crowd].judges_all else None
+    test_k = raw.get("test_k", [])
+    if not isinstance(test_k, list) or any(isinstance(k, bool) or not isinstance(k, int) or k < 1
+                                           or (per_output and k > per_output) for k in test_k):
+        problems.append(f"The 'test_k' field must be a list of integers in 1..per_output ({per_output}); "
+                        f"got {test_k!r}")
+    alpha = raw.get("alpha", 0.05)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        problems.append(f"The 'alpha' field must be in (0, 1); got {alpha!r}")
+    return problems
+
+
 def _panel_value_problems(key: str, value) -> list[str]:
     try:
         PanelSpec("crowd", pool=2, per_output=1, **{key: value})
@@ -184,12 +212,14 @@ def parse_panel_study(raw: dict, base_dir: Path | None = None) -> PanelStudyConf
                       f"got {aggregations!r}")
     sensitivity = raw.get("sensitivity", {}) or {}
     errors += _sensitivity_problems(sensitivity)
+    errors += _test_problems(raw, panels or {}, crowd)
     if errors:
         raise ConfigError(list(dict.fromkeys(errors)))
     return PanelStudyConfig(name=name, model=model, panels=panels, reference=reference, crowd=crowd,
                             aggregations=tuple(aggregations), effect=raw.get("effect", "fitted"),
-                            sensitivity=sensitivity, description=str(raw.get("description", "")), raw=dict(raw),
-                            **values)
+                            sensitivity=sensitivity, tests=tuple(raw.get("tests", [])),
+                            test_k=tuple(sorted(set(raw.get("test_k", [])))), alpha=float(raw.get("alpha", 0.05)),
+                            description=str(raw.get("description", "")), raw=dict(raw), **values)
 
 
 def load_panel_study(path, overrides: dict | None = None) -> PanelStudyConfig:
@@ -226,6 +256,15 @@ def rank_correlations(aggregates: np.ndarray, target_ranks: np.ndarray) -> np.nd
 
 def simulate_trial(config: PanelStudyConfig, label: str, panels: dict, trial: int) -> pd.DataFrame:
     """One trial of one crowd setting: mean Spearman's rho over subsamples, per method, target and k."""
+    return simulate_trial_with_tests(config, label, panels, trial)[0]
+
+
+def simulate_trial_with_tests(config: PanelStudyConfig, label: str, panels: dict,
+                              trial: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One trial: the Spearman rows and the significance-test rows (empty without ``tests``).
+
+    The test rows have columns :data:`simdesign.simulation.panel_tests.TRIAL_COLUMNS`.
+    """
     sample = sample_panels(config.model, config.docs, panels, data_rng(config.seed, label, trial), config.effect)
     reference_scores, _ = per_document(sample.judgements[config.reference])
     targets = {"expert": reference_scores.mean(axis=1).ravel(),
@@ -235,7 +274,9 @@ def simulate_trial(config: PanelStudyConfig, label: str, panels: dict, trial: in
     n_docs, per_output, n_systems = crowd_scores.shape
     # Subsamples come from their own stream, so the data of a trial do not depend on how it is subsampled.
     rng = analysis_rng(config.seed, label, trial, "subsample")
-    rows = []
+    rows, test_rows = [], []
+    tested_ks = set(config.test_k or config.ks.tolist()) if config.tests else set()
+    true_diff = true_differences(config.model, config.effect)
     for k in config.ks:
         # With all workers every subsample is the same set: one suffices (every method ignores their order).
         repeats = 1 if k == per_output else config.subsamples
@@ -254,13 +295,28 @@ def simulate_trial(config: PanelStudyConfig, label: str, panels: dict, trial: in
                 defined = np.isfinite(rho)
                 rows.append((label, trial, method, target, int(k),
                              float(rho[defined].mean()) if defined.any() else np.nan, int((~defined).sum())))
-    return pd.DataFrame(rows, columns=["setting", "trial", "method", "target", "k", "spearman", "n_undefined"])
+            for test in config.tests if int(k) in tested_ks else ():
+                # a stream per (test, method, k), so adding a test or a k leaves the others' draws unchanged
+                test_rng = analysis_rng(config.seed, label, trial, f"test-{test}-{method}-k{int(k)}")
+                for estimand, value, n_tests, n_failed in significance_rows(
+                        test, values.reshape(repeats, n_docs, n_systems), true_diff, config.alpha,
+                        config.model.systems, test_rng):
+                    test_rows.append((label, trial, method, test, int(k), estimand, value, n_tests, n_failed))
+    return (pd.DataFrame(rows, columns=["setting", "trial", "method", "target", "k", "spearman", "n_undefined"]),
+            pd.DataFrame(test_rows, columns=list(TRIAL_COLUMNS)))
 
 
-def _chunk(config: PanelStudyConfig, label: str, panels: dict, first: int, stop: int) -> pd.DataFrame:
+def _chunk(config: PanelStudyConfig, label: str, panels: dict, first: int, stop: int):
     with threadpool_limits(limits=1):
-        return pd.concat([simulate_trial(config, label, panels, trial) for trial in range(first, stop)],
-                         ignore_index=True)
+        parts = [simulate_trial_with_tests(config, label, panels, trial) for trial in range(first, stop)]
+    return (label, first, stop, pd.concat([rows for rows, _ in parts], ignore_index=True),
+            pd.concat([tests for _, tests in parts], ignore_index=True))
+
+
+def _write_csv(frame: pd.DataFrame, path: Path) -> None:
+    temporary = path.with_suffix(".tmp")
+    frame.to_csv(temporary, index=False)
+    os.replace(temporary, path)  # a chunk file appears only complete
 
 
 def _prepare_store(config: PanelStudyConfig, out_dir: Path) -> Path:
@@ -273,35 +329,83 @@ def _prepare_store(config: PanelStudyConfig, out_dir: Path) -> Path:
         stored = json.loads(manifest.read_text()).get("fingerprint")
         if stored != fingerprint:
             raise StoreError(f"{out_dir} holds trials of a different panel-study config (model, panels, seed, "
-                             f"docs, subsamples or aggregations changed); use another --out or delete it")
+                             f"docs, subsamples, aggregations or tests changed); use another --out or delete it")
     else:
         manifest.write_text(json.dumps({"fingerprint": fingerprint, "config": config.raw}, indent=2, default=str))
     return chunks
 
 
-def run_panel_study(config: PanelStudyConfig, out_dir, jobs: int = 1) -> pd.DataFrame:
+def _chunk_path(chunks_dir: Path, label: str, first: int, stop: int) -> Path:
+    return chunks_dir / f"{label}-{first:06d}-{stop:06d}.csv"
+
+
+def _stored_trials(chunks_dir: Path, label: str) -> set[int]:
+    """Trials of one setting held by stored chunks (their bounds are in their names)."""
+    done = set()
+    for path in chunks_dir.glob(f"{label}-*.csv"):
+        first, stop = path.stem[len(label) + 1:].split("-")
+        done.update(range(int(first), int(stop)))
+    return done
+
+
+def _missing_runs(done: set[int], trials: int, chunk_size: int) -> list[tuple[int, int]]:
+    """(first, stop) runs of at most ``chunk_size`` consecutive trials < ``trials`` not in ``done``."""
+    runs, first = [], None
+    for trial in range(trials + 1):
+        if first is not None and (trial == trials or trial in done or trial - first == chunk_size):
+            runs.append((first, trial))
+            first = None
+        if first is None and trial < trials and trial not in done:
+            first = trial
+    return runs
+
+
+def run_panel_study(config: PanelStudyConfig, out_dir, jobs: int = 1, progress: bool = False) -> pd.DataFrame:
     """Simulate every trial of every crowd setting not yet stored in ``out_dir``; return all per-trial rows.
 
-    Each chunk of trials is written as its own CSV (atomically, by rename),
-    so an interrupted run resumes where it stopped. Results do not depend on
-    ``jobs`` or the chunking (streams are keyed by setting label and trial).
+    Each chunk of trials is written as its own CSV (atomically, by rename) as
+    soon as it finishes, so an interrupted run resumes where it stopped,
+    losing at most the chunks in flight. Results do not depend on ``jobs``
+    (streams are keyed by setting label and trial). The significance-test
+    rows of a chunk (with ``tests``) go to ``significance/`` under the same
+    name, written first, so that a stored chunk always has them
+    (:func:`read_significance`).
     """
-    chunks_dir = _prepare_store(config, Path(out_dir))
-    work = []
-    for label, panels in config.settings():
-        for first in range(0, config.trials, config.chunk_size):
-            stop = min(first + config.chunk_size, config.trials)
-            path = chunks_dir / f"{label}-{first:06d}-{stop:06d}.csv"
-            if not path.exists():
-                work.append((path, delayed(_chunk)(config, label, panels, first, stop)))
-    if work:
-        frames = Parallel(n_jobs=jobs, return_as="generator")(task for _, task in work)
-        for (path, _), frame in zip(work, frames):
-            temporary = path.with_suffix(".tmp")
-            frame.to_csv(temporary, index=False)
-            os.replace(temporary, path)
+    out_dir = Path(out_dir)
+    chunks_dir = _prepare_store(config, out_dir)
+    tests_dir = out_dir / "significance"
+    if config.tests:
+        tests_dir.mkdir(exist_ok=True)
+    work = [(label, panels, first, stop) for label, panels in config.settings()
+            for first, stop in _missing_runs(_stored_trials(chunks_dir, label), config.trials, config.chunk_size)]
+    total = len(config.settings()) * config.trials
+    missing = sum(stop - first for _, _, first, stop in work)
+    with tqdm(total=total, initial=total - missing, unit="trial", desc=config.name, disable=not progress,
+              smoothing=0.05) as bar:
+        finished = Parallel(n_jobs=jobs, return_as="generator_unordered")(
+            delayed(_chunk)(config, label, panels, first, stop) for label, panels, first, stop in work)
+        for label, first, stop, rows, tests in finished:
+            if config.tests:
+                _write_csv(tests, _chunk_path(tests_dir, label, first, stop))
+            _write_csv(rows, _chunk_path(chunks_dir, label, first, stop))
+            bar.update(stop - first)
+    return _read_chunks(config, chunks_dir, ["setting", "trial", "method", "target", "k"])
+
+
+def _read_chunks(config: PanelStudyConfig, directory: Path, keys: list[str]) -> pd.DataFrame:
     labels = {label for label, _ in config.settings()}
-    frames = [pd.read_csv(path) for path in sorted(chunks_dir.glob("*.csv"))]
-    # A changed chunk_size writes chunks with other bounds: keep each trial once.
-    trials = pd.concat(frames, ignore_index=True).drop_duplicates(["setting", "trial", "method", "target", "k"])
+    frames = [pd.read_csv(path) for path in sorted(directory.glob("*.csv"))]
+    frames = [frame for frame in frames if len(frame)]
+    if not frames:
+        return pd.DataFrame(columns=keys)
+    # chunks never overlap (only missing trials are computed); dropping duplicates is a safeguard
+    trials = pd.concat(frames, ignore_index=True).drop_duplicates(keys)
     return trials[trials["setting"].isin(labels) & (trials["trial"] < config.trials)].reset_index(drop=True)
+
+
+def read_significance(config: PanelStudyConfig, out_dir) -> pd.DataFrame:
+    """The stored per-trial significance rows of a panel study (empty without ``tests``)."""
+    if not config.tests:
+        return pd.DataFrame(columns=list(TRIAL_COLUMNS))
+    return _read_chunks(config, Path(out_dir) / "significance", ["setting", "trial", "method", "test", "k",
+                                                                  "estimand"])
