@@ -52,7 +52,6 @@ from scipy import special
 from simdesign.core.designs import BlockDesign
 from simdesign.core.errors import ConfigError
 from simdesign.core.seeds import analysis_rng, data_rng
-from simdesign.model import load_model
 from simdesign.model.metric import (MetricGenerator, MetricSpec, SystemPopulation, exchangeable_moments,
                                     human_scores, population_model, sample_with_quality)
 from simdesign.simulation.config import read_config_mapping, resolve_model
@@ -284,16 +283,16 @@ def summarise_metric_validation(rows: pd.DataFrame, config: MetricValidationConf
 
 def plot_coverage(summary: pd.DataFrame, config: MetricValidationConfig, out_base: Path) -> Path:
     """Coverage of the three bootstrap intervals against the number of systems: a panel per method and documents."""
-    import matplotlib
     import matplotlib.ticker
-    matplotlib.use("Agg")  # files only
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    from simdesign.simulation.plots import save_png
 
     coverage = summary[(summary["estimand"] == "coverage") & (summary["trials"] > 0)]
     methods = [m for m in config.methods if (coverage["method"] == m).any()]
     documents = sorted(coverage["documents"].unique())
-    fig, axes = plt.subplots(len(methods), len(documents), figsize=(3.6 * len(documents), 3.2 * len(methods)),
-                             squeeze=False, sharex=True, sharey=True)
+    fig = Figure(figsize=(3.6 * len(documents), 3.2 * len(methods)))
+    axes = fig.subplots(len(methods), len(documents), squeeze=False, sharex=True, sharey=True)
     for row, method in enumerate(methods):
         for column, n_documents in enumerate(documents):
             axis = axes[row][column]
@@ -320,11 +319,7 @@ def plot_coverage(summary: pd.DataFrame, config: MetricValidationConfig, out_bas
                  f"{config.trials} trials per point, {config.bootstrap_resamples} resamples (Wilson bands)",
                  fontsize=9)
     fig.tight_layout()
-    out_base.parent.mkdir(parents=True, exist_ok=True)
-    path = out_base.with_suffix(".png")
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
-    return path
+    return save_png(fig, out_base)
 
 
 def run_metric_validation_command(args) -> int:
