@@ -9,39 +9,32 @@ from pathlib import Path
 
 import pandas as pd
 
+from simdesign.cli_study import add_study_arguments, check_study_arguments, study_out_dir
+
 
 def add_parser(subparsers) -> None:
     """Add the ``sweep`` and ``metric-validation`` subcommands to the CLI's subparsers."""
     sweep = subparsers.add_parser(
         "sweep", help="run a config at every combination of its 'sweep' settings (e.g. effect and "
                       "document_intercept_scale) and draw the rates against the swept setting")
-    sweep.add_argument("config")
-    sweep.add_argument("--out", help="results directory (default results/<config name>)")
-    sweep.add_argument("--jobs", type=int, default=1, help="parallel workers per run (default 1)")
-    sweep.add_argument("--trials", type=int, help="override the config's trials")
-    sweep.add_argument("--figure", help="also write the figure and its table as FIGURE.png and FIGURE.csv")
-    sweep.add_argument("--quiet", action="store_true", help="no progress bars or table")
+    add_study_arguments(sweep, jobs_help="parallel workers per run (default 1)", quiet_help="no progress bars or table")
     sweep.set_defaults(func=cmd_sweep)
 
     metric = subparsers.add_parser(
         "metric-validation", help="validate an automatic metric against simulated human judgements: correlations, "
                                   "bootstrap interval coverage (systems, inputs, both), permutation test power")
-    metric.add_argument("config")
-    metric.add_argument("--out", help="results directory (default results/<config name>)")
-    metric.add_argument("--jobs", type=int, default=1, help="parallel workers (default 1)")
-    metric.add_argument("--trials", type=int, help="override the config's trials")
-    metric.add_argument("--figure", help="also write the coverage figure and its table as FIGURE.png and FIGURE.csv")
-    metric.add_argument("--quiet", action="store_true", help="no table")
+    add_study_arguments(metric, figure_help="also write the coverage figure and its table as FIGURE.png and FIGURE.csv")
     metric.set_defaults(func=cmd_metric_validation)
 
 
 def cmd_sweep(args) -> int:
     from simdesign.simulation.sweep import plot_sweep, run_sweep
 
+    check_study_arguments(args)
     started = time.perf_counter()
     summary, raw = run_sweep(args.config, out_dir=args.out, jobs=args.jobs, trials=args.trials,
                              progress=not args.quiet)
-    out_dir = Path(args.out) if args.out else Path("results") / str(raw["name"])
+    out_dir = study_out_dir(args, raw["name"])
     # the shared part of document difficulty (what a paired test cancels), not the intercept variance alone:
     # the paper's models have intercepts negatively correlated with the slopes (simdesign.simulation.sweep)
     x = "shared_document_covariance" if "document_intercept_scale" in raw["sweep"] else next(iter(raw["sweep"]))
@@ -69,4 +62,5 @@ def cmd_sweep(args) -> int:
 def cmd_metric_validation(args) -> int:
     from simdesign.simulation.metric_validation import run_metric_validation_command
 
+    check_study_arguments(args)
     return run_metric_validation_command(args)

@@ -9,19 +9,18 @@ import sys
 import time
 from pathlib import Path
 
+from simdesign.cli_study import add_study_arguments, check_study_arguments, study_out_dir
+
 
 def add_parser(subparsers) -> None:
     """Add the ``panels`` subcommand to the CLI's subparsers."""
     parser = subparsers.add_parser(
         "panels", help="panel study: Spearman's rho of k crowd workers' aggregate with an expert panel (and the "
                        "truth) for k = 1..per_output, per aggregation method, with the knee of each curve")
-    parser.add_argument("config", help="a panel-study config with a 'panels' key, e.g. configs/crowd_vs_expert.yaml")
-    parser.add_argument("--out", help="results directory (default results/<config name>); a re-run resumes")
-    parser.add_argument("--jobs", type=int, default=1, help="parallel workers (default 1); results do not depend on it")
-    parser.add_argument("--trials", type=int, help="override the config's trials")
-    parser.add_argument("--figure", help="also write the figure as FIGURE.png and the summary as FIGURE.csv "
-                                         "(e.g. figures/crowd_vs_expert)")
-    parser.add_argument("--quiet", action="store_true", help="no table")
+    add_study_arguments(parser, "a panel-study config with a 'panels' key, e.g. configs/crowd_vs_expert.yaml",
+                        out_help="; a re-run resumes",
+                        figure_help="also write the figure as FIGURE.png and the summary as FIGURE.csv "
+                                    "(e.g. figures/crowd_vs_expert)")
     parser.set_defaults(func=run)
 
 
@@ -29,17 +28,13 @@ def run(args) -> int:
     """Run ``simdesign panels``; bad input raises ConfigError (exit code 2 in :func:`simdesign.cli.main`)."""
     import pandas as pd
 
-    from simdesign.core.errors import ConfigError
     from simdesign.simulation.panel_plots import plot_curves, plot_knee_sensitivity
     from simdesign.simulation.panel_study import load_panel_study, run_panel_study
     from simdesign.simulation.panel_summary import summarise_panel_study
 
-    if args.trials is not None and args.trials < 1:
-        raise ConfigError(f"--trials must be a positive integer; got {args.trials}")
-    if args.jobs == 0:
-        raise ConfigError("--jobs must be a positive number of workers or negative (all cores but |n| - 1); got 0")
+    check_study_arguments(args)
     config = load_panel_study(args.config, {"trials": args.trials} if args.trials is not None else None)
-    out_dir = Path(args.out) if args.out else Path("results") / config.name
+    out_dir = study_out_dir(args, config.name)
     started = time.perf_counter()
     trials = run_panel_study(config, out_dir, jobs=args.jobs)
     summary = summarise_panel_study(config, trials)

@@ -147,12 +147,16 @@ def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValida
         value = raw.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
             problems.append(f"The '{key}' field must be in (0, 1); got {value!r}")
+    error_correlation = raw.get("error_correlation", 0.0)
+    if isinstance(error_correlation, bool) or not isinstance(error_correlation, (int, float)) \
+            or not -1 <= error_correlation <= 1:
+        problems.append(f"The 'error_correlation' field must be a number in [-1, 1]; got {error_correlation!r}")
     if problems or None in metrics or population is None:
         raise ConfigError(problems or ["invalid metric-validation config"])
     try:
         return MetricValidationConfig(
             name=str(raw.get("name", "metric-validation")), model=model, population=population,
-            metrics=tuple(metrics), error_correlation=float(raw.get("error_correlation", 0.0)),
+            metrics=tuple(metrics), error_correlation=float(error_correlation),
             systems=sizes["systems"], documents=sizes["documents"],
             annotators_per_document=sizes["annotators_per_document"][0], methods=tuple(methods),
             trials=sizes["trials"][0], bootstrap_resamples=sizes["bootstrap_resamples"][0],
