@@ -55,9 +55,9 @@ from simdesign.core.seeds import analysis_rng, data_rng
 from simdesign.model.metric import (MetricGenerator, MetricSpec, SystemPopulation, exchangeable_moments,
                                     human_scores, population_model, sample_with_quality)
 from simdesign.simulation.config import read_config_mapping, resolve_model
-from simdesign.simulation.summary import wilson_interval
 from simdesign.stats.metric_correlation import (METHODS, SCHEMES, bootstrap_system_level, percentile_interval,
                                                 permutation_test, summary_level, system_level)
+from simdesign.stats.montecarlo import mean_interval, wilson_interval
 
 KEYS = ("name", "description", "model", "population", "metric", "second_metric", "error_correlation", "systems",
         "documents", "annotators_per_document", "methods", "trials", "bootstrap_resamples",
@@ -270,12 +270,9 @@ def summarise_metric_validation(rows: pd.DataFrame, config: MetricValidationConf
         values = group["value"].to_numpy(float)
         values = values[np.isfinite(values)]
         n = values.size
-        mean = float(values.mean()) if n else np.nan
-        mcse = float(values.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan
+        mean, mcse, low, high = mean_interval(values)
         if estimand in ("coverage", "permutation_power") and n:
-            low, high = wilson_interval(mean, mcse if np.isfinite(mcse) else 0.0, n, n)
-        else:
-            low, high = mean - 1.96 * mcse, mean + 1.96 * mcse
+            low, high = wilson_interval(mean, mcse, n, n)
         out.append({"systems": s, "documents": d, "estimand": estimand, "method": method,
                     "scheme": (PERMUTATION_NAMES if estimand == "permutation_power" else SCHEME_NAMES).get(scheme, ""), "value": mean, "ci_low": low, "ci_high": high,
                     "mcse": mcse, "trials": n,
