@@ -5,11 +5,10 @@ Registered in :mod:`simdesign.cli` by :func:`add_parser`.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pandas as pd
 
-from simdesign.cli_study import add_study_arguments, check_study_arguments, study_out_dir
+from simdesign.cli_study import add_study_arguments, check_study_arguments, study_out_dir, write_study_figures
 
 
 def add_parser(subparsers) -> None:
@@ -44,12 +43,8 @@ def cmd_sweep(args) -> int:
              f"(95% Wilson bands; power at effect {[v for v in raw['sweep'].get('effect', []) if v != 'zero']})")
     paths = [out_dir / "summary.csv"]
     summary.to_csv(paths[0], index=False)
-    paths += plot_sweep(summary, x, title, out_dir / str(raw["name"]), alpha=float(raw.get("alpha", 0.05)))
-    if args.figure:
-        base = Path(args.figure)
-        paths += plot_sweep(summary, x, title, base, alpha=float(raw.get("alpha", 0.05)))
-        summary.to_csv(base.with_suffix(".csv"), index=False)
-        paths.append(base.with_suffix(".csv"))
+    paths += write_study_figures(args, out_dir, raw["name"], summary,
+                                 lambda base: plot_sweep(summary, x, title, base, alpha=float(raw.get("alpha", 0.05))))
     print(f"wrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - started:.0f} s")
     if not args.quiet:
         show = summary[summary["estimand"].isin(["type1", "power"])]
@@ -60,7 +55,24 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_metric_validation(args) -> int:
-    from simdesign.simulation.metric_validation import run_metric_validation_command
+    """``simdesign metric-validation CONFIG``: run, write trials.csv, summary.csv and the coverage figure."""
+    from simdesign.simulation.metric_validation import (load_metric_config, plot_coverage, run_metric_validation,
+                                                        summarise_metric_validation)
 
     check_study_arguments(args)
-    return run_metric_validation_command(args)
+    started = time.perf_counter()
+    config = load_metric_config(args.config, args.trials)
+    rows = run_metric_validation(config, jobs=args.jobs)
+    summary = summarise_metric_validation(rows, config)
+    out_dir = study_out_dir(args, config.name)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows.to_csv(out_dir / "trials.csv", index=False)
+    summary.to_csv(out_dir / "summary.csv", index=False)
+    paths = [out_dir / "trials.csv", out_dir / "summary.csv"]
+    paths += write_study_figures(args, out_dir, config.name, summary,
+                                 lambda base: [plot_coverage(summary, config, base)])
+    print(f"wrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - started:.0f} s")
+    if not args.quiet:
+        with pd.option_context("display.width", 180, "display.max_rows", 500):
+            print(summary.drop(columns=["note"]).to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    return 0

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
-from simdesign.cli_study import add_study_arguments, check_study_arguments, study_out_dir
+from simdesign.cli_study import add_study_arguments, check_study_arguments, study_out_dir, write_study_figures
 
 
 def add_parser(subparsers) -> None:
@@ -43,16 +42,15 @@ def run(args) -> int:
     settings = config.settings()
     title = (f"{config.name}: model {config.model.name}, {config.docs} documents x {config.model.n_systems} systems, "
              f"{config.trials} trials x {config.subsamples} subsamples")
-    bases = [out_dir / config.name] + ([Path(args.figure)] if args.figure else [])
-    for base in bases:
+
+    def draw(base):
         if len(settings) > 1:
-            plot_knee_sensitivity(summary, title + f", {len(settings)} crowd settings", base)
-        else:
-            plot_curves(summary, title + "\n" + crowd_description(config), base)
-        if base != out_dir / config.name:
-            summary.to_csv(base.with_suffix(".csv"), index=False)
-    print(f"wrote {out_dir / 'summary.csv'} and {', '.join(str(b.with_suffix('.png')) for b in bases)} "
-          f"({seconds:.0f} s)", file=sys.stderr)
+            return plot_knee_sensitivity(summary, title + f", {len(settings)} crowd settings", base)
+        return plot_curves(summary, title + "\n" + crowd_description(config), base)
+
+    paths = write_study_figures(args, out_dir, config.name, summary, draw)
+    print(f"wrote {out_dir / 'summary.csv'} and {', '.join(str(p) for p in paths)} ({seconds:.0f} s)",
+          file=sys.stderr)
     if not args.quiet:
         knees = summary[summary["estimand"] == "knee"]
         with pd.option_context("display.width", 160, "display.max_rows", 200):

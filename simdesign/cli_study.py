@@ -40,3 +40,32 @@ def check_study_arguments(args) -> None:
 def study_out_dir(args, name: str) -> Path:
     """``--out``, or ``results/<name>``."""
     return Path(args.out) if args.out else Path("results") / str(name)
+
+
+def write_study_figures(args, out_dir: Path, name: str, summary, draw) -> list[Path]:
+    """Draw the figure into the results directory and, with ``--figure``, also there with the summary beside it.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        With ``figure`` (a path without suffix, or None).
+    out_dir : Path
+    name : str
+        The figure's name in the results directory.
+    summary : pandas.DataFrame
+        Written as ``FIGURE.csv`` beside the ``--figure`` copy.
+    draw : callable
+        ``draw(base)`` draws the figure as ``base.png`` and returns the written paths.
+
+    Returns
+    -------
+    list of Path
+        Every file written.
+    """
+    paths = list(draw(out_dir / str(name)))
+    if args.figure:
+        base = Path(args.figure)
+        paths += draw(base)
+        summary.to_csv(base.with_suffix(".csv"), index=False)
+        paths.append(base.with_suffix(".csv"))
+    return paths

@@ -40,7 +40,6 @@ interval scheme or test), from the root seed (:mod:`simdesign.core.seeds`).
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -321,26 +320,3 @@ def plot_coverage(summary: pd.DataFrame, config: MetricValidationConfig, out_bas
                  fontsize=9)
     fig.tight_layout()
     return save_png(fig, out_base)
-
-
-def run_metric_validation_command(args) -> int:
-    """``simdesign metric-validation CONFIG``: run, write summary.csv and the coverage figure."""
-    started = time.perf_counter()
-    config = load_metric_config(args.config, args.trials)
-    rows = run_metric_validation(config, jobs=args.jobs)
-    summary = summarise_metric_validation(rows, config)
-    out_dir = Path(args.out) if args.out else Path("results") / config.name
-    out_dir.mkdir(parents=True, exist_ok=True)
-    rows.to_csv(out_dir / "trials.csv", index=False)
-    summary.to_csv(out_dir / "summary.csv", index=False)
-    paths = [out_dir / "trials.csv", out_dir / "summary.csv", plot_coverage(summary, config, out_dir / config.name)]
-    if args.figure:
-        base = Path(args.figure)
-        paths.append(plot_coverage(summary, config, base))
-        summary.to_csv(base.with_suffix(".csv"), index=False)
-        paths.append(base.with_suffix(".csv"))
-    print(f"wrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - started:.0f} s")
-    if not args.quiet:
-        with pd.option_context("display.width", 180, "display.max_rows", 500):
-            print(summary.drop(columns=["note"]).to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    return 0

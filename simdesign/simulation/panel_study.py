@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -43,9 +42,9 @@ from simdesign.core.errors import ConfigError, StoreError
 from simdesign.core.seeds import analysis_rng, data_rng
 from simdesign.model import OrdinalMixedModel, effect_scale
 from simdesign.model.panels import PanelSpec, expected_output_scores, parse_panels, sample_panels
-from simdesign.simulation.config import resolve_model
+from simdesign.simulation.config import read_config_mapping, resolve_model
+from simdesign.simulation.store import atomic_write_bytes
 from simdesign.stats.aggregation import AGGREGATIONS
-from simdesign.stats.knee import kneedle
 
 STUDY_KEYS = ("name", "description", "model", "effect", "docs", "panels", "reference", "crowd", "aggregations",
               "subsamples", "trials", "seed", "chunk_size", "bootstrap", "sensitivity")
@@ -194,8 +193,6 @@ def parse_panel_study(raw: dict, base_dir: Path | None = None) -> PanelStudyConf
 
 def load_panel_study(path, overrides: dict | None = None) -> PanelStudyConfig:
     """Read and validate a panel-study YAML file (``overrides`` replace top-level keys, e.g. trials)."""
-    from simdesign.simulation.config import read_config_mapping
-
     path = Path(path)
     raw = read_config_mapping(path, "panel-study config")
     return parse_panel_study({**raw, **(overrides or {})}, base_dir=path.parent)
@@ -275,7 +272,9 @@ def _prepare_store(config: PanelStudyConfig, out_dir: Path) -> Path:
             raise StoreError(f"{out_dir} holds trials of a different panel-study config (model, panels, seed, "
                              f"docs, subsamples or aggregations changed); use another --out or delete it")
     else:
-        manifest.write_text(json.dumps({"fingerprint": fingerprint, "config": config.raw}, indent=2, default=str))
+        # atomic, as every chunk: a run killed while writing must not leave a manifest that cannot be read
+        atomic_write_bytes(manifest, json.dumps({"fingerprint": fingerprint, "config": config.raw}, indent=2,
+                                                default=str).encode())
     return chunks
 
 
@@ -297,9 +296,7 @@ def run_panel_study(config: PanelStudyConfig, out_dir, jobs: int = 1) -> pd.Data
     if work:
         frames = Parallel(n_jobs=jobs, return_as="generator")(task for _, task in work)
         for (path, _), frame in zip(work, frames):
-            temporary = path.with_suffix(".tmp")
-            frame.to_csv(temporary, index=False)
-            os.replace(temporary, path)
+            atomic_write_bytes(path, frame.to_csv(index=False).encode())
     labels = {label for label, _ in config.settings()}
     frames = [pd.read_csv(path) for path in sorted(chunks_dir.glob("*.csv"))]
     # A changed chunk_size writes chunks with other bounds: keep each trial once.
