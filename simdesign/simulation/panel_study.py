@@ -50,6 +50,7 @@ STUDY_KEYS = ("name", "description", "model", "effect", "docs", "panels", "refer
               "subsamples", "trials", "seed", "chunk_size", "bootstrap", "sensitivity")
 TARGETS = ("expert", "truth")
 SENSITIVITY_KEYS = ("noise", "spammer_share", "slope_sd")
+RESULT_FREE_KEYS = ("trials", "bootstrap", "description", "chunk_size")
 SUMMARY_COLUMNS = ("setting", "noise", "slope_sd", "spammer_share", "method", "target", "estimand", "k", "trials",
                    "mean", "ci_low", "ci_high", "mcse", "n_undefined")
 
@@ -91,9 +92,13 @@ class PanelStudyConfig:
             settings.append((label, {**self.panels, self.crowd: changed}))
         return settings
 
-    def fingerprint(self) -> str:
-        """What determines the stored trials (the model's content, not its source path)."""
-        content = {key: value for key, value in self.raw.items() if key not in ("trials", "bootstrap", "description")}
+    def fingerprint(self, ignored: tuple = RESULT_FREE_KEYS) -> str:
+        """What determines the stored trials (the model's content, not its source path).
+
+        ``ignored``: keys the trials do not depend on (the trial count, the summary's bootstrap, the
+        description and ``chunk_size``: streams are keyed by trial, so a re-run may chunk differently).
+        """
+        content = {key: value for key, value in self.raw.items() if key not in ignored}
         content["model"] = self.model.to_dict()
         return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -268,7 +273,8 @@ def _prepare_store(config: PanelStudyConfig, out_dir: Path) -> Path:
     fingerprint = config.fingerprint()
     if manifest.exists():
         stored = json.loads(manifest.read_text()).get("fingerprint")
-        if stored != fingerprint:
+        # stores written before chunk_size was left out of the fingerprint hold it in theirs
+        if stored not in (fingerprint, config.fingerprint(ignored=("trials", "bootstrap", "description"))):
             raise StoreError(f"{out_dir} holds trials of a different panel-study config (model, panels, seed, "
                              f"docs, subsamples or aggregations changed); use another --out or delete it")
     else:
