@@ -49,7 +49,7 @@ from joblib import Parallel, delayed
 from scipy import special
 
 from simdesign.core.designs import BlockDesign
-from simdesign.core.errors import ConfigError
+from simdesign.core.errors import ConfigError, from_mapping
 from simdesign.core.seeds import analysis_rng, data_rng
 from simdesign.model.metric import (MetricGenerator, MetricSpec, SystemPopulation, exchangeable_moments,
                                     human_scores, population_model, sample_with_quality)
@@ -109,17 +109,11 @@ def _integers(raw: dict, key: str, default, problems: list[str]) -> tuple:
 
 
 def _mapping(raw: dict, key: str, cls, problems: list[str]):
-    value = raw.get(key, {})
-    if not isinstance(value, dict):
-        problems.append(f"The '{key}' field must be a mapping; got {value!r}")
-        return None
-    try:
-        return cls(**value)
-    except TypeError as exc:
-        problems.append(f"The '{key}' field: {exc} (fields: {list(cls.__dataclass_fields__)})")
-    except ConfigError as exc:
-        problems.extend(message.replace("'metric.", f"'{key}.") for message in exc.messages)
-    return None
+    found: list[str] = []
+    value = from_mapping(cls, raw.get(key, {}), key, list(cls.__dataclass_fields__), found)
+    # MetricSpec names its fields 'metric.<field>' whichever metric it is
+    problems.extend(message.replace("'metric.", f"'{key}.") for message in found)
+    return value
 
 
 def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValidationConfig:
