@@ -109,6 +109,9 @@ CASES = {
     "metric-validation-error-correlation-text": ("metric-validation", {"error_correlation": "high"}, [],
                                                  ["'error_correlation' field must be a number in [-1, 1]",
                                                   "got 'high'"]),
+    "metric-validation-unknown-population-key": ("metric-validation", {"population": {"kind": "normal", "colour": 1}},
+                                                 [], ["Unknown key(s) ['colour'] in 'population'",
+                                                      "allowed: ['kind', 'mean', 'sd']"]),
     "metric-validation-jobs-zero": ("metric-validation", {}, ["--jobs", "0"],
                                     ["'--jobs' option must be a positive number", "got 0"]),
 }
