@@ -35,7 +35,7 @@
 
 # %%
 # %matplotlib inline
-# (simdesign draws its figures with matplotlib's file backend; the line above shows them in the notebook)
+# (simdesign returns matplotlib Figures and leaves the backend alone; the line above shows them in Jupyter)
 import os
 import warnings
 from pathlib import Path

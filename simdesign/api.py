@@ -114,7 +114,8 @@ class SimulationResult:
         path : str or path-like, optional
             Figure path without suffix: writes ``.png``, ``.pdf`` and the rows
             drawn as ``.csv`` (and so for each reliability estimand) and returns the paths. Without
-            it, returns the matplotlib Figure (for a notebook).
+            it, returns the matplotlib Figure (for a notebook: simdesign never picks a backend, so
+            Jupyter shows it after ``%matplotlib inline``).
         estimand : str, optional
             Default: ``figure.estimand``, else type I error under the null, power otherwise.
         alpha : float, optional

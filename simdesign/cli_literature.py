@@ -5,9 +5,10 @@ Registered in :mod:`simdesign.cli` by :func:`add_parser`.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pandas as pd
+
+from simdesign.cli_study import add_study_arguments, check_study_arguments, study_out_dir, write_study_figures
 
 
 def add_parser(subparsers) -> None:
@@ -15,34 +16,25 @@ def add_parser(subparsers) -> None:
     sweep = subparsers.add_parser(
         "sweep", help="run a config at every combination of its 'sweep' settings (e.g. effect and "
                       "document_intercept_scale) and draw the rates against the swept setting")
-    sweep.add_argument("config")
-    sweep.add_argument("--out", help="results directory (default results/<config name>)")
-    sweep.add_argument("--jobs", type=int, default=1, help="parallel workers per run (default 1)")
-    sweep.add_argument("--trials", type=int, help="override the config's trials")
-    sweep.add_argument("--figure", help="also write the figure and its table as FIGURE.png and FIGURE.csv")
-    sweep.add_argument("--quiet", action="store_true", help="no progress bars or table")
+    add_study_arguments(sweep, jobs_help="parallel workers per run (default 1)", quiet_help="no progress bars or table")
     sweep.set_defaults(func=cmd_sweep)
 
     metric = subparsers.add_parser(
         "metric-validation", help="validate an automatic metric against simulated human judgements: correlations, "
                                   "bootstrap interval coverage (systems, inputs, both), permutation test power")
-    metric.add_argument("config")
-    metric.add_argument("--out", help="results directory (default results/<config name>); a re-run resumes")
-    metric.add_argument("--jobs", type=int, default=1,
-                        help="parallel workers (default 1); results do not depend on it")
-    metric.add_argument("--trials", type=int, help="override the config's trials")
-    metric.add_argument("--figure", help="also write the coverage figure and its table as FIGURE.png and FIGURE.csv")
-    metric.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    add_study_arguments(metric, figure_help="also write the coverage figure and its table as FIGURE.png and FIGURE.csv",
+                        quiet_help="no progress bar or table")
     metric.set_defaults(func=cmd_metric_validation)
 
 
 def cmd_sweep(args) -> int:
     from simdesign.simulation.sweep import plot_sweep, run_sweep
 
+    check_study_arguments(args)
     started = time.perf_counter()
     summary, raw = run_sweep(args.config, out_dir=args.out, jobs=args.jobs, trials=args.trials,
                              progress=not args.quiet)
-    out_dir = Path(args.out) if args.out else Path("results") / str(raw["name"])
+    out_dir = study_out_dir(args, raw["name"])
     # the shared part of document difficulty (what a paired test cancels), not the intercept variance alone:
     # the paper's models have intercepts negatively correlated with the slopes (simdesign.simulation.sweep)
     x = "shared_document_covariance" if "document_intercept_scale" in raw["sweep"] else next(iter(raw["sweep"]))
@@ -52,12 +44,8 @@ def cmd_sweep(args) -> int:
              f"(95% Wilson bands; power at effect {[v for v in raw['sweep'].get('effect', []) if v != 'zero']})")
     paths = [out_dir / "summary.csv"]
     summary.to_csv(paths[0], index=False)
-    paths += plot_sweep(summary, x, title, out_dir / str(raw["name"]), alpha=float(raw.get("alpha", 0.05)))
-    if args.figure:
-        base = Path(args.figure)
-        paths += plot_sweep(summary, x, title, base, alpha=float(raw.get("alpha", 0.05)))
-        summary.to_csv(base.with_suffix(".csv"), index=False)
-        paths.append(base.with_suffix(".csv"))
+    paths += write_study_figures(args, out_dir, raw["name"], summary,
+                                 lambda base: plot_sweep(summary, x, title, base, alpha=float(raw.get("alpha", 0.05))))
     print(f"wrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - started:.0f} s")
     if not args.quiet:
         show = summary[summary["estimand"].isin(["type1", "power"])]
@@ -68,6 +56,23 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_metric_validation(args) -> int:
-    from simdesign.simulation.metric_validation import run_metric_validation_command
+    """``simdesign metric-validation CONFIG``: run, write trials.csv, summary.csv and the coverage figure."""
+    from simdesign.simulation.metric_validation import (load_metric_config, plot_coverage, run_metric_validation,
+                                                        summarise_metric_validation)
 
-    return run_metric_validation_command(args)
+    check_study_arguments(args)
+    started = time.perf_counter()
+    config = load_metric_config(args.config, args.trials)
+    out_dir = study_out_dir(args, config.name)
+    rows = run_metric_validation(config, out_dir, jobs=args.jobs, progress=not args.quiet)
+    summary = summarise_metric_validation(rows, config)
+    rows.to_csv(out_dir / "trials.csv", index=False)
+    summary.to_csv(out_dir / "summary.csv", index=False)
+    paths = [out_dir / "trials.csv", out_dir / "summary.csv"]
+    paths += write_study_figures(args, out_dir, config.name, summary,
+                                 lambda base: [plot_coverage(summary, config, base)])
+    print(f"wrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - started:.0f} s")
+    if not args.quiet:
+        with pd.option_context("display.width", 180, "display.max_rows", 500):
+            print(summary.drop(columns=["note"]).to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    return 0

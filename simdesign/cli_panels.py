@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
+
+from simdesign.cli_study import add_study_arguments, check_study_arguments, study_out_dir, write_study_figures
 
 
 def add_parser(subparsers) -> None:
@@ -15,13 +16,11 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "panels", help="panel study: Spearman's rho of k crowd workers' aggregate with an expert panel (and the "
                        "truth) for k = 1..per_output, per aggregation method, with the knee of each curve")
-    parser.add_argument("config", help="a panel-study config with a 'panels' key, e.g. configs/crowd_vs_expert.yaml")
-    parser.add_argument("--out", help="results directory (default results/<config name>); a re-run resumes")
-    parser.add_argument("--jobs", type=int, default=1, help="parallel workers (default 1); results do not depend on it")
-    parser.add_argument("--trials", type=int, help="override the config's trials")
-    parser.add_argument("--figure", help="also write the figure as FIGURE.png and the summary as FIGURE.csv "
-                                         "(e.g. figures/crowd_vs_expert)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    add_study_arguments(parser, "a panel-study config with a 'panels' key, e.g. configs/crowd_vs_expert.yaml",
+                        out_help="; a re-run resumes",
+                        figure_help="also write the figure as FIGURE.png and the summary as FIGURE.csv "
+                                    "(e.g. figures/crowd_vs_expert)",
+                        quiet_help="no progress bar or table")
     parser.set_defaults(func=run)
 
 
@@ -29,18 +28,14 @@ def run(args) -> int:
     """Run ``simdesign panels``; bad input raises ConfigError (exit code 2 in :func:`simdesign.cli.main`)."""
     import pandas as pd
 
-    from simdesign.core.errors import ConfigError
     from simdesign.simulation.panel_plots import plot_curves, plot_knee_sensitivity
     from simdesign.simulation.panel_study import load_panel_study, read_significance, run_panel_study
     from simdesign.simulation.panel_tests import summarise_significance
     from simdesign.simulation.panel_summary import summarise_panel_study
 
-    if args.trials is not None and args.trials < 1:
-        raise ConfigError(f"--trials must be a positive integer; got {args.trials}")
-    if args.jobs == 0:
-        raise ConfigError("--jobs must be a positive number of workers or negative (all cores but |n| - 1); got 0")
+    check_study_arguments(args)
     config = load_panel_study(args.config, {"trials": args.trials} if args.trials is not None else None)
-    out_dir = Path(args.out) if args.out else Path("results") / config.name
+    out_dir = study_out_dir(args, config.name)
     started = time.perf_counter()
     trials = run_panel_study(config, out_dir, jobs=args.jobs, progress=not args.quiet)
     summary = summarise_panel_study(config, trials)
@@ -52,16 +47,15 @@ def run(args) -> int:
     settings = config.settings()
     title = (f"{config.name}: model {config.model.name}, {config.docs} documents x {config.model.n_systems} systems, "
              f"{config.trials} trials x {config.subsamples} subsamples")
-    bases = [out_dir / config.name] + ([Path(args.figure)] if args.figure else [])
-    for base in bases:
+
+    def draw(base):
         if len(settings) > 1:
-            plot_knee_sensitivity(summary, title + f", {len(settings)} crowd settings", base)
-        else:
-            plot_curves(summary, title + "\n" + crowd_description(config), base)
-        if base != out_dir / config.name:
-            summary.to_csv(base.with_suffix(".csv"), index=False)
-    print(f"wrote {out_dir / 'summary.csv'} and {', '.join(str(b.with_suffix('.png')) for b in bases)} "
-          f"({seconds:.0f} s)", file=sys.stderr)
+            return plot_knee_sensitivity(summary, title + f", {len(settings)} crowd settings", base)
+        return plot_curves(summary, title + "\n" + crowd_description(config), base)
+
+    paths = write_study_figures(args, out_dir, config.name, summary, draw)
+    print(f"wrote {out_dir / 'summary.csv'} and {', '.join(str(p) for p in paths)} ({seconds:.0f} s)",
+          file=sys.stderr)
     if not args.quiet:
         knees = summary[summary["estimand"] == "knee"]
         with pd.option_context("display.width", 160, "display.max_rows", 200):

@@ -4,6 +4,8 @@ One parametrised test over all cases. A case is (command, payload, extra options
 - ``run``: the payload changes a small valid config; the results directory must not exist afterwards.
 - ``replay``: the payload is replay arguments against a small stored run, which must not change.
 - ``plan``: the payload changes a small valid plan config; nothing may be written.
+- ``panels``, ``sweep``, ``metric-validation``: the payload changes a small valid config of the command;
+  the results directory must not exist afterwards.
 - ``fit``, ``check``, ``reliability``: the payload is the judgements file's bytes. The three commands share
   one reader and one validator (simdesign.pilot.fit.read_judgements), so each table case runs through all three.
 """
@@ -21,6 +23,18 @@ PLAN = {"name": "bad-plan", "model": "coherence", "effect": "fitted", "tests": [
         "cost": {"pay_per_hour": 12.0, "seconds_per_judgement": 20.0},
         "search": {"shapes": ["nested"], "docs": [20], "docs_per_block": [5]},
         "screen_trials": 4, "max_trials": 8, "seed": 1}
+
+# Small valid configs of the study commands (each runs in seconds as it is).
+STUDIES = {
+    "panels": {"name": "bad-panels", "model": "coherence", "docs": 4, "trials": 2, "subsamples": 2, "bootstrap": 10,
+               "panels": {"expert": {"annotators": 2, "judge": "all"}, "crowd": {"pool": 12, "per_output": 3}}},
+    "sweep": {"name": "bad-sweep", "model": "coherence", "trials": 2, "tests": ["ttest_doc"],
+              "designs": [{"kind": "block", "blocks": 4, "docs_per_block": 1, "annotators_per_block": 2}],
+              "sweep": {"effect": ["zero", 0.5]}},
+    "metric-validation": {"name": "bad-metric", "model": "coherence", "systems": [5], "documents": [10], "trials": 2,
+                          "metric": {"summary_correlation": 0.5, "system_correlation": 0.8}},
+}
+YAML_BASES = {"run": BASE, "plan": PLAN, **STUDIES}
 
 SYSTEMS = ["__REFERENCE__", "abssentrw", "BART", "onmt_pg", "seneca"]
 HEADER = "annotator,document,system,score"
@@ -81,6 +95,25 @@ CASES = {
     "replay-negative-trial": ("replay", ["--trial", "-1", "--test", "ttest"], [],
                               ["--trial", "non-negative integer; got -1"]),
     "plan-jobs-zero": ("plan", {}, ["--jobs", "0"], ["'--jobs' option must be a positive number", "got 0"]),
+    "panels-aggregation-typo": ("panels", {"aggregations": ["mean", "mode"]}, [],
+                                ["'aggregations' field", "['mean', 'median', 'majority', 'dawid_skene']",
+                                 "got ['mean', 'mode']"]),
+    "panels-negative-noise-in-grid": ("panels", {"sensitivity": {"noise": [0.5, -1]}}, [],
+                                      ["'sensitivity grid: panels.crowd.noise' field", "> 0", "got -1"]),
+    "panels-trials-zero": ("panels", {}, ["--trials", "0"], ["'--trials' option must be a positive integer", "got 0"]),
+    "sweep-unsweepable-key": ("sweep", {"sweep": {"effect": ["zero"], "seed": [1, 2]}}, [],
+                              ["'sweep.seed' key cannot be swept", "allowed: ['effect'"]),
+    "sweep-jobs-zero": ("sweep", {}, ["--jobs", "0"], ["'--jobs' option must be a positive number", "got 0"]),
+    "metric-validation-method-typo": ("metric-validation", {"methods": ["pearson", "spearmann"]}, [],
+                                      ["'methods' field", "['pearson', 'spearman', 'kendall']", "'spearmann'"]),
+    "metric-validation-error-correlation-text": ("metric-validation", {"error_correlation": "high"}, [],
+                                                 ["'error_correlation' field must be a number in [-1, 1]",
+                                                  "got 'high'"]),
+    "metric-validation-unknown-population-key": ("metric-validation", {"population": {"kind": "normal", "colour": 1}},
+                                                 [], ["Unknown key(s) ['colour'] in 'population'",
+                                                      "allowed: ['kind', 'mean', 'sd']"]),
+    "metric-validation-jobs-zero": ("metric-validation", {}, ["--jobs", "0"],
+                                    ["'--jobs' option must be a positive number", "got 0"]),
 }
 # Bad judgement tables: (name, file contents, extra options, text the message must contain).
 TABLE_CASES = [
@@ -123,9 +156,9 @@ def _judgements_command(command: str, path, tmp_path) -> list:
 def test_bad_input_exits_2_naming_the_field_before_any_work(case, tmp_path, capsys, request):
     command, payload, options, fragments = CASES[case]
     out = tmp_path / "out"
-    if command in ("run", "plan"):
+    if command in YAML_BASES:
         path = tmp_path / "bad.yaml"
-        path.write_text(yaml.safe_dump({**(BASE if command == "run" else PLAN), **payload}))
+        path.write_text(yaml.safe_dump({**YAML_BASES[command], **payload}))
         code = main([command, str(path), "--out", str(out), "--quiet", *(["--jobs", "1"] if not options else []),
                      *options])
         written = out.exists()
@@ -187,3 +220,11 @@ def test_replay_shows_the_stored_p_values_beside_the_replayed_ones(stored_result
     for words, p_value in zip(lines, row["p_value"]):
         assert float(words[-2]) == pytest.approx(p_value, abs=5e-4)  # printed with 3 decimals
     assert "replayed p-values and statuses equal the stored ones" in out
+
+
+@pytest.mark.parametrize("command", sorted(STUDIES))
+def test_the_good_study_configs_run(command, tmp_path, capsys):
+    """The study cases fail because of what they change, not because the base config is bad."""
+    path = tmp_path / "good.yaml"
+    path.write_text(yaml.safe_dump(STUDIES[command]))
+    assert main([command, str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 0, capsys.readouterr().err

@@ -83,6 +83,33 @@ def test_changed_model_effect_or_seed_is_refused(tmp_path):
     run_simulation(parse_config(raw), tmp_path / "fixed", raw, jobs=1, progress=False)
 
 
+def test_a_store_written_before_an_option_existed_resumes_at_its_default_only(tmp_path):
+    """ttest_doc and wilcoxon_doc gained 'threshold' (default 'theory': the old p-values) and
+    'bootstrap_resamples'; a store whose manifest predates them resumes with the defaults, not with others."""
+    import json
+
+    from simdesign.simulation.config import stable_digest
+
+    raw = {**RAW, "trials": 6, "tests": ["ttest_doc", "wilcoxon_doc"]}
+    run_simulation(parse_config(raw), tmp_path / "old", raw, jobs=1, progress=False)
+    manifest_path = ResultsStore(tmp_path / "old").manifest_path
+    manifest = json.loads(manifest_path.read_text())
+    # the fingerprints the code before the option wrote: name and no options
+    old = {name: stable_digest({"name": name, "options": {}}) for name in ("ttest_doc", "wilcoxon_doc")}
+    assert manifest["analyses"] != old
+    manifest["analyses"] = old
+    manifest_path.write_text(json.dumps(manifest))
+    grown = {**raw, "trials": 8}
+    run_simulation(parse_config(grown), tmp_path / "old", grown, jobs=1, progress=False)
+    assert len(ResultsStore(tmp_path / "old").read_trials(trials=8)) == 3 * 8 * 2 * 10
+    bootstrap = {**raw, "tests": [{"name": "ttest_doc", "threshold": "bootstrap", "label": "ttest_doc"}]}
+    manifest = json.loads(manifest_path.read_text())
+    manifest["analyses"] = old
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.raises(ConfigError, match="other options"):
+        run_simulation(parse_config(bootstrap), tmp_path / "old", bootstrap, jobs=1, progress=False)
+
+
 def test_replay_recreates_a_stored_trial(tmp_path):
     table = _run(tmp_path, "replay", trials=8)
     config = parse_config({**RAW, "trials": 8})

@@ -86,3 +86,30 @@ def test_figure_4_tables_hold_every_design_and_test_of_their_config_at_its_trial
 def test_unknown_curves_name_the_shipped_ones():
     with pytest.raises(ConfigError, match="paper_fig4_coherence"):
         precomputed_curves("paper_fig99")
+
+
+def test_drawing_figures_neither_needs_nor_switches_the_matplotlib_backend(tmp_path):
+    """Library figures are matplotlib.figure.Figure objects saved by themselves: importing and drawing them
+    keeps the caller's backend (a notebook's inline one) and never imports pyplot."""
+    import subprocess
+    import sys
+
+    script = f"""
+import sys, matplotlib
+matplotlib.use("svg")
+import pandas as pd
+import simdesign
+from simdesign.simulation import plots, panel_plots, replication_plots, sweep, metric_validation  # noqa: F401
+from simdesign.planning import plan_report  # noqa: F401
+from simdesign.pilot import check  # noqa: F401
+from simdesign.simulation.config import parse_config
+config = parse_config({CONFIG!r})
+run = simdesign.simulate(config, out_dir={str(tmp_path / 'run')!r}, jobs=1, progress=False)
+figure = run.plot()
+paths = run.plot({str(tmp_path / 'figure')!r})
+assert type(figure).__name__ == "Figure" and all(p.exists() for p in paths), paths
+assert matplotlib.get_backend() == "svg", matplotlib.get_backend()
+assert "matplotlib.pyplot" not in sys.modules
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr

@@ -72,6 +72,10 @@ def test_results_do_not_depend_on_jobs_and_a_rerun_resumes(tmp_path):
     assert {path: path.stat().st_mtime_ns for path in (tmp_path / "one" / "chunks").iterdir()} == stamps
     with pytest.raises(StoreError, match="different panel-study config"):
         run_panel_study(parse_panel_study(small_study(seed=6)), tmp_path / "one")
+    # results do not depend on the chunking: another chunk_size resumes, and keeps each trial once
+    grown = run_panel_study(parse_panel_study(small_study(chunk_size=4, trials=8)), tmp_path / "one")
+    pd.testing.assert_frame_equal(grown[grown["trial"] < 6].reset_index(drop=True), one)
+    assert len(grown) == len(one) / 6 * 8
 
 
 def test_sensitivity_grid_settings():
@@ -114,3 +118,18 @@ def test_cli_panels_writes_summary_and_figure(tmp_path, capsys):
     bad.write_text(yaml.safe_dump(small_study(panels={"crowd": {"pool": 3, "per_output": 2, "noise": -1}})))
     assert main(["panels", str(bad), "--out", str(tmp_path / "bad")]) == 2
     assert "panels.crowd.noise" in capsys.readouterr().err
+
+
+def test_a_store_fingerprinted_with_its_chunk_size_still_resumes(tmp_path):
+    """Stores written before chunk_size left the fingerprint hold it in theirs: they resume, others do not."""
+    import json
+
+    from simdesign.simulation.panel_study import _prepare_store
+
+    config = parse_panel_study(small_study())
+    old = config.fingerprint(ignored=("trials", "bootstrap", "description"))
+    assert old != config.fingerprint()
+    (tmp_path / "manifest.json").write_text(json.dumps({"fingerprint": old}))
+    assert _prepare_store(config, tmp_path) == tmp_path / "chunks"
+    with pytest.raises(StoreError, match="different panel-study config"):
+        _prepare_store(parse_panel_study(small_study(seed=6)), tmp_path)

@@ -178,3 +178,14 @@ def test_estimand_values_against_hand_counts(table):
     assert null["type1"]["rate"] == pytest.approx(reject.mean())
     assert null["familywise"]["rate"] == pytest.approx(reject.any(axis=1).mean())
     assert "singular_rate" not in null
+
+
+def test_the_registry_refuses_a_second_registration_of_a_name():
+    """Every analysis is defined once: re-registering a name (e.g. to add an option) is an error."""
+    from simdesign.analyses import register
+
+    for name in ("ttest_doc", "wilcoxon_doc"):
+        before = ANALYSES[name]
+        with pytest.raises(ValueError, match="registered twice"):
+            register(before)
+        assert ANALYSES[name] is before and "threshold" in before.options

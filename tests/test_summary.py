@@ -134,3 +134,17 @@ def test_share_rate_is_mean_and_standard_error_per_column():
     shares = rng.random(25)
     rate, mcse = share_rate(shares)
     assert rate == pytest.approx(shares.mean()) and mcse == pytest.approx(shares.std(ddof=1) / 5)
+
+
+def test_mean_interval_is_the_mean_with_its_standard_error_and_normal_interval():
+    from scipy import stats
+
+    from simdesign.stats.montecarlo import mean_interval
+
+    values = np.random.default_rng(3).normal(0.4, 0.2, size=50)
+    mean, mcse, low, high = mean_interval(values, 0.9)
+    assert mcse == pytest.approx(stats.sem(values))
+    assert (low, high) == pytest.approx(stats.norm.interval(0.9, loc=values.mean(), scale=stats.sem(values)))
+    # one trial: the mean is known, its Monte-Carlo error is not
+    assert np.isnan(mean_interval([0.3])[1:]).all() and mean_interval([0.3])[0] == 0.3
+    assert np.isnan(mean_interval([])).all()

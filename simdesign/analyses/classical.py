@@ -254,12 +254,13 @@ ART_OPTIONS = {"resamples": (_positive_int_option, 1000), "exact": (("auto", "ne
 for _unit, _suffix, _what in (("single", "", "single judgements paired by (annotator, document)"),
                               ("doc", "_doc", "per-document means"),
                               ("block", "_block", "per-block means")):
-    register(AnalysisInfo(
-        name=f"ttest{_suffix}",
-        function=lambda j, rng, _unit=_unit: paired_ttest(j, rng, unit=_unit),
-        needs_blocks=_unit == "block",
-        description=f"Paired t-test over {_what}.",
-    ))
+    if _unit != "doc":  # ttest_doc is registered, with its threshold option, in document_tests.py
+        register(AnalysisInfo(
+            name=f"ttest{_suffix}",
+            function=lambda j, rng, _unit=_unit: paired_ttest(j, rng, unit=_unit),
+            needs_blocks=_unit == "block",
+            description=f"Paired t-test over {_what}.",
+        ))
     register(AnalysisInfo(
         name=f"art{_suffix}",
         function=lambda j, rng, _unit=_unit, **options: paired_randomisation(j, rng, unit=_unit, **options),
@@ -268,8 +269,6 @@ for _unit, _suffix, _what in (("single", "", "single judgements paired by (annot
         description=f"Paired approximate randomisation test (sign flips) over {_what}.",
     ))
 
-register(AnalysisInfo(name="wilcoxon_doc", function=wilcoxon_documents,
-                      description="Wilcoxon signed-rank test over per-document mean differences."))
-
 CLASSICAL_TESTS = ("ttest", "ttest_doc", "ttest_block", "art", "art_doc", "art_block", "wilcoxon_doc")
-"""The registry names this module adds (model-free tests, milliseconds per trial)."""
+"""The model-free tests (milliseconds per trial). ttest_doc and wilcoxon_doc, whose theoretical p-values are
+computed here, are registered in :mod:`simdesign.analyses.document_tests` with their 'threshold' option."""

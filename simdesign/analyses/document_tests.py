@@ -43,12 +43,10 @@ undefined (all resampled values equal) counts as not exceeding T.
 """
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 from scipy import stats
 
-from simdesign.analyses.base import ANALYSES, DEGENERATE, OK, AnalysisInfo, PairwiseResult, register, system_pairs
+from simdesign.analyses.base import DEGENERATE, OK, AnalysisInfo, PairwiseResult, register, system_pairs
 from simdesign.analyses.classical import (_positive_int_option, paired_ttest, unit_differences,
                                           wilcoxon_documents)
 from simdesign.core.judgements import Judgements
@@ -274,16 +272,18 @@ register(AnalysisInfo(
                 "pairing); threshold theory or bootstrap.",
 ))
 
-# ttest_doc and wilcoxon_doc are defined in classical.py; their 'threshold' option is added here, by replacing
-# their registry entries, so that the bootstrap lives in one module (classical.py is being reworked in parallel).
+# ttest_doc and wilcoxon_doc are registered here, once, so that their 'threshold' option and its bootstrap live
+# in one module; with threshold 'theory' they are classical.py's tests (paired_ttest, wilcoxon_documents).
+_PAIRED_DESCRIPTIONS = {"ttest": "Paired t-test over per-document means.",
+                        "wilcoxon": "Wilcoxon signed-rank test over per-document mean differences."}
 for _name, _statistic in (("ttest_doc", "ttest"), ("wilcoxon_doc", "wilcoxon")):
-    ANALYSES[_name] = dataclasses.replace(
-        ANALYSES[_name],
+    register(AnalysisInfo(
+        name=_name,
         function=lambda j, rng, _statistic=_statistic, **options: paired_document_test(j, rng, _statistic, **options),
         options=THRESHOLD_OPTIONS,
-        description=ANALYSES[_name].description + " Option threshold: theory (default) or bootstrap "
-                                                  "(resampling centred document differences).",
-    )
+        description=_PAIRED_DESCRIPTIONS[_statistic] + " Option threshold: theory (default) or bootstrap "
+                                                       "(resampling centred document differences).",
+    ))
 
-DOCUMENT_TESTS = ("ttest_unpaired",)
-"""The registry names this module adds (it also adds the 'threshold' option to ttest_doc and wilcoxon_doc)."""
+DOCUMENT_TESTS = ("ttest_unpaired", "ttest_doc", "wilcoxon_doc")
+"""The registry names this module adds (ttest_doc and wilcoxon_doc are also in CLASSICAL_TESTS: model-free)."""

@@ -191,8 +191,19 @@ class BlockDesign:
         )
 
 
+class _WithoutBlocks:
+    """The summary columns of a design kind without blocks (pool, overlap): its block columns are empty."""
+
+    def columns(self) -> dict:
+        return {
+            "design": self.label, "kind": self.kind, "blocks": None, "docs_per_block": None,
+            "annotators_per_block": None, "docs": self.docs, "annotators": self.annotators,
+            "judgements_per_output": self.judgements_per_output,
+        }
+
+
 @dataclass(frozen=True)
-class PoolDesign:
+class PoolDesign(_WithoutBlocks):
     """A pool of annotators shares the documents, without block structure.
 
     Parameters
@@ -283,13 +294,6 @@ class PoolDesign:
         return (f"a pool of {self.annotators} annotators sharing {self.docs} documents, "
                 f"{self.judgements_per_output} annotator(s) per document")
 
-    def columns(self) -> dict:
-        return {
-            "design": self.label, "kind": self.kind, "blocks": None, "docs_per_block": None,
-            "annotators_per_block": None, "docs": self.docs, "annotators": self.annotators,
-            "judgements_per_output": self.judgements_per_output,
-        }
-
     def assign(self, rng: np.random.Generator) -> Assignment:
         """Draw k distinct annotators per document with loads differing by at most one.
 
@@ -320,7 +324,7 @@ class PoolDesign:
 
 
 @dataclass(frozen=True)
-class OverlapDesign:
+class OverlapDesign(_WithoutBlocks):
     """Shared documents judged by every annotator, plus documents of each annotator's own.
 
     The layout of ReproHum's re-runs (Ito & Gatt 2023): a few documents are
@@ -420,13 +424,6 @@ class OverlapDesign:
         """One phrase for reports (docs/designs.md)."""
         return (f"{self.annotators} annotators all judging the same {self.shared_docs} shared document(s), "
                 f"plus {self.unique_docs_per_annotator} document(s) each of their own ({self.docs} in all)")
-
-    def columns(self) -> dict:
-        return {
-            "design": self.label, "kind": self.kind, "blocks": None, "docs_per_block": None,
-            "annotators_per_block": None, "docs": self.docs, "annotators": self.annotators,
-            "judgements_per_output": self.judgements_per_output,
-        }
 
     def assign(self, rng: np.random.Generator) -> Assignment:
         """The fixed layout (``rng`` is unused): documents 0..S-1 are shared, then each annotator's own."""

@@ -45,3 +45,44 @@ class StoreError(ConfigError):
 
 class MissingBackendError(RuntimeError):
     """An analysis needs software that is not installed (for example R)."""
+
+
+def from_mapping(cls, value, where: str, allowed, errors: list[str], **fixed):
+    """Build ``cls(**value, **fixed)`` from a config sub-mapping, or append its problems to ``errors``.
+
+    One rule for every sub-mapping of a config (``panels.<name>``, ``population``, ``metric``...): a
+    non-mapping and unknown keys are reported naming the field and the allowed keys, and the
+    class's own ConfigError messages are kept.
+
+    Parameters
+    ----------
+    cls : type
+        Raises ConfigError on bad values.
+    value : object
+        The config's value of the field.
+    where : str
+        The field's name in messages, e.g. ``panels.crowd``.
+    allowed : sequence of str
+        The keys the mapping may have.
+    errors : list of str
+        Problems are appended here.
+    **fixed
+        Arguments that do not come from the mapping (e.g. a panel's name).
+
+    Returns
+    -------
+    object or None
+        None when there was a problem.
+    """
+    if not isinstance(value, dict):
+        errors.append(f"The '{where}' field must be a mapping with keys from {list(allowed)}; got {value!r}")
+        return None
+    unknown = sorted(set(value) - set(allowed), key=str)
+    if unknown:
+        errors.append(f"Unknown key(s) {unknown} in '{where}'; allowed: {list(allowed)}")
+        return None
+    try:
+        return cls(**value, **fixed)
+    except ConfigError as exc:
+        errors.extend(exc.messages)
+        return None

@@ -197,6 +197,15 @@ class OrdinalMixedModel:
         -------
         Judgements
         """
+        return self.sample_with_document_part(design, rng, effect, method)[0]
+
+    def sample_with_document_part(self, design: Design, rng: np.random.Generator, effect="fitted",
+                                  method="likert") -> tuple[Judgements, np.ndarray]:
+        """:meth:`sample`, and the study's document random parts z_s . v_d, shape (n_documents, S).
+
+        The same draws as :meth:`sample` (one generator, one draw order), for callers that need the
+        outputs' latent quality (metric validation).
+        """
         check_method(method, self.methods)
         beta = self.effects_for(effect)
         assignment = design.assign(rng)
@@ -207,12 +216,13 @@ class OrdinalMixedModel:
         if method == "rank":
             latent = eta + self.rank_noise * rng.logistic(size=eta.shape)
             return Judgements(scores=reversed_ranks(latent), annotator=assignment.annotator,
-                              document=assignment.document, block=assignment.block, systems=self.systems)
+                              document=assignment.document, block=assignment.block,
+                              systems=self.systems), document_part
         latent = eta + rng.logistic(size=eta.shape)
         category = np.searchsorted(self.thresholds, latent, side="left")
         scores = np.asarray(self.scale, dtype=np.int64)[category]
         return Judgements(scores=scores, annotator=assignment.annotator, document=assignment.document,
-                          block=assignment.block, systems=self.systems)
+                          block=assignment.block, systems=self.systems), document_part
 
     def marginal_probabilities(self, effect="fitted", nodes: int = 80) -> np.ndarray:
         """P(score = category) per system, integrating over the random effects.

@@ -63,7 +63,6 @@ mistakes).
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -154,17 +153,11 @@ def population_model(base, n_systems: int, effects: np.ndarray):
 def sample_with_quality(model, design: Design, rng: np.random.Generator) -> tuple[Judgements, np.ndarray]:
     """``model.sample(design, rng)`` and the latent quality q (n_documents, n_systems) of every output.
 
-    The document random parts are re-created from a copy of ``rng`` by
-    replaying ``sample``'s draw order (assignment, annotator effects,
-    document effects); tests/test_metric_validation.py checks that the
-    replay gives ``sample``'s judgements, so a change there cannot go
-    unnoticed.
+    The model hands out the document random parts it drew
+    (:meth:`~simdesign.model.OrdinalMixedModel.sample_with_document_part`), so there is one
+    copy of the generator's draw order.
     """
-    replay = copy.deepcopy(rng)
-    assignment = design.assign(replay)
-    replay.standard_normal((assignment.n_annotators, model.n_systems))
-    document_part = replay.standard_normal((assignment.n_documents, model.n_systems)) @ model._document_loading.T
-    judgements = model.sample(design, rng)
+    judgements, document_part = model.sample_with_document_part(design, rng)
     return judgements, model.effects + document_part
 
 

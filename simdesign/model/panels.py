@@ -44,7 +44,7 @@ import numpy as np
 from scipy import special
 
 from simdesign.core.designs import BlockDesign, PoolDesign
-from simdesign.core.errors import ConfigError
+from simdesign.core.errors import ConfigError, from_mapping
 from simdesign.core.judgements import Judgements
 from simdesign.model import OrdinalMixedModel
 
@@ -158,21 +158,9 @@ def parse_panels(raw, errors: list[str]) -> dict:
         errors.append("The 'panels' field must be a non-empty mapping of panel name -> settings, e.g. "
                       "{expert: {annotators: 2, judge: all}, crowd: {pool: 200, per_output: 24}}")
         return {}
-    panels = {}
-    for name, settings in raw.items():
-        if not isinstance(settings, dict):
-            errors.append(f"The 'panels.{name}' field must be a mapping with keys from {list(PANEL_KEYS)}; "
-                          f"got {settings!r}")
-            continue
-        unknown = sorted(set(settings) - set(PANEL_KEYS))
-        if unknown:
-            errors.append(f"Unknown key(s) {unknown} in 'panels.{name}'; allowed: {list(PANEL_KEYS)}")
-            continue
-        try:
-            panels[str(name)] = PanelSpec(name=str(name), **settings)
-        except ConfigError as exc:
-            errors.extend(exc.messages)
-    return panels
+    panels = {str(name): from_mapping(PanelSpec, settings, f"panels.{name}", PANEL_KEYS, errors, name=str(name))
+              for name, settings in raw.items()}
+    return {name: spec for name, spec in panels.items() if spec is not None}
 
 
 @dataclass(frozen=True)

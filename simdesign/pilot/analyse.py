@@ -148,12 +148,15 @@ class Analysis:
         Returns
         -------
         matplotlib.figure.Figure
+            Drawn without pyplot (no backend is needed or chosen); Jupyter shows it after
+            ``%matplotlib inline``.
         """
-        import matplotlib.pyplot as plt  # headless machines fall back to Agg by themselves
+        from matplotlib.figure import Figure
 
         table = self.table.sort_values("mean", ascending=self.method != "rank").reset_index(drop=True)
         if ax is None:
-            figure, ax = plt.subplots(figsize=(6, 0.5 * len(table) + 1.5))
+            figure = Figure(figsize=(6, 0.5 * len(table) + 1.5))
+            ax = figure.subplots()
         else:
             figure = ax.figure
         y = np.arange(len(table))

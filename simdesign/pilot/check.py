@@ -215,15 +215,14 @@ def plot_check(table: pd.DataFrame, simulated: np.ndarray, title: str, path) -> 
     Observed values are black; simulated 95% ranges are grey bars (distributions, means) or
     histograms with the range shaded (single statistics).
     """
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # never pyplot: library code neither needs nor switches a backend
 
     systems = list(dict.fromkeys(table.loc[table["statistic"] == "share", "system"]))
     singles = [s for s in ("annotator_mean_sd", "document_mean_sd", "krippendorff_alpha", "shr")
                if (table["statistic"] == s).any()]
     columns = max(len(systems), len(singles) + 1)
-    fig, axes = plt.subplots(2, columns, figsize=(2.6 * columns, 5.6), constrained_layout=True, squeeze=False)
+    fig = Figure(figsize=(2.6 * columns, 5.6), constrained_layout=True)
+    axes = fig.subplots(2, columns, squeeze=False)
     for ax in axes.ravel():
         ax.set_visible(False)
     for k, system in enumerate(systems):
@@ -266,7 +265,6 @@ def plot_check(table: pd.DataFrame, simulated: np.ndarray, title: str, path) -> 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=130)
-    plt.close(fig)
     return path
 
 

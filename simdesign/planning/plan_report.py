@@ -3,17 +3,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure  # never pyplot: library code neither needs nor switches a backend
 
-matplotlib.use("Agg")  # files only; no display on servers and CI
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from simdesign.core.designs import DESIGN_KINDS  # noqa: E402
-from simdesign.planning.plan_search import (BEST, FAIL, LIBERAL, NOT_CONFIRMED, NOT_NEEDED, PASS, TIED,  # noqa: E402
+from simdesign.core.designs import DESIGN_KINDS
+from simdesign.planning.plan_search import (BEST, FAIL, LIBERAL, NOT_CONFIRMED, NOT_NEEDED, PASS, TIED,
                                    UNDECIDED, WORSE, PlanResult, run_plan)
-from simdesign.planning.planner import PlanConfig, max_judgements_per_annotator  # noqa: E402
+from simdesign.planning.planner import PlanConfig, max_judgements_per_annotator
 
 PLAN_COLUMNS = ("rank", "design", "shape", "test", "blocks", "docs_per_block", "annotators_per_block", "docs",
                 "annotators", "judgements_per_output", "judgements", "max_judgements_per_annotator", "hours",
@@ -316,7 +313,8 @@ def plot_plan(result: PlanResult, table: pd.DataFrame, out_base: Path) -> list[P
     simulated = table[table["trials"] > 0]
     shown = simulated[simulated["decision"] != LIBERAL].reset_index(drop=True)
     liberal = simulated[simulated["decision"] == LIBERAL]
-    fig, ax = plt.subplots(figsize=(8.0, 5.2))
+    fig = Figure(figsize=(8.0, 5.2))
+    ax = fig.subplots()
     tests = list(dict.fromkeys(shown["test"]))
     for (shape, test), group in shown.groupby(["shape", "test"], sort=False):
         # clipped: at power 0 or 1 the Wilson bound equals the estimate up to rounding
@@ -352,7 +350,6 @@ def plot_plan(result: PlanResult, table: pd.DataFrame, out_base: Path) -> list[P
     out_base.parent.mkdir(parents=True, exist_ok=True)
     for path in paths:
         fig.savefig(path, dpi=150)
-    plt.close(fig)
     return paths
 
 

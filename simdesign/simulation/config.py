@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,6 +95,22 @@ class AnalysisSpec:
     def fingerprint(self) -> str:
         """Hash of what determines this analysis's p-values (name and effective options)."""
         return stable_digest({"name": self.name, "options": self.options})
+
+    @property
+    def accepted_fingerprints(self) -> set[str]:
+        """Stored fingerprints this analysis may resume from: its own, and those written before options it now
+        has at their default values existed.
+
+        An option is added with a default that keeps the test's old p-values (``threshold: theory`` of
+        ttest_doc and wilcoxon_doc), so results stored before it existed are results at its default. New
+        stores keep every effective option in their fingerprint, so a later change of a default is still caught.
+        """
+        info = registered_analysis(self.name)
+        at_default = [option for option, (_, default) in (info.options.items() if info else ())
+                      if option in self.options and self.options[option] == default]
+        return {stable_digest({"name": self.name,
+                               "options": {k: v for k, v in self.options.items() if k not in left_out}})
+                for size in range(len(at_default) + 1) for left_out in itertools.combinations(at_default, size)}
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,6 @@ Each finished chunk of trials is stored at once
 """
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -61,17 +60,16 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from simdesign.core.designs import BlockDesign
-from simdesign.core.errors import ConfigError
+from simdesign.core.errors import ConfigError, from_mapping
 from simdesign.core.seeds import analysis_rng, data_rng
-from simdesign.model import load_model
 from simdesign.model.metric import (MetricGenerator, MetricSpec, SystemPopulation, exchangeable_moments,
                                     human_scores, population_model, sample_with_quality)
 from simdesign.simulation.config import read_config_mapping, resolve_model
 from simdesign.simulation.metric_store import ROW_COLUMNS, MetricValidationStore
 from simdesign.simulation.metric_targets import summary_level_target
-from simdesign.simulation.summary import wilson_interval
 from simdesign.stats.metric_correlation import (METHODS, SCHEMES, bootstrap_system_level, percentile_interval,
                                                 permutation_test, summary_level, system_level)
+from simdesign.stats.montecarlo import mean_interval, wilson_interval
 from simdesign.stats.summary_bootstrap import bootstrap_summary_level
 
 KEYS = ("name", "description", "model", "population", "metric", "second_metric", "error_correlation", "systems",
@@ -127,17 +125,11 @@ def _integers(raw: dict, key: str, default, problems: list[str]) -> tuple:
 
 
 def _mapping(raw: dict, key: str, cls, problems: list[str]):
-    value = raw.get(key, {})
-    if not isinstance(value, dict):
-        problems.append(f"The '{key}' field must be a mapping; got {value!r}")
-        return None
-    try:
-        return cls(**value)
-    except TypeError as exc:
-        problems.append(f"The '{key}' field: {exc} (fields: {list(cls.__dataclass_fields__)})")
-    except ConfigError as exc:
-        problems.extend(message.replace("'metric.", f"'{key}.") for message in exc.messages)
-    return None
+    found: list[str] = []
+    value = from_mapping(cls, raw.get(key, {}), key, list(cls.__dataclass_fields__), found)
+    # MetricSpec names its fields 'metric.<field>' whichever metric it is
+    problems.extend(message.replace("'metric.", f"'{key}.") for message in found)
+    return value
 
 
 def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValidationConfig:
@@ -166,12 +158,16 @@ def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValida
             problems.append(f"The '{key}' field must be in (0, 1); got {value!r}")
     if not isinstance(raw.get("summary_intervals", False), bool):
         problems.append(f"The 'summary_intervals' field must be true or false; got {raw['summary_intervals']!r}")
+    error_correlation = raw.get("error_correlation", 0.0)
+    if isinstance(error_correlation, bool) or not isinstance(error_correlation, (int, float)) \
+            or not -1 <= error_correlation <= 1:
+        problems.append(f"The 'error_correlation' field must be a number in [-1, 1]; got {error_correlation!r}")
     if problems or None in metrics or population is None:
         raise ConfigError(problems or ["invalid metric-validation config"])
     try:
         return MetricValidationConfig(
             name=str(raw.get("name", "metric-validation")), model=model, population=population,
-            metrics=tuple(metrics), error_correlation=float(raw.get("error_correlation", 0.0)),
+            metrics=tuple(metrics), error_correlation=float(error_correlation),
             systems=sizes["systems"], documents=sizes["documents"],
             annotators_per_document=sizes["annotators_per_document"][0], methods=tuple(methods),
             trials=sizes["trials"][0], bootstrap_resamples=sizes["bootstrap_resamples"][0],
@@ -372,12 +368,9 @@ def summarise_metric_validation(rows: pd.DataFrame, config: MetricValidationConf
         values = group["value"].to_numpy(float)
         values = values[np.isfinite(values)]
         n = values.size
-        mean = float(values.mean()) if n else np.nan
-        mcse = float(values.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan
+        mean, mcse, low, high = mean_interval(values)
         if estimand in ("coverage", "summary_coverage", "permutation_power") and n:
-            low, high = wilson_interval(mean, mcse if np.isfinite(mcse) else 0.0, n, n)
-        else:
-            low, high = mean - 1.96 * mcse, mean + 1.96 * mcse
+            low, high = wilson_interval(mean, mcse, n, n)
         out.append({"systems": s, "documents": d, "estimand": estimand, "method": method,
                     "scheme": (PERMUTATION_NAMES if estimand == "permutation_power" else SCHEME_NAMES).get(scheme, ""), "value": mean, "ci_low": low, "ci_high": high,
                     "mcse": mcse, "trials": n,
@@ -390,16 +383,16 @@ def summarise_metric_validation(rows: pd.DataFrame, config: MetricValidationConf
 
 def plot_coverage(summary: pd.DataFrame, config: MetricValidationConfig, out_base: Path) -> Path:
     """Coverage of the three bootstrap intervals against the number of systems: a panel per method and documents."""
-    import matplotlib
     import matplotlib.ticker
-    matplotlib.use("Agg")  # files only
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    from simdesign.simulation.plots import save_png
 
     coverage = summary[(summary["estimand"] == "coverage") & (summary["trials"] > 0)]
     methods = [m for m in config.methods if (coverage["method"] == m).any()]
     documents = sorted(coverage["documents"].unique())
-    fig, axes = plt.subplots(len(methods), len(documents), figsize=(3.6 * len(documents), 3.2 * len(methods)),
-                             squeeze=False, sharex=True, sharey=True)
+    fig = Figure(figsize=(3.6 * len(documents), 3.2 * len(methods)))
+    axes = fig.subplots(len(methods), len(documents), squeeze=False, sharex=True, sharey=True)
     for row, method in enumerate(methods):
         for column, n_documents in enumerate(documents):
             axis = axes[row][column]
@@ -426,32 +419,4 @@ def plot_coverage(summary: pd.DataFrame, config: MetricValidationConfig, out_bas
                  f"{config.trials} trials per point, {config.bootstrap_resamples} resamples (Wilson bands)",
                  fontsize=9)
     fig.tight_layout()
-    out_base.parent.mkdir(parents=True, exist_ok=True)
-    path = out_base.with_suffix(".png")
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
-    return path
-
-
-def run_metric_validation_command(args) -> int:
-    """``simdesign metric-validation CONFIG``: run, write summary.csv and the coverage figure."""
-    started = time.perf_counter()
-    config = load_metric_config(args.config, args.trials)
-    if args.jobs == 0:
-        raise ConfigError("--jobs must be a positive number of workers or negative (all cores but |n| - 1); got 0")
-    out_dir = Path(args.out) if args.out else Path("results") / config.name
-    rows = run_metric_validation(config, out_dir, jobs=args.jobs, progress=not args.quiet)
-    summary = summarise_metric_validation(rows, config)
-    rows.to_csv(out_dir / "trials.csv", index=False)
-    summary.to_csv(out_dir / "summary.csv", index=False)
-    paths = [out_dir / "trials.csv", out_dir / "summary.csv", plot_coverage(summary, config, out_dir / config.name)]
-    if args.figure:
-        base = Path(args.figure)
-        paths.append(plot_coverage(summary, config, base))
-        summary.to_csv(base.with_suffix(".csv"), index=False)
-        paths.append(base.with_suffix(".csv"))
-    print(f"wrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - started:.0f} s")
-    if not args.quiet:
-        with pd.option_context("display.width", 180, "display.max_rows", 500):
-            print(summary.drop(columns=["note"]).to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    return 0
+    return save_png(fig, out_base)

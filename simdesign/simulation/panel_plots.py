@@ -3,12 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from simdesign.simulation.plots import save_png
 
 TARGET_TITLES = {"expert": "crowd aggregate vs expert panel mean", "truth": "crowd aggregate vs true expected score"}
 METHOD_LABELS = {"mean": "mean (MOS)", "median": "median", "majority": "majority vote", "dawid_skene": "Dawid-Skene"}
@@ -25,7 +24,8 @@ def plot_curves(summary: pd.DataFrame, title: str, base: Path, setting: str | No
     setting = setting or summary["setting"].iloc[0]
     table = summary[summary["setting"] == setting]
     targets = [t for t in TARGET_TITLES if t in set(table["target"])]
-    fig, axes = plt.subplots(1, len(targets), figsize=(6.2 * len(targets), 4.6), sharey=True, squeeze=False)
+    fig = Figure(figsize=(6.2 * len(targets), 4.6))
+    axes = fig.subplots(1, len(targets), sharey=True, squeeze=False)
     for axis, target in zip(axes[0], targets):
         for index, method in enumerate(dict.fromkeys(table["method"])):
             colour = f"C{index}"
@@ -47,14 +47,15 @@ def plot_curves(summary: pd.DataFrame, title: str, base: Path, setting: str | No
     axes[0][0].set_ylabel("Spearman's rho across outputs (mean over trials, 95% CI)")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    return _save(fig, base)
+    return [save_png(fig, base)]
 
 
 def plot_knee_sensitivity(summary: pd.DataFrame, title: str, base: Path, method: str = "mean") -> list[Path]:
     """The knee of the ``method`` curve against crowd noise, one line per spammer share; one panel per target."""
     knees = summary[(summary["estimand"] == "knee") & (summary["method"] == method)]
     targets = [t for t in TARGET_TITLES if t in set(knees["target"])]
-    fig, axes = plt.subplots(1, len(targets), figsize=(6.2 * len(targets), 4.6), sharey=True, squeeze=False)
+    fig = Figure(figsize=(6.2 * len(targets), 4.6))
+    axes = fig.subplots(1, len(targets), sharey=True, squeeze=False)
     shares = sorted(knees["spammer_share"].unique())
     for axis, target in zip(axes[0], targets):
         for index, share in enumerate(shares):
@@ -70,13 +71,5 @@ def plot_knee_sensitivity(summary: pd.DataFrame, title: str, base: Path, method:
     axes[0][0].set_ylabel("knee: workers per output k (Kneedle, 95% bootstrap interval)")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    return _save(fig, base)
+    return [save_png(fig, base)]
 
-
-def _save(fig, base: Path) -> list[Path]:
-    base = Path(base)
-    base.parent.mkdir(parents=True, exist_ok=True)
-    path = base.with_suffix(".png")
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
-    return [path]

@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -49,15 +48,16 @@ from simdesign.core.errors import ConfigError, StoreError
 from simdesign.core.seeds import analysis_rng, data_rng
 from simdesign.model import OrdinalMixedModel, effect_scale
 from simdesign.model.panels import PanelSpec, expected_output_scores, parse_panels, sample_panels
-from simdesign.simulation.config import resolve_model
+from simdesign.simulation.config import read_config_mapping, resolve_model
 from simdesign.simulation.panel_tests import PANEL_TESTS, TRIAL_COLUMNS, significance_rows, true_differences
+from simdesign.simulation.store import atomic_write_bytes
 from simdesign.stats.aggregation import AGGREGATIONS
-from simdesign.stats.knee import kneedle
 
 STUDY_KEYS = ("name", "description", "model", "effect", "docs", "panels", "reference", "crowd", "aggregations",
               "subsamples", "trials", "seed", "chunk_size", "bootstrap", "sensitivity", "tests", "test_k", "alpha")
 TARGETS = ("expert", "truth")
 SENSITIVITY_KEYS = ("noise", "spammer_share", "slope_sd")
+RESULT_FREE_KEYS = ("trials", "bootstrap", "description", "chunk_size")
 SUMMARY_COLUMNS = ("setting", "noise", "slope_sd", "spammer_share", "method", "target", "estimand", "k", "trials",
                    "mean", "ci_low", "ci_high", "mcse", "n_undefined")
 
@@ -102,9 +102,13 @@ class PanelStudyConfig:
             settings.append((label, {**self.panels, self.crowd: changed}))
         return settings
 
-    def fingerprint(self) -> str:
-        """What determines the stored trials (the model's content, not its source path)."""
-        content = {key: value for key, value in self.raw.items() if key not in ("trials", "bootstrap", "description")}
+    def fingerprint(self, ignored: tuple = RESULT_FREE_KEYS) -> str:
+        """What determines the stored trials (the model's content, not its source path).
+
+        ``ignored``: keys the trials do not depend on (the trial count, the summary's bootstrap, the
+        description and ``chunk_size``: streams are keyed by trial, so a re-run may chunk differently).
+        """
+        content = {key: value for key, value in self.raw.items() if key not in ignored}
         content["model"] = self.model.to_dict()
         return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -224,8 +228,6 @@ def parse_panel_study(raw: dict, base_dir: Path | None = None) -> PanelStudyConf
 
 def load_panel_study(path, overrides: dict | None = None) -> PanelStudyConfig:
     """Read and validate a panel-study YAML file (``overrides`` replace top-level keys, e.g. trials)."""
-    from simdesign.simulation.config import read_config_mapping
-
     path = Path(path)
     raw = read_config_mapping(path, "panel-study config")
     return parse_panel_study({**raw, **(overrides or {})}, base_dir=path.parent)
@@ -314,9 +316,7 @@ def _chunk(config: PanelStudyConfig, label: str, panels: dict, first: int, stop:
 
 
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:
-    temporary = path.with_suffix(".tmp")
-    frame.to_csv(temporary, index=False)
-    os.replace(temporary, path)  # a chunk file appears only complete
+    atomic_write_bytes(path, frame.to_csv(index=False).encode())  # a chunk file appears only complete
 
 
 def _prepare_store(config: PanelStudyConfig, out_dir: Path) -> Path:
@@ -327,11 +327,14 @@ def _prepare_store(config: PanelStudyConfig, out_dir: Path) -> Path:
     fingerprint = config.fingerprint()
     if manifest.exists():
         stored = json.loads(manifest.read_text()).get("fingerprint")
-        if stored != fingerprint:
+        # stores written before chunk_size was left out of the fingerprint hold it in theirs
+        if stored not in (fingerprint, config.fingerprint(ignored=("trials", "bootstrap", "description"))):
             raise StoreError(f"{out_dir} holds trials of a different panel-study config (model, panels, seed, "
                              f"docs, subsamples, aggregations or tests changed); use another --out or delete it")
     else:
-        manifest.write_text(json.dumps({"fingerprint": fingerprint, "config": config.raw}, indent=2, default=str))
+        # atomic, as every chunk: a run killed while writing must not leave a manifest that cannot be read
+        atomic_write_bytes(manifest, json.dumps({"fingerprint": fingerprint, "config": config.raw}, indent=2,
+                                                default=str).encode())
     return chunks
 
 

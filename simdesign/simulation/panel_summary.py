@@ -17,18 +17,22 @@ import pandas as pd
 from simdesign.core.seeds import analysis_rng
 from simdesign.simulation.panel_study import SUMMARY_COLUMNS, PanelStudyConfig
 from simdesign.stats.knee import kneedle
-
-Z95 = 1.959963984540054
+from simdesign.stats.montecarlo import normal_quantile
 
 
 def curve_rows(trials: pd.DataFrame) -> pd.DataFrame:
-    """Mean rho per (setting, method, target, k) with MCSE and normal 95% interval (trial = unit)."""
+    """Mean rho per (setting, method, target, k) with MCSE and normal 95% interval (trial = unit).
+
+    The rule of :func:`simdesign.stats.montecarlo.mean_interval`, vectorised over the groups: with a
+    single trial the MCSE and the interval are undefined (NaN).
+    """
     grouped = trials.groupby(["setting", "method", "target", "k"], sort=False)
     table = grouped["spearman"].agg(mean="mean", sd="std", trials="count").reset_index()
     table["n_undefined"] = grouped["n_undefined"].sum().to_numpy()
-    table["mcse"] = table["sd"].fillna(0.0) / np.sqrt(table["trials"])
-    table["ci_low"] = table["mean"] - Z95 * table["mcse"]
-    table["ci_high"] = table["mean"] + Z95 * table["mcse"]
+    table["mcse"] = table["sd"] / np.sqrt(table["trials"])
+    z = normal_quantile(0.95)
+    table["ci_low"] = table["mean"] - z * table["mcse"]
+    table["ci_high"] = table["mean"] + z * table["mcse"]
     table["estimand"] = "spearman"
     return table.drop(columns="sd")
 

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import matplotlib
 import matplotlib.ticker
+import pandas as pd
+# Figures are drawn on matplotlib.figure.Figure objects, never through pyplot: library code neither needs nor
+# switches a backend (savefig renders files by itself; a notebook shows a returned Figure with its own backend).
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")  # files only; no display on servers and CI
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from simdesign.simulation.config import FigureSpec  # noqa: E402
-from simdesign.core.designs import DESIGN_KINDS, shape_of_row  # noqa: E402
+from simdesign.simulation.config import FigureSpec
+from simdesign.core.designs import DESIGN_KINDS, shape_of_row
 
 AXIS_NAMES = {"annotators": "annotators in total", "judgements": "judgements in total", "docs": "documents",
               "blocks": "blocks", "annotators_per_block": "annotators per block",
@@ -30,6 +30,14 @@ KIND_STYLES = {kind: cls.plot_style for kind, cls in DESIGN_KINDS.items()}
 SHAPE_MARKERS = {shape: cls.plot_style[1] for cls in DESIGN_KINDS.values() for shape in cls.shapes}
 
 log = logging.getLogger(__name__)
+
+
+def save_png(fig: Figure, out_base, dpi: int = 130) -> Path:
+    """Write ``fig`` as ``out_base.png`` (its folder created) and return the path."""
+    path = Path(out_base).with_suffix(".png")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    return path
 
 
 def design_shape(row) -> str:
@@ -66,7 +74,6 @@ def plot_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title
         path = out_base.with_suffix(suffix)
         fig.savefig(path, dpi=150)
         paths.append(path)
-    plt.close(fig)
     for note in notes:
         log.warning("%s: %s", out_base.with_suffix(".png"), note)
     return paths + [write_figure_table(summary, figure, estimand, out_base)]
@@ -89,7 +96,7 @@ def write_figure_table(summary: pd.DataFrame, figure: FigureSpec, estimand: str,
 
 
 def draw_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title: str,
-                 alpha: float | None = None) -> tuple[plt.Figure, list[str]]:
+                 alpha: float | None = None) -> tuple[Figure, list[str]]:
     """The figure of :func:`plot_summary`, not yet saved, and notes on designs it leaves out.
 
     Designs of different kinds (block, pool) are never joined by one line:
@@ -109,7 +116,8 @@ def draw_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title
         raise ValueError(f"the summary has no rows for the estimand {estimand!r}")
     rows["shape"] = rows.apply(design_shape, axis=1)
     rows, left_out, notes = _rows_on_x_axis(rows, figure.x)
-    fig, ax = plt.subplots(figsize=(6.4, 4.4), constrained_layout=True)
+    fig = Figure(figsize=(6.4, 4.4), constrained_layout=True)
+    ax = fig.subplots()
     _draw_lines(ax, rows, figure, estimand)
     if alpha is not None:
         ax.axhline(alpha, color="black", linewidth=0.8, linestyle=":", label=f"nominal {alpha:g}")
@@ -138,7 +146,7 @@ def _draw_lines(ax, rows: pd.DataFrame, figure: FigureSpec, estimand: str) -> No
     tests = list(dict.fromkeys(rows["test"]))
     shapes = list(dict.fromkeys(rows["shape"]))
     kinds = list(dict.fromkeys(rows["kind"]))
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colours = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     if figure.colour == "shape":
         groups = [(shape, None, test) for shape in shapes for test in tests]
     else:

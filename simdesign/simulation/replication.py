@@ -28,13 +28,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
-from statsmodels.stats.proportion import proportion_confint
 
 from simdesign.analyses import run_analysis, system_pairs
 from simdesign.analyses.base import FAILURES, OK
 from simdesign.core.judgements import Judgements
 from simdesign.core.seeds import analysis_rng, replication_rng
+from simdesign.stats.montecarlo import mean_interval, wilson_interval
 from simdesign.stats.replication import (matching_accuracy, score_correlation, significance_decisions,
                                          significance_f1)
 
@@ -184,16 +183,14 @@ def replication_rows(items, model, effect, root_seed: int, design, trial: int, o
 
 def _mean_row(values: np.ndarray, n_trials: int, n_undefined: int, note: str, confidence: float = 0.95) -> dict:
     """Mean of per-trial values with MCSE (sd ddof 1 / sqrt(n)) and a normal interval clipped to [-1, 1]."""
-    nan = float("nan")
     if values.size == 0:
+        nan = float("nan")
         return {"rate": nan, "ci_low": nan, "ci_high": nan, "mcse": nan, "n_tests": 0, "n_failed": n_undefined,
                 "note": f"undefined in every trial; {note}"}
-    mean = float(values.mean())
-    mcse = float(values.std(ddof=1) / math.sqrt(values.size)) if values.size > 1 else nan
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    mean, mcse, low, high = mean_interval(values, confidence)
     if n_undefined:
         note = f"{note}; undefined in {n_undefined} of {n_trials} trials, mean over the other {values.size}"
-    return {"rate": mean, "ci_low": max(-1.0, mean - z * mcse), "ci_high": min(1.0, mean + z * mcse), "mcse": mcse,
+    return {"rate": mean, "ci_low": max(-1.0, low), "ci_high": min(1.0, high), "mcse": mcse,
             "n_tests": int(values.size), "n_failed": n_undefined, "note": note}
 
 
@@ -258,15 +255,16 @@ def f1_rows(design_rows: pd.DataFrame, test_label: str, alpha: float) -> list[di
 
 
 def _share_row(events: np.ndarray, n_failed: int, note: str) -> dict:
-    """A share of trials with its binomial MCSE and Wilson interval (statsmodels)."""
+    """A share of trials with its binomial MCSE and Wilson interval (the summary's rule for any rate)."""
     n = int(events.size)
     if n == 0:
         nan = float("nan")
         return {"rate": nan, "ci_low": nan, "ci_high": nan, "mcse": nan, "n_tests": 0, "n_failed": n_failed,
                 "note": note}
     share = float(np.mean(events))
-    low, high = proportion_confint(int(np.sum(events)), n, alpha=0.05, method="wilson")
     mcse = math.sqrt(share * (1 - share) / (n - 1)) if n > 1 else float("nan")
+    # at the MCSE of 0/1 values n_eff = n - 1 is clipped up to the n trials: Wilson's interval for k of n
+    low, high = wilson_interval(share, mcse, n, n)
     return {"rate": share, "ci_low": float(low), "ci_high": float(high), "mcse": mcse, "n_tests": n,
             "n_failed": n_failed, "note": note}
 

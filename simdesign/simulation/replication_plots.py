@@ -6,11 +6,11 @@ from pathlib import Path
 
 import matplotlib
 import matplotlib.ticker
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")  # files only; no display on servers and CI
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from simdesign.simulation.plots import save_png
 
 FIGURE_ESTIMANDS = ("power", "type1", "significance_f1", "significance_reproduced", "significance_f1_undefined",
                     "replication_r", "matching_accuracy")
@@ -47,9 +47,10 @@ def plot_replication(summary: pd.DataFrame, out_base: Path, title: str, main_tes
     list of Path
     """
     table = replication_table(summary)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5.6))
+    fig = Figure(figsize=(12, 5.6))
+    left, right = fig.subplots(1, 2)
     tests = [t for t in dict.fromkeys(table["test"]) if t]
-    for colour, test in zip(plt.rcParams["axes.prop_cycle"].by_key()["color"], tests):
+    for colour, test in zip(matplotlib.rcParams["axes.prop_cycle"].by_key()["color"], tests):
         rows = table[table["test"] == test]
         power = rows[rows["estimand"] == "power"].set_index("design")
         f1 = rows[rows["estimand"] == "significance_f1"].set_index("design")
@@ -71,12 +72,7 @@ def plot_replication(summary: pd.DataFrame, out_base: Path, title: str, main_tes
     _right_panel(right, table, main_test)
     fig.suptitle(textwrap.fill(title, 140), fontsize=10)
     fig.tight_layout()
-    out_base = Path(out_base)
-    out_base.parent.mkdir(parents=True, exist_ok=True)
-    path = out_base.with_suffix(".png")
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return [path]
+    return [save_png(fig, out_base, dpi=150)]
 
 
 def _right_panel(ax, table: pd.DataFrame, main_test: str) -> None:

@@ -126,8 +126,9 @@ class ResultsStore:
                     f"{self.directory} holds trials simulated with a different model, effect or seed "
                     f"(stored {manifest.get('fingerprint')}, this config {fingerprint}); they must not be mixed. "
                     "Write elsewhere with --out DIR, or delete the directory to start over.")
-            clashes = sorted(label for label, digest in analyses.items()
-                             if manifest.get("analyses", {}).get(label, digest) != digest)
+            stored = manifest.get("analyses", {})
+            clashes = sorted(spec.label for spec in config.analyses
+                             if spec.label in stored and stored[spec.label] not in spec.accepted_fingerprints)
             if clashes:
                 raise StoreError(
                     f"{self.directory} holds results for test label(s) {clashes} computed with other options; "

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from simdesign.analyses import resolve_analysis
 from simdesign.analyses.base import FAILURES, SINGULAR
 from simdesign.simulation.replication import replication_summary_rows
+from simdesign.stats.montecarlo import mean_interval, wilson_interval  # noqa: F401  (wilson_interval: re-exported)
 
 if TYPE_CHECKING:  # the config checks estimand names against this module's registry
     from simdesign.simulation.config import SimulationConfig
@@ -38,37 +37,6 @@ class Rate:
     ci_high: float
     mcse: float
     n_tests: int
-
-
-@lru_cache(maxsize=64)
-def _critical_value(confidence: float) -> float:
-    return float(stats.norm.isf((1.0 - confidence) / 2.0))
-
-
-def wilson_interval(rate: float, mcse: float, trials: int, n_tests: int,
-                    confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson interval at the effective size implied by the MCSE (docs/estimands.md).
-
-    n_eff = rate (1 - rate) / MCSE^2, clipped to [trials, max(n_tests, trials)]; ``trials`` when
-    the MCSE is 0 or undefined. The closed form is written out rather than calling statsmodels'
-    ``proportion_confint`` (tests/test_summary.py checks the two agree): the planner computes
-    this interval hundreds of times per plan and its guarantee test thousands of times, and
-    ``proportion_confint`` evaluates a normal quantile through scipy's generic distribution
-    machinery on every call, which made that test take minutes.
-    """
-    if not math.isfinite(mcse) or mcse <= 0:
-        n_eff = float(trials)
-    else:
-        n_eff = min(max(rate * (1 - rate) / mcse ** 2, float(trials)), float(max(n_tests, trials)))
-    crit = _critical_value(confidence)
-    crit2 = crit * crit
-    denominator = 1.0 + crit2 / n_eff
-    centre = (rate + crit2 / (2.0 * n_eff)) / denominator
-    half_width = crit * math.sqrt(rate * (1.0 - rate) / n_eff + crit2 / (4.0 * n_eff ** 2)) / denominator
-    # At rate 0 (1) the bound is exactly 0 (1); the closed form leaves rounding residue of ~1e-17.
-    low = 0.0 if rate <= 0.0 else max(0.0, centre - half_width)
-    high = 1.0 if rate >= 1.0 else min(1.0, centre + half_width)
-    return low, high
 
 
 def wilson_from_mcse(rate: float, mcse: float, trials: int, n_tests: int, confidence: float = 0.95):
@@ -360,10 +328,8 @@ def summarise_estimand(group: pd.DataFrame, confidence: float = 0.95) -> dict:
         nan = float("nan")
         return {"rate": nan, "ci_low": nan, "ci_high": nan, "mcse": nan, "n_tests": len(group),
                 "n_failed": n_failed, "note": f"undefined: {'; '.join(messages)}"}
-    mean = float(values.mean())
-    mcse = float(values.std(ddof=1) / np.sqrt(values.size)) if values.size > 1 else float("nan")
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
-    return {"rate": mean, "ci_low": mean - z * mcse, "ci_high": mean + z * mcse, "mcse": mcse,
+    mean, mcse, low, high = mean_interval(values, confidence)
+    return {"rate": mean, "ci_low": low, "ci_high": high, "mcse": mcse,
             "n_tests": len(group), "n_failed": n_failed, "note": note}
 
 

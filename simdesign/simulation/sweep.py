@@ -146,12 +146,13 @@ def plot_sweep(summary: pd.DataFrame, x: str, title: str, out_base: Path, estima
 
     Returns the written paths (``out_base.png``).
     """
-    import matplotlib
-    matplotlib.use("Agg")  # files only
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    from simdesign.simulation.plots import save_png
 
     present = [e for e in estimands if (summary["estimand"] == e).any()]
-    fig, axes = plt.subplots(1, len(present), figsize=(5.2 * len(present), 4.2), squeeze=False)
+    fig = Figure(figsize=(5.2 * len(present), 4.2))
+    axes = fig.subplots(1, len(present), squeeze=False)
     for axis, estimand in zip(axes[0], present):
         rows = summary[summary["estimand"] == estimand]
         for (design, test), group in rows.groupby(["design", "test"], sort=False):
@@ -167,8 +168,4 @@ def plot_sweep(summary: pd.DataFrame, x: str, title: str, out_base: Path, estima
     axes[0][0].legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    out_base.parent.mkdir(parents=True, exist_ok=True)
-    path = out_base.with_suffix(".png")
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
-    return [path]
+    return [save_png(fig, out_base)]
