@@ -14,14 +14,11 @@ import io
 import textwrap
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
+import yaml
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import yaml  # noqa: E402
-
-from simdesign.outputs import shipped_figures_folder  # noqa: E402
+from simdesign.outputs import shipped_figures_folder
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 DEFAULT_FIGURES = shipped_figures_folder()
@@ -104,7 +101,8 @@ def draw_position(curves: pd.DataFrame, estimand: str, current: list[dict], anno
     -------
     matplotlib.figure.Figure
     """
-    figure, ax = plt.subplots(figsize=(6.4, 4.0))
+    figure = Figure(figsize=(6.4, 4.0))
+    ax = figure.subplots()
     shown = curves[curves["estimand"] == estimand].sort_values("annotators")
     colours = {}
     for test, rows in shown.groupby("test", sort=True):
@@ -132,8 +130,5 @@ def draw_position(curves: pd.DataFrame, estimand: str, current: list[dict], anno
 def position_png(curves: pd.DataFrame, estimand: str, current: list[dict], annotators: int, title: str) -> bytes:
     figure = draw_position(curves, estimand, current, annotators, title)
     buffer = io.BytesIO()
-    try:
-        figure.savefig(buffer, format="png", dpi=90)
-    finally:
-        plt.close(figure)
+    figure.savefig(buffer, format="png", dpi=90)
     return buffer.getvalue()

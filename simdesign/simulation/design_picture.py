@@ -14,13 +14,10 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-import matplotlib
 import matplotlib.ticker
-
-matplotlib.use("Agg")  # files only; no display on servers and CI
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.colors import ListedColormap  # noqa: E402
+import numpy as np
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure  # no pyplot: library code neither needs nor changes the backend
 
 from simdesign.core.errors import ConfigError  # noqa: E402
 
@@ -138,8 +135,8 @@ def draw_designs(designs, n_systems: int = 5, seed: int = 0, columns: int | None
     designs = as_designs(designs)
     columns = columns or min(len(designs), 4)
     rows = -(-len(designs) // columns)
-    figure, axes = plt.subplots(rows, columns, figsize=(panel_size[0] * columns, panel_size[1] * rows + 0.6),
-                                squeeze=False)
+    figure = Figure(figsize=(panel_size[0] * columns, panel_size[1] * rows + 0.6))
+    axes = figure.subplots(rows, columns, squeeze=False)
     for ax, design in zip(axes.ravel(), designs):
         draw_design_on(ax, design, n_systems=n_systems, seed=seed)
     for ax in axes.ravel()[len(designs):]:
@@ -178,10 +175,7 @@ def write_design_picture(designs, path, n_systems: int = 5, seed: int = 0, colum
     """Draw ``designs`` (one design or a sequence) into ``path`` (PNG or PDF, by its suffix); returns the path."""
     path = check_picture_path(path)
     figure = draw_designs(designs, n_systems=n_systems, seed=seed, columns=columns)
-    try:
-        figure.savefig(path, dpi=150)
-    finally:
-        plt.close(figure)
+    figure.savefig(path, dpi=150)
     return path
 
 
@@ -189,8 +183,5 @@ def design_png(design, n_systems: int = 5, seed: int = 0, dpi: int = 100) -> byt
     """One design's picture as PNG bytes (for a web page)."""
     figure = draw_designs([design], n_systems=n_systems, seed=seed, panel_size=(4.6, 3.8))
     buffer = io.BytesIO()
-    try:
-        figure.savefig(buffer, format="png", dpi=dpi)
-    finally:
-        plt.close(figure)
+    figure.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()
