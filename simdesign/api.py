@@ -200,7 +200,7 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
 def read_config_trials(store: ResultsStore, config: SimulationConfig) -> pd.DataFrame:
     """The stored rows of ``config``'s designs, tests and estimands, trials below ``config.trials``."""
     return store.read_trials(designs=[d.label for d in config.designs],
-                             tests=[a.label for a in config.analyses] + list(config.estimands), trials=config.trials)
+                             tests=[a.label for a in config.work_specs], trials=config.trials)
 
 
 def load_results(out_dir, trials: int | None = None, config: SimulationConfig | None = None) -> SimulationResult:

@@ -25,7 +25,11 @@ def figure_estimand(config: SimulationConfig) -> str:
 
 
 def figure_title(config: SimulationConfig) -> str:
-    return f"{config.name}: model {config.model.name}, effect {config.effect_label}"
+    title = f"{config.name}: model {config.model.name}, effect {config.effect_label}"
+    if tuple(config.methods) != ("likert",):  # say which methods, and the rank noise that generated the ranks
+        noise = getattr(config.model, "rank_noise", None)
+        title += f", {' vs '.join(config.methods)}" + ("" if noise is None else f" (rank_noise {noise:g})")
+    return title
 
 
 def figure_estimands(config: SimulationConfig, estimand: str | None = None) -> list[str]:

@@ -117,7 +117,7 @@ class ResultsStore:
         for leftover in self.directory.glob(f"**/.*{TEMPORARY_SUFFIX}"):
             leftover.unlink()
         fingerprint = config.results_fingerprint()
-        analyses = {spec.label: spec.fingerprint for spec in config.analyses}
+        analyses = config.analysis_fingerprints()
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         if self.manifest_path.is_file():
             manifest = self.manifest()
@@ -203,6 +203,8 @@ class ResultsStore:
         if not frames:
             return pd.DataFrame({column: [] for column in RESULT_COLUMNS})
         table = pd.concat(frames, ignore_index=True)
+        if "method" in table:  # chunks of Likert-only work have no method column (engine.with_method_column)
+            table["method"] = table["method"].fillna("likert")
         duplicated = table.duplicated(["design", "trial", "test", "pair"])
         if duplicated.any():
             raise StoreError(f"{self.directory}: {int(duplicated.sum())} stored rows are duplicated; "
