@@ -1,7 +1,7 @@
 """Type I error and power of Rank vs Likert on one grid of designs (issue 13), and its figure.
 
     PYTHONPATH=$PWD python scripts/rank_vs_likert.py [configs/rank_vs_likert_coherence.yaml]
-        [--mixed-trials 50] [--jobs 2] [--results results] [--figures figures] [--title-note TEXT]
+        [--mixed-trials 50] [--mixed-step 10] [--jobs 2] [--results results] [--figures figures] [--title-note TEXT]
 
 Runs the config (which must list methods [likert, rank]) twice, under ``effect: zero`` (type I
 error) and under its own effect (power), into ``<results>/<name>-zero`` and ``<results>/<name>-<effect>``:
@@ -54,6 +54,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config", nargs="?", default="configs/rank_vs_likert_coherence.yaml")
     parser.add_argument("--mixed-trials", type=int, default=50)
+    parser.add_argument("--mixed-step", type=int, default=0, help="mixed-model trials added per pass (0: all at once)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--results", default="results")
     parser.add_argument("--figures", default="figures")
@@ -62,10 +63,14 @@ def main(argv=None) -> int:
     path = Path(args.config)
     effect = load_config(path).effect
     results = Path(args.results)
-    # Classical tests first under both effects (minutes), then the mixed model (hours on a shared machine).
-    for mixed, trials in ((False, load_config(path).trials), (True, args.mixed_trials)):
+    # Classical tests first under both effects (minutes), then the mixed model (hours on a shared machine),
+    # in passes of --mixed-step trials alternating the effects, so an interrupted run leaves both balanced.
+    for value in ("zero", effect):
+        run_part(path, value, False, load_config(path).trials, args.jobs, results)
+    step = args.mixed_step or args.mixed_trials
+    for trials in sorted({*range(step, args.mixed_trials, step), args.mixed_trials}):
         for value in ("zero", effect):
-            run_part(path, value, mixed, trials, args.jobs, results)
+            run_part(path, value, True, trials, args.jobs, results)
     summary = pd.concat([stored_summary(path, value, results) for value in ("zero", effect)], ignore_index=True)
     base = Path(args.figures) / path.stem
     base.parent.mkdir(parents=True, exist_ok=True)
