@@ -171,7 +171,7 @@ def rank_generator(model) -> dict:
 # tests/test_rank_simulation.py::test_clmm_on_ranks_one_document_per_annotator (see README "Rank studies").
 RANK_CALIBRATION = {
     "clmm_native": (
-        lambda design: getattr(design, "docs_per_block", None) == 1,
+        lambda design, n_systems: design.max_judgements_per_annotator(n_systems) == n_systems,
         "with one document per annotator the ordinal mixed model's annotator slopes can reproduce "
         "every ranking of its one document; its type I error on ranks was measured at {rate} there "
         "(README, 'Rank studies'): read its power only with that in mind"),
@@ -189,7 +189,7 @@ def method_warnings(config) -> list[str]:
         if entry is None:
             continue
         applies, text = entry
-        designs = [d.label for d in config.designs if applies(d)]
+        designs = [d.label for d in config.designs if applies(d, config.model.n_systems)]
         if designs:
             found.append(f"The test {spec.label} on ranks, designs {designs}: "
                          + text.format(rate=RANK_CALIBRATION_MEASURED.get(spec.name, "not measured")))
