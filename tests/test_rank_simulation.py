@@ -13,6 +13,8 @@ import pytest
 import yaml
 
 import simdesign
+from simdesign.analyses import ANALYSES
+from simdesign.analyses.base import run_analysis
 from simdesign.cli import main
 from simdesign.core.designs import BlockDesign
 from simdesign.core.errors import ConfigError, StoreError
@@ -176,3 +178,13 @@ def test_classical_tests_on_ranks_hold_their_level_with_one_document_per_annotat
             assert row["ci_low"] > 0.05, row
             continue
         assert abs(row["rate"] - 0.05) < 4 * row["mcse"], (design, test, row["rate"], row["mcse"])
+
+
+@pytest.mark.parametrize("name", sorted(name for name, info in ANALYSES.items()
+                                        if "rank" in info.methods and info.needs is None))
+def test_every_analysis_that_accepts_ranks_runs_on_a_rank_study(name):
+    model = dataclasses.replace(load_model("coherence"), rank_noise=1.0)
+    judgements = model.sample(BlockDesign(6, 4, 2), np.random.default_rng(2), "fitted", method="rank")
+    result = run_analysis(ANALYSES[name], judgements, np.random.default_rng(3), {})
+    assert result.p_value.shape == (10,) and set(result.status) <= {"ok", "singular"}, result.message
+    assert np.all((result.p_value >= 0) & (result.p_value <= 1))
