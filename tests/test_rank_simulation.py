@@ -188,3 +188,16 @@ def test_every_analysis_that_accepts_ranks_runs_on_a_rank_study(name):
     result = run_analysis(ANALYSES[name], judgements, np.random.default_rng(3), {})
     assert result.p_value.shape == (10,) and set(result.status) <= {"ok", "singular"}, result.message
     assert np.all((result.p_value >= 0) & (result.p_value <= 1))
+
+
+def test_the_mixed_model_on_ranks_warns_where_each_annotator_ranks_one_document():
+    from simdesign.simulation.config import config_warnings
+
+    one = config(method="rank", tests=["clmm_native", "ttest_doc"],
+                 designs=[{"kind": "block", "blocks": 5, "docs_per_block": 1, "annotators_per_block": 3},
+                          {"kind": "pool", "docs": 6, "annotators": 6, "judgements_per_output": 1},
+                          {"kind": "block", "blocks": 5, "docs_per_block": 2, "annotators_per_block": 3}])
+    warnings = config_warnings(one)
+    assert len(warnings) == 1 and "clmm_native" in warnings[0] and "0.22 [0.15, 0.31]" in warnings[0]
+    assert "block-B5-D1-A3" in warnings[0] and "pool-N6-M6-k1" in warnings[0] and "D2" not in warnings[0]
+    assert config_warnings(config(methods=["likert"], tests=["clmm_native"])) == []
