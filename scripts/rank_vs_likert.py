@@ -22,6 +22,7 @@ import simdesign
 from simdesign.analyses import resolve_analysis
 from simdesign.simulation.config import load_config
 from simdesign.simulation.method_plots import plot_method_grid
+from simdesign.simulation.store import ResultsStore
 
 
 def effect_overrides(path: Path, effect) -> dict:
@@ -47,7 +48,10 @@ def run_part(path: Path, effect, mixed: bool, trials: int, jobs: int, results: P
 def stored_summary(path: Path, effect, results: Path) -> pd.DataFrame:
     """The summary of what is stored for ``effect`` (each test at the trials it has)."""
     full = load_config(path, effect_overrides(path, effect))
-    return simdesign.load_results(results / f"{full.name}-{full.effect_label}", config=full).summary()
+    out_dir = results / f"{full.name}-{full.effect_label}"
+    # The manifest holds the last part's config; store the full one so `simdesign plot DIR` shows every test.
+    ResultsStore(out_dir).prepare(full)
+    return simdesign.load_results(out_dir, config=full).summary()
 
 
 def main(argv=None) -> int:
