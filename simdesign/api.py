@@ -202,7 +202,7 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
 def read_config_trials(store: ResultsStore, config: SimulationConfig) -> pd.DataFrame:
     """The stored rows of ``config``'s designs, tests and estimands, trials below ``config.trials``."""
     return store.read_trials(designs=[d.label for d in config.designs],
-                             tests=[a.label for a in config.analyses] + list(config.estimands)
+                             tests=[a.label for a in config.work_specs]
                              + [item.label for item in replication_work(config)], trials=config.trials)
 
 

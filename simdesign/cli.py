@@ -53,7 +53,8 @@ def cmd_run(args) -> int:
         show = summary[summary["estimand"].isin(["type1", "power", "familywise", *config.estimands,
                                                  *(REPLICATION_ESTIMANDS[:3] if config.replication else ())])]
         with pd.option_context("display.width", 160, "display.max_rows", 200):
-            print(show[["design", "test", "estimand", "rate", "ci_low", "ci_high", "mcse", "n_failed"]]
+            print(show[["design", "test", *(["method"] if "method" in show else []), "estimand", "rate", "ci_low",
+                        "ci_high", "mcse", "n_failed"]]
                   .to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     return 0
 
@@ -126,7 +127,7 @@ def cmd_replay(args) -> int:
     print(f"fit status: {result.fit_status}; seconds: {result.fit_seconds:.3f}; message: {result.message or '-'}")
     if args.verbose:
         from simdesign.analyses import ANALYSES
-        spec = {s.label: s for s in config.analyses}[args.test]
+        spec = {s.label: s for s in config.work_specs}[args.test]
         verbose = ANALYSES[spec.name].verbose
         print(verbose(judgements, **spec.options) if verbose else f"({spec.name} has no verbose output)")
     if args.save:

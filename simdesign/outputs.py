@@ -31,7 +31,11 @@ def figure_estimand(config: SimulationConfig) -> str:
 
 
 def figure_title(config: SimulationConfig) -> str:
-    return f"{config.name}: model {config.model.name}, effect {config.effect_label}"
+    title = f"{config.name}: model {config.model.name}, effect {config.effect_label}"
+    if tuple(config.methods) != ("likert",):  # say which methods, and the rank noise that generated the ranks
+        noise = getattr(config.model, "rank_noise", None)
+        title += f", {' vs '.join(config.methods)}" + ("" if noise is None else f" (rank_noise {noise:g})")
+    return title
 
 
 def figure_estimands(config: SimulationConfig, estimand: str | None = None) -> list[str]:
@@ -85,6 +89,10 @@ def failure_table(summary: pd.DataFrame) -> pd.DataFrame:
     otherwise: the run says nothing about that combination).
     """
     failures = summary[(summary["estimand"] == "failure_rate") & (summary["n_failed"] > 0)]
+    if "method" in failures:  # a rank row is named as the store and `simdesign replay` name it: <test>@rank
+        from simdesign.simulation.methods import result_label
+        failures = failures.assign(test=[result_label(test, method)
+                                         for test, method in zip(failures["test"], failures["method"])])
     table = failures[list(FAILURE_COLUMNS[:-1])].reset_index(drop=True).copy()
     total = table["rate"] >= 1.0
     undefined = total & table["note"].astype(str).str.fullmatch(r"degenerate: \d+")

@@ -60,6 +60,9 @@ class AnalysisInfo:
     chunk_trials: int = 25
     """Trials per chunk the engine uses by default: fewer for slow fits, so that progress shows and an
     interruption loses little."""
+    methods: tuple = ("likert",)
+    """Annotation methods whose judgements the analysis accepts ('likert', 'rank': reversed ranks,
+    S = best); a config pairing it with another method is refused before simulating."""
 
 
 ANALYSES: dict[str, AnalysisInfo] = {}

@@ -19,6 +19,9 @@ from simdesign.analyses.base import (DEGENERATE, OK, AnalysisInfo, PairwiseResul
 from simdesign.core.judgements import Judgements
 
 UNITS = ("single", "doc", "block")
+# The tests on mean reversed ranks per unit (issue 13): a ranking's reversed ranks sum to the same total in
+# every (annotator, document), so these tests read them as they read Likert scores.
+RANK_TESTS = ("ttest", "ttest_doc", "art_doc", "art_block", "wilcoxon_doc")
 
 
 def pair_contrast_matrix(n_systems: int) -> np.ndarray:
@@ -260,6 +263,7 @@ for _unit, _suffix, _what in (("single", "", "single judgements paired by (annot
             function=lambda j, rng, _unit=_unit: paired_ttest(j, rng, unit=_unit),
             needs_blocks=_unit == "block",
             description=f"Paired t-test over {_what}.",
+            methods=("likert", "rank") if f"ttest{_suffix}" in RANK_TESTS else ("likert",),
         ))
     register(AnalysisInfo(
         name=f"art{_suffix}",
@@ -267,6 +271,7 @@ for _unit, _suffix, _what in (("single", "", "single judgements paired by (annot
         options=ART_OPTIONS,
         needs_blocks=_unit == "block",
         description=f"Paired approximate randomisation test (sign flips) over {_what}.",
+        methods=("likert", "rank") if f"art{_suffix}" in RANK_TESTS else ("likert",),
     ))
 
 CLASSICAL_TESTS = ("ttest", "ttest_doc", "ttest_block", "art", "art_doc", "art_block", "wilcoxon_doc")

@@ -71,4 +71,6 @@ register(AnalysisInfo(
     name="clmm_native", function=clmm_native_analysis,
     options={"structure": (STRUCTURES, "paper"), "adjust": (ADJUSTMENTS, "none")},
     verbose=clmm_native_verbose, chunk_trials=10, random_effects=True,
+    # On rankings it fits reversed ranks as ordered categories 1..S, as the paper analysed its Rank data.
+    methods=("likert", "rank"),
     description="simdesign's cumulative link mixed model (same model as ordinal::clmm), pairwise Wald z contrasts"))

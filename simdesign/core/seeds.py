@@ -20,9 +20,15 @@ def label_key(label: str) -> int:
     return int.from_bytes(hashlib.sha256(label.encode()).digest()[:8], "little")
 
 
-def data_rng(root_seed: int, design_label: str, trial: int) -> np.random.Generator:
-    """The generator that samples one trial's study."""
-    sequence = np.random.SeedSequence(root_seed, spawn_key=(label_key(design_label), trial, DATA_STREAM))
+def data_rng(root_seed: int, design_label: str, trial: int, method: str = "likert") -> np.random.Generator:
+    """The generator that samples one trial's study.
+
+    A Likert study keeps the key it has always had (stored results stay valid); another
+    annotation method (``rank``) adds the method's label to the key, so its studies are
+    independent of the Likert ones and the same whichever other methods a config lists.
+    """
+    key = (label_key(design_label), trial, DATA_STREAM) + (() if method == "likert" else (label_key(method),))
+    sequence = np.random.SeedSequence(root_seed, spawn_key=key)
     return np.random.default_rng(sequence)
 
 

@@ -33,14 +33,17 @@ import yaml
 from simdesign.analyses import ANALYSES, resolve_analysis
 from simdesign.core.designs import DESIGN_KINDS
 from simdesign.core.errors import ConfigError
-from simdesign.model import PRESETS, OrdinalMixedModel, effect_scale, load_model
+from simdesign.model import PRESETS, OrdinalMixedModel, RankOnlyModel, effect_scale, load_model
+from simdesign.simulation.methods import (DEFAULT_METHODS, likert_model_digest_source, method_problems, method_specs,
+                                          method_warnings, parse_methods, rank_generator, spec_method)
 from simdesign.simulation.replication import ReplicationSettings, parse_replication, replication_problems
 from simdesign.stats.reliability import RELIABILITY_ESTIMANDS
 from simdesign.simulation.summary import estimand_names
 
 TOP_LEVEL_KEYS = ("name", "model", "effect", "designs", "tests", "trials", "alpha", "seed", "art_resamples",
                   "art_exact", "chunk_size", "figure", "description", "estimands", "replication",
-                  "document_intercept_scale")
+                  "document_intercept_scale", "method", "methods")
+MODEL_TYPES = (OrdinalMixedModel, RankOnlyModel)  # a Likert (or joint Likert/Rank) model, or a rank-only one
 FIGURE_X = ("annotators", "judgements", "docs", "blocks", "annotators_per_block", "judgements_per_output")
 FIGURE_COLOUR = ("test", "shape")
 BLOCK_ONLY_X = ("blocks", "annotators_per_block")  # pool and overlap designs have no blocks: no value here
@@ -156,6 +159,7 @@ class SimulationConfig:
     estimands: tuple = ()  # per-trial reliability estimands (docs/reliability.md), e.g. ('krippendorff_alpha',)
     replication: ReplicationSettings | None = None  # exact replications (simdesign.simulation.replication)
     document_intercept_scale: float | None = None  # sets the model's (OrdinalMixedModel); None: the model's own
+    methods: tuple = DEFAULT_METHODS  # annotation methods, each a dimension of the results (simulation/methods.py)
 
     def __post_init__(self):
         problems: list[str] = []
@@ -167,7 +171,9 @@ class SimulationConfig:
 
     def _coerce_parts(self, problems: list[str]) -> None:
         """Accept the YAML forms in code (a model name, design and test mappings); store the parsed objects."""
-        if not isinstance(self.model, OrdinalMixedModel):
+        if isinstance(self.methods, (str, list)):
+            object.__setattr__(self, "methods", tuple([self.methods] if isinstance(self.methods, str) else self.methods))
+        if not isinstance(self.model, MODEL_TYPES):
             model, source = resolve_model({"model": self.model}, None, problems)
             object.__setattr__(self, "model", model)
             object.__setattr__(self, "model_source", source or "")
@@ -214,6 +220,31 @@ class SimulationConfig:
         """The requested estimands as work items for the engine (label = estimand name, no options)."""
         return tuple(AnalysisSpec(name=name, label=name, options={}) for name in self.estimands)
 
+    @property
+    def work_specs(self) -> tuple:
+        """Every (test or estimand, method) the engine runs and the store keys, by result label.
+
+        Likert items are the specs themselves; others are :class:`~simdesign.simulation.methods.MethodSpec`
+        labelled ``<label>@<method>``.
+        """
+        return method_specs(tuple(self.analyses) + self.estimand_specs, self.methods)
+
+    def analysis_fingerprints(self) -> dict:
+        """Result label -> what determines its stored rows beyond :meth:`results_fingerprint`.
+
+        A Likert test's is its :attr:`AnalysisSpec.fingerprint`, as before methods existed; a rank
+        test's adds the method and the model's rank generator (``rank_noise``).
+        """
+        found = {}
+        for spec in self.work_specs:
+            method = spec_method(spec)
+            if method == "likert":
+                found[spec.label] = spec.fingerprint if isinstance(spec, AnalysisSpec) else ""
+            else:
+                found[spec.label] = stable_digest({"name": spec.name, "options": spec.options, "method": method,
+                                                   **rank_generator(self.model)})
+        return found
+
     def results_fingerprint(self) -> dict:
         """What must match for stored trials to be reused: model, effect and seed.
 
@@ -221,7 +252,8 @@ class SimulationConfig:
         one to a config never invalidates the others; ``alpha`` and
         ``trials`` only change the summary.
         """
-        return {"model": stable_digest(self.model.to_dict()), "effect": effect_scale(self.effect),
+        # Without rank_noise: a model gaining one keeps its stored Likert trials (analysis_fingerprints).
+        return {"model": stable_digest(likert_model_digest_source(self.model)), "effect": effect_scale(self.effect),
                 "seed": self.seed, "format": 1}
 
     def to_mapping(self) -> dict:
@@ -260,6 +292,8 @@ class SimulationConfig:
             mapping["replication"] = self.replication.to_mapping()
         if self.document_intercept_scale is not None:
             mapping["document_intercept_scale"] = self.document_intercept_scale
+        if tuple(self.methods) != DEFAULT_METHODS:  # left out for Likert, so existing configs hash as before
+            mapping["methods"] = list(self.methods)
         return mapping
 
     to_dict = to_mapping  # the name before 0.2; kept for callers
@@ -376,7 +410,7 @@ def effect_problems(effect, model, problems: list[str]) -> float | None:
     except ConfigError as exc:
         problems.extend(exc.messages)
         return None
-    if isinstance(model, OrdinalMixedModel):
+    if isinstance(model, MODEL_TYPES):
         check_effect_size(effect, scale, model, problems)
     return scale
 
@@ -406,9 +440,10 @@ def config_problems(values: dict, check_empty: bool = True) -> list[str]:
     problems = [problem for key, rule in SCALAR_RULES.items() if key in values
                 for problem in [rule(values[key])] if problem]
     model = values.get("model")
-    if "model" in values and not isinstance(model, OrdinalMixedModel):
+    if "model" in values and not isinstance(model, MODEL_TYPES):
         problems.append(f"The 'model' field must be a preset ({', '.join(PRESETS)}), a model file path or an "
                         f"OrdinalMixedModel; got {model!r}")
+        model = None
     scale = effect_problems(values.get("effect", "fitted"), model, problems)
     designs, analyses = tuple(values.get("designs") or ()), tuple(values.get("analyses") or ())
     estimands = tuple(values.get("estimands") or ())
@@ -427,11 +462,15 @@ def config_problems(values: dict, check_empty: bool = True) -> list[str]:
         return problems
     problems += repeated_problems([d.label for d in designs], "designs")
     problems += repeated_problems([s.label for s in analyses], "tests")
+    problems += method_problems(values.get("methods", DEFAULT_METHODS), model, analyses)
     clashes = sorted({a.label for a in analyses} & set(estimands))
     if clashes:
         problems.append(f"The test label(s) {clashes} are estimand names; give the test(s) another 'label'")
     problems += blockless_problems(designs, analyses, estimands)
     problems += replication_problems(values.get("replication"), analyses)
+    if values.get("replication") is not None and tuple(values.get("methods") or DEFAULT_METHODS) != DEFAULT_METHODS:
+        problems.append("The 'replication' estimands are computed on Likert studies only; "
+                        f"leave out 'method'/'methods' (got {list(values.get('methods'))})")
     figure = values.get("figure", FigureSpec())
     if not isinstance(figure, FigureSpec):
         problems.append(f"The 'figure' field must be a mapping; got {figure!r}")
@@ -509,8 +548,10 @@ def resolve_model(raw: dict, base_dir: Path | None, errors: list[str]) -> tuple[
     if source is None:
         errors.append("The 'model' field is required: a preset (coherence, repetition) or a model file path")
         return None, None
-    if isinstance(source, OrdinalMixedModel):
+    if isinstance(source, MODEL_TYPES):
         return source, ""
+    if isinstance(source, dict) and set(source) & {"preset", "file"}:
+        return model_with_overrides(source, base_dir, errors), ""
     if isinstance(source, dict):
         try:
             return OrdinalMixedModel.from_dict(source), ""
@@ -543,6 +584,7 @@ def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
     values = {key: raw.get(key, default) for key, default in SCALAR_DEFAULTS.items()}
     values.update(name=raw.get("name"), effect=raw.get("effect", "fitted"), description=str(raw.get("description", "")))
     values["document_intercept_scale"] = raw.get("document_intercept_scale")
+    values["methods"] = parse_methods(raw, errors)
     if model is not None:
         values["model"] = with_intercept_scale(model, values["document_intercept_scale"], errors)
     values["designs"] = parse_designs(raw.get("designs"), errors)
@@ -594,7 +636,7 @@ def check_figure_estimand(estimand: str, is_null: bool, has_tests: bool, estiman
 
 def config_warnings(config: SimulationConfig) -> list[str]:
     """Settings that are legitimate but unusual enough to say so before a run."""
-    found = []
+    found = method_warnings(config)
     if effect_scale(config.effect) < 0:
         found.append(f"The 'effect' field is negative ({config.effect!r}): every fitted effect changes sign, so "
                      f"the systems' ranking is reversed (power counts rejections in the reversed direction); "
@@ -743,3 +785,30 @@ def parse_figure(raw, errors: list[str]) -> FigureSpec:
     if unknown:
         errors.append(f"Unknown 'figure' key(s) {unknown}; allowed: x, estimand, colour, log_x")
     return FigureSpec(**{k: v for k, v in raw.items() if k in ("x", "estimand", "colour", "log_x")})
+
+
+MODEL_OVERRIDE_KEYS = ("rank_noise",)
+
+
+def model_with_overrides(source: dict, base_dir: Path | None, errors: list[str]):
+    """``model: {preset: coherence, rank_noise: 1.0}`` (or ``{file: PATH, ...}``): a model with fields replaced.
+
+    Only ``rank_noise`` can be replaced: it turns a Likert model into a joint Likert/Rank one
+    (issue 13) without writing a model file. The result is written inline in stored configs.
+    """
+    unknown = sorted(set(source) - {"preset", "file", *MODEL_OVERRIDE_KEYS})
+    if unknown or ("preset" in source) == ("file" in source):
+        errors.append(f"A 'model' mapping with 'preset' or 'file' takes exactly one of them and the override(s) "
+                      f"{list(MODEL_OVERRIDE_KEYS)}; got keys {sorted(source)}")
+        return None
+    base, _ = resolve_model({"model": source.get("preset", source.get("file"))}, base_dir, errors)
+    if base is None:
+        return None
+    if not isinstance(base, OrdinalMixedModel):
+        errors.append(f"The 'model.rank_noise' override needs a Likert model; {base.name!r} is rank-only")
+        return None
+    try:
+        return dataclasses.replace(base, **{key: source[key] for key in MODEL_OVERRIDE_KEYS if key in source})
+    except ConfigError as exc:
+        errors.extend(exc.messages)
+        return None

@@ -32,6 +32,7 @@ from simdesign.model import OrdinalMixedModel
 from simdesign.simulation.replication import is_replication_item, replication_rows, replication_work
 from simdesign.stats.reliability import RELIABILITY_ESTIMANDS, UndefinedReliability
 from simdesign.core.seeds import analysis_rng, data_rng
+from simdesign.simulation.methods import METHOD_COLUMN, spec_method, split_result_label
 from simdesign.simulation.store import RESULT_COLUMNS, ResultsStore
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,8 @@ def plan_chunks(config: SimulationConfig, store: ResultsStore | None, trials: in
     chunk_size = config.chunk_size or min((resolve_analysis(spec.name).chunk_trials for spec in config.analyses),
                                           default=RELIABILITY_CHUNK_TRIALS)
     # Reliability estimands are stored like tests (one row per trial), so they resume the same way.
-    work = tuple(config.analyses) + config.estimand_specs + replication_work(config)
+    # One work item per (test or estimand, method), keyed by result label (simulation/methods.py).
+    work = tuple(config.work_specs) + replication_work(config)
     chunks = []
     for design in config.designs:
         done = store.completed(design.label) if store is not None else {}
@@ -136,16 +138,20 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
     columns: dict[str, list] = {key: [] for key in ("trial", "test", "estimate", "p_value", "status", "message",
                                                      "fit_status", "fit_seconds")}
     estimand_rows = []
+    methods = list(dict.fromkeys(spec_method(spec) for spec in chunk.analyses))
     for trial in range(chunk.first_trial, chunk.stop_trial):
-        judgements = model.sample(chunk.design, data_rng(root_seed, chunk.design.label, trial), effect)
-        # Replication items (simdesign.simulation.replication) share one replication study per trial.
+        # One study per method and trial, each from its own stream; Likert's stream is the one it always had.
+        studies = {method: model.sample(chunk.design, data_rng(root_seed, chunk.design.label, trial, method), effect,
+                                        method=method) for method in methods}
+        # Replication items (simdesign.simulation.replication) share one replication study per trial (Likert).
         replicated = [spec for spec in chunk.analyses if is_replication_item(spec)]
         if replicated:
-            estimand_rows += replication_rows(replicated, model, effect, root_seed, chunk.design, trial, judgements,
-                                              registry)
+            estimand_rows += replication_rows(replicated, model, effect, root_seed, chunk.design, trial,
+                                              studies["likert"], registry)
         for spec in chunk.analyses:
             if is_replication_item(spec):
                 continue
+            judgements = studies[spec_method(spec)]
             if spec.name in RELIABILITY_ESTIMANDS:
                 estimand_rows.append(reliability_row(judgements, spec, root_seed, chunk.design.label, trial))
                 continue
@@ -162,7 +168,7 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
         {"trial": np.int64, "pair": np.int64, "estimate": float, "fit_status": "string"})
     rows = len(columns["trial"])
     if rows == 0:
-        return estimand_frame
+        return with_method_column(estimand_frame, methods)
     flat = {key: np.concatenate([np.asarray(part, dtype=object if key in ("test", "status", "message", "fit_status")
                                             else None) for part in parts])
             for key, parts in columns.items()}
@@ -183,6 +189,13 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
     })
     if estimand_rows:
         frame = pd.concat([frame, estimand_frame], ignore_index=True)
+    return with_method_column(frame, methods)
+
+
+def with_method_column(frame: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
+    """Add the 'method' column to a chunk's rows when it has a non-Likert method (Likert-only rows keep their form)."""
+    if methods and methods != ["likert"]:
+        frame[METHOD_COLUMN] = [split_result_label(label)[1] for label in frame["test"]]
     return frame
 
 
@@ -329,7 +342,7 @@ def check_replay_request(config: SimulationConfig, design_label: str, trial: int
     so the message lists them as they must be given.
     """
     designs = sorted(d.label for d in config.designs)
-    tests = sorted(s.label for s in config.analyses)
+    tests = sorted(s.label for s in config.work_specs if s.name not in RELIABILITY_ESTIMANDS)
     if design_label not in designs:
         raise ConfigError(f"The design {design_label!r} (--design) is not in this config; designs: {designs}")
     if test_label not in tests:
@@ -349,8 +362,10 @@ def replay_trial(config: SimulationConfig, design_label: str, trial: int, test_l
     """
     check_replay_request(config, design_label, trial, test_label)
     designs = {d.label: d for d in config.designs}
-    specs = {s.label: s for s in config.analyses}
-    judgements = config.model.sample(designs[design_label], data_rng(config.seed, design_label, trial), config.effect)
+    specs = {s.label: s for s in config.work_specs}
+    method = spec_method(specs[test_label])
+    judgements = config.model.sample(designs[design_label], data_rng(config.seed, design_label, trial, method),
+                                     config.effect, method=method)
     return judgements, analyse(judgements, specs[test_label], config.seed, design_label, trial)
 
 

@@ -115,6 +115,8 @@ def draw_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title
     if rows.empty:
         raise ValueError(f"the summary has no rows for the estimand {estimand!r}")
     rows["shape"] = rows.apply(design_shape, axis=1)
+    if "method" in rows and rows["method"].nunique() > 1:  # one line per (test, method): Likert vs Rank
+        rows["test"] = [f"{test}, {method}" if test else method for test, method in zip(rows["test"], rows["method"])]
     rows, left_out, notes = _rows_on_x_axis(rows, figure.x)
     fig = Figure(figsize=(6.4, 4.4), constrained_layout=True)
     ax = fig.subplots()

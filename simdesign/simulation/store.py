@@ -117,7 +117,7 @@ class ResultsStore:
         for leftover in self.directory.glob(f"**/.*{TEMPORARY_SUFFIX}"):
             leftover.unlink()
         fingerprint = config.results_fingerprint()
-        analyses = {spec.label: spec.fingerprint for spec in config.analyses}
+        analyses = config.analysis_fingerprints()
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         if self.manifest_path.is_file():
             manifest = self.manifest()
@@ -127,8 +127,10 @@ class ResultsStore:
                     f"(stored {manifest.get('fingerprint')}, this config {fingerprint}); they must not be mixed. "
                     "Write elsewhere with --out DIR, or delete the directory to start over.")
             stored = manifest.get("analyses", {})
-            clashes = sorted(spec.label for spec in config.analyses
-                             if spec.label in stored and stored[spec.label] not in spec.accepted_fingerprints)
+            # Likert tests also accept stores written before an option they now have at its default existed.
+            accepted = {spec.label: spec.accepted_fingerprints for spec in config.analyses}
+            clashes = sorted(label for label, digest in analyses.items()
+                             if label in stored and stored[label] not in accepted.get(label, set()) | {digest})
             if clashes:
                 raise StoreError(
                     f"{self.directory} holds results for test label(s) {clashes} computed with other options; "
@@ -204,6 +206,8 @@ class ResultsStore:
         if not frames:
             return pd.DataFrame({column: [] for column in RESULT_COLUMNS})
         table = pd.concat(frames, ignore_index=True)
+        if "method" in table:  # chunks of Likert-only work have no method column (engine.with_method_column)
+            table["method"] = table["method"].fillna("likert")
         duplicated = table.duplicated(["design", "trial", "test", "pair"])
         if duplicated.any():
             raise StoreError(f"{self.directory}: {int(duplicated.sum())} stored rows are duplicated; "

@@ -30,6 +30,20 @@ SUMMARY_COLUMNS = DESIGN_COLUMNS + ("test", "estimand", "rate", "ci_low", "ci_hi
                                     "trials", "effect", "alpha", "mean_fit_seconds", "note")
 
 
+# With a method other than Likert (simdesign.simulation.methods) the summary says which method each row is on.
+SUMMARY_COLUMNS_WITH_METHOD = SUMMARY_COLUMNS[:SUMMARY_COLUMNS.index("test") + 1] + ("method",) \
+    + SUMMARY_COLUMNS[SUMMARY_COLUMNS.index("test") + 1:]
+
+
+def work_items(config, methods: tuple, estimands: bool) -> list:
+    """The config's (test, method) or (estimand, method) work items, by result label (simulation/methods.py)."""
+    specs = getattr(config, "work_specs", None)
+    if specs is None:  # a config object from before methods existed
+        specs = tuple(config.analyses) + tuple(config.estimand_specs)
+    names = set(config.estimands)
+    return [spec for spec in specs if (spec.name in names) == estimands]
+
+
 @dataclass(frozen=True)
 class Rate:
     rate: float
@@ -350,9 +364,10 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
     """
     rows = []
     n_systems = config.model.n_systems
+    methods = tuple(getattr(config, "methods", ("likert",)))
     for design in config.designs:
         design_rows = table[table["design"] == design.label]
-        for spec in config.analyses:
+        for spec in work_items(config, methods, estimands=False):
             group = design_rows[design_rows["test"] == spec.label].sort_values(["trial", "pair"])
             if group.empty:
                 continue
@@ -360,20 +375,23 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
             fit_seconds = group.drop_duplicates("trial")["fit_seconds"].mean()
             random_effects = resolve_analysis(spec.name).random_effects
             for row in summarise_group(group, config.alpha, config.is_null, random_effects=random_effects):
-                rows.append({**design.columns(), "judgements": design.judgements(n_systems), "test": spec.label,
+                rows.append({**design.columns(), "judgements": design.judgements(n_systems),
+                             "test": getattr(spec, "test_label", spec.label), "method": getattr(spec, "method", "likert"),
                              **row, "trials": trials, "effect": config.effect_label, "alpha": config.alpha,
                              "mean_fit_seconds": fit_seconds})
-        for name in config.estimands:
-            group = design_rows[design_rows["test"] == name].sort_values("trial")
+        for spec in work_items(config, methods, estimands=True):
+            group = design_rows[design_rows["test"] == spec.label].sort_values("trial")
             if group.empty:
                 continue
             rows.append({**design.columns(), "judgements": design.judgements(n_systems), "test": "",
-                         "estimand": name, **summarise_estimand(group), "trials": group["trial"].nunique(),
+                         "method": getattr(spec, "method", "likert"), "estimand": spec.name, **summarise_estimand(group), "trials": group["trial"].nunique(),
                          "effect": config.effect_label, "alpha": config.alpha,
                          "mean_fit_seconds": group["fit_seconds"].mean()})
         rows += [{**design.columns(), "judgements": design.judgements(n_systems), **row, "effect": config.effect_label,
                   "alpha": config.alpha} for row in replication_summary_rows(config, design_rows)]
-    summary = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    # The method column only where a config names a method other than Likert: Likert summaries keep their form.
+    columns = list(SUMMARY_COLUMNS) if methods == ("likert",) else list(SUMMARY_COLUMNS_WITH_METHOD)
+    summary = pd.DataFrame(rows, columns=columns)
     for column in ("blocks", "docs_per_block", "annotators_per_block"):
         summary[column] = summary[column].astype("Int64")
     return summary

@@ -58,7 +58,7 @@ def aggregate_majority(ratings: np.ndarray, workers: np.ndarray | None = None, s
 
     Examples
     --------
-    >>> aggregate_majority(np.array([[3, 3, 5], [2, 2, 5, 5]]), scale=range(1, 8)).tolist()
+    >>> aggregate_majority(np.array([[3, 3, 5, 1], [2, 2, 5, 5]]), scale=range(1, 8)).tolist()
     [3.0, 3.5]
     """
     ratings = np.asarray(ratings)

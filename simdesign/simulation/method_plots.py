@@ -1,0 +1,79 @@
+"""Figures comparing annotation methods: one panel per (estimand, test), one line per method (issue 13)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no display on servers and CI
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from simdesign.simulation.plots import AXIS_NAMES, ESTIMAND_NAMES  # noqa: E402
+
+METHOD_COLOURS = {"likert": "tab:blue", "rank": "tab:orange"}
+METHOD_NAMES = {"likert": "Likert", "rank": "Rank"}
+
+
+def plot_method_grid(summary: pd.DataFrame, estimands, title: str, out_base: Path, x: str = "annotators",
+                     alpha: float | None = None) -> list[Path]:
+    """Rows = estimands, columns = tests, colour = method, with the summary's 95% interval bands.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        Summary rows (:func:`simdesign.simulation.summary.summarise`) with a ``method`` column,
+        possibly of several runs (e.g. effect zero and fitted).
+    estimands : sequence of str
+        One row of panels each, e.g. ``["type1", "power"]``.
+    title : str
+    out_base : Path
+        Written as ``out_base.png``.
+    x : str
+        Design column on the (log) x axis.
+    alpha : float, optional
+        Nominal level, drawn on ``type1`` panels.
+
+    Returns
+    -------
+    list of Path
+    """
+    tests = list(dict.fromkeys(summary.loc[summary["test"] != "", "test"]))
+    fig, axes = plt.subplots(len(estimands), len(tests), figsize=(3.6 * len(tests), 3.0 * len(estimands)),
+                             squeeze=False, sharex=True, constrained_layout=True)
+    for row, estimand in enumerate(estimands):
+        for column, test in enumerate(tests):
+            _draw_panel(axes[row][column], summary[(summary["estimand"] == estimand) & (summary["test"] == test)],
+                        x, alpha if estimand == "type1" else None)
+            axes[row][column].set_title(f"{test}: {ESTIMAND_NAMES.get(estimand, estimand)}", fontsize=9)
+            if column == 0:
+                axes[row][column].set_ylabel(ESTIMAND_NAMES.get(estimand, estimand))
+            if row == len(estimands) - 1:
+                axes[row][column].set_xlabel(AXIS_NAMES.get(x, x))
+    fig.suptitle(title, fontsize=9)
+    out_base.parent.mkdir(parents=True, exist_ok=True)
+    path = out_base.with_suffix(".png")
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return [path]
+
+
+def _draw_panel(ax, rows: pd.DataFrame, x: str, alpha: float | None) -> None:
+    for method in dict.fromkeys(rows["method"]):
+        part = rows[rows["method"] == method].sort_values(x)
+        values = part[x].astype(float).to_numpy()
+        colour = METHOD_COLOURS.get(method)
+        trials = sorted(set(part["trials"].astype(int)))
+        label = f"{METHOD_NAMES.get(method, method)} ({'/'.join(map(str, trials))} trials)"
+        ax.plot(values, part["rate"], "-o", markersize=3, color=colour, label=label)
+        ax.fill_between(values, part["ci_low"].astype(float), part["ci_high"].astype(float), color=colour,
+                        alpha=0.2, linewidth=0)
+    if alpha is not None:
+        ax.axhline(alpha, color="black", linewidth=0.8, linestyle=":", label=f"nominal {alpha:g}")
+    ax.set_xscale("log")
+    ticks = sorted(set(rows[x].astype(float)))
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
