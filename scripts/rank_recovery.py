@@ -52,7 +52,7 @@ def recover_noise(task: str, replicates: int, bootstrap: int, seed: int) -> None
         frame = truth.sample(PAPER_DESIGN, rng, method="rank").to_frame()
         fit = fit_rank_noise(truth, frame, bootstrap=bootstrap, seed=seed + 1000 + replicate)
         _append(path, {"replicate": replicate, "truth": truth.rank_noise, "estimate": fit.rank_noise, "se": fit.se,
-                       "low": fit.interval[0], "high": fit.interval[1], "at_bound": fit.at_bound,
+                       "p_low": fit.percentile_interval[0], "p_high": fit.percentile_interval[1], "at_bound": fit.at_bound,
                        "cpu_seconds": time.process_time() - started})
 
 
@@ -97,11 +97,13 @@ def summarise() -> None:
         table = pd.read_csv(path)
         truth = table["truth"].iloc[0]
         wald = (np.abs(table["estimate"] - truth) <= 1.96 * table["se"]).to_numpy()
-        percentile = ((table["low"] <= truth) & (truth <= table["high"])).to_numpy()
+        low, high = (table["p_low"], table["p_high"]) if "p_low" in table else (table["low"], table["high"])
+        percentile = ((low <= truth) & (truth <= high)).to_numpy()
+        basic = ((2 * table["estimate"] - high <= truth) & (truth <= 2 * table["estimate"] - low)).to_numpy()
         print(f"{path.stem}: {len(table)} replicates, truth {truth:.3f}: mean estimate {table['estimate'].mean():.3f}, "
               f"bias {table['estimate'].mean() - truth:+.3f} (MCSE {table['estimate'].std(ddof=1) / np.sqrt(len(table)):.3f}), "
               f"SD of estimates {table['estimate'].std(ddof=1):.3f}, mean SE {table['se'].mean():.3f}; coverage "
-              f"Wald {_rate(wald)}, percentile {_rate(percentile)}; at bound {int(table['at_bound'].sum())}; "
+              f"Wald {_rate(wald)}, percentile {_rate(percentile)}, basic {_rate(basic)}; at bound {int(table['at_bound'].sum())}; "
               f"{table['cpu_seconds'].mean():.1f} s CPU per replicate")
     path = OUT / "rank_only_coherence.csv"
     if path.exists():

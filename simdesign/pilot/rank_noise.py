@@ -138,7 +138,11 @@ class RankNoiseFit:
     rank_noise, se : float
         The estimate and its parametric-bootstrap standard error (NaN without bootstrap).
     interval : tuple of float
-        Percentile 95% bootstrap interval.
+        Wald 95% interval, estimate +- 1.96 SE: it covered the truth 96% of the time in the recovery
+        runs (README), where the percentile interval, pulled up by the estimator's small upward
+        bias, covered 90%.
+    percentile_interval : tuple of float
+        Percentile 95% bootstrap interval, for comparison.
     at_bound : bool
         The estimate is on the search range's end (:data:`RANK_NOISE_BOUNDS`): not to be trusted.
     composite_loglik : float
@@ -152,6 +156,7 @@ class RankNoiseFit:
     rank_noise: float
     se: float
     interval: tuple
+    percentile_interval: tuple
     at_bound: bool
     composite_loglik: float
     pairs: pd.DataFrame
@@ -160,9 +165,8 @@ class RankNoiseFit:
 
     def describe(self) -> str:
         """One line for reports and model files."""
-        text = (f"rank_noise {self.rank_noise:.3f} (bootstrap SE {self.se:.3f}, 95% interval "
-                f"{self.interval[0]:.3f}..{self.interval[1]:.3f}, {len(self.bootstrap)} replicates; "
-                f"{self.n_rankings} rankings)")
+        text = (f"rank_noise {self.rank_noise:.3f} (bootstrap SE {self.se:.3f} from {len(self.bootstrap)} replicates; "
+                f"95% interval {self.interval[0]:.3f}..{self.interval[1]:.3f}; {self.n_rankings} rankings)")
         return text + (" AT THE SEARCH BOUND: not identified by these data" if self.at_bound else "")
 
 
@@ -204,12 +208,13 @@ def fit_rank_noise(likert_model: OrdinalMixedModel, frame: pd.DataFrame, bootstr
     at_bound = estimate < low * 1.01 or estimate > high / 1.01
     replicates = _bootstrap(likert_model, frame, estimate, bootstrap, seed)
     se = float(np.std(replicates, ddof=1)) if len(replicates) > 1 else float("nan")
-    interval = tuple(np.percentile(replicates, [2.5, 97.5])) if len(replicates) > 1 else (np.nan, np.nan)
+    interval = (estimate - 1.96 * se, estimate + 1.96 * se)
+    percentile = tuple(np.percentile(replicates, [2.5, 97.5])) if len(replicates) > 1 else (np.nan, np.nan)
     s, t = pair_index(likert_model.n_systems)
     systems = np.asarray(likert_model.systems)
     pairs = pd.DataFrame({"system": systems[s], "other": systems[t], "observed": wins / n_rankings,
                           "fitted": preference_probabilities(likert_model, estimate)})
-    return RankNoiseFit(estimate, se, interval, bool(at_bound), loglik, pairs, replicates, n_rankings)
+    return RankNoiseFit(estimate, se, interval, percentile, bool(at_bound), loglik, pairs, replicates, n_rankings)
 
 
 def _bootstrap(likert_model: OrdinalMixedModel, frame: pd.DataFrame, estimate: float, replicates: int,

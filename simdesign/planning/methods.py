@@ -8,9 +8,10 @@ Likert/Rank model, so Likert and Rank live on one latent scale; ``min_difference
 ``unit: likert`` is computed on the Likert side of the joint model and so sets the same latent
 effect for both methods.
 
-Rank candidates carry the method in their test label (``art_block@rank``), so every
-(design, test) key of the search stays unique, and their studies go to a results store of their
-own (``block-rank``), whose simulation config has ``method: rank``.
+Rank candidates carry the method in their test label (``art_block@rank``, the engine's result
+label for a rank work item), so every (design, test) key of the search stays unique, and their
+studies go to a results store of their own (``block-rank``), whose simulation config has
+``method: rank`` and the plan's tests under their own labels.
 """
 from __future__ import annotations
 
@@ -71,36 +72,34 @@ def store_name(family: str, method: str) -> str:
     return family if method == "likert" else f"{family}-{method}"
 
 
-ENGINE_HOOK = ("simulating Rank candidates needs the engine to generate rankings for a chunk: "
-               "simdesign.simulation.engine.execute_chunks(..., method='rank') passing method to "
-               "model.sample (issue 13, section 1)")
+ENGINE_HOOK = ("simulating Rank candidates needs the simulation engine's method dimension (issue 13, section 1): "
+               "a simulation config with 'method: rank' whose work items are labelled '<test>@rank' "
+               "(SimulationConfig.methods and .work_specs)")
 
 
-def engine_method_options(method: str) -> dict:
-    """Keyword arguments that make the engine generate ``method`` judgements; refused if it cannot.
+def check_engine_method(method: str) -> None:
+    """Refuse, before anything is simulated, a method the installed simulation engine cannot generate.
 
-    Likert needs none (the engine's default). Rank needs the engine hook of issue 13 section 1: an
-    ``execute_chunks`` that takes ``method``. Checked by signature so the planner refuses with a
-    message naming the hook, before simulating anything, on an engine without it.
+    Likert is the engine's default. Rank needs the engine hook of issue 13 section 1: a
+    :class:`~simdesign.simulation.config.SimulationConfig` with a ``methods`` field, whose
+    ``work_specs`` run each test on studies of that method under the result label ``<test>@rank``
+    (the label the planner gives rank candidates).
     """
     if method == "likert":
-        return {}
-    import inspect
-
+        return
     from simdesign.core.errors import ConfigError
-    from simdesign.simulation.engine import execute_chunks
+    from simdesign.simulation.config import SimulationConfig
 
-    if "method" not in inspect.signature(execute_chunks).parameters:
+    fields = getattr(SimulationConfig, "__dataclass_fields__", {})
+    if "methods" not in fields or not hasattr(SimulationConfig, "work_specs"):
         raise ConfigError(f"The 'search.methods' field includes {method!r}, but this installation's simulation "
                           f"engine cannot generate {method} studies yet: {ENGINE_HOOK}")
-    return {"method": method}
 
 
 def method_config(config, method: str):
-    """The plan config restricted to one method: its candidates, its tests (relabelled), its cost model."""
+    """The plan config restricted to one method: its candidates and its cost model (tests keep their labels)."""
     return dataclasses.replace(
-        config, methods=(method,), tests=tests_for_method(config.tests, method),
-        candidates=tuple(c for c in config.candidates if c.method == method),
+        config, methods=(method,), candidates=tuple(c for c in config.candidates if c.method == method),
         cost=config.method_costs.get(method, config.cost))
 
 

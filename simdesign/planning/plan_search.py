@@ -86,7 +86,7 @@ from simdesign.analyses import system_pairs
 from simdesign.simulation.config import parse_config, stable_digest
 from simdesign.simulation.backends import DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, r_backed
 from simdesign.simulation.engine import check_backends, execute_chunks, plan_chunks
-from simdesign.planning.methods import engine_method_options, method_config, method_of_label
+from simdesign.planning.methods import check_engine_method, method_config, method_of_label
 from simdesign.planning.planner import Candidate, PlanConfig
 from simdesign.simulation.store import TRIALS_DIR, ResultsStore, atomic_write_bytes
 from simdesign.simulation.summary import rejections, share_rate, wilson_interval
@@ -351,7 +351,7 @@ class _StudyStore:
         # One store object per annotation method (config.methods has one entry here, see SimulatedOutcomes);
         # the mapping keys are store names ('block', 'block-rank'), the dicts below are keyed by design kind.
         self.method = config.methods[0]
-        self.engine_options = engine_method_options(self.method)
+        check_engine_method(self.method)
         for name, raw in config.simulation_config_mappings(effect).items():
             family = name.split("-")[0]
             sim_config = parse_config(raw)
@@ -361,7 +361,8 @@ class _StudyStore:
             self.sim_configs[family], self.stores[family] = sim_config, store
             self.cache_paths[family] = out_dir / CACHE_DIR / f"{subdirectory}-{name}.parquet"
         self.designs = {d.label: d for c in self.sim_configs.values() for d in c.designs}
-        self.specs = {s.label: s for s in config.tests}
+        # Result label -> work item: the engine's work_specs label rank items '<test>@rank' (issue 13).
+        self.specs = {s.label: s for c in self.sim_configs.values() for s in getattr(c, "work_specs", c.analyses)}
         self.new_studies = 0
         self._done: dict[str, dict[str, set]] = {}
         self._rows: dict[str, list] = {}
@@ -441,7 +442,7 @@ class _StudyStore:
 
         # the engine's chunk loop: the same backends and lost-worker retry as `run`
         execute_chunks(self.executor, self.config.model, self.effect, self.config.seed,
-                       lambda: self._missing_chunks(wanted), save, self.retries, **self.engine_options)
+                       lambda: self._missing_chunks(wanted), save, self.retries)
         self.new_studies += len(studies)
 
     def _missing_chunks(self, wanted: dict) -> list:
@@ -452,8 +453,9 @@ class _StudyStore:
         chunks = []
         for (design, first, stop), tests in groups.items():
             family = self.designs[design].kind
+            # a method's work item wraps its test ('.spec'); the config's methods wrap it again
             sub = dataclasses.replace(self.sim_configs[family], designs=(self.designs[design],),
-                                      analyses=tuple(self.specs[t] for t in sorted(tests)))
+                                      analyses=tuple(getattr(self.specs[t], "spec", self.specs[t]) for t in sorted(tests)))
             # plan_chunks covers trials 0..stop-1; a confirmation range starts later (fresh trials only)
             for chunk in plan_chunks(sub, self, stop):
                 if chunk.stop_trial > first:

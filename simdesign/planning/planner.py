@@ -274,8 +274,7 @@ class PlanConfig:
         for method, family in ((m, f) for m in self.methods for f in DESIGN_KINDS):
             kind = DESIGN_KINDS[family]
             designs = [d for d in self.designs if d.kind == family]
-            tests = [t for t in tests_for_method(self.tests, method)
-                     if kind.has_blocks or not resolve_analysis(t.name).needs_blocks]
+            tests = [t for t in self.tests if kind.has_blocks or not resolve_analysis(t.name).needs_blocks]
             if not designs or not tests:
                 continue
             # Rank studies: their own store, and the engine's 'method' key (issue 13, section 1).
