@@ -123,7 +123,7 @@ def method_sentence(config, best, active: list) -> str:
             text += (f"; with {other.capitalize()} ({costs[other].seconds_per_judgement:g} s per output) "
                      + (f"the cheapest candidate shown to reach the target, {cheapest.candidate.design.label} with "
                         f"{cheapest.candidate.test.label}, costs {cheapest.candidate.total_cost:.2f}"
-                        if cheapest is not None else "no candidate was shown to reach the target"))
+                        if cheapest is not None else _no_pass_phrase(config, rivals)))
         else:
             strongest = max(rivals, key=lambda r: r.power, default=None)
             text += (f"; with {other.capitalize()} ({costs[other].seconds_per_judgement:g} s per output) the most "
@@ -131,3 +131,15 @@ def method_sentence(config, best, active: list) -> str:
                          f"reached {strongest.power:.3f} ({strongest.candidate.design.label} with "
                          f"{strongest.candidate.test.label})" if strongest is not None else "was none"))
     return text + "."
+
+
+def _no_pass_phrase(config, rivals: list) -> str:
+    """What the other method offers when none of its candidates was shown to reach the target."""
+    estimated = [r for r in rivals if r.power >= config.target_power]
+    if not estimated:
+        return "no candidate was shown to reach the target"
+    cheapest = min(estimated, key=lambda r: r.candidate.total_cost)
+    return (f"none shown to reach the target; the cheapest estimated to reach it, "
+            f"{cheapest.candidate.design.label} with {cheapest.candidate.test.label} (power {cheapest.power:.2f} "
+            f"from {cheapest.trials} studies, not refined because it costs more), costs "
+            f"{cheapest.candidate.total_cost:.2f}")
