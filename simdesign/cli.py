@@ -16,7 +16,7 @@ from simdesign.simulation.backends import BACKENDS, DEFAULT_RETRIES
 from simdesign.simulation.config import SimulationConfig, config_warnings, load_config
 from simdesign.simulation.replication import REPLICATION_ESTIMANDS
 from simdesign.core.errors import ConfigError, MissingBackendError, StoreError
-from simdesign.model import PRESETS, load_model
+from simdesign.model import PRESETS, RankOnlyModel, load_model
 from simdesign.outputs import config_from_results, failure_report, write_outputs
 
 
@@ -195,8 +195,14 @@ def cmd_reliability(args) -> int:
 
 
 def cmd_fit(args) -> int:
+    from simdesign import cli_rank_fit
     from simdesign.pilot.fit import FitError, file_sha256, write_model
 
+    if cli_rank_fit.is_rank_fit(args):
+        return cli_rank_fit.fit(args)
+    if args.likert_model:
+        raise ConfigError("--likert-model applies to Rank tables (it fits rank_noise for a joint model); "
+                          f"{args.judgements} was read as Likert scores")
     frame, scale = _read_judgements_args(args)
     source = {"file": Path(args.judgements).name, "sha256": file_sha256(args.judgements), "rows": len(frame)}
     if args.columns:
@@ -250,6 +256,10 @@ def run_check_command(model, frame, out_dir, trials: int, seed: int) -> None:
 
 
 def cmd_check(args) -> int:
+    from simdesign import cli_rank_fit
+
+    if cli_rank_fit.is_rank_fit(args) or isinstance(load_model(args.model), RankOnlyModel):
+        return cli_rank_fit.check(args)
     frame, _ = _read_judgements_args(args)
     model = load_model(args.model)
     run_check_command(model, frame, args.out or Path("results") / f"check-{model.name}", args.trials, args.seed)
@@ -350,7 +360,13 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--check", action="store_true", help="then run the predictive check")
     fit.add_argument("--check-trials", type=int, default=200, help="simulated studies for --check")
     fit.add_argument("--check-out", help="directory for the check's CSV and PNG (default: next to --out)")
-    fit.add_argument("--seed", type=int, default=0, help="seed of the check's simulations")
+    fit.add_argument("--seed", type=int, default=0, help="seed of the check's simulations (and of --bootstrap)")
+    fit.add_argument("--method", choices=["likert", "rank"], help="default: from a score or rank column; a Rank "
+                     "table fits the rank-only model (rank-ordered logit with random slopes)")
+    fit.add_argument("--likert-model", help="Rank tables: fit only rank_noise for this Likert model (preset or "
+                     "file), writing it as a joint Likert/Rank model")
+    fit.add_argument("--bootstrap", type=int, default=200, help="with --likert-model: parametric-bootstrap "
+                     "replicates for rank_noise's standard error")
     fit.set_defaults(func=cmd_fit)
 
     check = sub.add_parser("check", help="predictive check: simulate studies with the data's design from a model "
@@ -360,6 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--trials", type=int, default=200)
     check.add_argument("--out", help="directory for check.csv and check.png (default results/check-<model>)")
     check.add_argument("--seed", type=int, default=0)
+    check.add_argument("--method", choices=["likert", "rank"], help="default: from a score or rank column")
     check.set_defaults(func=cmd_check)
 
     presets = sub.add_parser("presets", help="list the built-in models")

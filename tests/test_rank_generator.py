@@ -23,8 +23,9 @@ def test_likert_draws_are_unchanged_by_the_rank_noise_field():
 
 
 def test_rank_generation_needs_rank_noise_and_names_the_method():
+    likert_only = dataclasses.replace(load_model("coherence"), rank_noise=None)
     with pytest.raises(ConfigError, match="rank_noise"):
-        load_model("coherence").sample(BlockDesign(1, 2, 2), np.random.default_rng(0), method="rank")
+        likert_only.sample(BlockDesign(1, 2, 2), np.random.default_rng(0), method="rank")
     with pytest.raises(ConfigError, match="likert, rank"):
         load_model("coherence").sample(BlockDesign(1, 2, 2), np.random.default_rng(0), method="pairwise")
 

@@ -59,7 +59,6 @@ def test_method_defaults_to_likert_and_is_left_out_of_the_stored_mapping():
     ({"methods": "rank", "method": "rank"}, "either 'method'"),
     ({"methods": []}, "The 'methods' field must be a non-empty list"),
     ({"methods": ["rank", "rank"]}, "lists ['rank'] more than once"),
-    ({"model": "coherence", "method": "rank"}, "cannot generate (it generates likert)"),
     ({"method": "rank", "tests": ["ttest_block"]}, "The test ttest_block cannot take rank judgements"),
     ({"methods": ["likert", "rank"], "tests": ["art"]}, "The test art cannot take rank judgements"),
     ({"model": {"preset": "coherence", "rank_noise": -1}}, "'rank_noise' field must be a positive number"),
@@ -67,6 +66,13 @@ def test_method_defaults_to_likert_and_is_left_out_of_the_stored_mapping():
 ])
 def test_bad_method_settings_are_refused_naming_the_field(changes, expected):
     assert expected in messages({**BASE, **changes})
+
+
+def test_a_likert_only_model_cannot_generate_ranks(tmp_path):
+    likert_only = {key: value for key, value in load_model("coherence").to_dict().items() if key != "rank_noise"}
+    path = tmp_path / "likert.yaml"
+    path.write_text(yaml.safe_dump(likert_only))
+    assert "cannot generate (it generates likert)" in messages({**BASE, "model": str(path), "method": "rank"})
 
 
 def test_a_rank_only_model_needs_method_rank(tmp_path):

@@ -10,9 +10,10 @@ from matplotlib.figure import Figure  # never pyplot: library code neither needs
 from simdesign.core.designs import DESIGN_KINDS
 from simdesign.planning.plan_search import (BEST, FAIL, LIBERAL, NOT_CONFIRMED, NOT_NEEDED, PASS, TIED,
                                    UNDECIDED, WORSE, PlanResult, run_plan)
+from simdesign.planning.methods import method_sentence
 from simdesign.planning.planner import PlanConfig, max_judgements_per_annotator
 
-PLAN_COLUMNS = ("rank", "design", "shape", "test", "blocks", "docs_per_block", "annotators_per_block", "docs",
+PLAN_COLUMNS = ("rank", "design", "shape", "test", "method", "blocks", "docs_per_block", "annotators_per_block", "docs",
                 "annotators", "judgements_per_output", "judgements", "max_judgements_per_annotator", "hours",
                 "labour_cost", "annotator_cost", "document_cost", "cost", "power", "ci_low", "ci_high", "mcse",
                 "confidence", "trials", "type1", "type1_low", "type1_high", "type1_trials", "confirmation",
@@ -43,6 +44,7 @@ def plan_table(result: PlanResult) -> pd.DataFrame:
         decision = "recommended" if r is result.recommended else r.decision
         rows.append({
             "design": design.label, "shape": design.shape, "test": r.candidate.test.label,
+            "method": r.candidate.method,
             "blocks": columns["blocks"], "docs_per_block": columns["docs_per_block"],
             "annotators_per_block": columns["annotators_per_block"], "docs": design.docs,
             "annotators": design.annotators, "judgements_per_output": design.judgements_per_output,
@@ -56,7 +58,8 @@ def plan_table(result: PlanResult) -> pd.DataFrame:
             "confirm_trials": r.confirm_trials, "confirm_power": r.confirm_power, "confirm_low": r.confirm_low,
             "confirm_type1": r.confirm_type1, "confirm_type1_high": r.confirm_type1_high,
             "confirm_type1_trials": r.confirm_type1_trials, "decision": decision, "weakest_pair": r.weakest_pair,
-            "seconds_per_judgement": config.cost.seconds_per_judgement, "seconds_source": config.cost.seconds_source,
+            "seconds_per_judgement": config.method_costs.get(r.candidate.method, config.cost).seconds_per_judgement,
+            "seconds_source": config.method_costs.get(r.candidate.method, config.cost).seconds_source,
             "note": r.candidate.excluded,
         })
     table = pd.DataFrame(rows)
@@ -92,7 +95,7 @@ def recommendation_text(result: PlanResult) -> str:
     if result.recommended is None:
         text = _no_recommendation_text(config, goal, active, failed_confirmations, confidence)
     else:
-        text = _recommended_text(config, goal, result.recommended)
+        text = _recommended_text(config, goal, result.recommended) + method_sentence(config, result.recommended, active)
         if config.goal == "target_power":
             text += _cheaper_candidates_text(config, result.recommended, active, failed_confirmations, confidence)
             text += _alternatives_text(config, result.recommended, active)

@@ -86,6 +86,7 @@ from simdesign.analyses import system_pairs
 from simdesign.simulation.config import parse_config, stable_digest
 from simdesign.simulation.backends import DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, r_backed
 from simdesign.simulation.engine import check_backends, execute_chunks, plan_chunks
+from simdesign.planning.methods import check_engine_method, method_config, method_of_label
 from simdesign.planning.planner import Candidate, PlanConfig
 from simdesign.simulation.store import TRIALS_DIR, ResultsStore, atomic_write_bytes
 from simdesign.simulation.summary import rejections, share_rate, wilson_interval
@@ -347,15 +348,21 @@ class _StudyStore:
         self.retries = retries
         self.effect = effect
         self.sim_configs, self.stores, self.cache_paths = {}, {}, {}
-        for family, raw in config.simulation_config_mappings(effect).items():
+        # One store object per annotation method (config.methods has one entry here, see SimulatedOutcomes);
+        # the mapping keys are store names ('block', 'block-rank'), the dicts below are keyed by design kind.
+        self.method = config.methods[0]
+        check_engine_method(self.method)
+        for name, raw in config.simulation_config_mappings(effect).items():
+            family = name.split("-")[0]
             sim_config = parse_config(raw)
             check_backends(sim_config)
-            store = ResultsStore(out_dir / subdirectory / family)
+            store = ResultsStore(out_dir / subdirectory / name)
             store.prepare(sim_config, raw)
             self.sim_configs[family], self.stores[family] = sim_config, store
-            self.cache_paths[family] = out_dir / CACHE_DIR / f"{subdirectory}-{family}.parquet"
+            self.cache_paths[family] = out_dir / CACHE_DIR / f"{subdirectory}-{name}.parquet"
         self.designs = {d.label: d for c in self.sim_configs.values() for d in c.designs}
-        self.specs = {s.label: s for s in config.tests}
+        # Result label -> work item: the engine's work_specs label rank items '<test>@rank' (issue 13).
+        self.specs = {s.label: s for c in self.sim_configs.values() for s in getattr(c, "work_specs", c.analyses)}
         self.new_studies = 0
         self._done: dict[str, dict[str, set]] = {}
         self._rows: dict[str, list] = {}
@@ -446,8 +453,9 @@ class _StudyStore:
         chunks = []
         for (design, first, stop), tests in groups.items():
             family = self.designs[design].kind
+            # a method's work item wraps its test ('.spec'); the config's methods wrap it again
             sub = dataclasses.replace(self.sim_configs[family], designs=(self.designs[design],),
-                                      analyses=tuple(self.specs[t] for t in sorted(tests)))
+                                      analyses=tuple(getattr(self.specs[t], "spec", self.specs[t]) for t in sorted(tests)))
             # plan_chunks covers trials 0..stop-1; a confirmation range starts later (fresh trials only)
             for chunk in plan_chunks(sub, self, stop):
                 if chunk.stop_trial > first:
@@ -490,26 +498,45 @@ class SimulatedOutcomes(OutcomeSource):
 
     def __init__(self, config: PlanConfig, out_dir: Path, executor: ChunkExecutor, retries: int = DEFAULT_RETRIES):
         self.alpha = config.alpha
-        self._power = _StudyStore(config, out_dir, executor, config.effect, STUDIES_DIR, retries)
-        self._null = (_StudyStore(config, out_dir, executor, "zero", NULL_STUDIES_DIR, retries)
-                      if config.max_type1 is not None else None)
+        # One study store per annotation method: a Likert and a Rank study of one design are different data.
+        self._power, self._null = {}, {}
+        for method in config.methods:
+            part = method_config(config, method)
+            suffix = "" if method == "likert" else f"-{method}"
+            self._power[method] = _StudyStore(part, out_dir, executor, config.effect, STUDIES_DIR + suffix, retries)
+            if config.max_type1 is not None:
+                self._null[method] = _StudyStore(part, out_dir, executor, "zero", NULL_STUDIES_DIR + suffix, retries)
 
     @property
     def new_studies(self) -> int:
-        return self._power.new_studies + (self._null.new_studies if self._null else 0)
+        return sum(store.new_studies for store in (*self._power.values(), *self._null.values()))
+
+    @staticmethod
+    def _by_method(wanted: dict) -> dict:
+        parts: dict = {}
+        for key, span in wanted.items():
+            parts.setdefault(method_of_label(key[1]), {})[key] = span
+        return parts
 
     def power(self, wanted: dict) -> dict:
-        self._power.run(wanted)
-        return {key: rejections(frame, self.alpha).right() for key, frame in self._power.frames(wanted).items()}
+        out = {}
+        for method, part in self._by_method(wanted).items():
+            self._power[method].run(part)
+            out.update({key: rejections(frame, self.alpha).right()
+                        for key, frame in self._power[method].frames(part).items()})
+        return out
 
     def null(self, wanted: dict) -> dict:
-        self._null.run(wanted)
-        return {key: rejections(frame, self.alpha).reject for key, frame in self._null.frames(wanted).items()}
+        out = {}
+        for method, part in self._by_method(wanted).items():
+            self._null[method].run(part)
+            out.update({key: rejections(frame, self.alpha).reject
+                        for key, frame in self._null[method].frames(part).items()})
+        return out
 
     def flush(self) -> None:
-        self._power.flush()
-        if self._null is not None:
-            self._null.flush()
+        for store in (*self._power.values(), *self._null.values()):
+            store.flush()
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -56,7 +56,8 @@ from simdesign.stats.annotation_time import DURATION_COLUMN, RULES, describe_rul
 from simdesign.simulation.config import AnalysisSpec, check_name, parse_analyses, parse_designs, read_config_mapping, resolve_model
 from simdesign.core.designs import DESIGN_KINDS, BlockDesign, PoolDesign, design_to_mapping
 from simdesign.core.errors import ConfigError
-from simdesign.model import OrdinalMixedModel, effect_scale
+from simdesign.model import METHODS, OrdinalMixedModel, effect_scale
+from simdesign.planning.methods import parse_methods, store_name, tests_for_method
 
 PLAN_KEYS = ("name", "description", "model", "effect", "tests", "alpha", "target_power", "budget", "power_over",
              "cost", "limits", "search", "screen_trials", "max_trials", "confidence", "cost_tolerance",
@@ -68,7 +69,8 @@ LIMIT_KEYS = ("max_judgements_per_annotator", "min_annotators", "max_annotators"
 # A kind without them is searched only through 'search.designs'.
 SHAPES = tuple(shape for kind in DESIGN_KINDS.values() for shape in getattr(kind, "search_shapes", ()))
 SEARCH_KEYS = ("shapes", "docs", *dict.fromkeys(key for kind in DESIGN_KINDS.values()
-                                                 for key in getattr(kind, "search_keys", ())), "designs")
+                                                 for key in getattr(kind, "search_keys", ())), "designs",
+               "methods")
 POWER_OVER = ("pooled", "each_pair")
 TYPE1_OVER = ("pooled", "each_pair")
 DEFAULT_MAX_TYPE1_FACTOR = 1.5  # 'auto': a test may reject a true null at most 1.5 x alpha
@@ -195,6 +197,7 @@ class Candidate:
     test: AnalysisSpec
     cost: dict
     excluded: str = ""
+    method: str = "likert"  # annotation method (search.methods); rank candidates' test labels end in '@rank'
 
     @property
     def key(self) -> tuple[str, str]:
@@ -238,6 +241,8 @@ class PlanConfig:
     chunk_size: int | None
     description: str = ""
     raw: dict = field(default_factory=dict, repr=False, compare=False)
+    methods: tuple = ("likert",)
+    method_costs: dict = field(default_factory=dict, repr=False, compare=False)  # method -> CostModel
 
     @property
     def goal(self) -> str:
@@ -269,13 +274,16 @@ class PlanConfig:
             Defaults to the effect to detect; 'zero' for the type I check.
         """
         mappings = {}
-        for family, kind in DESIGN_KINDS.items():
+        for method, family in ((m, f) for m in self.methods for f in DESIGN_KINDS):
+            kind = DESIGN_KINDS[family]
             designs = [d for d in self.designs if d.kind == family]
             tests = [t for t in self.tests if kind.has_blocks or not resolve_analysis(t.name).needs_blocks]
             if not designs or not tests:
                 continue
-            mappings[family] = {
-                "name": f"{self.name}-{family}", "model": self.model_source,
+            # Rank studies: their own store, and the engine's 'method' key (issue 13, section 1).
+            mappings[store_name(family, method)] = {
+                **({} if method == "likert" else {"method": method}),
+                "name": f"{self.name}-{store_name(family, method)}", "model": self.model_source,
                 "effect": self.effect if effect is None else effect,
                 "designs": [design_mapping(d) for d in designs],
                 "tests": [{"name": t.name, "label": t.label, **t.options} for t in tests],
@@ -422,7 +430,7 @@ def _int_list(errors, mapping, key, default) -> list[int]:
     return sorted(set(items))
 
 
-def _seconds_per_judgement(raw_value, model_source, base_dir, errors) -> tuple[float, str]:
+def _seconds_per_judgement(raw_value, model_source, base_dir, errors, method: str = "likert") -> tuple[float, str]:
     """The cost model's seconds per judgement, and a sentence saying where they come from.
 
     Accepted: a positive number; ``auto`` (= ``capped_mean``), ``capped_mean``, ``median`` or
@@ -432,9 +440,12 @@ def _seconds_per_judgement(raw_value, model_source, base_dir, errors) -> tuple[f
     """
     field_name = "The 'cost.seconds_per_judgement' field"
     paper = annotation_times()
-    times = paper["likert"]
+    times = paper[method]  # the paper measured both methods: seconds per judged output
     if raw_value is None:
         raw_value = "auto"
+    if isinstance(raw_value, dict) and raw_value and set(raw_value) <= set(METHODS):
+        # one entry per method ({likert: auto, rank: 20}); a method left out takes the paper's times
+        return _seconds_per_judgement(raw_value.get(method, "auto"), model_source, base_dir, errors, method)
     if isinstance(raw_value, dict):
         return _seconds_from_table(raw_value, base_dir, errors)
     if isinstance(raw_value, str) and (raw_value in ("auto",) + RULES or raw_value in times):
@@ -448,9 +459,10 @@ def _seconds_per_judgement(raw_value, model_source, base_dir, errors) -> tuple[f
                 "of your own: {times: FILE.csv, rule: capped_mean} (one row per judged item, its duration in "
                 "seconds in a 'time_stamp' column), or a paper task (coherence, repetition)")
             return 1.0, ""
+        outputs = int(times[task].get("outputs_per_item", 1))
         return float(times[task][f"{rule}_seconds"]), (
-            f"{describe_rule(rule)} of the Likert annotation times of the {task} task in Steen & Markert (2021); "
-            f"rule {rule}")
+            f"{describe_rule(rule, outputs)} of the {method.capitalize()} annotation times of the {task} task in "
+            f"Steen & Markert (2021); rule {rule}")
     if isinstance(raw_value, bool) or not isinstance(raw_value, (int, float)) or not math.isfinite(raw_value) \
             or not raw_value > 0:
         errors.append(f"{field_name} must be a positive number, 'auto' (= capped_mean), one of {list(RULES)} "
@@ -535,10 +547,12 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
     tests = parse_analyses(raw.get("tests"), errors, {"resamples": art_resamples, "exact": art_exact})
 
     goal = _parse_goal(raw, alpha, errors)
-    cost = _parse_cost(raw, model_source, base_dir, errors)
+    methods = parse_methods(raw.get("search"), model, errors)
+    method_costs = {method: _parse_cost(raw, model_source, base_dir, errors, method) for method in methods}
+    cost = method_costs[methods[0]]
     limits = _parse_limits(raw, errors)
     trials = _parse_trial_settings(raw, errors)
-    candidates = _search_candidates(raw, tests, cost, limits, model, goal["budget"], errors)
+    candidates = _search_candidates(raw, tests, method_costs, limits, model, goal["budget"], errors)
     if errors:
         raise ConfigError(errors)
     target_power, budget, max_type1 = goal["target_power"], goal["budget"], goal["max_type1"]
@@ -553,7 +567,7 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
         max_trials=trials["max_trials"], confidence=float(trials["confidence"]),
         cost_tolerance=float(trials["cost_tolerance"]), power_tolerance=float(trials["power_tolerance"]),
         seed=seed, art_resamples=art_resamples, art_exact=art_exact, chunk_size=trials["chunk_size"],
-        description=str(raw.get("description", "")), raw=dict(raw))
+        description=str(raw.get("description", "")), raw=dict(raw), methods=methods, method_costs=method_costs)
 
 
 def _parse_goal(raw: dict, alpha, errors: list[str]) -> dict:
@@ -585,7 +599,7 @@ def _parse_goal(raw: dict, alpha, errors: list[str]) -> dict:
             "type1_over": type1_over}
 
 
-def _parse_cost(raw: dict, model_source, base_dir: Path | None, errors: list[str]) -> CostModel:
+def _parse_cost(raw: dict, model_source, base_dir: Path | None, errors: list[str], method: str = "likert") -> CostModel:
     """The 'cost' mapping; pay per hour is required because no default price would mean anything."""
     cost_raw = raw.get("cost", {})
     if not isinstance(cost_raw, dict):
@@ -597,7 +611,7 @@ def _parse_cost(raw: dict, model_source, base_dir: Path | None, errors: list[str
     if "pay_per_hour" not in cost_raw:
         errors.append("The 'cost.pay_per_hour' field is required (annotator pay per hour)")
     seconds, seconds_source = _seconds_per_judgement(cost_raw.get("seconds_per_judgement", "auto"), model_source,
-                                                     base_dir, errors)
+                                                     base_dir, errors, method)
     return CostModel(
         pay_per_hour=float(_number(errors, cost_raw, "pay_per_hour", "cost.", 0.0, 0)),
         seconds_per_judgement=seconds,
@@ -646,16 +660,19 @@ def _parse_trial_settings(raw: dict, errors: list[str]) -> dict:
             "cost_tolerance": cost_tolerance, "power_tolerance": power_tolerance, "chunk_size": chunk_size}
 
 
-def _search_candidates(raw: dict, tests, cost: CostModel, limits: Limits, model, budget,
+def _search_candidates(raw: dict, tests, method_costs: dict, limits: Limits, model, budget,
                        errors: list[str]) -> list:
     """The candidate designs of the 'search' field; an empty search space is an error that says why.
 
     Candidates are built only when the rest of the config is valid, since they need the tests, model and cost.
+    ``method_costs`` maps each annotation method searched to its cost model.
     """
     designs = parse_search(raw.get("search"), errors)
     candidates: list[Candidate] = []
     if designs and tests and model is not None and not errors:
-        candidates = build_candidates(designs, tests, cost, limits, model.n_systems, budget)
+        for method, cost in method_costs.items():
+            candidates += build_candidates(designs, tests_for_method(tests, method), cost, limits, model.n_systems,
+                                           budget, method)
         simulated = [c for c in candidates if not c.excluded]
         if not simulated:
             within_limits = [c for c in candidates if c.excluded.startswith("over budget")]
@@ -724,7 +741,7 @@ def parse_search(raw, errors: list[str]) -> list:
 
 
 def build_candidates(designs, tests, cost: CostModel, limits: Limits, n_systems: int,
-                     budget: float | None) -> list[Candidate]:
+                     budget: float | None, method: str = "likert") -> list[Candidate]:
     """Every (design, test) with its cost, marking the ones that are not simulated and why."""
     candidates = []
     for design in designs:
@@ -742,5 +759,5 @@ def build_candidates(designs, tests, cost: CostModel, limits: Limits, n_systems:
                 excluded = f"over budget: costs {breakdown['cost']:.2f}"
             else:
                 excluded = ""
-            candidates.append(Candidate(design=design, test=test, cost=breakdown, excluded=excluded))
+            candidates.append(Candidate(design=design, test=test, cost=breakdown, excluded=excluded, method=method))
     return candidates

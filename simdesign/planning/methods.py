@@ -1,0 +1,145 @@
+"""The annotation method (Likert or Rank) as a planning dimension: ``search: {methods: [likert, rank]}``.
+
+A candidate is then a (method, design, test): the same design costs differently by method (the
+paper's measured seconds per judged output differ: Likert 30.5 s / 25.1 s, Rank 26.7 s / 19.5 s
+per output for coherence / repetition, ``simdesign/model/presets/annotation_times.yaml``) and has
+different power (ranks from the joint model's ``rank_noise``). Comparing both needs a joint
+Likert/Rank model, so Likert and Rank live on one latent scale; ``min_difference`` with
+``unit: likert`` is computed on the Likert side of the joint model and so sets the same latent
+effect for both methods.
+
+Rank candidates carry the method in their test label (``art_block@rank``, the engine's result
+label for a rank work item), so every (design, test) key of the search stays unique, and their
+studies go to a results store of their own (``block-rank``), whose simulation config has
+``method: rank`` and the plan's tests under their own labels.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from simdesign.model import METHODS
+
+DEFAULT_METHODS = ("likert",)
+LABEL_SUFFIX = {"likert": "", "rank": "@rank"}
+
+
+def parse_methods(search_raw, model, errors: list[str]) -> tuple:
+    """The ``search.methods`` list, checked against what the model can generate.
+
+    Returns
+    -------
+    tuple of str
+        Default ``('likert',)``; with a rank-only model ``('rank',)``.
+    """
+    available = tuple(getattr(model, "methods", DEFAULT_METHODS)) if model is not None else DEFAULT_METHODS
+    default = DEFAULT_METHODS if "likert" in available else ("rank",)
+    raw = search_raw.get("methods", list(default)) if isinstance(search_raw, dict) else list(default)
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not raw or any(m not in METHODS for m in raw) or len(set(raw)) != len(raw):
+        errors.append(f"The 'search.methods' field must be a non-empty list of distinct methods from "
+                      f"{list(METHODS)}; got {raw!r}")
+        return default
+    missing = [m for m in raw if m not in available]
+    if missing and model is not None:
+        need = ("a joint Likert/Rank model (a Likert model with 'rank_noise': the presets, or 'simdesign fit "
+                "RANKS.csv --likert-model MODEL')" if "rank" in missing else "a Likert model")
+        errors.append(f"The 'search.methods' field asks for {missing}, which needs {need}; model "
+                      f"'{model.name}' generates only {list(available)}")
+        return default
+    return tuple(raw)
+
+
+def method_of_label(label: str) -> str:
+    """The method a candidate's test label stands for (see the module docstring)."""
+    for method, suffix in LABEL_SUFFIX.items():
+        if suffix and label.endswith(suffix):
+            return method
+    return "likert"
+
+
+def tests_for_method(tests, method: str) -> tuple:
+    """The plan's tests relabelled for ``method`` (Likert: unchanged)."""
+    suffix = LABEL_SUFFIX[method]
+    if not suffix:
+        return tuple(tests)
+    return tuple(test if test.label.endswith(suffix) else dataclasses.replace(test, label=test.label + suffix)
+                 for test in tests)
+
+
+def store_name(family: str, method: str) -> str:
+    """The results store of one design family and method ('block', 'block-rank', ...)."""
+    return family if method == "likert" else f"{family}-{method}"
+
+
+ENGINE_HOOK = ("simulating Rank candidates needs the simulation engine's method dimension (issue 13, section 1): "
+               "a simulation config with 'method: rank' whose work items are labelled '<test>@rank' "
+               "(SimulationConfig.methods and .work_specs)")
+
+
+def check_engine_method(method: str) -> None:
+    """Refuse, before anything is simulated, a method the installed simulation engine cannot generate.
+
+    Likert is the engine's default. Rank needs the engine hook of issue 13 section 1: a
+    :class:`~simdesign.simulation.config.SimulationConfig` with a ``methods`` field, whose
+    ``work_specs`` run each test on studies of that method under the result label ``<test>@rank``
+    (the label the planner gives rank candidates).
+    """
+    if method == "likert":
+        return
+    from simdesign.core.errors import ConfigError
+    from simdesign.simulation.config import SimulationConfig
+
+    fields = getattr(SimulationConfig, "__dataclass_fields__", {})
+    if "methods" not in fields or not hasattr(SimulationConfig, "work_specs"):
+        raise ConfigError(f"The 'search.methods' field includes {method!r}, but this installation's simulation "
+                          f"engine cannot generate {method} studies yet: {ENGINE_HOOK}")
+
+
+def method_config(config, method: str):
+    """The plan config restricted to one method: its candidates and its cost model (tests keep their labels)."""
+    return dataclasses.replace(
+        config, methods=(method,), candidates=tuple(c for c in config.candidates if c.method == method),
+        cost=config.method_costs.get(method, config.cost))
+
+
+def method_sentence(config, best, active: list) -> str:
+    """Why the recommendation's annotation method (only when the plan compares methods).
+
+    Names the method, its seconds per judged output, and the best candidate of every other method
+    (cheapest passing for a target-power goal, most powerful affordable for a budget goal).
+    """
+    if len(config.methods) < 2:
+        return ""
+    method = best.candidate.method
+    costs = config.method_costs
+    text = (f" Annotation method: **{method.capitalize()}** ({costs[method].seconds_per_judgement:g} s per judged "
+            f"output, {costs[method].seconds_source})")
+    for other in (m for m in config.methods if m != method):
+        rivals = [r for r in active if r.candidate.method == other]
+        passing = [r for r in rivals if r.decision in ("pass", "best", "tied", "not_confirmed")]
+        if config.goal == "target_power":
+            cheapest = min(passing, key=lambda r: r.candidate.total_cost, default=None)
+            text += (f"; with {other.capitalize()} ({costs[other].seconds_per_judgement:g} s per output) "
+                     + (f"the cheapest candidate shown to reach the target, {cheapest.candidate.design.label} with "
+                        f"{cheapest.candidate.test.label}, costs {cheapest.candidate.total_cost:.2f}"
+                        if cheapest is not None else _no_pass_phrase(config, rivals)))
+        else:
+            strongest = max(rivals, key=lambda r: r.power, default=None)
+            text += (f"; with {other.capitalize()} ({costs[other].seconds_per_judgement:g} s per output) the most "
+                     "powerful affordable candidate " + (
+                         f"reached {strongest.power:.3f} ({strongest.candidate.design.label} with "
+                         f"{strongest.candidate.test.label})" if strongest is not None else "was none"))
+    return text + "."
+
+
+def _no_pass_phrase(config, rivals: list) -> str:
+    """What the other method offers when none of its candidates was shown to reach the target."""
+    estimated = [r for r in rivals if r.power >= config.target_power]
+    if not estimated:
+        return "no candidate was shown to reach the target"
+    cheapest = min(estimated, key=lambda r: r.candidate.total_cost)
+    return (f"none shown to reach the target; the cheapest estimated to reach it, "
+            f"{cheapest.candidate.design.label} with {cheapest.candidate.test.label} (power {cheapest.power:.2f} "
+            f"from {cheapest.trials} studies, not refined because it costs more), costs "
+            f"{cheapest.candidate.total_cost:.2f}")
