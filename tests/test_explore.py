@@ -225,3 +225,17 @@ def test_the_second_view_places_the_design_on_a_table(client, tmp_path):
     view = client.get(f"/api/position/{key}").get_json()
     assert view["table"] == "paper_fig4_coherence" and view["message"] == ""
     assert client.get(view["picture"]).data[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_table_of_two_methods_draws_one_curve_per_test_and_method():
+    rows = [{"design": f"d{a}", "annotators": a, "test": "ttest_doc", "method": method, "estimand": "type1",
+             "rate": rate, "ci_low": rate - 0.01, "ci_high": rate + 0.01}
+            for a in (3, 30, 60) for method, rate in (("likert", 0.4), ("rank", 0.2))]
+    current = [{"test": "ttest_doc", "method": "rank", "estimand": "type1", "rate": 0.21, "ci_low": 0.2,
+                "ci_high": 0.22}]
+    figure = curves.draw_position(pd.DataFrame(rows), "type1", current, 60, "t")
+    lines = {line.get_label(): list(line.get_ydata()) for line in figure.axes[0].get_lines()
+             if not line.get_label().startswith("_")}
+    assert lines["ttest_doc (precomputed)"] == [0.4] * 3
+    assert lines["ttest_doc@rank (precomputed)"] == [0.2] * 3
+    assert "ttest_doc@rank: your design" in [t.get_text() for t in figure.axes[0].get_legend().get_texts()]
