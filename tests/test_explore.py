@@ -9,8 +9,10 @@ import yaml
 
 import simdesign
 from simdesign import cli
+from simdesign.analyses import ANALYSES
 from simdesign.explore import controls, curves
 from simdesign.explore.live import ChunkPool, LiveRun, Runs
+from simdesign.model import load_model
 
 flask = pytest.importorskip("flask", reason="the explorer needs the 'explore' extra (flask)")
 
@@ -48,6 +50,48 @@ def test_the_explorers_rates_are_simulates_for_the_same_config_seed_and_trials()
         assert shown[(row.test, "type1")]["rate"] == row.rate
         assert (shown[(row.test, "type1")]["ci_low"], shown[(row.test, "type1")]["ci_high"]) == (row.ci_low,
                                                                                                  row.ci_high)
+
+
+def test_rank_rates_are_simulates_too_through_the_configs_method():
+    checked = controls.check_controls({**FORM, "method": "rank"})
+    assert checked.errors == {} and checked.config.methods == ("rank",)
+    run = LiveRun(checked.config, ChunkPool(workers=0), "k").start()
+    run.join(timeout=300)
+    assert run.status == "done", run.message
+    engine = simdesign.simulate(checked.config, jobs=1, progress=False).summary()
+    assert set(engine["method"]) == {"rank"}
+    summaries_equal(run.summary, engine)
+    shown = [r for r in run.snapshot()["rows"] if r["estimand"] == "type1"]
+    assert {r["method"] for r in shown} == {"rank"} and len(shown) == len(FORM["tests"])
+    # a different study from the Likert one: the method reaches the engine
+    likert = controls.check_controls(FORM).config
+    assert not engine.equals(simdesign.simulate(likert, jobs=1, progress=False).summary())
+
+
+def test_the_method_control_offers_what_the_model_generates(tmp_path):
+    assert controls.check_controls(FORM).methods == ["likert", "rank"]  # the presets have a fitted rank_noise
+    likert_only = {key: value for key, value in load_model("coherence").to_dict().items() if key != "rank_noise"}
+    path = tmp_path / "likert_only.yaml"
+    path.write_text(yaml.safe_dump(likert_only))
+    own_model = {**FORM, "model": str(path), "seconds_per_judgement": "25"}  # 'auto' knows the presets' tasks only
+    assert controls.check_controls(own_model).methods == ["likert"]
+    checked = controls.check_controls({**own_model, "method": "rank"})
+    assert checked.config is None and list(checked.errors) == ["method"]
+    assert "rank" in checked.errors["method"][0] and "rank_noise" in checked.errors["method"][0]
+
+
+def test_a_test_that_cannot_take_ranks_is_refused_at_the_tests(tmp_path, capsys):
+    assert "rank" not in ANALYSES["art"].methods  # what the registry declares, not the explorer
+    form = {**FORM, "method": "rank", "tests": ["ttest", "art"]}
+    checked = controls.check_controls(form)
+    assert checked.config is None and list(checked.errors) == ["tests"]
+    (message,) = checked.errors["tests"]
+    assert "art" in message and "rank" in message
+    mapping = controls.config_mapping(form)
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(mapping))
+    assert cli.main(["run", str(path), "--out", str(tmp_path / "o")]) == 2
+    assert message in capsys.readouterr().err
 
 
 @pytest.mark.slow
@@ -104,6 +148,10 @@ def test_totals_use_the_planners_cost_model():
     assert totals["judgements"] == 1500 and totals["annotators"] == 60
     assert math.isclose(totals["hours"], round(1500 * 30.53 / 3600, 2))
     assert math.isclose(totals["cost"], round(1500 * 30.53 / 3600 * 12 + 60 * 2, 2))
+    # Rank: the paper's capped mean per ranked output of coherence is 26.67 s (annotation_times.yaml)
+    checked = controls.check_controls({**FORM, "blocks": "20", "method": "rank"})
+    totals = controls.totals(checked.config, checked.cost)
+    assert totals["method"] == "Rank" and math.isclose(totals["hours"], round(1500 * 26.67 / 3600, 2))
 
 
 def test_a_slow_run_can_be_cancelled():
@@ -177,3 +225,17 @@ def test_the_second_view_places_the_design_on_a_table(client, tmp_path):
     view = client.get(f"/api/position/{key}").get_json()
     assert view["table"] == "paper_fig4_coherence" and view["message"] == ""
     assert client.get(view["picture"]).data[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_table_of_two_methods_draws_one_curve_per_test_and_method():
+    rows = [{"design": f"d{a}", "annotators": a, "test": "ttest_doc", "method": method, "estimand": "type1",
+             "rate": rate, "ci_low": rate - 0.01, "ci_high": rate + 0.01}
+            for a in (3, 30, 60) for method, rate in (("likert", 0.4), ("rank", 0.2))]
+    current = [{"test": "ttest_doc", "method": "rank", "estimand": "type1", "rate": 0.21, "ci_low": 0.2,
+                "ci_high": 0.22}]
+    figure = curves.draw_position(pd.DataFrame(rows), "type1", current, 60, "t")
+    lines = {line.get_label(): list(line.get_ydata()) for line in figure.axes[0].get_lines()
+             if not line.get_label().startswith("_")}
+    assert lines["ttest_doc (precomputed)"] == [0.4] * 3
+    assert lines["ttest_doc@rank (precomputed)"] == [0.2] * 3
+    assert "ttest_doc@rank: your design" in [t.get_text() for t in figure.axes[0].get_legend().get_texts()]

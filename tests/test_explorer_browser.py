@@ -161,3 +161,27 @@ def test_a_bad_value_shows_the_clis_message_next_to_its_control(page):
     # the server is still there: a good value clears the message
     set_control(page, "blocks", "5")
     wait_for(page, "return document.getElementById('error-blocks').textContent === ''", what="the message to clear")
+
+
+def test_rank_is_chosen_in_the_method_control_and_a_likert_only_test_is_refused_at_the_tests(page):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    wait_for(page, "return document.querySelectorAll('#results tbody tr').length > 0", FIRST_RESULT_TIMEOUT,
+             "the first results")
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"name": "x", "model": "coherence", "method": "rank", "designs": [
+            {"kind": "block", "blocks": 20, "docs_per_block": 5, "annotators_per_block": 3}], "tests": ["art"]})
+    (expected,) = caught.value.messages
+    assert "art" in expected and "rank" in expected
+    old_key = page.execute_script("return document.getElementById('results').dataset.key")
+    Select(page.find_element(By.ID, "control-method")).select_by_value("rank")
+    wait_for(page, "const r = document.querySelector('[data-total=\"annotation method\"] td'); "
+                   "return r && r.textContent === 'Rank'", what="the totals of a Rank study")
+    wait_for(page, f"const t = document.getElementById('results'); return t.dataset.key !== '{old_key}' "
+                   "&& t.querySelectorAll('tbody tr').length > 0", FIRST_RESULT_TIMEOUT, "results of the Rank study")
+    page.find_element(By.ID, "test-art").click()
+    wait_for(page, f"return document.getElementById('error-tests').textContent === {json.dumps(expected)}",
+             what=f"the message {expected!r} next to the tests")
+    page.find_element(By.ID, "test-art").click()
+    wait_for(page, "return document.getElementById('error-tests').textContent === ''", what="the message to clear")

@@ -148,7 +148,8 @@ def create_app(workers: int = 2, figures_dir: Path = curves.DEFAULT_FIGURES,
 def check_and_start(form: dict, runs: Runs, pictures: Pictures) -> dict:
     """Check the controls; when they are good, draw the design and start (or find) its live run."""
     checked = controls.check_controls(form)
-    answer = {"errors": checked.errors, "totals": None, "picture": None, "run": None}
+    answer = {"errors": checked.errors, "totals": None, "picture": None, "run": None, "methods": checked.methods,
+              "warnings": checked.warnings}
     if checked.config is None:
         answer["picture"] = design_picture_only(checked, pictures)
         return answer
@@ -212,8 +213,9 @@ def position(key: str, table_name: str, runs: Runs, pictures: Pictures, figures_
                 "message": f"{chosen} has no {estimand} rows (it was run with {other}); choose another table"}
     snapshot = run.snapshot()
     design = config.designs[0]
+    method = ", ".join(controls.METHOD_LABELS.get(m, m) for m in config.methods)
     title = (f"{chosen}: {entry['description'] or 'precomputed'}\nstars: your design {design.label} "
-             f"({design.annotators} annotators), {snapshot['trials_done']} trials")
+             f"({design.annotators} annotators, {method}), {snapshot['trials_done']} trials")
     with DRAWING:
         png = curves.position_png(table, estimand, snapshot["rows"], design.annotators, title)
     name = f"position-{key[:16]}-{chosen}-{snapshot['trials_done']}"

@@ -16,16 +16,17 @@ from simdesign.analyses import ANALYSES
 from simdesign.analyses.classical import CLASSICAL_TESTS
 from simdesign.core.designs import DESIGN_KINDS
 from simdesign.core.errors import ConfigError, MissingBackendError
-from simdesign.model import PRESETS
+from simdesign.model import METHODS, PRESETS
 
 # What the page starts with: the paper's design (Steen & Markert, 2021) under the null, the tests of its Figure 4.
 DEFAULT_DESIGNS = {"block": {"blocks": 20, "docs_per_block": 5, "annotators_per_block": 3},
                    "pool": {"docs": 100, "annotators": 30, "judgements_per_output": 3}}
-DEFAULTS = {"model": "coherence", "effect": "zero", "effect_scale": "1.0", "kind": "block",
+DEFAULTS = {"model": "coherence", "method": "likert", "effect": "zero", "effect_scale": "1.0", "kind": "block",
             "tests": ["ttest", "ttest_doc", "art_doc"], "trials": "1000", "seed": "2021", "alpha": "0.05",
             "pay_per_hour": "12", "seconds_per_judgement": "auto", "per_annotator": "0", "currency": "EUR"}
 EFFECT_CHOICES = ("zero", "fitted", "scale")
 COST_CONTROLS = ("pay_per_hour", "seconds_per_judgement", "per_annotator")
+METHOD_LABELS = {"likert": "Likert", "rank": "Rank"}
 
 
 def design_controls() -> dict:
@@ -38,7 +39,7 @@ def design_controls() -> dict:
 def test_controls() -> list[dict]:
     """Every registered analysis, with whether it is a classical test (fast) and what it needs."""
     return [{"name": name, "classical": name in CLASSICAL_TESTS, "needs": info.needs or "",
-             "needs_blocks": info.needs_blocks, "description": info.description}
+             "needs_blocks": info.needs_blocks, "description": info.description, "methods": list(info.methods)}
             for name, info in sorted(ANALYSES.items())]
 
 
@@ -46,7 +47,7 @@ def options() -> dict:
     """What the page's controls offer (sent to the browser once)."""
     return {"presets": list(PRESETS), "designs": design_controls(), "tests": test_controls(),
             "effects": list(EFFECT_CHOICES), "defaults": DEFAULTS,
-            "method": "Likert (the scale of the model; simdesign simulates Likert judgements)"}
+            "methods": [{"name": name, "label": METHOD_LABELS.get(name, name)} for name in METHODS]}
 
 
 def yaml_value(text):
@@ -76,12 +77,18 @@ class Checked:
         Control name -> messages ('' for messages that name no control).
     mapping : dict
         The config mapping built from the controls (as a YAML config would hold it).
+    methods : list of str or None
+        The annotation methods the chosen model generates (None when it cannot be loaded).
+    warnings : list of str
+        What 'simdesign run' warns about before running this config.
     """
 
     config: object = None
     cost: object = None
     errors: dict = field(default_factory=dict)
     mapping: dict = field(default_factory=dict)
+    methods: list | None = None
+    warnings: list = field(default_factory=list)
 
     def add(self, messages) -> None:
         for message in messages:
@@ -99,6 +106,8 @@ def config_mapping(form: dict) -> dict:
         tests = [t for t in tests.split(",") if t]
     mapping = {
         "name": "explore", "model": yaml_value(form.get("model", DEFAULTS["model"])),
+        # a method name is a word, never a number or a list: passed as typed, its rule names a bad one
+        "method": form.get("method", DEFAULTS["method"]),
         "effect": yaml_value(form.get("effect_scale")) if effect == "scale" else effect,
         "designs": [design], "tests": list(tests),
         "trials": yaml_value(form.get("trials", DEFAULTS["trials"])),
@@ -121,7 +130,7 @@ def check_controls(form: dict) -> Checked:
     Checked
     """
     from simdesign.planning.planner import parse_cost
-    from simdesign.simulation.config import parse_config
+    from simdesign.simulation.config import config_warnings, parse_config
     from simdesign.simulation.engine import check_backends
 
     checked = Checked(mapping=config_mapping(form))
@@ -138,11 +147,15 @@ def check_controls(form: dict) -> Checked:
                 "per_annotator": yaml_value(form.get("per_annotator", DEFAULTS["per_annotator"])),
                 "currency": str(form.get("currency", DEFAULTS["currency"]))}
     model_source = checked.config.model_source if checked.config else str(checked.mapping["model"])
+    # the paper's times per judged output differ between Likert and Rank: 'auto' takes the chosen method's
+    method = checked.config.methods[0] if checked.config else DEFAULTS["method"]
     cost = parse_cost({"cost": {k: v for k, v in cost_raw.items() if v is not None}}, model_source, None,
-                      cost_errors)
+                      cost_errors, method)
     checked.add(cost_errors)
     checked.cost = None if cost_errors else cost
+    checked.methods = model_methods(checked)
     if checked.config is not None:
+        checked.warnings = config_warnings(checked.config)
         try:  # a test that needs R on a machine without it: the message 'simdesign run' stops with
             check_backends(checked.config)
         except MissingBackendError as exc:
@@ -150,6 +163,16 @@ def check_controls(form: dict) -> Checked:
     if checked.errors:
         checked.config = None
     return checked
+
+
+def model_methods(checked: Checked) -> list | None:
+    """The annotation methods the form's model generates (what the method control offers)."""
+    from simdesign.simulation.config import resolve_model
+
+    if checked.config is not None:
+        return list(checked.config.model.methods)
+    model, _ = resolve_model({"model": checked.mapping.get("model")}, None, [])  # its errors are reported already
+    return list(model.methods) if model is not None and hasattr(model, "methods") else None
 
 
 # A message names its control by the field it quotes; the longest names first ('docs_per_block' before 'docs').
@@ -166,7 +189,7 @@ def control_of(message: str) -> str:
         name = match.group(2)
         if match.group(1) and name in COST_CONTROLS:
             return name
-        if name in design_fields or name in ("kind", "trials", "seed", "alpha", "model"):
+        if name in design_fields or name in ("kind", "trials", "seed", "alpha", "model", "method"):
             return name
         if name == "effect":
             return "effect_scale"
@@ -181,7 +204,8 @@ def totals(config, cost) -> dict:
     """Judgements, annotators, documents, hours and cost of the config's design (the planner's cost model)."""
     design = config.designs[0]
     n_systems = config.model.n_systems
-    out = {"design": design.label, "description": design.describe(), "documents": design.docs,
+    out = {"design": design.label, "description": design.describe(),
+           "method": ", ".join(METHOD_LABELS.get(m, m) for m in config.methods), "documents": design.docs,
            "annotators": design.annotators, "judgements_per_output": design.judgements_per_output,
            "judgements": design.judgements(n_systems), "systems": n_systems,
            "max_judgements_per_annotator": design.max_judgements_per_annotator(n_systems)}

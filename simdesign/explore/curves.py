@@ -19,6 +19,7 @@ import yaml
 from matplotlib.figure import Figure
 
 from simdesign.outputs import shipped_figures_folder
+from simdesign.simulation.methods import result_label
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 DEFAULT_FIGURES = shipped_figures_folder()
@@ -92,7 +93,7 @@ def draw_position(curves: pd.DataFrame, estimand: str, current: list[dict], anno
     estimand : str
         'type1' or 'power'.
     current : list of dict
-        The live run's rows (test, estimand, rate, ci_low, ci_high).
+        The live run's rows (test, method, estimand, rate, ci_low, ci_high).
     annotators : int
         The current design's annotators (its x).
     title : str
@@ -104,17 +105,22 @@ def draw_position(curves: pd.DataFrame, estimand: str, current: list[dict], anno
     figure = Figure(figsize=(6.4, 4.0))
     ax = figure.subplots()
     shown = curves[curves["estimand"] == estimand].sort_values("annotators")
+    # A table of several methods (rank_vs_likert_*) has one curve per (test, method), named by the engine's
+    # result label ('ttest_doc@rank'); a table without a method column is Likert.
+    shown = shown.assign(curve=[result_label(test, method) for test, method in
+                                zip(shown["test"], shown.get("method", pd.Series("likert", index=shown.index)))])
     colours = {}
-    for test, rows in shown.groupby("test", sort=True):
+    for test, rows in shown.groupby("curve", sort=True):
         (line,) = ax.plot(rows["annotators"], rows["rate"], marker="o", markersize=3, label=f"{test} (precomputed)")
         ax.fill_between(rows["annotators"], rows["ci_low"], rows["ci_high"], alpha=0.15, color=line.get_color())
         colours[test] = line.get_color()
     for row in (r for r in current if r["estimand"] == estimand and r["rate"] is not None):
-        colour = colours.get(row["test"], "black")
+        name = result_label(row["test"], row.get("method", "likert"))
+        colour = colours.get(name, "black")
         low, high = row["ci_low"] or row["rate"], row["ci_high"] or row["rate"]
         ax.errorbar([annotators], [row["rate"]], yerr=[[row["rate"] - low], [high - row["rate"]]], fmt="*",
                     markersize=13, color=colour, markeredgecolor="black", capsize=4,
-                    label=f"{row['test']}: your design")
+                    label=f"{name}: your design")
     if estimand == "type1":
         ax.axhline(0.05, color="grey", linestyle=":", linewidth=1)
     ax.set_xscale("log")

@@ -177,7 +177,7 @@ class LiveRun:
         """The engine's chunks of a run with nothing stored (as ``plan_chunks(config, None, trials)``), made
         one at a time, so that a huge number of trials costs no memory before it is computed."""
         size = CLASSICAL_CHUNK_TRIALS if self.classical else SLOW_CHUNK_TRIALS
-        work = tuple(self.config.analyses) + self.config.estimand_specs
+        work = tuple(self.config.work_specs)  # one item per (test, method), as the engine's plan_chunks
         for design in self.config.designs:
             for start in range(0, self.config.trials, size):
                 yield Chunk(design, start, min(start + size, self.config.trials), work)
@@ -286,7 +286,9 @@ def rate_rows(summary: pd.DataFrame | None) -> list[dict]:
     if summary is None:
         return []
     shown = summary[summary["estimand"].isin(SHOWN_ESTIMANDS)]
-    columns = ["design", "test", "estimand", "rate", "ci_low", "ci_high", "mcse", "n_failed", "trials"]
+    if "method" not in shown:  # the summary has a method column only when a method other than Likert ran
+        shown = shown.assign(method="likert")
+    columns = ["design", "test", "method", "estimand", "rate", "ci_low", "ci_high", "mcse", "n_failed", "trials"]
     rows = shown[columns].astype(object).where(shown[columns].notna(), None)
     return rows.to_dict(orient="records")
 

@@ -43,6 +43,9 @@ function buildControls() {
   for (const [kind, spec] of Object.entries(o.designs)) {
     $("control-kind").appendChild(el("option", { value: kind }, `${kind} (${spec.label})`));
   }
+  for (const method of o.methods) {
+    $("control-method").appendChild(el("option", { value: method.name }, method.label));
+  }
   for (const test of o.tests) {
     const label = el("label", { class: "test-choice" });
     const box = el("input", { type: "checkbox", name: "tests", value: test.name, id: `test-${test.name}` });
@@ -53,17 +56,17 @@ function buildControls() {
     if (!test.classical) notes.push("model fit: slow");
     if (test.needs) notes.push(`needs ${test.needs}`);
     if (test.needs_blocks) notes.push("block designs");
+    if (!test.methods.includes("rank")) notes.push("Likert only");
     if (notes.length) label.appendChild(el("small", {}, `(${notes.join(", ")})`));
     label.title = test.description;
     $("tests").appendChild(label);
   }
-  for (const name of ["model", "effect", "effect_scale", "kind", "trials", "seed", "alpha", "pay_per_hour",
+  for (const name of ["model", "method", "effect", "effect_scale", "kind", "trials", "seed", "alpha", "pay_per_hour",
                       "seconds_per_judgement", "per_annotator", "currency"]) {
     const control = $(`control-${name}`);
     if (o.defaults[name] !== undefined && control.tagName !== "SELECT") control.value = o.defaults[name];
     if (o.defaults[name] !== undefined && control.tagName === "SELECT") control.value = o.defaults[name];
   }
-  $("method-note").textContent = `annotation method: ${o.method}`;
   designFields($("control-kind").value);
   $("controls").addEventListener("input", scheduleCheck);
   $("controls").addEventListener("change", (event) => {
@@ -100,12 +103,28 @@ function showErrors(errors) {
   }
 }
 
+// Offer only the methods the model generates (a model without 'rank_noise' scores on its Likert scale only).
+// A method already chosen stays chosen, so the config's refusal is shown next to the control.
+function showMethods(methods) {
+  if (!methods) return; // the model could not be loaded: its own message says why
+  const select = $("control-method");
+  for (const option of select.options) {
+    const offered = methods.includes(option.value);
+    option.hidden = !offered;
+    option.disabled = !offered && option.value !== select.value;
+  }
+  const labels = methods.map((m) => state.options.methods.find((o) => o.name === m)?.label || m);
+  $("method-note").textContent = methods.length > 1 ? "" :
+    `this model generates ${labels.join(", ")} judgements only (Rank needs a model with 'rank_noise')`;
+}
+
 function showTotals(totals) {
   const table = $("totals");
   table.textContent = "";
   if (!totals) return;
   const money = (v) => `${Number(v).toFixed(2)} ${totals.currency || ""}`;
-  const rows = [["design", totals.design], ["", totals.description], ["documents", totals.documents],
+  const rows = [["design", totals.design], ["", totals.description], ["annotation method", totals.method],
+    ["documents", totals.documents],
     ["annotators", totals.annotators], ["judgements per output", totals.judgements_per_output],
     ["judgements", `${totals.judgements.toLocaleString("en")} (${totals.systems} systems)`],
     ["most judgements per annotator", totals.max_judgements_per_annotator]];
@@ -134,6 +153,8 @@ async function check() {
   if (seq !== state.seq) return; // a newer change is on its way
   if (answer.error) { $("error-general").textContent = answer.error; return; }
   showErrors(answer.errors);
+  showMethods(answer.methods);
+  $("warnings").textContent = (answer.warnings || []).join("\n");
   showTotals(answer.totals);
   if (answer.picture && answer.picture !== state.picture) {
     state.picture = answer.picture;
