@@ -6,3 +6,14 @@ collect_ignore = [] if importlib.util.find_spec("numba") else ["simdesign/_clmm_
 # The explorer's web application needs Flask (the optional 'explore' extra, part of 'test').
 if not importlib.util.find_spec("flask"):
     collect_ignore.append("simdesign/explore/app.py")
+
+import pytest  # noqa: E402
+
+# Doctests that start R (seconds each) belong to the slow tier, like the tests that need R.
+SLOW_DOCTESTS = ("simdesign.analyses.rsession",)
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if isinstance(item, pytest.DoctestItem) and item.name in SLOW_DOCTESTS:
+            item.add_marker(pytest.mark.slow)

@@ -155,6 +155,7 @@ def test_simulate_accepts_path_mapping_and_object_and_overrides_trials(tmp_path)
     pd.testing.assert_frame_equal(timeless(by_path.trials), timeless(first))
 
 
+@pytest.mark.slow
 def test_result_methods(tmp_path):
     result = simdesign.simulate({**SMALL, "tests": ["ttest_doc", "ttest_block"],
                                  "designs": [{"kind": "block", "blocks": [1, 3], "docs_per_block": 5,
@@ -178,6 +179,7 @@ def test_result_methods(tmp_path):
     assert [p.suffix for p in paths] == [".png", ".pdf", ".csv"] and all(p.stat().st_size > 0 for p in paths)
 
 
+@pytest.mark.slow
 def test_save_writes_a_directory_that_plot_replay_and_load_results_read(tmp_path, capsys):
     result = simdesign.simulate(SMALL, jobs=1, progress=False)
     out = result.save(tmp_path / "saved")
@@ -273,6 +275,7 @@ def test_plan_in_memory_equals_the_cli_plan(tmp_path, capsys):
     assert (tmp_path / "out" / "recommendation.md").read_text().endswith(outcome.recommendation)
 
 
+@pytest.mark.slow
 def test_fit_model_on_a_frame_and_on_its_csv_agree(tmp_path):
     truth = load_model("coherence")
     frame = truth.sample(BlockDesign(8, 4, 3), np.random.default_rng(5)).to_frame()

@@ -111,6 +111,7 @@ def test_cli_dask_with_its_own_local_cluster(tmp_path):
     assert (tmp_path / "dask" / "summary.csv").is_file()
 
 
+@pytest.mark.slow
 def test_lost_worker_error_resubmits_only_unsaved_chunks(tmp_path, monkeypatch, caplog):
     distributed = pytest.importorskip("distributed")
     import simdesign.simulation.engine as engine
@@ -240,6 +241,7 @@ def user_analysis():
         del ANALYSES[SIGN_TEST.name]
 
 
+@pytest.mark.slow
 def test_user_registered_analysis_runs_in_loky_workers(user_analysis, tmp_path):
     table = _run(_user_raw(), tmp_path / "loky", backend="loky", jobs=2)
     user = table[table["test"] == "user_sign_test"]
@@ -248,6 +250,7 @@ def test_user_registered_analysis_runs_in_loky_workers(user_analysis, tmp_path):
     pd.testing.assert_frame_equal(_results(table), _results(_run(_user_raw(), tmp_path / "serial", jobs=1)))
 
 
+@pytest.mark.slow
 def test_user_registered_analysis_runs_on_dask(user_analysis, cluster, tmp_path):
     local, _ = cluster
     dask = _run(_user_raw(), tmp_path / "dask", backend="dask", scheduler=local.scheduler_address)
@@ -278,6 +281,7 @@ def _tiny_plan():
     })
 
 
+@pytest.mark.slow
 def test_plan_on_dask_gives_the_loky_plan(cluster, tmp_path):
     from simdesign.planning.plan_report import plan_table
     from simdesign.planning.plan_search import run_plan

@@ -192,6 +192,7 @@ def test_the_good_table_passes_every_reader(tmp_path, capsys):
     assert scale == tuple(range(1, 8)) and frame.attrs["lines"] == list(range(2, 32))
 
 
+@pytest.mark.slow
 def test_negative_effect_runs_with_a_warning(tmp_path, capsys):
     # Legitimate (the ranking reversed) but unusual: said, not refused.
     path = tmp_path / "negative.yaml"
@@ -222,6 +223,7 @@ def test_replay_shows_the_stored_p_values_beside_the_replayed_ones(stored_result
     assert "replayed p-values and statuses equal the stored ones" in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(STUDIES))
 def test_the_good_study_configs_run(command, tmp_path, capsys):
     """The study cases fail because of what they change, not because the base config is bad."""

@@ -171,6 +171,7 @@ def _assert_equals_scipy(rng, sizes, columns=3):
     assert min(checked.values()) > 0, checked
 
 
+@pytest.mark.slow
 def test_wilcoxon_equals_scipy_auto_on_random_cases():
     """Every branch of scipy's rule: permutation (n <= 13 here up to 10, scipy is slow above), exact
     distribution (no zeros or ties, n <= 50), normal approximation (zeros or ties above 13; all above 50)."""

@@ -18,6 +18,7 @@ SUMMARY_HEAD = ["design", "kind", "blocks", "docs_per_block", "annotators_per_bl
                 "n_tests", "n_failed"]
 
 
+@pytest.mark.slow
 def test_run_writes_summary_figure_and_manifest_then_plot_redraws(tmp_path, capsys):
     path = tmp_path / "cli.yaml"
     path.write_text(yaml.safe_dump(CONFIG))
@@ -94,6 +95,7 @@ def test_figure_draws_pool_and_block_designs_apart():
         assert notes == []
 
 
+@pytest.mark.slow
 def test_figure_says_which_designs_its_axis_leaves_out(tmp_path, caplog):
     from simdesign.simulation.config import FigureSpec
     from simdesign.simulation.plots import draw_summary, plot_summary
@@ -127,6 +129,7 @@ def test_bench_type1_runs_from_any_directory(tmp_path):
     assert "whole grid through the engine: 8 designs x 2 trials" in done.stdout
 
 
+@pytest.mark.slow
 def test_chunk_size_option_overrides_the_config_key(tmp_path):
     path = tmp_path / "cli.yaml"
     path.write_text(yaml.safe_dump({**CONFIG, "chunk_size": 12}))

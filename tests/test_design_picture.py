@@ -36,6 +36,7 @@ def test_pool_matrix_has_k_annotators_per_document_and_no_blocks():
     assert (matrix > 0).sum(axis=1).max() - (matrix > 0).sum(axis=1).min() <= 1  # loads as even as possible
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(DESIGN_KINDS))
 def test_every_registered_kind_is_drawn_from_its_public_interface(kind, tmp_path):
     design = EXAMPLE_DESIGNS[kind]
@@ -45,6 +46,7 @@ def test_every_registered_kind_is_drawn_from_its_public_interface(kind, tmp_path
     assert path.read_bytes()[:8] == PNG_MAGIC
 
 
+@pytest.mark.slow
 def test_draw_design_command_writes_png_and_pdf(tmp_path, capsys):
     assert cli.main(["draw-design", "--design", "{kind: block, blocks: [4, 1], docs_per_block: [5, 20], "
                      "annotators_per_block: 3}", "--design", "{kind: pool, docs: 20, annotators: 6, "

@@ -116,6 +116,7 @@ def test_signed_rank_z_is_scipys_normal_approximation():
         assert 2 * stats.norm.sf(abs(z[column])) == pytest.approx(expected, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_bootstrap_thresholds_hold_their_level_on_independent_columns():
     """Many independent null samples (normal and skewed): each bootstrap test rejects about 5% of them."""
     rng = np.random.default_rng(2011)
@@ -182,6 +183,7 @@ def test_document_difficulty_makes_the_unpaired_test_conservative(tmp_path):
     assert within_mcse(rows.loc["ttest_doc", "rate"], 0.05, rows.loc["ttest_doc", "mcse"])
 
 
+@pytest.mark.slow
 def test_sweep_validates_its_keys_and_runs_every_combination(tmp_path, capsys):
     import yaml
 

@@ -215,6 +215,7 @@ def test_a_good_setting_draws_its_design_and_computes(client, tmp_path):
     assert view["picture"] is None and "paper_fig4_coherence" in view["message"]
 
 
+@pytest.mark.slow
 def test_the_second_view_places_the_design_on_a_table(client, tmp_path):
     checked = controls.check_controls({**FORM, "trials": "20"})
     figures = tmp_path / "figures"

@@ -29,6 +29,7 @@ def _drawn_rows(summary: pd.DataFrame, estimand: str) -> pd.DataFrame:
     return summary[(summary["estimand"] == estimand) & (summary["kind"] == "block")].reset_index(drop=True)
 
 
+@pytest.mark.slow
 def test_run_and_plot_write_each_figures_table_beside_it(tmp_path):
     path = tmp_path / "tables.yaml"
     path.write_text(yaml.safe_dump(CONFIG))
@@ -45,6 +46,7 @@ def test_run_and_plot_write_each_figures_table_beside_it(tmp_path):
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "elsewhere" / "fig.csv"), table)
 
 
+@pytest.mark.slow
 def test_the_python_api_writes_the_table_of_the_estimand_it_draws(tmp_path):
     result = simdesign.simulate(CONFIG, jobs=1, progress=False)
     paths = result.plot(tmp_path / "failures", estimand="failure_rate")
@@ -53,6 +55,7 @@ def test_the_python_api_writes_the_table_of_the_estimand_it_draws(tmp_path):
     pd.testing.assert_frame_equal(pd.read_csv(paths[-1]), _drawn_rows(summary, "failure_rate"), check_dtype=False)
 
 
+@pytest.mark.slow
 def test_a_config_named_summary_keeps_the_whole_summary_csv(tmp_path):
     result = simdesign.simulate({**CONFIG, "name": "summary"}, jobs=1, progress=False)
     written = write_outputs(result.config, result.summary(), tmp_path)
@@ -88,6 +91,7 @@ def test_unknown_curves_name_the_shipped_ones():
         precomputed_curves("paper_fig99")
 
 
+@pytest.mark.slow
 def test_drawing_figures_neither_needs_nor_switches_the_matplotlib_backend(tmp_path):
     """Library figures are matplotlib.figure.Figure objects saved by themselves: importing and drawing them
     keeps the caller's backend (a notebook's inline one) and never imports pyplot."""

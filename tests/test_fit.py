@@ -80,6 +80,7 @@ def test_unused_scale_values_are_an_error_with_a_remedy():
 # Fitting and model files
 # ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["coherence", "repetition"])
 def test_fitting_the_papers_data_reproduces_the_published_model(task, tmp_path, paper_data_dir):
     frame, scale = read_judgements(paper_data_dir / "judgements" / f"likert_{task}_cnn_dm.csv",
@@ -173,6 +174,7 @@ def test_parameter_recovery_on_the_papers_design():
 # Predictive check
 # ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_predictive_check_table_and_figure(coherence, rng, tmp_path):
     frame = coherence.sample(BlockDesign(4, 5, 3), rng).to_frame().drop(columns="block")
     # An incomplete table: the check keeps exactly the observed cells.
@@ -240,6 +242,7 @@ def test_a_single_annotator_is_refused_by_name(coherence, tmp_path, capsys):
     assert "single annotator" in capsys.readouterr().err and not (tmp_path / "one.yaml").exists()
 
 
+@pytest.mark.slow
 def test_too_few_annotators_for_a_full_covariance_need_allow_reduced(coherence, tmp_path, capsys):
     frame = _pilot(coherence, BlockDesign(1, 10, 4), 3)  # 4 annotators (< 5 systems + 1) x 10 documents
     with pytest.raises(ConfigError, match=r"4 annotators for 5 systems.*systems \+ 1 = 6.*--allow-reduced"):

@@ -24,6 +24,7 @@ def test_jobs_and_chunking_do_not_change_the_results(tmp_path):
     pd.testing.assert_frame_equal(one, two)
 
 
+@pytest.mark.slow
 def test_an_interrupted_or_partial_run_resumes_to_the_same_results(tmp_path, monkeypatch):
     config = parse_metric_config(TINY)
     fresh = run_metric_validation(config, tmp_path / "fresh", chunk_trials=2)
@@ -55,6 +56,7 @@ def test_an_interrupted_or_partial_run_resumes_to_the_same_results(tmp_path, mon
         run_metric_validation(parse_metric_config({**TINY, "seed": 4}), tmp_path / "grow")
 
 
+@pytest.mark.slow
 def test_a_sweep_resumes_run_by_run(tmp_path):
     """``simdesign sweep`` stores each combination as an ordinary run: a re-run computes only missing chunks."""
     import yaml

@@ -61,6 +61,7 @@ def test_population_model_has_exchangeable_parts_and_unchanged_probabilities(coh
                                coherence.thresholds[None, :] - effects[:, None])
 
 
+@pytest.mark.slow
 def test_generator_correlations_match_their_analytic_values(coherence):
     """Within-document correlation with quality = rho_sum; system-level with the effects at D documents, analytic."""
     population = SystemPopulation("normal")
@@ -136,6 +137,7 @@ def _null_rejections(system_bias: float, scheme: str, trials: int = 300) -> floa
     return float(np.mean(rejections))
 
 
+@pytest.mark.slow
 def test_permutation_tests_hold_their_level_when_their_units_are_exchangeable():
     standard_error = np.sqrt(0.05 * 0.95 / 300)
     # outputs exchangeable (no system bias): per-output and per-system swaps are both exact
@@ -158,6 +160,7 @@ def test_system_level_targets_of_a_normal_population(coherence):
     assert 0.79 < targets["pearson"] < 0.8
 
 
+@pytest.mark.slow
 def test_metric_validation_command_runs_and_rejects_bad_input(tmp_path, capsys):
     config = {"name": "tiny", "model": "coherence", "metric": {"system_correlation": 0.8, "summary_correlation": 0.5},
               "second_metric": {"system_correlation": 0.5, "summary_correlation": 0.4}, "systems": [5],

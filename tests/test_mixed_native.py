@@ -45,6 +45,7 @@ def test_estimates_follow_the_model_order_not_the_sorted_order():
     assert result.estimate[system_pairs(5).index((2, 4))] > 0
 
 
+@pytest.mark.slow
 def test_holm_adjustment_only_raises_p_values(paper):
     plain = ANALYSES["clmm_native"].function(paper, None, structure="intercepts")
     holm = ANALYSES["clmm_native"].function(paper, None, structure="intercepts", adjust="holm")
@@ -52,6 +53,7 @@ def test_holm_adjustment_only_raises_p_values(paper):
     np.testing.assert_allclose(holm.estimate, plain.estimate)
 
 
+@pytest.mark.slow
 def test_a_fit_that_cannot_work_is_a_failure_not_a_p_value():
     """One annotator judging everything: annotator variance is not identifiable with one level."""
     scores = np.random.default_rng(0).integers(1, 8, size=(6, 5))

@@ -86,6 +86,7 @@ def _rank_csv(tmp_path, model, seed=0):
     return path
 
 
+@pytest.mark.slow
 def test_cli_fits_rank_only_and_rank_noise(tmp_path, capsys):
     path = _rank_csv(tmp_path, dataclasses.replace(load_model("coherence"), rank_noise=0.6))
     out = tmp_path / "rank_only.yaml"

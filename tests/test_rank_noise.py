@@ -38,6 +38,7 @@ def test_presets_carry_rank_noise_fitted_to_the_paper_rank_files():
     assert load_model("repetition").rank_noise == pytest.approx(1.5328, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_rank_noise_fit_reproduces_the_preset_values_on_the_paper_files():
     from pathlib import Path
 

@@ -186,6 +186,7 @@ def test_classical_tests_on_ranks_hold_their_level_with_one_document_per_annotat
         assert abs(row["rate"] - 0.05) < 4 * row["mcse"], (design, test, row["rate"], row["mcse"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(name for name, info in ANALYSES.items()
                                         if "rank" in info.methods and info.needs is None))
 def test_every_analysis_that_accepts_ranks_runs_on_a_rank_study(name):

@@ -161,6 +161,7 @@ def test_config_validates_estimands():
         parse_config({key: value for key, value in RAW.items() if key != "estimands"})
 
 
+@pytest.mark.slow
 def test_estimands_are_per_trial_rows_summarised_with_notes_where_undefined(tmp_path):
     config = parse_config(RAW)
     store = run_simulation(config, tmp_path / "run", RAW, jobs=1, progress=False)

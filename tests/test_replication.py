@@ -230,6 +230,7 @@ def test_planner_runs_an_overlap_candidate(tmp_path):
     assert result.results[0].trials >= 20
 
 
+@pytest.mark.slow
 def test_replication_figure_draws_from_a_summary(tmp_path):
     from simdesign.simulation.replication_plots import plot_replication, replication_table, trial_counts
 
