@@ -208,8 +208,14 @@ def main() -> int:
     todo, paths = plan(args, args.cache)
     print(f"{len(paths)} chunks of up to {CHUNK} trials, {len(todo)} to compute, {args.jobs} processes, "
           f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    # The workers import this file as a module (functions of __main__ would be pickled by value,
+    # losing the per-process caches of the configs and the warm-up).
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SCRIPTS), os.environ.get("PYTHONPATH")]))
+    sys.path.insert(0, str(SCRIPTS))
+    import compare_decisions as module
+
     started = time.perf_counter()
-    Parallel(n_jobs=args.jobs, verbose=5)(delayed(compare_chunk)(*item, args.cache) for item in todo)
+    Parallel(n_jobs=args.jobs, verbose=5)(delayed(module.compare_chunk)(*item, args.cache) for item in todo)
     print(f"computed in {time.perf_counter() - started:.0f} s wall; load average {os.getloadavg()[0]:.2f}")
     table = pd.concat([pd.read_csv(path) for path in paths], ignore_index=True)
     return 0 if report(table) else 1

@@ -17,6 +17,7 @@ from scipy import stats
 from simdesign.analyses.base import (DEGENERATE, OK, AnalysisInfo, PairwiseResult, register,
                                      system_pairs)
 from simdesign.core.judgements import Judgements
+from simdesign.stats.sign_flips import flipped_abs_sums, random_sign_bits
 
 UNITS = ("single", "doc", "block")
 
@@ -138,7 +139,8 @@ def randomisation_pvalues(sums: np.ndarray, rng: np.random.Generator, resamples:
     n_units = sums.shape[0]
     values = np.asarray(sums, dtype=float)
     observed = np.abs(values.sum(axis=0))
-    if np.issubdtype(np.asarray(sums).dtype, np.integer):
+    integer = np.issubdtype(np.asarray(sums).dtype, np.integer)
+    if integer:
         tolerance = 0.0  # integer sums below 2**53 are exact in float64
     else:
         tolerance = 1e-9 * np.maximum(1.0, np.abs(values).sum(axis=0))
@@ -146,8 +148,9 @@ def randomisation_pvalues(sums: np.ndarray, rng: np.random.Generator, resamples:
         signs = _all_sign_vectors(n_units)
         hits = (np.abs(signs @ values) >= observed - tolerance).sum(axis=0)
         return hits / signs.shape[0]
-    signs = rng.integers(0, 2, size=(resamples, n_units), dtype=np.int8).astype(float) * 2.0 - 1.0
-    hits = (np.abs(signs @ values) >= observed - tolerance).sum(axis=0)
+    # the draws of rng.integers(0, 2, ...) and the values of |signs @ values|, computed faster
+    bits = random_sign_bits(rng, resamples, n_units)
+    hits = (flipped_abs_sums(bits, values, integer) >= observed - tolerance).sum(axis=0)
     return (1.0 + hits) / (resamples + 1.0)
 
 
