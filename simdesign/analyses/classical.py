@@ -17,6 +17,7 @@ from scipy import stats
 from simdesign.analyses.base import (DEGENERATE, OK, AnalysisInfo, PairwiseResult, register,
                                      system_pairs)
 from simdesign.core.judgements import Judgements
+from simdesign.stats.one_sample_t import one_sample_t_pvalues
 from simdesign.stats.sign_flips import flipped_abs_sums, random_sign_bits
 
 UNITS = ("single", "doc", "block")
@@ -93,7 +94,7 @@ def paired_ttest(judgements: Judgements, rng: np.random.Generator, unit: str = "
     defined = spread > 1e-12 * np.maximum(1.0, np.abs(means).max(axis=0))
     p_value = np.full(n_pairs, np.nan)
     if defined.any():
-        p_value[defined] = stats.ttest_1samp(means[:, defined], 0.0, axis=0).pvalue
+        p_value[defined] = one_sample_t_pvalues(means[:, defined])  # = stats.ttest_1samp(...).pvalue, faster
     status = np.where(defined, OK, DEGENERATE).astype(object)
     message = "" if defined.all() else "zero variance of differences for some pairs"
     return PairwiseResult(estimate=estimate, p_value=p_value, status=status, message=message)
