@@ -156,13 +156,39 @@ def plan(args, cache: Path) -> tuple[list[tuple], list[Path]]:
     return todo, paths
 
 
+def failed_trials(stores: list[Path], cache: Path) -> tuple[list[tuple], list[Path]]:
+    """One-trial chunks for every trial whose clmm_native test failed in the given results stores.
+
+    Failures are rare (about 1 trial in 200), so a sample of trials seldom holds
+    one; this checks on the trials of a finished run whether the old code fails
+    on the same ones.
+    """
+    from simdesign.analyses.base import FAILURES
+    from simdesign.simulation.store import ResultsStore
+
+    by_name = {_config(str(path))[0].name: path for path in CONFIGS}
+    todo, paths = [], []
+    for store_dir in stores:
+        store = ResultsStore(store_dir)
+        name = store.manifest()["config"]["name"]
+        config, spec = _config(str(by_name[name]))
+        rows = store.read_trials(designs=[d.label for d in config.designs], tests=[spec.label])
+        failed = rows.loc[rows["status"].isin(list(FAILURES)), ["design", "trial"]].drop_duplicates()
+        for design, trial in failed.itertuples(index=False):
+            path = cache / f"{config.name}__{design}__{trial:07d}-{trial + 1:07d}.csv"
+            paths.append(path)
+            if not path.exists():
+                todo.append((str(by_name[name]), design, int(trial), int(trial) + 1))
+    return todo, paths
+
+
 def report(table: pd.DataFrame) -> bool:
     """Print the comparison per (config, design) and overall; whether the targets hold."""
     table = table.assign(same=table["new"] == table["old"], new_failed=table["new"] == "failed",
                          old_failed=table["old"] == "failed")
     per_trial = table.groupby(["config", "design", "trial"], sort=False).agg(
         new_failed=("new_failed", "any"), old_failed=("old_failed", "any"),
-        new_cpu=("new_cpu", "first"), old_cpu=("old_cpu", "first"))
+        new_cpu=("new_cpu", "first"), old_cpu=("old_cpu", "first")).sort_index()
     lines = []
     for (config, design), part in table.groupby(["config", "design"], sort=False):
         trials = per_trial.loc[(config, design)]
@@ -201,11 +227,18 @@ def main() -> int:
                         help="configs whose name contains one of these words, e.g. fig5_coherence")
     parser.add_argument("--cache", type=Path, default=ROOT / "results" / "compare_decisions",
                         help="directory of finished chunks (default results/compare_decisions)")
+    parser.add_argument("--failed-in", nargs="*", type=Path, default=[],
+                        help="results directories of Figure-5/7 runs: also compare every trial whose "
+                             "clmm_native test failed there")
     args = parser.parse_args()
     if args.trials < 1 or args.first < 0 or args.jobs < 1:
         parser.error("--trials and --jobs must be positive and --first non-negative")
     args.cache.mkdir(parents=True, exist_ok=True)
     todo, paths = plan(args, args.cache)
+    if args.failed_in:
+        extra_todo, extra_paths = failed_trials(args.failed_in, args.cache)
+        todo += [item for item in extra_todo if item not in todo]
+        paths += [path for path in extra_paths if path not in paths]
     print(f"{len(paths)} chunks of up to {CHUNK} trials, {len(todo)} to compute, {args.jobs} processes, "
           f"load average {os.getloadavg()[0]:.2f}", flush=True)
     # The workers import this file as a module (functions of __main__ would be pickled by value,
@@ -218,6 +251,8 @@ def main() -> int:
     Parallel(n_jobs=args.jobs, verbose=5)(delayed(module.compare_chunk)(*item, args.cache) for item in todo)
     print(f"computed in {time.perf_counter() - started:.0f} s wall; load average {os.getloadavg()[0]:.2f}")
     table = pd.concat([pd.read_csv(path) for path in paths], ignore_index=True)
+    # a failed trial of --failed-in may also lie in the sampled range: count it once
+    table = table.drop_duplicates(["config", "design", "trial", "pair"])
     return 0 if report(table) else 1
 
 
