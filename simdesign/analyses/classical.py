@@ -17,6 +17,8 @@ from scipy import stats
 from simdesign.analyses.base import (DEGENERATE, OK, AnalysisInfo, PairwiseResult, register,
                                      system_pairs)
 from simdesign.core.judgements import Judgements
+from simdesign.stats.one_sample_t import one_sample_t_pvalues
+from simdesign.stats.sign_flips import flipped_abs_sums, random_sign_bits
 
 UNITS = ("single", "doc", "block")
 # The tests on mean reversed ranks per unit (issue 13): a ranking's reversed ranks sum to the same total in
@@ -95,7 +97,7 @@ def paired_ttest(judgements: Judgements, rng: np.random.Generator, unit: str = "
     defined = spread > 1e-12 * np.maximum(1.0, np.abs(means).max(axis=0))
     p_value = np.full(n_pairs, np.nan)
     if defined.any():
-        p_value[defined] = stats.ttest_1samp(means[:, defined], 0.0, axis=0).pvalue
+        p_value[defined] = one_sample_t_pvalues(means[:, defined])  # = stats.ttest_1samp(...).pvalue, faster
     status = np.where(defined, OK, DEGENERATE).astype(object)
     message = "" if defined.all() else "zero variance of differences for some pairs"
     return PairwiseResult(estimate=estimate, p_value=p_value, status=status, message=message)
@@ -141,7 +143,8 @@ def randomisation_pvalues(sums: np.ndarray, rng: np.random.Generator, resamples:
     n_units = sums.shape[0]
     values = np.asarray(sums, dtype=float)
     observed = np.abs(values.sum(axis=0))
-    if np.issubdtype(np.asarray(sums).dtype, np.integer):
+    integer = np.issubdtype(np.asarray(sums).dtype, np.integer)
+    if integer:
         tolerance = 0.0  # integer sums below 2**53 are exact in float64
     else:
         tolerance = 1e-9 * np.maximum(1.0, np.abs(values).sum(axis=0))
@@ -149,8 +152,9 @@ def randomisation_pvalues(sums: np.ndarray, rng: np.random.Generator, resamples:
         signs = _all_sign_vectors(n_units)
         hits = (np.abs(signs @ values) >= observed - tolerance).sum(axis=0)
         return hits / signs.shape[0]
-    signs = rng.integers(0, 2, size=(resamples, n_units), dtype=np.int8).astype(float) * 2.0 - 1.0
-    hits = (np.abs(signs @ values) >= observed - tolerance).sum(axis=0)
+    # the draws of rng.integers(0, 2, ...) and the values of |signs @ values|, computed faster
+    bits = random_sign_bits(rng, resamples, n_units)
+    hits = (flipped_abs_sums(bits, values, integer) >= observed - tolerance).sum(axis=0)
     return (1.0 + hits) / (resamples + 1.0)
 
 
