@@ -1,7 +1,7 @@
 """Rank studies in the simulation (issue 13, section 1): the method as a dimension of the results.
 
-The rank_noise used here (1.0) is a stated provisional value, not a fitted one: these tests check
-the machinery and properties that hold for any rank_noise.
+The rank_noise used here (1.0) is a fixed value of the tests, not the presets' fitted one: these tests
+check the machinery and properties that hold for any rank_noise.
 """
 from __future__ import annotations
 
