@@ -28,27 +28,14 @@ SINGULAR_TOLERANCE = 1e-4
 HESSIAN_BOUNDARY = 1e-3
 
 
-# Probing bounded Cholesky diagonals for a way off the boundary: step, least gain, and rounds.
-ESCAPE_PROBE = 0.1
-
-
-# Probing bounded Cholesky diagonals for a way off the boundary: step, least gain, and rounds.
+# Probing bounded Cholesky diagonals for a way off the boundary: step and least gain.
 ESCAPE_PROBE = 0.1
 ESCAPE_MIN_GAIN = 1e-6
 
 
 # Optimiser restarts (off the boundary, or while the projected gradient exceeds RESTART_GRADIENT).
 RESTARTS = 4
-
-
-# Optimiser restarts (off the boundary, or while the projected gradient exceeds RESTART_GRADIENT).
-RESTARTS = 4
 RESTART_GRADIENT = 1e-3
-
-
-# Hessian eigenvalues this small relative to the largest count as zero (forward-difference noise is ~1e-7),
-# provided their eigenvectors leave thresholds and effects alone (loadings below NULL_FIXED_LOADING).
-NULL_EIGENVALUE_TOLERANCE = 1e-5
 
 
 # Hessian eigenvalues this small relative to the largest count as zero (forward-difference noise is ~1e-7),

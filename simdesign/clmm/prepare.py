@@ -21,11 +21,6 @@ STRUCTURES = ("maximal", "intercepts", "paper")
 # A structure can also be given per term: {'annotator': 'slopes', 'document': 'intercept'} (a term left out
 # is not fitted). 'slopes' is (1 + system | term), 'intercept' is (1 | term).
 TERM_NAMES = ("annotator", "document")
-
-
-# A structure can also be given per term: {'annotator': 'slopes', 'document': 'intercept'} (a term left out
-# is not fitted). 'slopes' is (1 + system | term), 'intercept' is (1 | term).
-TERM_NAMES = ("annotator", "document")
 TERM_FORMS = ("slopes", "intercept")
 
 

@@ -16,16 +16,7 @@ from simdesign.clmm.prepare import _Problem
 # The inner mode search stops at this max |gradient|: far tighter than ordinal's 1e-4, because the
 # implicit-function gradient and its finite differences (the Hessian) need an accurate mode.
 INNER_GRADIENT_TOLERANCE = 1e-9
-
-
-# The inner mode search stops at this max |gradient|: far tighter than ordinal's 1e-4, because the
-# implicit-function gradient and its finite differences (the Hessian) need an accurate mode.
-INNER_GRADIENT_TOLERANCE = 1e-9
 INNER_MAX_ITERATIONS = 100
-
-
-# Chord steps (old Hessian) tried before Newton steps, and the gradient reduction each must achieve.
-CHORD_STEPS = 4
 
 
 # Chord steps (old Hessian) tried before Newton steps, and the gradient reduction each must achieve.
