@@ -1,22 +1,40 @@
 """Helpers shared by the clmm benchmark and comparison scripts (run as `python scripts/NAME.py`)."""
 from __future__ import annotations
 
-import importlib.util
+import subprocess
 import sys
 import time
+import types
 from pathlib import Path
+
+# simdesign.clmm before issue 15: one module, simdesign/clmm.py, at this commit.
+BASELINE_COMMIT = "d44f140"
+BASELINE_PATH = "simdesign/clmm.py"
 
 
 def load_baseline():
-    """simdesign.clmm before issue 15 (commit d44f140), from scripts/_clmm_baseline.py.
+    """simdesign.clmm before issue 15 (commit d44f140), read from the repository's history.
 
-    A verbatim snapshot rather than `git show`, so the same-run comparison also works in a checkout
-    without history.
+    Read with ``git show`` rather than kept as a copy, so the project holds one copy of the
+    old code (its history). It imported ``simdesign.errors``, since moved to
+    ``simdesign.core.errors``: that name is aliased for the old module. Needs a clone with
+    history (``git fetch --unshallow`` in a shallow one).
     """
-    spec = importlib.util.spec_from_file_location("clmm_baseline", Path(__file__).with_name("_clmm_baseline.py"))
-    module = importlib.util.module_from_spec(spec)
+    root = Path(__file__).resolve().parents[1]
+    try:
+        source = subprocess.run(["git", "show", f"{BASELINE_COMMIT}:{BASELINE_PATH}"], cwd=root, check=True,
+                                capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        detail = getattr(exc, "stderr", "") or str(exc)
+        sys.exit(f"The baseline (simdesign.clmm at commit {BASELINE_COMMIT}) is read from git history, which is "
+                 f"not available here ({detail.strip()}); run in a full clone (git fetch --unshallow).")
+    import simdesign.core.errors
+
+    sys.modules.setdefault("simdesign.errors", simdesign.core.errors)
+    module = types.ModuleType("clmm_baseline")
+    module.__file__ = f"{BASELINE_COMMIT}:{BASELINE_PATH}"
     sys.modules["clmm_baseline"] = module
-    spec.loader.exec_module(module)
+    exec(compile(source, module.__file__, "exec"), module.__dict__)
     return module
 
 

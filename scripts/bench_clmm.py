@@ -4,7 +4,7 @@ Fits the paper's Likert data (1500 judgements, Steen & Markert 2021) with
 the native implementation in three forms in the same run: the current code
 with its compiled kernels (numba, if installed), the current code without
 them (numpy), and the implementation before issue 15 (commit d44f140, kept as
-``scripts/_clmm_baseline.py``); and with R's ``ordinal::clmm`` (through
+``simdesign/clmm.py`` read from git history); and with R's ``ordinal::clmm`` (through
 ``Rscript``). Native times are medians over ``--repeats`` rounds after one
 warm-up fit (compilation, imports); in each round the versions run one after
 the other on the same data, so a load change on a shared machine hits them
@@ -148,7 +148,7 @@ def main() -> None:
     if not compiled:
         del versions["new_numpy"]  # the same code path as "new"
     print(f"new: {'compiled kernels (numba)' if compiled else 'numpy (numba not installed)'}; "
-          f"old: scripts/_clmm_baseline.py (d44f140); {args.repeats} interleaved rounds, medians", flush=True)
+          f"old: simdesign/clmm.py at d44f140; {args.repeats} interleaved rounds, medians", flush=True)
     if os.cpu_count() and hasattr(os, "getloadavg"):
         print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start", flush=True)
     rows = []

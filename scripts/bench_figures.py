@@ -4,7 +4,7 @@ For every design of ``configs/paper_fig5_*.yaml`` and ``configs/paper_fig7_*.yam
 (both tasks, the fitted effects, structure ``paper``), simulates ``--per-design``
 studies (seeds ``SeedSequence([2021, task, design, trial])``) and fits each with
 the current ``simdesign.clmm`` and with the implementation before issue 15
-(``scripts/_clmm_baseline.py``, commit d44f140), one after the other on the
+(``simdesign/clmm.py`` at commit d44f140, read from git history), one after the other on the
 same data. Prints the mean wall and CPU seconds per fit for each design and
 version, and the fitting time of each figure at 1000 trials per point on
 ``--cores`` cores projected from the means (clmm fits only: simulation, ART
@@ -51,7 +51,7 @@ def main() -> int:
     args = parser.parse_args()
     compiled = clmm.set_accelerator(True)
     versions = {"new": clmm.fit, "old": load_baseline().fit}
-    print(f"new: {'compiled kernels (numba)' if compiled else 'numpy'}; old: scripts/_clmm_baseline.py (d44f140); "
+    print(f"new: {'compiled kernels (numba)' if compiled else 'numpy'}; old: simdesign/clmm.py at d44f140; "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start", flush=True)
     models = {task: load_model(task) for task in ("coherence", "repetition")}
     totals = {}

@@ -1,7 +1,7 @@
 """Agreement of the current ``simdesign.clmm`` with the implementation before issue 15 (commit d44f140).
 
-The old module is kept as ``scripts/_clmm_baseline.py`` (a verbatim copy of
-``simdesign/clmm.py`` at d44f140) and imported under another name, so both
+The old module is read from git history (``simdesign/clmm.py`` at commit d44f140, by
+``scripts/_bench_util.load_baseline``) and imported under another name, so both
 run in one process on the same data. Data: every fixture in
 ``tests/fixtures/clmm_r`` (with the structure of its R fit) and ``--datasets``
 simulated studies of the Figure 5 and Figure 7 designs (both tasks, the fitted
@@ -137,7 +137,7 @@ def main() -> int:
                              "other rounding) and print old vs old-reordered: the reproducibility floor")
     args = parser.parse_args()
     accelerated = clmm.set_accelerator(not args.numpy)
-    print(f"new code: {'compiled kernels (numba)' if accelerated else 'numpy'}; old code: scripts/_clmm_baseline.py")
+    print(f"new code: {'compiled kernels (numba)' if accelerated else 'numpy'}; old code: simdesign/clmm.py at d44f140 (git history)")
     baseline = load_baseline()
     rows = []
     with threadpool_limits(limits=1):

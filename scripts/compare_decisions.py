@@ -7,7 +7,7 @@ its seed exactly as ``simdesign run`` does (so these are the data of the
 committed figures' trials), and analyses it twice with the config's
 ``clmm_native`` options: with the current :func:`simdesign.clmm.fit` (through
 the registry, as a run does) and with the implementation before issue 15
-(``scripts/_clmm_baseline.py``, commit d44f140), whose fit goes through the
+(``simdesign/clmm.py`` at commit d44f140, read from git history), whose fit goes through the
 same contrast guard (``simdesign.analyses.mixed_native._result_from_fit``).
 
 A (trial, pair) decision is one of: failed (status in FAILURES, never a
