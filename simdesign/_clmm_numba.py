@@ -40,6 +40,21 @@ def _logistic_pair(x):
 
 
 @njit(cache=True)
+def _category_probability(thresholds_extended, c, eta):
+    """(F, 1 - F) at the category's upper and lower thresholds, and its probability p, for one observation.
+
+    Where both thresholds lie far above eta, p is the difference of the upper tails (no cancellation).
+    """
+    a_up = thresholds_extended[c + 1] - eta
+    a_lo = thresholds_extended[c] - eta
+    F_up, G_up = _logistic_pair(a_up)
+    F_lo, G_lo = _logistic_pair(a_lo)
+    if a_up + a_lo > 0:
+        return F_up, G_up, F_lo, G_lo, G_lo - G_up
+    return F_up, G_up, F_lo, G_lo, F_up - F_lo
+
+
+@njit(cache=True)
 def linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, uk, ue, n_k, eta):
     n = fixed.shape[0]
     qk, qe = Mk.shape[1], Me.shape[1]
@@ -115,14 +130,7 @@ def third_order_terms(thresholds_extended, category, eta, g, w, w_prime, dl_up, 
     n = eta.shape[0]
     for i in range(n):
         c = category[i]
-        a_up = thresholds_extended[c + 1] - eta[i]
-        a_lo = thresholds_extended[c] - eta[i]
-        F_up, G_up = _logistic_pair(a_up)
-        F_lo, G_lo = _logistic_pair(a_lo)
-        if a_up + a_lo > 0:
-            p = G_lo - G_up
-        else:
-            p = F_up - F_lo
+        F_up, G_up, F_lo, G_lo, p = _category_probability(thresholds_extended, c, eta[i])
         f_up, f_lo = F_up * G_up, F_lo * G_lo
         s_up, s_lo = f_up * (G_up - F_up), f_lo * (G_lo - F_lo)
         c_up, c_lo = f_up * (1.0 - 6.0 * f_up), f_lo * (1.0 - 6.0 * f_lo)
@@ -698,14 +706,7 @@ def fixed_only(thresholds_extended, category, eta, system, n_thresholds, n_syste
     total = 0.0
     for i in range(eta.shape[0]):
         c = category[i]
-        a_up = thresholds_extended[c + 1] - eta[i]
-        a_lo = thresholds_extended[c] - eta[i]
-        F_up, G_up = _logistic_pair(a_up)
-        F_lo, G_lo = _logistic_pair(a_lo)
-        if a_up + a_lo > 0:
-            p = G_lo - G_up
-        else:
-            p = F_up - F_lo
+        F_up, G_up, F_lo, G_lo, p = _category_probability(thresholds_extended, c, eta[i])
         if not (p > 0.0) or not np.isfinite(p):
             return np.inf, grad_thresholds, grad_systems
         f_up, f_lo = F_up * G_up, F_lo * G_lo
