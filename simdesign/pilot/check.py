@@ -268,16 +268,32 @@ def plot_check(table: pd.DataFrame, simulated: np.ndarray, title: str, path) -> 
     return path
 
 
+def check_title(what: str, trials: int, table: pd.DataFrame, note: str = "") -> str:
+    """A predictive check figure's title: what was simulated, and how many statistics fall outside."""
+    outside = int((~table["inside"]).sum())
+    return (f"Predictive check of {what}: {trials} studies simulated with the data's design; "
+            f"{outside} of {len(table)} statistics outside the simulated 95% range{note}")
+
+
+def write_check(table: pd.DataFrame, simulated: np.ndarray, out_dir, name: str, title: str,
+                plotted: np.ndarray | None = None) -> list[Path]:
+    """Write a check's table as ``<name>.csv`` and its figure as ``<name>.png`` into ``out_dir``.
+
+    ``plotted``: a boolean mask of the table's rows to draw (default all; the table is written whole).
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv_path = out_dir / f"{name}.csv"
+    table.to_csv(csv_path, index=False)
+    if plotted is None:
+        plotted = np.ones(len(table), dtype=bool)
+    shown = table[plotted].replace({"statistic": {"mean_rank": "mean"}}).reset_index(drop=True)
+    png_path = plot_check(shown, simulated[:, plotted], title, out_dir / f"{name}.png")
+    return [csv_path, png_path]
+
+
 def run_check(model: OrdinalMixedModel, frame: pd.DataFrame, out_dir, trials: int = 200, seed: int = 0,
               name: str = "check") -> tuple[pd.DataFrame, list[Path]]:
     """Run :func:`predictive_check` and write ``<name>.csv`` and ``<name>.png`` into ``out_dir``."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     table, simulated = predictive_check(model, frame, trials=trials, seed=seed)
-    csv_path = out_dir / f"{name}.csv"
-    table.to_csv(csv_path, index=False)
-    outside = int((~table["inside"]).sum())
-    title = (f"Predictive check of model '{model.name}': {trials} studies simulated with the data's design; "
-             f"{outside} of {len(table)} statistics outside the simulated 95% range")
-    png_path = plot_check(table, simulated, title, out_dir / f"{name}.png")
-    return table, [csv_path, png_path]
+    return table, write_check(table, simulated, out_dir, name, check_title(f"model '{model.name}'", trials, table))

@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from simdesign.core.errors import ConfigError
-from simdesign.pilot.check import RANGE, _statistic_labels, _statistics, _Study, observed_design, plot_check
+from simdesign.pilot.check import (RANGE, _statistic_labels, _statistics, _Study, check_title, observed_design,
+                                    write_check)
 from simdesign.pilot.rank_noise import pair_index
 
 DROPPED = ("annotator_mean_sd", "document_mean_sd")
@@ -102,17 +103,8 @@ def rank_predictive_check(model, frame: pd.DataFrame, trials: int = 200, seed: i
 def run_rank_check(model, frame: pd.DataFrame, out_dir, trials: int = 200, seed: int = 0,
                    name: str = "check") -> tuple[pd.DataFrame, list[Path]]:
     """Run :func:`rank_predictive_check`; write ``<name>.csv`` and ``<name>.png`` into ``out_dir``."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     table, simulated = rank_predictive_check(model, frame, trials=trials, seed=seed)
-    csv_path = out_dir / f"{name}.csv"
-    table.to_csv(csv_path, index=False)
-    outside = int((~table["inside"]).sum())
-    title = (f"Predictive check of rank model '{model.name}': {trials} rank studies simulated with the data's design; "
-             f"{outside} of {len(table)} statistics outside the simulated 95% range (distributions: x = rank, 1 = best)")
+    title = check_title(f"rank model '{model.name}'", trials, table, " (distributions: x = rank, 1 = best)")
     # The Likert check's figure shows the rank distributions, mean ranks, alpha and SHR.
-    plotted = table["statistic"].isin(["share", "krippendorff_alpha", "shr"]) | (table["statistic"] == "mean_rank")
-    shown = table[plotted].replace({"statistic": {"mean_rank": "mean"}})
-    png_path = plot_check(shown.reset_index(drop=True), simulated[:, plotted.to_numpy()], title,
-                          out_dir / f"{name}.png")
-    return table, [csv_path, png_path]
+    plotted = table["statistic"].isin(["share", "krippendorff_alpha", "shr", "mean_rank"]).to_numpy()
+    return table, write_check(table, simulated, out_dir, name, title, plotted)
