@@ -26,6 +26,7 @@ from typing import ClassVar
 import numpy as np
 
 from simdesign.core.errors import ConfigError
+from simdesign.core.checks import is_integer
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class Assignment:
 
 
 def _positive_int(errors: list[str], field: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+    if not is_integer(value, 1):
         errors.append(f"The '{field}' field must be a positive integer; got {value!r}")
         return 1
     return int(value)
@@ -370,10 +371,10 @@ class OverlapDesign(_WithoutBlocks):
         errors: list[str] = []
         _positive_int(errors, "shared_docs", self.shared_docs)
         unique = self.unique_docs_per_annotator
-        if isinstance(unique, bool) or not isinstance(unique, (int, np.integer)) or unique < 0:
+        if not is_integer(unique, 0):
             errors.append(f"The 'unique_docs_per_annotator' field must be a non-negative integer; got {unique!r}")
         annotators = self.annotators
-        if isinstance(annotators, bool) or not isinstance(annotators, (int, np.integer)) or annotators < 2:
+        if not is_integer(annotators, 2):
             errors.append(f"The 'annotators' field of an overlap design must be an integer of at least 2 "
                           f"(with one annotator nothing is shared); got {annotators!r}")
         if errors:

@@ -27,6 +27,7 @@ from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
 from simdesign.model.common import PSD_TOLERANCE, covariance_square_root, effect_scale  # noqa: F401 (public here)
 from simdesign.model.ranks import METHODS, RankOnlyModel, check_method, reversed_ranks  # noqa: F401
+from simdesign.core.checks import is_number
 
 PRESETS = ("coherence", "repetition")
 
@@ -110,8 +111,7 @@ class OrdinalMixedModel:
             errors.append(f"The 'effects' field must be finite with the reference system's effect 0; "
                           f"got {effects.tolist()}")
         intercept_scale = self.document_intercept_scale
-        if isinstance(intercept_scale, bool) or not isinstance(intercept_scale, (int, float)) \
-                or not np.isfinite(intercept_scale) or intercept_scale < 0:
+        if not is_number(intercept_scale) or not np.isfinite(intercept_scale) or intercept_scale < 0:
             errors.append(f"The 'document_intercept_scale' field must be a non-negative number; got {intercept_scale!r}")
             intercept_scale = 1.0
         covs = {}
@@ -130,8 +130,8 @@ class OrdinalMixedModel:
                 covs[key] = covariance_square_root((cov + cov.T) / 2, key)
             except ConfigError as exc:
                 errors.extend(exc.messages)
-        if self.rank_noise is not None and (isinstance(self.rank_noise, bool) or not isinstance(
-                self.rank_noise, (int, float)) or not np.isfinite(self.rank_noise) or self.rank_noise <= 0):
+        if self.rank_noise is not None and (not is_number(self.rank_noise) or not np.isfinite(self.rank_noise)
+                                            or self.rank_noise <= 0):
             errors.append(f"The 'rank_noise' field must be a positive number (or left out); got {self.rank_noise!r}")
         if errors:
             raise ConfigError([f"Model '{self.name}': {m}" for m in errors])

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from simdesign.core.errors import ConfigError
+from simdesign.core.checks import is_number
 
 # An eigenvalue below -PSD_TOLERANCE * largest eigenvalue means "not a covariance matrix";
 # anything above is rounding noise (the paper's coherence matrix has -3e-16).
@@ -35,7 +36,7 @@ def effect_scale(effect) -> float:
             pass
         raise ConfigError(f"The 'effect' field must be 'zero', 'fitted' or a number (scale factor); "
                           f"got {effect!r}{hint}")
-    if isinstance(effect, bool) or not isinstance(effect, (int, float)) or not np.isfinite(effect):
+    if not is_number(effect) or not np.isfinite(effect):
         raise ConfigError(f"The 'effect' field must be 'zero', 'fitted' or a number (scale factor); got {effect!r}")
     return float(effect)
 

@@ -70,6 +70,7 @@ import numpy as np
 from simdesign.core.designs import Design
 from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
+from simdesign.core.checks import is_number
 
 POPULATIONS = ("normal", "resample")
 
@@ -88,7 +89,7 @@ class SystemPopulation:
             problems.append(f"The 'population.kind' field must be one of {list(POPULATIONS)}; got {self.kind!r}")
         for key in ("mean", "sd"):
             value = getattr(self, key)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+            if value is not None and (not is_number(value)
                                       or not np.isfinite(value) or (key == "sd" and value <= 0)):
                 problems.append(f"The 'population.{key}' field must be a {'positive ' if key == 'sd' else ''}"
                                 f"number or left out (the base model's); got {value!r}")
@@ -174,11 +175,11 @@ class MetricSpec:
         problems = []
         for key in ("summary_correlation", "system_correlation"):
             value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+            if not is_number(value) or not 0 < value <= 1:
                 problems.append(f"The 'metric.{key}' field must be in (0, 1]; got {value!r}")
         for key in ("scale", "document_sd"):
             value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or value == np.inf:
+            if not is_number(value) or not value >= 0 or value == np.inf:
                 problems.append(f"The 'metric.{key}' field must be a non-negative number; got {value!r}")
         if not problems and self.scale == 0:
             problems.append("The 'metric.scale' field must be positive (0 gives a metric unrelated to quality)")

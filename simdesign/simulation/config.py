@@ -39,6 +39,7 @@ from simdesign.simulation.methods import (DEFAULT_METHODS, likert_model_digest_s
 from simdesign.simulation.replication import ReplicationSettings, parse_replication, replication_problems
 from simdesign.stats.reliability import RELIABILITY_ESTIMANDS
 from simdesign.simulation.summary import estimand_names
+from simdesign.core.checks import is_integer, is_number
 
 TOP_LEVEL_KEYS = ("name", "model", "effect", "designs", "tests", "trials", "alpha", "seed", "art_resamples",
                   "art_exact", "chunk_size", "figure", "description", "estimands", "replication",
@@ -354,19 +355,19 @@ def _name_problem(name) -> str | None:
 
 
 def _positive_int_problem(key: str, value) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_integer(value, 1):
         return f"The '{key}' field must be a positive integer; got {value!r}"
     return None
 
 
 def _seed_problem(seed) -> str | None:
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+    if not is_integer(seed, 0):
         return f"The 'seed' field must be a non-negative integer; got {seed!r}"
     return None
 
 
 def _alpha_problem(alpha) -> str | None:
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+    if not is_number(alpha) or not 0 < alpha < 1:
         return f"The 'alpha' field must be in (0, 1); got {alpha!r}"
     return None
 

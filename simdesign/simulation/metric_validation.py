@@ -71,6 +71,7 @@ from simdesign.stats.metric_correlation import (METHODS, SCHEMES, bootstrap_syst
                                                 permutation_test, summary_level, system_level)
 from simdesign.stats.montecarlo import mean_interval, wilson_interval
 from simdesign.stats.summary_bootstrap import bootstrap_summary_level
+from simdesign.core.checks import is_integer, is_number
 
 KEYS = ("name", "description", "model", "population", "metric", "second_metric", "error_correlation", "systems",
         "documents", "annotators_per_document", "methods", "trials", "bootstrap_resamples",
@@ -116,7 +117,7 @@ def _integers(raw: dict, key: str, default, problems: list[str]) -> tuple:
     value = raw.get(key, default)
     values = list(value) if isinstance(value, (list, tuple)) and key in ("systems", "documents") else [value]
     least = 0 if key == "seed" else 1
-    if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < least for v in values):
+    if not values or any(not is_integer(v, least) for v in values):
         kind = "non-negative" if key == "seed" else "positive"
         lists = " or a list of them" if key in ("systems", "documents") else ""
         problems.append(f"The '{key}' field must be a {kind} integer{lists}; got {value!r}")
@@ -154,13 +155,12 @@ def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValida
         problems.append(f"The 'methods' field must be a non-empty list from {list(METHODS)}; got {methods!r}")
     for key, default in (("confidence", 0.95), ("alpha", 0.05)):
         value = raw.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        if not is_number(value) or not 0 < value < 1:
             problems.append(f"The '{key}' field must be in (0, 1); got {value!r}")
     if not isinstance(raw.get("summary_intervals", False), bool):
         problems.append(f"The 'summary_intervals' field must be true or false; got {raw['summary_intervals']!r}")
     error_correlation = raw.get("error_correlation", 0.0)
-    if isinstance(error_correlation, bool) or not isinstance(error_correlation, (int, float)) \
-            or not -1 <= error_correlation <= 1:
+    if not is_number(error_correlation) or not -1 <= error_correlation <= 1:
         problems.append(f"The 'error_correlation' field must be a number in [-1, 1]; got {error_correlation!r}")
     if problems or None in metrics or population is None:
         raise ConfigError(problems or ["invalid metric-validation config"])

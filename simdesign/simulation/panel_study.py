@@ -52,6 +52,7 @@ from simdesign.simulation.config import read_config_mapping, resolve_model
 from simdesign.simulation.panel_tests import PANEL_TESTS, TRIAL_COLUMNS, significance_rows, true_differences
 from simdesign.simulation.store import atomic_write_bytes
 from simdesign.stats.aggregation import AGGREGATIONS
+from simdesign.core.checks import is_integer, is_number
 
 STUDY_KEYS = ("name", "description", "model", "effect", "docs", "panels", "reference", "crowd", "aggregations",
               "subsamples", "trials", "seed", "chunk_size", "bootstrap", "sensitivity", "tests", "test_k", "alpha")
@@ -114,7 +115,7 @@ class PanelStudyConfig:
 
 
 def _count_problem(key: str, value, minimum: int = 1) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_integer(value, minimum):
         return f"The '{key}' field must be an integer >= {minimum}; got {value!r}"
     return None
 
@@ -167,12 +168,12 @@ def _test_problems(raw: dict, panels: dict, crowd) -> list[str]:
         problems.append(f"The 'tests' field must be a list of distinct names from {list(PANEL_TESTS)}; got {tests!r}")
     per_output = panels[crowd].per_output if crowd in panels and not panels[crowd].judges_all else None
     test_k = raw.get("test_k", [])
-    if not isinstance(test_k, list) or any(isinstance(k, bool) or not isinstance(k, int) or k < 1
+    if not isinstance(test_k, list) or any(not is_integer(k, 1)
                                            or (per_output and k > per_output) for k in test_k):
         problems.append(f"The 'test_k' field must be a list of integers in 1..per_output ({per_output}); "
                         f"got {test_k!r}")
     alpha = raw.get("alpha", 0.05)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+    if not is_number(alpha) or not 0 < alpha < 1:
         problems.append(f"The 'alpha' field must be in (0, 1); got {alpha!r}")
     return problems
 

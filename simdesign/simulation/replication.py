@@ -36,6 +36,7 @@ from simdesign.core.seeds import analysis_rng, replication_rng
 from simdesign.stats.montecarlo import mean_interval, wilson_interval
 from simdesign.stats.replication import (matching_accuracy, score_correlation, significance_decisions,
                                          significance_f1)
+from simdesign.core.checks import is_number
 
 REPLICATION_PREFIX = "replication:"
 SCORES = "system_scores"  # the work item name of both studies' system scores (not an analysis)
@@ -90,7 +91,7 @@ def parse_replication(value, errors: list[str]) -> ReplicationSettings | None:
     if unknown:
         errors.append(f"Unknown 'replication' key(s) {unknown}; allowed: {list(REPLICATION_KEYS)}")
     tolerance = value.get("tolerance", 0.0)
-    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not math.isfinite(tolerance) \
+    if not is_number(tolerance) or not math.isfinite(tolerance) \
             or tolerance < 0:
         errors.append(f"The 'replication.tolerance' field must be a non-negative number (score points); "
                       f"got {tolerance!r}")

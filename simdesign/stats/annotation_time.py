@@ -22,6 +22,7 @@ import pandas as pd
 from scipy import stats
 
 from simdesign.core.errors import DataError
+from simdesign.core.checks import is_integer
 
 CAP_SECONDS_PER_OUTPUT = 300.0
 TRIM_PROPORTION = 0.1  # cut from each tail for the trimmed mean
@@ -73,8 +74,7 @@ def capped_durations(durations, outputs_per_item: int = 1, cap_per_output: float
         raise DataError("the times table holds no durations")
     if not np.isfinite(values).all() or (values < 0).any():
         raise DataError("durations must be finite, non-negative seconds")
-    if isinstance(outputs_per_item, bool) or not isinstance(outputs_per_item, (int, np.integer)) \
-            or outputs_per_item < 1:
+    if not is_integer(outputs_per_item, 1):
         raise ValueError(f"outputs_per_item must be a positive integer; got {outputs_per_item!r}")
     return values.clip(upper=cap_per_output * outputs_per_item)
 
