@@ -18,7 +18,7 @@ from simdesign.analyses.base import (DEGENERATE, OK, AnalysisInfo, PairwiseResul
                                      system_pairs)
 from simdesign.core.judgements import Judgements
 from simdesign.stats.one_sample_t import one_sample_t_pvalues
-from simdesign.stats.sign_flips import flipped_abs_sums, random_sign_bits
+from simdesign.stats.sign_flips import flip_exceedances
 
 UNITS = ("single", "doc", "block")
 # The tests on mean reversed ranks per unit (issue 13): a ranking's reversed ranks sum to the same total in
@@ -153,8 +153,7 @@ def randomisation_pvalues(sums: np.ndarray, rng: np.random.Generator, resamples:
         hits = (np.abs(signs @ values) >= observed - tolerance).sum(axis=0)
         return hits / signs.shape[0]
     # the draws of rng.integers(0, 2, ...) and the values of |signs @ values|, computed faster
-    bits = random_sign_bits(rng, resamples, n_units)
-    hits = (flipped_abs_sums(bits, values, integer) >= observed - tolerance).sum(axis=0)
+    hits = flip_exceedances(rng, resamples, values, integer, observed - tolerance)
     return (1.0 + hits) / (resamples + 1.0)
 
 
