@@ -11,6 +11,8 @@ so one matrix product serves all ten pairs of the paper's five systems.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy import stats
 
@@ -26,18 +28,22 @@ UNITS = ("single", "doc", "block")
 RANK_TESTS = ("ttest", "ttest_doc", "art_doc", "art_block", "wilcoxon_doc")
 
 
+@functools.lru_cache(maxsize=None)
 def pair_contrast_matrix(n_systems: int) -> np.ndarray:
-    """(S, n_pairs) matrix whose column for (i, j) has +1 at i and -1 at j."""
+    """(S, n_pairs) matrix whose column for (i, j) has +1 at i and -1 at j (read-only, built once per S)."""
     pairs = system_pairs(n_systems)
     matrix = np.zeros((n_systems, len(pairs)), dtype=np.int64)
     for column, (i, j) in enumerate(pairs):
         matrix[i, column] = 1
         matrix[j, column] = -1
+    matrix.flags.writeable = False
     return matrix
 
 
 def unit_differences(judgements: Judgements, unit: str) -> tuple[np.ndarray, np.ndarray]:
     """Paired differences per unit and system pair.
+
+    Computed once per study and unit (the tests of one trial share them), as read-only arrays.
 
     Returns
     -------
@@ -48,6 +54,16 @@ def unit_differences(judgements: Judgements, unit: str) -> tuple[np.ndarray, np.
     means : ndarray, shape (n_units, n_pairs)
         Per-unit mean differences (what the t-tests and estimates use).
     """
+    return judgements.derived(("unit_differences", unit), lambda j: _read_only(*_unit_differences(j, unit)))
+
+
+def _read_only(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    for array in arrays:
+        array.flags.writeable = False
+    return arrays
+
+
+def _unit_differences(judgements: Judgements, unit: str) -> tuple[np.ndarray, np.ndarray]:
     contrast = pair_contrast_matrix(judgements.n_systems)
     if unit == "single":
         differences = judgements.scores @ contrast
@@ -267,6 +283,7 @@ for _unit, _suffix, _what in (("single", "", "single judgements paired by (annot
             needs_blocks=_unit == "block",
             description=f"Paired t-test over {_what}.",
             methods=("likert", "rank") if f"ttest{_suffix}" in RANK_TESTS else ("likert",),
+            uses_rng=False,
         ))
     register(AnalysisInfo(
         name=f"art{_suffix}",

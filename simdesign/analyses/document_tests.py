@@ -284,6 +284,7 @@ for _name, _statistic in (("ttest_doc", "ttest"), ("wilcoxon_doc", "wilcoxon")):
         description=_PAIRED_DESCRIPTIONS[_statistic] + " Option threshold: theory (default) or bootstrap "
                                                        "(resampling centred document differences).",
         methods=("likert", "rank"),  # reversed ranks are scores too (simdesign.model.ranks)
+        uses_rng=lambda options: options.get("threshold", "theory") == "bootstrap",
     ))
 
 DOCUMENT_TESTS = ("ttest_unpaired", "ttest_doc", "wilcoxon_doc")

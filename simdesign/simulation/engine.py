@@ -222,9 +222,13 @@ def reliability_row(judgements: Judgements, spec: AnalysisSpec, root_seed: int, 
 
 def analyse(judgements: Judgements, spec: AnalysisSpec, root_seed: int, design_label: str, trial: int,
             info: AnalysisInfo | None = None):
-    """Run one analysis on one trial's data with its own random stream (``info``: default from the registry)."""
-    rng = analysis_rng(root_seed, design_label, trial, spec.label)
-    return run_analysis(info or resolve_analysis(spec.name), judgements, rng, spec.options)
+    """Run one analysis on one trial's data with its own random stream (``info``: default from the registry).
+
+    An analysis that draws no random numbers with these options gets ``rng=None`` (AnalysisInfo.uses_rng).
+    """
+    info = info or resolve_analysis(spec.name)
+    rng = analysis_rng(root_seed, design_label, trial, spec.label) if info.draws_random_numbers(spec.options) else None
+    return run_analysis(info, judgements, rng, spec.options)
 
 
 def _chunk_task(model, effect, root_seed, chunk, registry):
