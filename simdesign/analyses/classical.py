@@ -272,6 +272,9 @@ def _positive_int_option(value):
 
 
 ART_OPTIONS = {"resamples": (_positive_int_option, 1000), "exact": (("auto", "never"), "auto")}
+# A classical test takes about a millisecond per trial: chunks of 100 trials make the per-chunk costs (dispatch to
+# a worker, one Parquet file written by the coordinator) small, and still leave many chunks to share among workers.
+CLASSICAL_CHUNK_TRIALS = 100
 
 for _unit, _suffix, _what in (("single", "", "single judgements paired by (annotator, document)"),
                               ("doc", "_doc", "per-document means"),
@@ -284,6 +287,7 @@ for _unit, _suffix, _what in (("single", "", "single judgements paired by (annot
             description=f"Paired t-test over {_what}.",
             methods=("likert", "rank") if f"ttest{_suffix}" in RANK_TESTS else ("likert",),
             uses_rng=False,
+            chunk_trials=CLASSICAL_CHUNK_TRIALS,
         ))
     register(AnalysisInfo(
         name=f"art{_suffix}",
@@ -292,6 +296,7 @@ for _unit, _suffix, _what in (("single", "", "single judgements paired by (annot
         needs_blocks=_unit == "block",
         description=f"Paired approximate randomisation test (sign flips) over {_what}.",
         methods=("likert", "rank") if f"art{_suffix}" in RANK_TESTS else ("likert",),
+        chunk_trials=CLASSICAL_CHUNK_TRIALS,
     ))
 
 CLASSICAL_TESTS = ("ttest", "ttest_doc", "ttest_block", "art", "art_doc", "art_block", "wilcoxon_doc")

@@ -8,6 +8,7 @@ designs and analyses a config lists, and any trial can be replayed alone.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import numpy as np
@@ -15,6 +16,7 @@ import numpy as np
 DATA_STREAM, ANALYSIS_STREAM, REPLICATION_STREAM = 0, 1, 2
 
 
+@functools.lru_cache(maxsize=4096)  # a few labels per run, hashed for every trial's streams
 def label_key(label: str) -> int:
     """A stable 64-bit integer for a label (sha256; Python's hash() is salted per process)."""
     return int.from_bytes(hashlib.sha256(label.encode()).digest()[:8], "little")

@@ -139,9 +139,10 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
                                                      "fit_status", "fit_seconds")}
     estimand_rows = []
     methods = list(dict.fromkeys(spec_method(spec) for spec in chunk.analyses))
+    design_label = chunk.design.label  # a property formatting its string on every call
     for trial in range(chunk.first_trial, chunk.stop_trial):
         # One study per method and trial, each from its own stream; Likert's stream is the one it always had.
-        studies = {method: model.sample(chunk.design, data_rng(root_seed, chunk.design.label, trial, method), effect,
+        studies = {method: model.sample(chunk.design, data_rng(root_seed, design_label, trial, method), effect,
                                         method=method) for method in methods}
         # Replication items (simdesign.simulation.replication) share one replication study per trial (Likert).
         replicated = [spec for spec in chunk.analyses if is_replication_item(spec)]
@@ -153,9 +154,9 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
                 continue
             judgements = studies[spec_method(spec)]
             if spec.name in RELIABILITY_ESTIMANDS:
-                estimand_rows.append(reliability_row(judgements, spec, root_seed, chunk.design.label, trial))
+                estimand_rows.append(reliability_row(judgements, spec, root_seed, design_label, trial))
                 continue
-            result = analyse(judgements, spec, root_seed, chunk.design.label, trial, registry[spec.name])
+            result = analyse(judgements, spec, root_seed, design_label, trial, registry[spec.name])
             columns["trial"].append(np.full(n_pairs, trial, dtype=np.int64))
             columns["test"].append([spec.label] * n_pairs)
             columns["estimate"].append(np.asarray(result.estimate, dtype=float))
@@ -173,7 +174,7 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
                                             else None) for part in parts])
             for key, parts in columns.items()}
     frame = pd.DataFrame({
-        "design": chunk.design.label,
+        "design": design_label,
         "trial": flat["trial"].astype(np.int64),
         "test": flat["test"].astype(str),
         "pair": np.tile(np.arange(n_pairs), rows),
