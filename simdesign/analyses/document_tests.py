@@ -271,6 +271,7 @@ register(AnalysisInfo(
     description="Welch's two-sample t-test over per-document means (unpaired: ignores document difficulty "
                 "pairing); threshold theory or bootstrap.",
     chunk_trials=CLASSICAL_CHUNK_TRIALS,
+    uses_rng=lambda options: options.get("threshold", "theory") == "bootstrap",
 ))
 
 # ttest_doc and wilcoxon_doc are registered here, once, so that their 'threshold' option and its bootstrap live
