@@ -10,6 +10,7 @@ atomically, so an interrupted run loses only the chunks in flight.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from joblib import delayed
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 from tqdm.auto import tqdm
 
 from simdesign.analyses import ANALYSES, run_analysis, system_pairs
@@ -118,8 +119,21 @@ def simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chun
         One row per (trial, analysis, system pair), and one per (trial,
         estimand) with ``pair`` -1; columns as :data:`simdesign.simulation.store.RESULT_COLUMNS`.
     """
-    with threadpool_limits(limits=1):
+    with _threadpools().limit(limits=1):
         return _simulate_chunk(model, effect, root_seed, chunk, registry or chunk_registry(chunk.analyses))
+
+
+_CONTROLLER: list = [None, None]  # (modules imported when made, ThreadpoolController)
+
+
+def _threadpools() -> ThreadpoolController:
+    """The process's thread pools (BLAS, OpenMP), found once rather than for every chunk (about 3 ms a search).
+
+    Searched again after new imports, which may have loaded another library with its own pool (R's BLAS, numba).
+    """
+    if _CONTROLLER[0] != len(sys.modules):
+        _CONTROLLER[:] = [len(sys.modules), ThreadpoolController()]
+    return _CONTROLLER[1]
 
 
 def chunk_registry(specs) -> dict:
