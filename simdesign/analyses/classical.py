@@ -14,11 +14,11 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from scipy import stats
 
 from simdesign.analyses.base import (DEGENERATE, OK, AnalysisInfo, PairwiseResult, register,
                                      system_pairs)
 from simdesign.core.judgements import Judgements
+from simdesign.core.lazy_scipy import stats  # scipy.stats, imported on first use
 from simdesign.stats.one_sample_t import one_sample_t_pvalues
 from simdesign.stats.sign_flips import flip_exceedances
 

@@ -44,12 +44,12 @@ undefined (all resampled values equal) counts as not exceeding T.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from simdesign.analyses.base import DEGENERATE, OK, AnalysisInfo, PairwiseResult, register, system_pairs
 from simdesign.analyses.classical import (CLASSICAL_CHUNK_TRIALS, _positive_int_option, paired_ttest, unit_differences,
                                           wilcoxon_documents)
 from simdesign.core.judgements import Judgements
+from simdesign.core.lazy_scipy import stats  # scipy.stats, imported on first use
 
 THRESHOLDS = ("theory", "bootstrap")
 THRESHOLD_OPTIONS = {"threshold": (THRESHOLDS, "theory"), "bootstrap_resamples": (_positive_int_option, 1000)}
