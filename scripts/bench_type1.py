@@ -40,7 +40,10 @@ PAPER_SECONDS_PER_TRIAL = 0.74
 
 def grid_run(config_path: str, trials: int, jobs: int) -> dict:
     """Run the grid through the engine once; wall time, CPU of this process and of its workers, load."""
-    import psutil
+    try:
+        import psutil  # installed with dask's distributed; without it the workers' CPU is not reported
+    except ImportError:
+        psutil = None
 
     from simdesign.simulation.config import load_config
     from simdesign.simulation.engine import run_simulation
@@ -48,15 +51,14 @@ def grid_run(config_path: str, trials: int, jobs: int) -> dict:
     config = load_config(config_path, {"trials": trials})
     raw = {"name": config.name, "model": config.model_source, "effect": config.effect, "trials": trials,
            "seed": config.seed, "tests": [spec.name for spec in config.analyses]}
-    me = psutil.Process()
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as out:
         cpu, start = time.process_time(), time.perf_counter()
         run_simulation(config, out, raw, jobs=jobs, progress=False)
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     # loky keeps its workers for the next call: they are alive, and they did nothing before this run
-    workers = 0.0
-    for child in me.children(recursive=True):
+    workers = 0.0 if psutil else float("nan")
+    for child in psutil.Process().children(recursive=True) if psutil else ():
         try:
             times = child.cpu_times()
             workers += times.user + times.system
