@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from simdesign.analyses.classical import randomisation_pvalues
-from simdesign.stats.sign_flips import flipped_abs_sums, random_sign_bits
+from simdesign.stats.sign_flips import flip_exceedances, flipped_abs_sums, random_sign_bits
 
 SHAPES = [(1000, 300), (1000, 100), (999, 33), (7, 3), (3, 5), (5, 1), (1, 1), (2, 2)]
 
@@ -55,3 +55,19 @@ def test_randomisation_pvalues_unchanged(integer):
         sums = sums if integer else sums / 3.0
         got = randomisation_pvalues(sums, np.random.default_rng([7, trial]), resamples=1000)
         assert np.array_equal(got, _plain_pvalues(sums, np.random.default_rng([7, trial]), 1000))
+
+
+@pytest.mark.parametrize("scale, integer", [(6, True), (2 ** 22, True), (6, False)])
+@pytest.mark.parametrize("shape", [(1000, 300), (999, 33), (3, 5)])
+def test_flip_exceedances_count_as_the_plain_flips(scale, integer, shape):
+    # scale 2**22 on 33+ units exceeds float32's exact range: the float64 path
+    data = np.random.default_rng(3)
+    for seed in range(4):
+        values = data.integers(-scale, scale + 1, size=(shape[1], 10)).astype(float)
+        values = values if integer else values / 3.0
+        threshold = np.abs(values.sum(axis=0)) - data.integers(0, 3, size=10)
+        plain, fast = np.random.default_rng([seed, *shape]), np.random.default_rng([seed, *shape])
+        signs = plain.integers(0, 2, size=shape, dtype=np.int8).astype(float) * 2.0 - 1.0
+        expected = (np.abs(signs @ values) >= threshold).sum(axis=0)
+        assert np.array_equal(flip_exceedances(fast, shape[0], values, integer, threshold), expected)
+        assert fast.bit_generator.state == plain.bit_generator.state

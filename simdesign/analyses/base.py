@@ -63,6 +63,15 @@ class AnalysisInfo:
     methods: tuple = ("likert",)
     """Annotation methods whose judgements the analysis accepts ('likert', 'rank': reversed ranks,
     S = best); a config pairing it with another method is refused before simulating."""
+    uses_rng: bool | Callable[[dict], bool] = True
+    """Whether the analysis draws random numbers, or a function of its options saying so. Where it does
+    not, the engine passes ``rng=None`` instead of building the trial's analysis generator (a
+    SeedSequence and a PCG64, a sizeable part of a t-test's time); the streams of those that do are
+    unchanged, as they are keyed by label."""
+
+    def draws_random_numbers(self, options: dict) -> bool:
+        """Whether a run with ``options`` needs its random generator (see ``uses_rng``)."""
+        return bool(self.uses_rng(options) if callable(self.uses_rng) else self.uses_rng)
 
 
 ANALYSES: dict[str, AnalysisInfo] = {}

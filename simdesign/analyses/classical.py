@@ -11,14 +11,16 @@ so one matrix product serves all ten pairs of the paper's five systems.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
-from scipy import stats
 
 from simdesign.analyses.base import (DEGENERATE, OK, AnalysisInfo, PairwiseResult, register,
                                      system_pairs)
 from simdesign.core.judgements import Judgements
+from simdesign.core.lazy_scipy import stats  # scipy.stats, imported on first use
 from simdesign.stats.one_sample_t import one_sample_t_pvalues
-from simdesign.stats.sign_flips import flipped_abs_sums, random_sign_bits
+from simdesign.stats.sign_flips import flip_exceedances
 
 UNITS = ("single", "doc", "block")
 # The tests on mean reversed ranks per unit (issue 13): a ranking's reversed ranks sum to the same total in
@@ -26,18 +28,22 @@ UNITS = ("single", "doc", "block")
 RANK_TESTS = ("ttest", "ttest_doc", "art_doc", "art_block", "wilcoxon_doc")
 
 
+@functools.lru_cache(maxsize=None)
 def pair_contrast_matrix(n_systems: int) -> np.ndarray:
-    """(S, n_pairs) matrix whose column for (i, j) has +1 at i and -1 at j."""
+    """(S, n_pairs) matrix whose column for (i, j) has +1 at i and -1 at j (read-only, built once per S)."""
     pairs = system_pairs(n_systems)
     matrix = np.zeros((n_systems, len(pairs)), dtype=np.int64)
     for column, (i, j) in enumerate(pairs):
         matrix[i, column] = 1
         matrix[j, column] = -1
+    matrix.flags.writeable = False
     return matrix
 
 
 def unit_differences(judgements: Judgements, unit: str) -> tuple[np.ndarray, np.ndarray]:
     """Paired differences per unit and system pair.
+
+    Computed once per study and unit (the tests of one trial share them), as read-only arrays.
 
     Returns
     -------
@@ -48,6 +54,16 @@ def unit_differences(judgements: Judgements, unit: str) -> tuple[np.ndarray, np.
     means : ndarray, shape (n_units, n_pairs)
         Per-unit mean differences (what the t-tests and estimates use).
     """
+    return judgements.derived(("unit_differences", unit), lambda j: _read_only(*_unit_differences(j, unit)))
+
+
+def _read_only(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    for array in arrays:
+        array.flags.writeable = False
+    return arrays
+
+
+def _unit_differences(judgements: Judgements, unit: str) -> tuple[np.ndarray, np.ndarray]:
     contrast = pair_contrast_matrix(judgements.n_systems)
     if unit == "single":
         differences = judgements.scores @ contrast
@@ -153,8 +169,7 @@ def randomisation_pvalues(sums: np.ndarray, rng: np.random.Generator, resamples:
         hits = (np.abs(signs @ values) >= observed - tolerance).sum(axis=0)
         return hits / signs.shape[0]
     # the draws of rng.integers(0, 2, ...) and the values of |signs @ values|, computed faster
-    bits = random_sign_bits(rng, resamples, n_units)
-    hits = (flipped_abs_sums(bits, values, integer) >= observed - tolerance).sum(axis=0)
+    hits = flip_exceedances(rng, resamples, values, integer, observed - tolerance)
     return (1.0 + hits) / (resamples + 1.0)
 
 
@@ -257,6 +272,9 @@ def _positive_int_option(value):
 
 
 ART_OPTIONS = {"resamples": (_positive_int_option, 1000), "exact": (("auto", "never"), "auto")}
+# A classical test takes about a millisecond per trial: chunks of 100 trials make the per-chunk costs (dispatch to
+# a worker, one Parquet file written by the coordinator) small, and still leave many chunks to share among workers.
+CLASSICAL_CHUNK_TRIALS = 100
 
 for _unit, _suffix, _what in (("single", "", "single judgements paired by (annotator, document)"),
                               ("doc", "_doc", "per-document means"),
@@ -268,6 +286,8 @@ for _unit, _suffix, _what in (("single", "", "single judgements paired by (annot
             needs_blocks=_unit == "block",
             description=f"Paired t-test over {_what}.",
             methods=("likert", "rank") if f"ttest{_suffix}" in RANK_TESTS else ("likert",),
+            uses_rng=False,
+            chunk_trials=CLASSICAL_CHUNK_TRIALS,
         ))
     register(AnalysisInfo(
         name=f"art{_suffix}",
@@ -276,6 +296,7 @@ for _unit, _suffix, _what in (("single", "", "single judgements paired by (annot
         needs_blocks=_unit == "block",
         description=f"Paired approximate randomisation test (sign flips) over {_what}.",
         methods=("likert", "rank") if f"art{_suffix}" in RANK_TESTS else ("likert",),
+        chunk_trials=CLASSICAL_CHUNK_TRIALS,
     ))
 
 CLASSICAL_TESTS = ("ttest", "ttest_doc", "ttest_block", "art", "art_doc", "art_block", "wilcoxon_doc")

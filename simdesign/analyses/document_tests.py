@@ -44,12 +44,12 @@ undefined (all resampled values equal) counts as not exceeding T.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from simdesign.analyses.base import DEGENERATE, OK, AnalysisInfo, PairwiseResult, register, system_pairs
-from simdesign.analyses.classical import (_positive_int_option, paired_ttest, unit_differences,
+from simdesign.analyses.classical import (CLASSICAL_CHUNK_TRIALS, _positive_int_option, paired_ttest, unit_differences,
                                           wilcoxon_documents)
 from simdesign.core.judgements import Judgements
+from simdesign.core.lazy_scipy import stats  # scipy.stats, imported on first use
 
 THRESHOLDS = ("theory", "bootstrap")
 THRESHOLD_OPTIONS = {"threshold": (THRESHOLDS, "theory"), "bootstrap_resamples": (_positive_int_option, 1000)}
@@ -270,6 +270,8 @@ register(AnalysisInfo(
     options=THRESHOLD_OPTIONS,
     description="Welch's two-sample t-test over per-document means (unpaired: ignores document difficulty "
                 "pairing); threshold theory or bootstrap.",
+    chunk_trials=CLASSICAL_CHUNK_TRIALS,
+    uses_rng=lambda options: options.get("threshold", "theory") == "bootstrap",
 ))
 
 # ttest_doc and wilcoxon_doc are registered here, once, so that their 'threshold' option and its bootstrap live
@@ -284,6 +286,8 @@ for _name, _statistic in (("ttest_doc", "ttest"), ("wilcoxon_doc", "wilcoxon")):
         description=_PAIRED_DESCRIPTIONS[_statistic] + " Option threshold: theory (default) or bootstrap "
                                                        "(resampling centred document differences).",
         methods=("likert", "rank"),  # reversed ranks are scores too (simdesign.model.ranks)
+        uses_rng=lambda options: options.get("threshold", "theory") == "bootstrap",
+        chunk_trials=CLASSICAL_CHUNK_TRIALS,
     ))
 
 DOCUMENT_TESTS = ("ttest_unpaired", "ttest_doc", "wilcoxon_doc")

@@ -7,7 +7,7 @@ on it directly; :meth:`Judgements.to_frame` gives the tidy long table
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -27,6 +27,9 @@ class Judgements:
         Dense 0-based ids; ``block`` is -1 where the design has no blocks.
     systems : tuple of str
         System names in model order (the first is the reference).
+
+    The arrays are read-only copies of those given, so a study cannot change once built: analyses
+    of one trial share quantities derived from it (:meth:`derived`) without any becoming stale.
     """
 
     scores: np.ndarray
@@ -34,6 +37,22 @@ class Judgements:
     document: np.ndarray
     block: np.ndarray
     systems: tuple
+    _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        for name in ("scores", "annotator", "document", "block"):
+            array = np.array(getattr(self, name))
+            array.flags.writeable = False
+            object.__setattr__(self, name, array)
+
+    def derived(self, key, compute):
+        """``compute(self)``, computed once per study and key and shared by every caller after the first.
+
+        What ``compute`` returns must not be modified (return read-only arrays).
+        """
+        if key not in self._derived:
+            self._derived[key] = compute(self)
+        return self._derived[key]
 
     @property
     def n_pairs(self) -> int:

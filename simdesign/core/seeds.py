@@ -8,6 +8,7 @@ designs and analyses a config lists, and any trial can be replayed alone.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import numpy as np
@@ -15,9 +16,15 @@ import numpy as np
 DATA_STREAM, ANALYSIS_STREAM, REPLICATION_STREAM = 0, 1, 2
 
 
+@functools.lru_cache(maxsize=4096)  # a few labels per run, hashed for every trial's streams
 def label_key(label: str) -> int:
     """A stable 64-bit integer for a label (sha256; Python's hash() is salted per process)."""
     return int.from_bytes(hashlib.sha256(label.encode()).digest()[:8], "little")
+
+
+def _generator(sequence: np.random.SeedSequence) -> np.random.Generator:
+    # what np.random.default_rng(sequence) returns, without its argument checks (a few microseconds a stream)
+    return np.random.Generator(np.random.PCG64(sequence))
 
 
 def data_rng(root_seed: int, design_label: str, trial: int, method: str = "likert") -> np.random.Generator:
@@ -29,14 +36,14 @@ def data_rng(root_seed: int, design_label: str, trial: int, method: str = "liker
     """
     key = (label_key(design_label), trial, DATA_STREAM) + (() if method == "likert" else (label_key(method),))
     sequence = np.random.SeedSequence(root_seed, spawn_key=key)
-    return np.random.default_rng(sequence)
+    return _generator(sequence)
 
 
 def analysis_rng(root_seed: int, design_label: str, trial: int, analysis_label: str) -> np.random.Generator:
     """The generator an analysis uses on one trial (e.g. ART's sign flips)."""
     sequence = np.random.SeedSequence(
         root_seed, spawn_key=(label_key(design_label), trial, ANALYSIS_STREAM, label_key(analysis_label)))
-    return np.random.default_rng(sequence)
+    return _generator(sequence)
 
 
 def replication_rng(root_seed: int, design_label: str, trial: int) -> np.random.Generator:
@@ -47,4 +54,4 @@ def replication_rng(root_seed: int, design_label: str, trial: int) -> np.random.
     replication depends on neither workers nor chunking.
     """
     sequence = np.random.SeedSequence(root_seed, spawn_key=(label_key(design_label), trial, REPLICATION_STREAM))
-    return np.random.default_rng(sequence)
+    return _generator(sequence)

@@ -10,6 +10,7 @@ atomically, so an interrupted run loses only the chunks in flight.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from joblib import delayed
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 from tqdm.auto import tqdm
 
 from simdesign.analyses import ANALYSES, run_analysis, system_pairs
@@ -118,8 +119,21 @@ def simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chun
         One row per (trial, analysis, system pair), and one per (trial,
         estimand) with ``pair`` -1; columns as :data:`simdesign.simulation.store.RESULT_COLUMNS`.
     """
-    with threadpool_limits(limits=1):
+    with _threadpools().limit(limits=1):
         return _simulate_chunk(model, effect, root_seed, chunk, registry or chunk_registry(chunk.analyses))
+
+
+_CONTROLLER: list = [None, None]  # (modules imported when made, ThreadpoolController)
+
+
+def _threadpools() -> ThreadpoolController:
+    """The process's thread pools (BLAS, OpenMP), found once rather than for every chunk (about 3 ms a search).
+
+    Searched again after new imports, which may have loaded another library with its own pool (R's BLAS, numba).
+    """
+    if _CONTROLLER[0] != len(sys.modules):
+        _CONTROLLER[:] = [len(sys.modules), ThreadpoolController()]
+    return _CONTROLLER[1]
 
 
 def chunk_registry(specs) -> dict:
@@ -135,16 +149,16 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
     system_a = [model.systems[i] for i, _ in pairs]
     system_b = [model.systems[j] for _, j in pairs]
     n_pairs = len(pairs)
-    columns: dict[str, list] = {key: [] for key in ("trial", "test", "estimate", "p_value", "status", "message",
-                                                     "fit_status", "fit_seconds")}
+    tested = []  # (trial, label, PairwiseResult), in row order
     estimand_rows = []
     methods = list(dict.fromkeys(spec_method(spec) for spec in chunk.analyses))
+    design_label = chunk.design.label  # a property formatting its string on every call
+    # Replication items (simdesign.simulation.replication) share one replication study per trial (Likert).
+    replicated = [spec for spec in chunk.analyses if is_replication_item(spec)]
     for trial in range(chunk.first_trial, chunk.stop_trial):
         # One study per method and trial, each from its own stream; Likert's stream is the one it always had.
-        studies = {method: model.sample(chunk.design, data_rng(root_seed, chunk.design.label, trial, method), effect,
+        studies = {method: model.sample(chunk.design, data_rng(root_seed, design_label, trial, method), effect,
                                         method=method) for method in methods}
-        # Replication items (simdesign.simulation.replication) share one replication study per trial (Likert).
-        replicated = [spec for spec in chunk.analyses if is_replication_item(spec)]
         if replicated:
             estimand_rows += replication_rows(replicated, model, effect, root_seed, chunk.design, trial,
                                               studies["likert"], registry)
@@ -153,27 +167,20 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
                 continue
             judgements = studies[spec_method(spec)]
             if spec.name in RELIABILITY_ESTIMANDS:
-                estimand_rows.append(reliability_row(judgements, spec, root_seed, chunk.design.label, trial))
+                estimand_rows.append(reliability_row(judgements, spec, root_seed, design_label, trial))
                 continue
-            result = analyse(judgements, spec, root_seed, chunk.design.label, trial, registry[spec.name])
-            columns["trial"].append(np.full(n_pairs, trial, dtype=np.int64))
-            columns["test"].append([spec.label] * n_pairs)
-            columns["estimate"].append(np.asarray(result.estimate, dtype=float))
-            columns["p_value"].append(np.asarray(result.p_value, dtype=float))
-            columns["status"].append(list(result.status))
-            columns["message"].append([result.message] * n_pairs)
-            columns["fit_status"].append([result.fit_status] * n_pairs)
-            columns["fit_seconds"].append(np.full(n_pairs, result.fit_seconds))
-    estimand_frame = pd.DataFrame(estimand_rows, columns=list(RESULT_COLUMNS)).astype(
+            tested.append((trial, spec.label, analyse(judgements, spec, root_seed, design_label, trial,
+                                                      registry[spec.name])))
+    # built only when needed (about a millisecond even when empty)
+    estimand_frame = None if tested and not estimand_rows else pd.DataFrame(
+        estimand_rows, columns=list(RESULT_COLUMNS)).astype(
         {"trial": np.int64, "pair": np.int64, "estimate": float, "fit_status": "string"})
-    rows = len(columns["trial"])
+    rows = len(tested)
     if rows == 0:
         return with_method_column(estimand_frame, methods)
-    flat = {key: np.concatenate([np.asarray(part, dtype=object if key in ("test", "status", "message", "fit_status")
-                                            else None) for part in parts])
-            for key, parts in columns.items()}
+    flat = _result_columns(tested, n_pairs)
     frame = pd.DataFrame({
-        "design": chunk.design.label,
+        "design": design_label,
         "trial": flat["trial"].astype(np.int64),
         "test": flat["test"].astype(str),
         "pair": np.tile(np.arange(n_pairs), rows),
@@ -190,6 +197,25 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
     if estimand_rows:
         frame = pd.concat([frame, estimand_frame], ignore_index=True)
     return with_method_column(frame, methods)
+
+
+def _result_columns(tested: list, n_pairs: int) -> dict:
+    """The per-pair columns of (trial, label, result) records: a result's arrays, or its scalars repeated."""
+    results = [result for _, _, result in tested]
+
+    def per_result(values, dtype):
+        return np.repeat(np.array(values, dtype=dtype), n_pairs)
+
+    return {
+        "trial": per_result([trial for trial, _, _ in tested], np.int64),
+        "test": per_result([label for _, label, _ in tested], object),
+        "estimate": np.concatenate([np.asarray(result.estimate, dtype=float) for result in results]),
+        "p_value": np.concatenate([np.asarray(result.p_value, dtype=float) for result in results]),
+        "status": np.concatenate([np.asarray(result.status, dtype=object) for result in results]),
+        "message": per_result([result.message for result in results], object),
+        "fit_status": per_result([result.fit_status for result in results], object),
+        "fit_seconds": per_result([result.fit_seconds for result in results], float),
+    }
 
 
 def with_method_column(frame: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
@@ -222,9 +248,13 @@ def reliability_row(judgements: Judgements, spec: AnalysisSpec, root_seed: int, 
 
 def analyse(judgements: Judgements, spec: AnalysisSpec, root_seed: int, design_label: str, trial: int,
             info: AnalysisInfo | None = None):
-    """Run one analysis on one trial's data with its own random stream (``info``: default from the registry)."""
-    rng = analysis_rng(root_seed, design_label, trial, spec.label)
-    return run_analysis(info or resolve_analysis(spec.name), judgements, rng, spec.options)
+    """Run one analysis on one trial's data with its own random stream (``info``: default from the registry).
+
+    An analysis that draws no random numbers with these options gets ``rng=None`` (AnalysisInfo.uses_rng).
+    """
+    info = info or resolve_analysis(spec.name)
+    rng = analysis_rng(root_seed, design_label, trial, spec.label) if info.draws_random_numbers(spec.options) else None
+    return run_analysis(info, judgements, rng, spec.options)
 
 
 def _chunk_task(model, effect, root_seed, chunk, registry):

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+
+from simdesign.core.lazy_scipy import stats  # scipy.stats, imported on first use
 
 # Per-pair and per-fit status values (docs/estimands.md, "Statuses and failures").
 OK, SINGULAR, NOT_CONVERGED, ERROR, DEGENERATE = "ok", "singular", "not_converged", "error", "degenerate"

@@ -12,7 +12,8 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats
+
+from simdesign.core.lazy_scipy import stats  # scipy.stats, imported on first use
 
 
 @lru_cache(maxsize=64)

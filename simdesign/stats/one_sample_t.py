@@ -32,8 +32,8 @@ def one_sample_t_pvalues(columns: np.ndarray) -> np.ndarray:
     # scipy moves the sample axis last before reducing; the same layout gives the same sums
     samples = np.moveaxis(np.asarray(columns, dtype=float), 0, -1)
     n = samples.shape[-1]
-    mean = samples.mean(axis=-1)
-    deviations = samples - samples.mean(axis=-1, keepdims=True)
-    variance = (deviations ** 2).mean(axis=-1) * (float(n) / (n - 1))
-    t = mean / np.sqrt(variance / n)
+    mean = samples.mean(axis=-1, keepdims=True)  # computed once, used twice (scipy: the same values)
+    deviations = samples - mean
+    variance = np.square(deviations, out=deviations).mean(axis=-1) * (float(n) / (n - 1))
+    t = mean[..., 0] / np.sqrt(variance / n)
     return 2 * special.stdtr(float(n - 1), -np.abs(t))

@@ -21,7 +21,8 @@ Examples
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+
+from simdesign.core.lazy_scipy import stats  # scipy.stats, imported on first use
 
 
 def score_correlation(original: np.ndarray, replication: np.ndarray) -> float:
