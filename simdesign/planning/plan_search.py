@@ -19,10 +19,11 @@ A candidate still open at ``max_trials`` is *undecided*, never passing.
 
 **Screening order** (``screening``, target goal only). ``eager`` (the
 default) screens every candidate in the first stage. ``by_cost`` screens
-them lazily, cheapest first: each stage adds the cheapest ``SCREEN_BATCH``
-candidates not yet screened whose cost is at most the current threshold
-(the cheapest passing cost x (1 + ``cost_tolerance``), infinite while none
-passes), while the screened ones are refined by the rules above. So a
+them lazily, cheapest first: the screened ones are refined by the rules
+above, and each stage is filled up to ``SCREEN_BATCH`` x ``screen_trials``
+trials with the cheapest candidates not yet screened whose cost is at most
+the current threshold (the cheapest passing cost x (1 + ``cost_tolerance``),
+infinite while none passes). So a
 candidate is screened only if, when its batch starts, it costs no more
 than the threshold of that moment; one never screened (it costs more than
 the final threshold) is *not_needed* with no estimate. Since a candidate's
@@ -118,9 +119,10 @@ PASS, FAIL, UNDECIDED, NOT_NEEDED, LIBERAL = "pass", "fail", "undecided", "not_n
 BEST, TIED, WORSE = "best", "tied", "worse"
 CONFIRMED, NOT_CONFIRMED = "confirmed", "not_confirmed"
 OPEN = "open"
-# screening: by_cost screens this many candidates per stage (plus the rest of the last one's design): with
-# two workers, 16 candidates of 50 trials are enough chunks that neither waits long for the other at the end of
-# a stage, and few enough that little is screened past the threshold once the first candidate passes.
+# screening: by_cost fills each stage up to this many screenings' worth of trials (16 x screen_trials), the
+# refinements pending first: 16 candidates of 50 trials are enough chunks that neither of two workers waits long
+# for the other at the end of a stage, and while cheaper candidates are still being refined (they decide the
+# threshold) few or no dearer ones are screened, so little is simulated past the threshold.
 SCREEN_BATCH = 16
 
 
@@ -633,7 +635,7 @@ def decide_plan(config: PlanConfig, outcomes: OutcomeSource, progress: bool = Fa
     needs_confirmation = config.goal == "target_power" or checks_type1
     while True:
         while True:
-            batch = _screening_batch(config, active, screened) if lazy else []
+            batch = _screening_batch(config, active, screened, power_pending, null_pending) if lazy else []
             screened += batch
             power_pending.update({r.candidate.key: looks[0] for r in batch})
             if not (power_pending or null_pending):
@@ -697,19 +699,24 @@ def _run_stage(config: PlanConfig, outcomes: OutcomeSource, results: dict, power
                 estimate["rate"], estimate["ci_low"], estimate["ci_high"])
 
 
-def _screening_batch(config: PlanConfig, active: list, screened: list) -> list:
+def _screening_batch(config: PlanConfig, active: list, screened: list, power_pending: dict,
+                     null_pending: dict) -> list:
     """``screening: by_cost``: the next candidates to screen, cheapest first.
 
-    The cheapest ``SCREEN_BATCH`` candidates not yet screened whose cost is
-    at most the current threshold (:func:`cost_threshold` of the screened
-    ones), extended to the end of the last one's design so that a design's
-    studies are simulated once for all its tests. Empty when every
+    The cheapest candidates not yet screened whose cost is at most the
+    current threshold (:func:`cost_threshold` of the screened ones), as
+    many as fill the stage up to ``SCREEN_BATCH`` x ``screen_trials`` trials
+    besides the refinements already pending (which come first: they decide
+    the threshold), extended to the end of the last one's design so that a
+    design's studies are simulated once for all its tests. Empty when every
     candidate within the threshold has been screened.
     """
     threshold = cost_threshold(config, screened)
-    done = {r.candidate.key for r in screened}
+    done = {r.candidate.key: r for r in screened}
+    pending = (sum(n - done[key].trials for key, n in power_pending.items())
+               + sum(n - done[key].type1_trials for key, n in null_pending.items()))
+    size = max(0, SCREEN_BATCH - math.ceil(pending / config.screen_trials))
     waiting = [r for r in _by_cost_only(active) if r.candidate.key not in done and r.candidate.total_cost <= threshold]
-    size = SCREEN_BATCH
     while 0 < size < len(waiting) and waiting[size].candidate.design.label == waiting[size - 1].candidate.design.label:
         size += 1
     return waiting[:size]
