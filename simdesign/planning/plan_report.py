@@ -77,8 +77,8 @@ def _not_simulated_note(config, r) -> str:
     """Why an eligible candidate has no estimate (screening: by_cost), or ''."""
     if r.trials or r.decision != NOT_NEEDED:
         return ""
-    return (f"not simulated: costs more than the cheapest passing candidate plus cost_tolerance "
-            f"({config.cost_tolerance:g})")
+    return (f"not simulated: costs more than the cheapest candidate that passed the search (confirmed or not) "
+            f"plus cost_tolerance ({config.cost_tolerance:g})")
 
 
 def _money(config, value: float) -> str:
@@ -267,8 +267,9 @@ def _effort_text(result: PlanResult) -> str:
     eligible = [r for r in result.results if r.decision != "excluded"]
     simulated = sum(1 for r in eligible if r.trials)
     screening = (f" Screening by cost (cheapest first): {simulated} of the {len(eligible)} candidates were "
-                 f"simulated; the other {len(eligible) - simulated} cost more than the cheapest passing one plus "
-                 f"{result.config.cost_tolerance:.0%} and were not simulated."
+                 f"simulated; the other {len(eligible) - simulated} cost more than the cheapest candidate that "
+                 f"passed the search (confirmed or not) plus {result.config.cost_tolerance:.0%} and were not "
+                 "simulated."
                  if result.config.screening == "by_cost" else "")
     return (f"Simulation effort: {result.adaptive_trials:,} candidate-trials ({result.adaptive_studies:,} "
             f"simulated studies) adaptively, against {result.full_trials:,} ({result.full_studies:,} studies) "
