@@ -147,8 +147,10 @@ class CandidateResult:
         Type I error rate (pooled, or the most liberal pair's) and its interval.
     decision : str
         pass / fail / liberal / undecided / not_needed / not_confirmed (target
-        goal); best / tied / worse / liberal / undecided / not_confirmed
-        (budget goal); 'excluded' if not simulated.
+        goal; with ``screening: by_cost`` a not_needed candidate may never have
+        been simulated: ``trials`` 0, NaN estimates); best / tied / worse /
+        liberal / undecided / not_confirmed (budget goal); 'excluded' if not
+        simulated.
     confirmation : str
         '' (not confirmed, not attempted), 'confirmed' or 'not_confirmed'.
     confirm_first_trial, confirm_trials : int
