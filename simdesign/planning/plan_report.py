@@ -60,7 +60,7 @@ def plan_table(result: PlanResult) -> pd.DataFrame:
             "confirm_type1_trials": r.confirm_type1_trials, "decision": decision, "weakest_pair": r.weakest_pair,
             "seconds_per_judgement": config.method_costs.get(r.candidate.method, config.cost).seconds_per_judgement,
             "seconds_source": config.method_costs.get(r.candidate.method, config.cost).seconds_source,
-            "note": r.candidate.excluded,
+            "note": r.candidate.excluded or _not_simulated_note(config, r),
         })
     table = pd.DataFrame(rows)
     secondary = "cost" if config.goal == "target_power" else "power"
@@ -71,6 +71,14 @@ def plan_table(result: PlanResult) -> pd.DataFrame:
     for column in ("blocks", "docs_per_block", "annotators_per_block"):
         table[column] = table[column].astype("Int64")
     return table[list(PLAN_COLUMNS)].reset_index(drop=True)
+
+
+def _not_simulated_note(config, r) -> str:
+    """Why an eligible candidate has no estimate (screening: by_cost), or ''."""
+    if r.trials or r.decision != NOT_NEEDED:
+        return ""
+    return (f"not simulated: costs more than the cheapest candidate that passed the search (confirmed or not) "
+            f"plus cost_tolerance ({config.cost_tolerance:g})")
 
 
 def _money(config, value: float) -> str:
@@ -256,9 +264,16 @@ def _assumptions_text(result: PlanResult) -> str:
 
 def _effort_text(result: PlanResult) -> str:
     """The adaptive search's simulation effort against evaluating every candidate fully."""
+    eligible = [r for r in result.results if r.decision != "excluded"]
+    simulated = sum(1 for r in eligible if r.trials)
+    screening = (f" Screening by cost (cheapest first): {simulated} of the {len(eligible)} candidates were "
+                 f"simulated; the other {len(eligible) - simulated} cost more than the cheapest candidate that "
+                 f"passed the search (confirmed or not) plus {result.config.cost_tolerance:.0%} and were not "
+                 "simulated."
+                 if result.config.screening == "by_cost" else "")
     return (f"Simulation effort: {result.adaptive_trials:,} candidate-trials ({result.adaptive_studies:,} "
             f"simulated studies) adaptively, against {result.full_trials:,} ({result.full_studies:,} studies) "
-            f"for evaluating every candidate at {result.config.max_trials} trials.")
+            f"for evaluating every candidate at {result.config.max_trials} trials.{screening}")
 
 
 def _confirmation_phrase(config, r) -> str:

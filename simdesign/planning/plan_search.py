@@ -17,6 +17,23 @@ whose decision still matters and is not yet made:
 
 A candidate still open at ``max_trials`` is *undecided*, never passing.
 
+**Screening order** (``screening``, target goal only). ``eager`` (the
+default) screens every candidate in the first stage. ``by_cost`` screens
+them lazily, cheapest first: the screened ones are refined by the rules
+above, and each stage is filled up to ``SCREEN_BATCH`` x ``screen_trials``
+trials with the cheapest candidates not yet screened whose cost is at most
+the current threshold (the cheapest passing cost x (1 + ``cost_tolerance``),
+infinite while none passes). So a
+candidate is screened only if, when its batch starts, it costs no more
+than the threshold of that moment; one never screened (it costs more than
+the final threshold) is *not_needed* with no estimate. Since a candidate's
+decision depends only on its own trials (trial t has its own seed, the
+looks are the same) and every candidate within the final threshold is
+screened and refined to a decision either way, ``by_cost`` picks the same
+candidate as ``eager`` and confirms it on the same trials, simulating
+fewer candidates. The budget goal has no such rule (power need not grow
+with cost), so it screens eagerly.
+
 Power is worth nothing if the test does not hold its level: the paper's
 central finding is that tests on non-independent judgements (few
 annotators judging many documents) reject a true null far more often than
@@ -59,7 +76,9 @@ the m attempts:
     P(recommending a design whose type I error is above max_type1) <= (1 - confidence) / 2
 
 whatever the number of candidates (the budget goal confirms the type I
-check only; its power is a best estimate, not a guarantee).
+check only; its power is a best estimate, not a guarantee), and whatever
+the order in which the candidates were screened: the bound rests on the
+confirmation's fresh trials alone, so ``by_cost`` screening keeps it.
 :func:`decide_plan` is the procedure; its outcomes come from an *outcome
 source*: :class:`SimulatedOutcomes` (studies simulated by the engine) in
 the planner, binomial draws at known rates in the test of the guarantee.
@@ -100,6 +119,11 @@ PASS, FAIL, UNDECIDED, NOT_NEEDED, LIBERAL = "pass", "fail", "undecided", "not_n
 BEST, TIED, WORSE = "best", "tied", "worse"
 CONFIRMED, NOT_CONFIRMED = "confirmed", "not_confirmed"
 OPEN = "open"
+# screening: by_cost fills each stage up to this many screenings' worth of trials (16 x screen_trials), the
+# refinements pending first: 16 candidates of 50 trials are enough chunks that neither of two workers waits long
+# for the other at the end of a stage, and while cheaper candidates are still being refined (they decide the
+# threshold) few or no dearer ones are screened, so little is simulated past the threshold.
+SCREEN_BATCH = 16
 
 
 @dataclass
@@ -123,8 +147,10 @@ class CandidateResult:
         Type I error rate (pooled, or the most liberal pair's) and its interval.
     decision : str
         pass / fail / liberal / undecided / not_needed / not_confirmed (target
-        goal); best / tied / worse / liberal / undecided / not_confirmed
-        (budget goal); 'excluded' if not simulated.
+        goal; with ``screening: by_cost`` a not_needed candidate may never have
+        been simulated: ``trials`` 0, NaN estimates); best / tied / worse /
+        liberal / undecided / not_confirmed (budget goal); 'excluded' if not
+        simulated.
     confirmation : str
         '' (not confirmed, not attempted), 'confirmed' or 'not_confirmed'.
     confirm_first_trial, confirm_trials : int
@@ -590,7 +616,7 @@ def decide_plan(config: PlanConfig, outcomes: OutcomeSource, progress: bool = Fa
         planner; known-rate draws in tests of the guarantee).
     progress : bool
     exhaustive : bool
-        See :func:`run_plan`.
+        See :func:`run_plan` (it screens every candidate, whatever ``config.screening``).
 
     Returns
     -------
@@ -602,35 +628,29 @@ def decide_plan(config: PlanConfig, outcomes: OutcomeSource, progress: bool = Fa
     look_confidence = look_confidences(looks, config.confidence)
     results = {c.key: CandidateResult(candidate=c, decision="excluded") for c in config.candidates}
     active = [results[c.key] for c in config.candidates if not c.excluded]
-    labels = _pair_labels(config)
-    power_pending = {r.candidate.key: looks[0] for r in active}
+    lazy = config.screening == "by_cost" and not exhaustive
+    screened = [] if lazy else list(active)  # by_cost: candidates join in cost order, batch by batch
+    power_pending = {} if lazy else {r.candidate.key: looks[0] for r in active}
     null_pending = {r.candidate.key: looks[0] for r in active} if exhaustive and checks_type1 else {}
     stages, confirmations = [], []
     level = confirmation_confidence(config.confidence, config.confirm_candidates)
     needs_confirmation = config.goal == "target_power" or checks_type1
     while True:
-        while power_pending or null_pending:
-            for key, matrix in outcomes.power({k: (0, n) for k, n in power_pending.items()}).items():
-                result = results[key]
-                estimate = assess(matrix, config.power_over, look_confidence[matrix.shape[0]])
-                result.trials, result.indicators = matrix.shape[0], matrix
-                result.power, result.ci_low, result.ci_high, result.mcse = (
-                    estimate["power"], estimate["ci_low"], estimate["ci_high"], estimate["mcse"])
-                result.weakest_pair = labels["power"][estimate["weakest"]] if estimate["weakest"] >= 0 else ""
-            if null_pending:
-                for key, matrix in outcomes.null({k: (0, n) for k, n in null_pending.items()}).items():
-                    result = results[key]
-                    estimate = rate_over_pairs(matrix, config.type1_over, look_confidence[matrix.shape[0]], "max")
-                    result.type1_trials = matrix.shape[0]
-                    result.type1, result.type1_low, result.type1_high = (
-                        estimate["rate"], estimate["ci_low"], estimate["ci_high"])
-            stages.append({"power": len(power_pending), "type1": len(null_pending)})
+        while True:
+            batch = _screening_batch(config, active, screened, power_pending, null_pending) if lazy else []
+            screened += batch
+            power_pending.update({r.candidate.key: looks[0] for r in batch})
+            if not (power_pending or null_pending):
+                break
+            _run_stage(config, outcomes, results, power_pending, null_pending, look_confidence)
+            stages.append({"power": len(power_pending), "type1": len(null_pending), "screened": len(batch)})
             if progress:
                 print(f"  stage {len(stages)}: power of {len(power_pending)} candidate(s)"
+                      + (f" ({len(batch)} screened first, {len(screened)} of {len(active)} so far)" if lazy else "")
                       + (f", type I error of {len(null_pending)}" if checks_type1 else "")
                       + f"; {outcomes.new_studies} studies simulated so far", flush=True)
-            power_pending, null_pending = ({}, {}) if exhaustive else _next_stage(config, active, looks)
-        pick = _decide(config, active)
+            power_pending, null_pending = ({}, {}) if exhaustive else _next_stage(config, screened, looks)
+        pick = _decide(config, screened)
         if pick is None or not needs_confirmation:
             break
         _confirm(config, outcomes, pick, len(confirmations), level)
@@ -642,12 +662,15 @@ def decide_plan(config: PlanConfig, outcomes: OutcomeSource, progress: bool = Fa
         if pick.confirmation == CONFIRMED:
             break
         if len(confirmations) == config.confirm_candidates:
-            _decide(config, active)  # labels the rejected pick not_confirmed
+            _decide(config, screened)  # labels the rejected pick not_confirmed
             pick = None  # every allowed confirmation was spent: no design confirmed (searching on would be waste)
             break
         if not exhaustive:
-            power_pending, null_pending = _next_stage(config, active, looks)
+            power_pending, null_pending = _next_stage(config, screened, looks)
     outcomes.flush()
+    for r in active:
+        if not r.trials:  # by_cost: never screened, because it costs more than the threshold
+            r.decision = NOT_NEEDED
     recommended = pick
     if recommended is not None and needs_confirmation:
         recommended.decision = BEST if config.goal == "budget" else PASS
@@ -656,6 +679,63 @@ def decide_plan(config: PlanConfig, outcomes: OutcomeSource, progress: bool = Fa
         looks=looks, confirm_level=(1.0 - level) / 2, confirmations=confirmations,
         **_effort(config, active), new_studies=outcomes.new_studies, seconds=time.perf_counter() - started,
         stages=stages)
+
+
+def _run_stage(config: PlanConfig, outcomes: OutcomeSource, results: dict, power_pending: dict,
+               null_pending: dict, look_confidence: dict) -> None:
+    """Simulate (or read) the pending trials and update the candidates' estimates."""
+    labels = _pair_labels(config)
+    for key, matrix in outcomes.power({k: (0, n) for k, n in power_pending.items()}).items():
+        result = results[key]
+        estimate = assess(matrix, config.power_over, look_confidence[matrix.shape[0]])
+        result.trials, result.indicators = matrix.shape[0], matrix
+        result.power, result.ci_low, result.ci_high, result.mcse = (
+            estimate["power"], estimate["ci_low"], estimate["ci_high"], estimate["mcse"])
+        result.weakest_pair = labels["power"][estimate["weakest"]] if estimate["weakest"] >= 0 else ""
+    if null_pending:
+        for key, matrix in outcomes.null({k: (0, n) for k, n in null_pending.items()}).items():
+            result = results[key]
+            estimate = rate_over_pairs(matrix, config.type1_over, look_confidence[matrix.shape[0]], "max")
+            result.type1_trials = matrix.shape[0]
+            result.type1, result.type1_low, result.type1_high = (
+                estimate["rate"], estimate["ci_low"], estimate["ci_high"])
+
+
+def _screening_batch(config: PlanConfig, active: list, screened: list, power_pending: dict,
+                     null_pending: dict) -> list:
+    """``screening: by_cost``: the next candidates to screen, cheapest first.
+
+    The cheapest candidates not yet screened whose cost is at most the
+    current threshold (:func:`cost_threshold` of the screened ones), as
+    many as fill the stage up to ``SCREEN_BATCH`` x ``screen_trials`` trials
+    besides the refinements already pending (which come first: they decide
+    the threshold), extended to the end of the last one's design so that a
+    design's studies are simulated once for all its tests. Empty when every
+    candidate within the threshold has been screened.
+    """
+    threshold = cost_threshold(config, screened)
+    done = {r.candidate.key: r for r in screened}
+    pending = (sum(n - done[key].trials for key, n in power_pending.items())
+               + sum(n - done[key].type1_trials for key, n in null_pending.items()))
+    size = max(0, SCREEN_BATCH - math.ceil(pending / config.screen_trials))
+    waiting = [r for r in _by_cost_only(active) if r.candidate.key not in done and r.candidate.total_cost <= threshold]
+    while 0 < size < len(waiting) and waiting[size].candidate.design.label == waiting[size - 1].candidate.design.label:
+        size += 1
+    return waiting[:size]
+
+
+def _by_cost_only(results: list) -> list:
+    """In order of cost; a design's candidates next to each other (ties broken by design, then test)."""
+    return sorted(results, key=lambda r: (r.candidate.total_cost, r.candidate.key))
+
+
+def cost_threshold(config: PlanConfig, results: list) -> float:
+    """The most a candidate may cost and still matter: the cheapest passing one's cost x (1 + cost_tolerance).
+
+    Infinite while no candidate of ``results`` passes (target-power goal).
+    """
+    passing = [r.candidate.total_cost for r in results if _overall(config, r) == PASS]
+    return min(passing) * (1.0 + config.cost_tolerance) if passing else np.inf
 
 
 def _pair_labels(config: PlanConfig) -> dict:
@@ -757,8 +837,7 @@ def _next_stage(config: PlanConfig, active: list, looks: list) -> tuple[dict, di
     above the best lower end among those not shown to be liberal).
     """
     if config.goal == "target_power":
-        passing = [r.candidate.total_cost for r in active if _overall(config, r) == PASS]
-        threshold = min(passing) * (1.0 + config.cost_tolerance) if passing else np.inf
+        threshold = cost_threshold(config, active)
         needed = [r for r in active if r.candidate.total_cost <= threshold and _overall(config, r) == OPEN]
     else:
         eligible = _eligible_for_budget(config, active)
@@ -785,8 +864,7 @@ def _by_cost(results):
 def _decide(config: PlanConfig, active: list):
     """Label every simulated candidate and return the search's pick (before its confirmation)."""
     if config.goal == "target_power":
-        passing = [r.candidate.total_cost for r in active if _overall(config, r) == PASS]
-        threshold = min(passing) * (1.0 + config.cost_tolerance) if passing else np.inf
+        threshold = cost_threshold(config, active)
         for r in active:
             overall = _overall(config, r)
             if overall != OPEN:

@@ -33,6 +33,7 @@ Example plan config::
     confidence: 0.95
     confirm_trials: 800            # fresh studies confirming the pick (default max_trials)
     confirm_candidates: 2          # picks confirmed at most (each at one-sided (1 - confidence) / (2 x this))
+    screening: eager               # eager: screen every candidate first; by_cost: cheapest first (target_power only)
     seed: 2021
 
 A *candidate* is a (design, test) combination: the study analysed with that
@@ -62,7 +63,7 @@ from simdesign.planning.methods import parse_methods, store_name, tests_for_meth
 PLAN_KEYS = ("name", "description", "model", "effect", "tests", "alpha", "target_power", "budget", "power_over",
              "cost", "limits", "search", "screen_trials", "max_trials", "confidence", "cost_tolerance",
              "power_tolerance", "max_type1", "type1_over", "confirm_trials", "confirm_candidates", "seed",
-             "art_resamples", "art_exact", "chunk_size")
+             "art_resamples", "art_exact", "chunk_size", "screening")
 COST_KEYS = ("pay_per_hour", "seconds_per_judgement", "per_annotator", "per_document", "currency")
 LIMIT_KEYS = ("max_judgements_per_annotator", "min_annotators", "max_annotators")
 # The search shapes and keys come from the design kinds' planner hooks (search_shapes, search_keys).
@@ -72,6 +73,7 @@ SEARCH_KEYS = ("shapes", "docs", *dict.fromkeys(key for kind in DESIGN_KINDS.val
                                                  for key in getattr(kind, "search_keys", ())), "designs",
                "methods")
 POWER_OVER = ("pooled", "each_pair")
+SCREENING = ("eager", "by_cost")  # plan_search: screen every candidate first, or the cheapest first (target goal)
 TYPE1_OVER = ("pooled", "each_pair")
 DEFAULT_MAX_TYPE1_FACTOR = 1.5  # 'auto': a test may reject a true null at most 1.5 x alpha
 EFFECT_UNITS = ("latent", "likert")
@@ -243,6 +245,7 @@ class PlanConfig:
     raw: dict = field(default_factory=dict, repr=False, compare=False)
     methods: tuple = ("likert",)
     method_costs: dict = field(default_factory=dict, repr=False, compare=False)  # method -> CostModel
+    screening: str = "eager"
 
     @property
     def goal(self) -> str:
@@ -552,6 +555,7 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
     cost = method_costs[methods[0]]
     limits = _parse_limits(raw, errors)
     trials = _parse_trial_settings(raw, errors)
+    screening = _parse_screening(raw, goal, errors)
     candidates = _search_candidates(raw, tests, method_costs, limits, model, goal["budget"], errors)
     if errors:
         raise ConfigError(errors)
@@ -567,7 +571,20 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
         max_trials=trials["max_trials"], confidence=float(trials["confidence"]),
         cost_tolerance=float(trials["cost_tolerance"]), power_tolerance=float(trials["power_tolerance"]),
         seed=seed, art_resamples=art_resamples, art_exact=art_exact, chunk_size=trials["chunk_size"],
-        description=str(raw.get("description", "")), raw=dict(raw), methods=methods, method_costs=method_costs)
+        description=str(raw.get("description", "")), raw=dict(raw), methods=methods, method_costs=method_costs,
+        screening=screening)
+
+
+def _parse_screening(raw: dict, goal: dict, errors: list[str]) -> str:
+    """How the search screens its candidates (:mod:`simdesign.planning.plan_search`)."""
+    screening = raw.get("screening", "eager")
+    if screening not in SCREENING:
+        errors.append(f"The 'screening' field must be one of {list(SCREENING)}; got {screening!r}")
+    elif screening == "by_cost" and goal["budget"] is not None:
+        # Power need not grow with cost, so no cost bound tells which unscreened design cannot be the most powerful.
+        errors.append("The 'screening' field 'by_cost' applies only to the goal 'target_power' (the cheapest "
+                      "passing design bounds what is worth simulating); with 'budget' use 'eager'")
+    return screening
 
 
 def _parse_goal(raw: dict, alpha, errors: list[str]) -> dict:
