@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
+from simdesign.core.threads import single_threaded
 from simdesign.stats.contrasts import relative_cholesky_is_singular
 
 from simdesign.clmm.compiled import _accelerator, _mark_checked, _reset, _unchecked
@@ -202,7 +203,8 @@ def fit(judgements: pd.DataFrame, structure="maximal", reference=None, *,
     _check_kernels()
     problem = _prepare(judgements, structure, reference)
     try:
-        result = _fit_problem(problem, structure, maxcor, max_iterations)
+        with single_threaded():  # the same rounding for every caller (simdesign.core.threads)
+            result = _fit_problem(problem, structure, maxcor, max_iterations)
     except (ModeSearchError, np.linalg.LinAlgError, FloatingPointError) as exc:
         # A numerical breakdown is a result ('error', no p-values), not a crash of the caller's loop.
         result = _error_result(problem, structure, f"{type(exc).__name__}: {exc}")

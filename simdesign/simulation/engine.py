@@ -10,7 +10,6 @@ atomically, so an interrupted run loses only the chunks in flight.
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from joblib import delayed
-from threadpoolctl import ThreadpoolController
 from tqdm.auto import tqdm
 
 from simdesign.analyses import ANALYSES, run_analysis, system_pairs
@@ -33,6 +31,7 @@ from simdesign.model import OrdinalMixedModel
 from simdesign.simulation.replication import is_replication_item, replication_rows, replication_work
 from simdesign.stats.reliability import RELIABILITY_ESTIMANDS, UndefinedReliability
 from simdesign.core.seeds import analysis_rng, data_rng
+from simdesign.core.threads import single_threaded
 from simdesign.simulation.methods import METHOD_COLUMN, spec_method, split_result_label
 from simdesign.simulation.store import RESULT_COLUMNS, ResultsStore
 
@@ -109,9 +108,8 @@ def simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chun
     runs in worker processes and on Dask workers, whose own :data:`ANALYSES`
     holds only the built-in ones. Default: look the names up here.
 
-    BLAS is limited to one thread: the matrices of one trial are small, and
-    threads competing with the other workers (or, with ``--jobs 1``, idling
-    between tiny products) made fits 4-7 times slower on two cores.
+    BLAS is limited to one thread (:mod:`simdesign.core.threads`: faster for
+    the small matrices of one trial, and the same rounding as any other caller's).
 
     Returns
     -------
@@ -119,21 +117,8 @@ def simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chun
         One row per (trial, analysis, system pair), and one per (trial,
         estimand) with ``pair`` -1; columns as :data:`simdesign.simulation.store.RESULT_COLUMNS`.
     """
-    with _threadpools().limit(limits=1):
+    with single_threaded():
         return _simulate_chunk(model, effect, root_seed, chunk, registry or chunk_registry(chunk.analyses))
-
-
-_CONTROLLER: list = [None, None]  # (modules imported when made, ThreadpoolController)
-
-
-def _threadpools() -> ThreadpoolController:
-    """The process's thread pools (BLAS, OpenMP), found once rather than for every chunk (about 3 ms a search).
-
-    Searched again after new imports, which may have loaded another library with its own pool (R's BLAS, numba).
-    """
-    if _CONTROLLER[0] != len(sys.modules):
-        _CONTROLLER[:] = [len(sys.modules), ThreadpoolController()]
-    return _CONTROLLER[1]
 
 
 def chunk_registry(specs) -> dict:

@@ -56,7 +56,7 @@ import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 from scipy import special
-from threadpoolctl import threadpool_limits
+from simdesign.core.threads import single_threaded
 from tqdm.auto import tqdm
 
 from simdesign.core.designs import BlockDesign
@@ -284,7 +284,7 @@ def summary_interval_rows(config: MetricValidationConfig, metric: np.ndarray, hu
 
 
 def _chunk(config, n_systems, n_documents, first, stop, targets):
-    with threadpool_limits(limits=1):  # the arrays of one trial are small: BLAS threads only compete
+    with single_threaded():  # the arrays of one trial are small: BLAS threads only compete
         rows = [row for trial in range(first, stop) for row in one_trial(config, n_systems, n_documents, trial,
                                                                            targets)]
     return (n_systems, n_documents), first, stop, pd.DataFrame(rows, columns=list(ROW_COLUMNS))

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 from scipy import stats
-from threadpoolctl import threadpool_limits
+from simdesign.core.threads import single_threaded
 from tqdm.auto import tqdm
 
 from simdesign.core.errors import ConfigError, StoreError
@@ -310,7 +310,7 @@ def simulate_trial_with_tests(config: PanelStudyConfig, label: str, panels: dict
 
 
 def _chunk(config: PanelStudyConfig, label: str, panels: dict, first: int, stop: int):
-    with threadpool_limits(limits=1):
+    with single_threaded():
         parts = [simulate_trial_with_tests(config, label, panels, trial) for trial in range(first, stop)]
     return (label, first, stop, pd.concat([rows for rows, _ in parts], ignore_index=True),
             pd.concat([tests for _, tests in parts], ignore_index=True))
