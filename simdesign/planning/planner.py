@@ -616,15 +616,21 @@ def _parse_goal(raw: dict, alpha, errors: list[str]) -> dict:
             "type1_over": type1_over}
 
 
+def _sub_mapping(raw: dict, key: str, allowed, errors: list[str]) -> dict:
+    """The mapping under ``key`` (empty if absent or null), its unknown keys reported; {} if it is not a mapping."""
+    mapping = raw.get(key) or {}
+    if not isinstance(mapping, dict):
+        errors.append(f"The '{key}' field must be a mapping with keys {list(allowed)}; got {mapping!r}")
+        return {}
+    unknown = sorted(set(mapping) - set(allowed))
+    if unknown:
+        errors.append(f"Unknown '{key}' key(s) {unknown}; allowed: {list(allowed)}")
+    return mapping
+
+
 def _parse_cost(raw: dict, model_source, base_dir: Path | None, errors: list[str], method: str = "likert") -> CostModel:
     """The 'cost' mapping; pay per hour is required because no default price would mean anything."""
-    cost_raw = raw.get("cost", {})
-    if not isinstance(cost_raw, dict):
-        errors.append(f"The 'cost' field must be a mapping with keys {list(COST_KEYS)}; got {cost_raw!r}")
-        cost_raw = {}
-    unknown = sorted(set(cost_raw) - set(COST_KEYS))
-    if unknown:
-        errors.append(f"Unknown 'cost' key(s) {unknown}; allowed: {list(COST_KEYS)}")
+    cost_raw = _sub_mapping(raw, "cost", COST_KEYS, errors)
     if "pay_per_hour" not in cost_raw:
         errors.append("The 'cost.pay_per_hour' field is required (annotator pay per hour)")
     seconds, seconds_source = _seconds_per_judgement(cost_raw.get("seconds_per_judgement", "auto"), model_source,
@@ -642,13 +648,7 @@ parse_cost = _parse_cost  # public name: the explorer checks its cost controls b
 
 def _parse_limits(raw: dict, errors: list[str]) -> Limits:
     """The 'limits' mapping (every key optional)."""
-    limits_raw = raw.get("limits", {}) or {}
-    if not isinstance(limits_raw, dict):
-        errors.append(f"The 'limits' field must be a mapping with keys {list(LIMIT_KEYS)}; got {limits_raw!r}")
-        limits_raw = {}
-    unknown = sorted(set(limits_raw) - set(LIMIT_KEYS))
-    if unknown:
-        errors.append(f"Unknown 'limits' key(s) {unknown}; allowed: {list(LIMIT_KEYS)}")
+    limits_raw = _sub_mapping(raw, "limits", LIMIT_KEYS, errors)
     limits = Limits(**{key: _number(errors, limits_raw, key, "limits.", None, 1, integer=True, allow_none=True)
                        for key in LIMIT_KEYS})
     if limits.min_annotators and limits.max_annotators and limits.min_annotators > limits.max_annotators:
