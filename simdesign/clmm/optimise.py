@@ -6,6 +6,7 @@ Part of :mod:`simdesign.clmm`; the model and the algorithm are described in that
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -37,6 +38,8 @@ ESCAPE_MIN_GAIN = 1e-6
 # Optimiser restarts (off the boundary, or while the projected gradient exceeds RESTART_GRADIENT).
 RESTARTS = 4
 RESTART_GRADIENT = 1e-3
+# A fit whose Hessian is unusable is polished by further restarts until its projected gradient is below this.
+POLISH_GRADIENT = 1e-5
 
 
 # Hessian eigenvalues this small relative to the largest count as zero (forward-difference noise is ~1e-7),
@@ -300,35 +303,45 @@ def _boundary_escape(objective: _Objective, layout: _Layout, solution) -> np.nda
     return escape
 
 
-def _fit_problem(problem: _Problem, structure, maxcor: int, max_iterations: int) -> ClmmResult:
-    layout = _Layout(problem)
-    objective = _Objective(problem, layout)
-    start = layout.to_optimiser(_starting_values(problem, layout))
-    diagonal = layout.diagonal_mask()
-    fixed = layout.fixed_mask()
-    bounds = [(0.0, 0.0) if is_fixed else (0.0, None) if is_diag else (None, None)
-              for is_diag, is_fixed in zip(diagonal, fixed)]
-    options = {"maxcor": maxcor, "maxiter": max_iterations, "maxfun": 2 * max_iterations, "ftol": 1e-11, "gtol": 1e-7}
+def _minimise(objective: _Objective, layout: _Layout, start: np.ndarray, bounds: list, options: dict,
+              restart_gradient: float):
+    """L-BFGS-B from ``start``, restarted (at most RESTARTS times) off the boundary or while not flat."""
     solution = optimize.minimize(objective.optimiser, start, jac=True, method="L-BFGS-B", bounds=bounds,
                                  options=options)
     for _ in range(RESTARTS):
         # L-BFGS-B can stop on a tiny relative decrease in a flat valley, or on a saddle at the boundary:
         # restart from a probe off the boundary, or afresh (new history) while the gradient is not flat.
         restart = _boundary_escape(objective, layout, solution)
-        if restart is None and _projected_gradient(layout, solution.x, solution.jac) > RESTART_GRADIENT:
+        if restart is None and _projected_gradient(layout, solution.x, solution.jac) > restart_gradient:
             restart = solution.x
         if restart is None:
             break
         solution = optimize.minimize(objective.optimiser, restart, jac=True, method="L-BFGS-B", bounds=bounds,
                                      options=options)
+    return solution
+
+
+@dataclass
+class _Optimum:
+    """The point L-BFGS-B stopped at, its gradient and (when usable) the parameters' covariance."""
+
+    solution: object
+    natural: np.ndarray
+    nll: float
+    max_gradient: float
+    parameter_cov: np.ndarray | None
+    beta_cov: np.ndarray
+    condition: float
+    message: str
+
+
+def _assess_optimum(objective: _Objective, layout: _Layout, solution) -> _Optimum:
     natural = layout.from_optimiser(solution.x)
     nll, natural_gradient = objective.natural(natural)
     max_gradient = _projected_gradient(layout, solution.x, layout.gradient_to_optimiser(solution.x, natural_gradient))
-
-    free = ~(diagonal & (natural < HESSIAN_BOUNDARY)) & ~fixed
-    hessian, free_index = _numerical_hessian(objective, natural, free)
+    free = ~(layout.diagonal_mask() & (natural < HESSIAN_BOUNDARY)) & ~layout.fixed_mask()
+    hessian, _ = _numerical_hessian(objective, natural, free)
     n_fixed = layout.n_thr + layout.n_beta  # thresholds and effects come first and are always free
-    n_beta = layout.n_beta
     message = ""
     try:
         parameter_cov, condition, null_directions = _invert_hessian(hessian, n_fixed)
@@ -337,22 +350,44 @@ def _fit_problem(problem: _Problem, structure, maxcor: int, max_iterations: int)
             message = (f"the Hessian is singular in {null_directions} direction(s) of non-identified Cholesky "
                        "elements at the boundary; covariances from its pseudo-inverse")
     except np.linalg.LinAlgError as exc:
-        condition = float("inf")
-        parameter_cov = None
-        beta_cov = np.full((n_beta, n_beta), np.nan)
+        condition, parameter_cov = float("inf"), None
+        beta_cov = np.full((layout.n_beta, layout.n_beta), np.nan)
         message = f"fixed-effect covariance unavailable: {exc}"
+    return _Optimum(solution, natural, float(nll), max_gradient, parameter_cov, beta_cov, condition, message)
 
-    thresholds, beta, cholesky = layout.unpack(natural)
+
+def _fit_problem(problem: _Problem, structure, maxcor: int, max_iterations: int) -> ClmmResult:
+    layout = _Layout(problem)
+    objective = _Objective(problem, layout)
+    start = layout.to_optimiser(_starting_values(problem, layout))
+    bounds = [(0.0, 0.0) if is_fixed else (0.0, None) if is_diag else (None, None)
+              for is_diag, is_fixed in zip(layout.diagonal_mask(), layout.fixed_mask())]
+    options = {"maxcor": maxcor, "maxiter": max_iterations, "maxfun": 2 * max_iterations, "ftol": 1e-11, "gtol": 1e-7}
+    optimum = _assess_optimum(objective, layout, _minimise(objective, layout, start, bounds, options,
+                                                           RESTART_GRADIENT))
+    if optimum.parameter_cov is None and optimum.max_gradient > POLISH_GRADIENT:
+        # An unusable Hessian where the gradient is not yet flat may be a point short of the optimum: polish it
+        # (fresh L-BFGS-B runs down to POLISH_GRADIENT) before calling the fit failed. Only failing fits get here,
+        # so every fit that succeeded before is unchanged.
+        optimum = _assess_optimum(objective, layout, _minimise(objective, layout, optimum.solution.x, bounds,
+                                                               options, POLISH_GRADIENT))
+    return _result(problem, structure, layout, objective, optimum)
+
+
+def _result(problem: _Problem, structure, layout: _Layout, objective: _Objective, optimum: _Optimum) -> ClmmResult:
+    thresholds, beta, cholesky = layout.unpack(optimum.natural)
     cholesky = {name: layout.own_block(name, cholesky[name]) for name in layout.names}
     boundary = {name: np.diag(cholesky[name]) <= 0.0 for name in layout.names}
     covariances = {name: cholesky[name] @ cholesky[name].T for name in layout.names}
     # L-BFGS-B's own verdict is not used: it often stops with a line-search warning at an optimum
     # that is flat to rounding; the projected gradient and a usable Hessian decide instead.
-    converged = bool(max_gradient < CONVERGENCE_GRADIENT_TOLERANCE and parameter_cov is not None)
+    converged = bool(optimum.max_gradient < CONVERGENCE_GRADIENT_TOLERANCE and optimum.parameter_cov is not None)
     singular = any(_relative_cholesky_singular(cov) for cov in covariances.values())
+    message = optimum.message
     if not converged:
         status = "not_converged"
-        message = message or (f"optimiser: {solution.message}; max|projected gradient| {max_gradient:.3g}")
+        message = message or (f"optimiser: {optimum.solution.message}; "
+                              f"max|projected gradient| {optimum.max_gradient:.3g}")
     elif singular:
         status = "singular"
         message = "boundary fit: a random-effects covariance is singular" + (f"; {message}" if message else "")
@@ -362,12 +397,12 @@ def _fit_problem(problem: _Problem, structure, maxcor: int, max_iterations: int)
         systems=list(problem.systems), structure=_structure_label(structure), terms=list(layout.names),
         categories=problem.categories, thresholds=np.asarray(thresholds),
         fixed_effects=dict(zip(problem.systems, np.concatenate([[0.0], beta]).tolist())),
-        fixed_effects_cov=beta_cov, random_effects_cov=covariances, cholesky_factors=cholesky,
-        loglik=-float(nll), converged=converged, status=status, message=message,
-        max_gradient=max_gradient, hessian_condition=condition, boundary=boundary, n_obs=problem.n_obs,
-        n_evaluations=objective.evaluations, n_inner_iterations=objective.inner_iterations,
-        optimizer_message=str(solution.message),
-        parameter_cov=parameter_cov)
+        fixed_effects_cov=optimum.beta_cov, random_effects_cov=covariances, cholesky_factors=cholesky,
+        loglik=-optimum.nll, converged=converged, status=status, message=message,
+        max_gradient=optimum.max_gradient, hessian_condition=optimum.condition, boundary=boundary,
+        n_obs=problem.n_obs, n_evaluations=objective.evaluations, n_inner_iterations=objective.inner_iterations,
+        optimizer_message=str(optimum.solution.message),
+        parameter_cov=optimum.parameter_cov)
 
 
 def _relative_cholesky_singular(covariance: np.ndarray) -> bool:
