@@ -1,4 +1,4 @@
-"""Mixed-model fits on the edge of a decision: the same result whatever BLAS threading, and polished when short.
+"""Mixed-model fits on the edge of a decision: the same result whatever BLAS threading, and polished when short."""
 from __future__ import annotations
 
 import numpy as np
