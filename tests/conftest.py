@@ -1,6 +1,9 @@
 """Shared fixtures and helpers for the test suite."""
 from __future__ import annotations
 
+import os
+import shutil
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -32,3 +35,27 @@ def rng():
 def within_mcse(value: float, target: float, mcse: float, k: float = 4.0) -> bool:
     """True when |value - target| <= k Monte-Carlo standard errors."""
     return abs(value - target) <= k * mcse
+
+
+def write_executable(path: Path, text: str) -> None:
+    """Write a script and make it executable by its owner."""
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+def setup_copy_with_failing_part(root: Path, part: str, error_line: str) -> Path:
+    """A copy of scripts/setup.sh in ``root`` with the project's ready venv, whose ``scripts/<part>`` fails.
+
+    The failing stand-in prints ``error_line`` to stderr and exits 1, as a set-up part does when apt-get
+    fails; the test is skipped where the project's .venv (made by scripts/setup.sh) is missing.
+    """
+    venv = REPO / ".venv"
+    if not (venv / "bin" / "python").exists():
+        pytest.skip("needs the project's .venv (made by scripts/setup.sh)")
+    (root / "scripts").mkdir()
+    shutil.copy(REPO / "scripts" / "setup.sh", root / "scripts" / "setup.sh")
+    write_executable(root / "scripts" / part, f"#!/usr/bin/env bash\necho '{error_line}' >&2\nexit 1\n")
+    for name in ("pyproject.toml", "requirements-r.txt"):
+        shutil.copy(REPO / name, root / name)
+    os.symlink(venv, root / ".venv")
+    return root

@@ -7,9 +7,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import setup_copy_with_failing_part
 
 REPO = Path(__file__).resolve().parents[1]
-VENV = REPO / ".venv"
 
 
 def test_setup_rejects_an_unknown_browser_mode():
@@ -36,16 +36,8 @@ def test_without_chromium_on_a_non_debian_system_the_browser_setup_says_what_is_
 @pytest.fixture
 def checkout_with_failing_browser(tmp_path):
     """A copy of the set-up with the project's ready venv, no R part, and a browser set-up that fails."""
-    if not (VENV / "bin" / "python").exists():
-        pytest.skip("needs the project's .venv (made by scripts/setup.sh)")
-    (tmp_path / "scripts").mkdir()
-    shutil.copy(REPO / "scripts" / "setup.sh", tmp_path / "scripts" / "setup.sh")
-    failing = tmp_path / "scripts" / "setup_browser.sh"
-    failing.write_text("#!/usr/bin/env bash\necho '[setup_browser] ERROR: apt-get install chromium failed' >&2\nexit 1\n")
-    for name in ("pyproject.toml", "requirements-r.txt"):
-        shutil.copy(REPO / name, tmp_path / name)
-    os.symlink(VENV, tmp_path / ".venv")
-    return tmp_path
+    return setup_copy_with_failing_part(tmp_path, "setup_browser.sh",
+                                        "[setup_browser] ERROR: apt-get install chromium failed")
 
 
 def _run_setup(root: Path, *args: str) -> subprocess.CompletedProcess:

@@ -6,35 +6,19 @@ set-up, and interpreters whose headers are missing.
 from __future__ import annotations
 
 import os
-import shutil
-import stat
 import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import setup_copy_with_failing_part, write_executable
 
 REPO = Path(__file__).resolve().parents[1]
-VENV = REPO / ".venv"
-
-
-def _write_executable(path: Path, text: str) -> None:
-    path.write_text(text)
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
 @pytest.fixture
 def checkout_with_failing_r(tmp_path):
     """A copy of the set-up with the project's ready venv and an R set-up that fails."""
-    if not (VENV / "bin" / "python").exists():
-        pytest.skip("needs the project's .venv (made by scripts/setup.sh)")
-    (tmp_path / "scripts").mkdir()
-    shutil.copy(REPO / "scripts" / "setup.sh", tmp_path / "scripts" / "setup.sh")
-    _write_executable(tmp_path / "scripts" / "setup_r.sh",
-                      "#!/usr/bin/env bash\necho '[setup_r] ERROR: apt-get install r-base-core failed' >&2\nexit 1\n")
-    for name in ("pyproject.toml", "requirements-r.txt"):
-        shutil.copy(REPO / name, tmp_path / name)
-    os.symlink(VENV, tmp_path / ".venv")
-    return tmp_path
+    return setup_copy_with_failing_part(tmp_path, "setup_r.sh", "[setup_r] ERROR: apt-get install r-base-core failed")
 
 
 def _run_setup(root: Path, *args: str) -> subprocess.CompletedProcess:
@@ -72,7 +56,7 @@ def _headers_check(tmp_path: Path, base_executable: str) -> subprocess.Completed
     include = tmp_path / "include"
     include.mkdir()
     fake_python = tmp_path / "python"
-    _write_executable(fake_python, f"#!/bin/sh\nprintf '%s\\n%s\\n%s\\n' '{include}' '{base_executable}' '3.11'\n")
+    write_executable(fake_python, f"#!/bin/sh\nprintf '%s\\n%s\\n%s\\n' '{include}' '{base_executable}' '3.11'\n")
     # apt_ensure is replaced by a stand-in that records its arguments: nothing is installed.
     script = (f"source {REPO}/scripts/lib/apt.sh; source {REPO}/scripts/lib/python_headers.sh; "
               f"apt_ensure() {{ echo \"apt_ensure $*\"; }}; ensure_python_headers {fake_python}")
@@ -99,7 +83,7 @@ def test_present_headers_need_nothing(tmp_path):
     include.mkdir()
     (include / "Python.h").write_text("")
     fake_python = tmp_path / "python"
-    _write_executable(fake_python, f"#!/bin/sh\nprintf '%s\\n%s\\n%s\\n' '{include}' '/usr/bin/python3.11' '3.11'\n")
+    write_executable(fake_python, f"#!/bin/sh\nprintf '%s\\n%s\\n%s\\n' '{include}' '/usr/bin/python3.11' '3.11'\n")
     script = (f"source {REPO}/scripts/lib/apt.sh; source {REPO}/scripts/lib/python_headers.sh; "
               f"apt_ensure() {{ echo \"apt_ensure $*\"; }}; ensure_python_headers {fake_python}")
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
