@@ -18,9 +18,7 @@ from __future__ import annotations
 import dataclasses
 
 from simdesign.model import METHODS
-
-DEFAULT_METHODS = ("likert",)
-LABEL_SUFFIX = {"likert": "", "rank": "@rank"}
+from simdesign.simulation.methods import DEFAULT_METHODS, result_label, split_result_label
 
 
 def parse_methods(search_raw, model, errors: list[str]) -> tuple:
@@ -52,19 +50,13 @@ def parse_methods(search_raw, model, errors: list[str]) -> tuple:
 
 def method_of_label(label: str) -> str:
     """The method a candidate's test label stands for (see the module docstring)."""
-    for method, suffix in LABEL_SUFFIX.items():
-        if suffix and label.endswith(suffix):
-            return method
-    return "likert"
+    return split_result_label(label)[1]
 
 
 def tests_for_method(tests, method: str) -> tuple:
-    """The plan's tests relabelled for ``method`` (Likert: unchanged)."""
-    suffix = LABEL_SUFFIX[method]
-    if not suffix:
-        return tuple(tests)
-    return tuple(test if test.label.endswith(suffix) else dataclasses.replace(test, label=test.label + suffix)
-                 for test in tests)
+    """The plan's tests relabelled for ``method`` (Likert: unchanged), with the engine's result labels."""
+    return tuple(test if split_result_label(test.label)[1] == method
+                 else dataclasses.replace(test, label=result_label(test.label, method)) for test in tests)
 
 
 def store_name(family: str, method: str) -> str:
