@@ -264,6 +264,11 @@ def paired_document_test(judgements: Judgements, rng: np.random.Generator, stati
     return _result(means.mean(axis=0), p_value, "the statistic")
 
 
+def _draws_with_bootstrap(options: dict) -> bool:
+    # these tests draw random numbers only to resample for a bootstrap threshold
+    return options.get("threshold", "theory") == "bootstrap"
+
+
 register(AnalysisInfo(
     name="ttest_unpaired",
     function=unpaired_ttest,
@@ -271,7 +276,7 @@ register(AnalysisInfo(
     description="Welch's two-sample t-test over per-document means (unpaired: ignores document difficulty "
                 "pairing); threshold theory or bootstrap.",
     chunk_trials=CLASSICAL_CHUNK_TRIALS,
-    uses_rng=lambda options: options.get("threshold", "theory") == "bootstrap",
+    uses_rng=_draws_with_bootstrap,
 ))
 
 # ttest_doc and wilcoxon_doc are registered here, once, so that their 'threshold' option and its bootstrap live
@@ -286,7 +291,7 @@ for _name, _statistic in (("ttest_doc", "ttest"), ("wilcoxon_doc", "wilcoxon")):
         description=_PAIRED_DESCRIPTIONS[_statistic] + " Option threshold: theory (default) or bootstrap "
                                                        "(resampling centred document differences).",
         methods=("likert", "rank"),  # reversed ranks are scores too (simdesign.model.ranks)
-        uses_rng=lambda options: options.get("threshold", "theory") == "bootstrap",
+        uses_rng=_draws_with_bootstrap,
         chunk_trials=CLASSICAL_CHUNK_TRIALS,
     ))
 
