@@ -6,6 +6,7 @@ Part of :mod:`simdesign.clmm`; the model and the algorithm are described in that
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -31,7 +32,6 @@ class _Factor:
     name: str
     codes: np.ndarray  # level of every observation, 0..n_levels-1
     levels: np.ndarray  # original labels
-    indicator: sparse.csr_matrix  # n_levels x n_obs, sums observations by level
     # (1 | term) beside another term's slopes: its Cholesky factor is held at zero except L[0, 0], so
     # z_s . L u = L[0, 0] u_0 for every system (the shared z keeps the inner solver unchanged).
     intercept_only: bool = False
@@ -39,6 +39,11 @@ class _Factor:
     @property
     def n_levels(self) -> int:
         return len(self.levels)
+
+    @cached_property
+    def indicator(self) -> sparse.csr_matrix:
+        """n_levels x n_obs, sums observations by level (numpy code only: built on first use)."""
+        return _indicator(self.codes, self.n_levels)
 
 
 @dataclass
@@ -50,10 +55,6 @@ class _Problem:
     category: np.ndarray  # 0..K-1 per observation
     system_code: np.ndarray  # 0..S-1 per observation
     z: np.ndarray  # n x q random-effects design of each observation
-    zz: np.ndarray  # n x q*q outer products z z'
-    system_indicator: sparse.csr_matrix  # S x n
-    threshold_upper: sparse.csr_matrix  # (K-1) x n: which threshold is each observation's upper one
-    threshold_lower: sparse.csr_matrix  # (K-1) x n
     factors: list  # the _Factor terms in output order
     eliminated: _Factor  # the factor whose blocks are inverted one by one
     kept: _Factor | None  # the factor whose Schur complement is factorised densely (None: one term)
@@ -61,8 +62,6 @@ class _Problem:
     pair_kept: np.ndarray | None = None
     pair_eliminated: np.ndarray | None = None
     pair_indicator: sparse.csr_matrix | None = None  # P x n
-    pairs_by_kept: sparse.csr_matrix | None = None  # n_kept x P
-    pairs_by_eliminated: sparse.csr_matrix | None = None  # n_eliminated x P
     couple_first: np.ndarray | None = None  # pairs p1, p2 that share an eliminated level
     couple_second: np.ndarray | None = None
     couple_by_first: sparse.csr_matrix | None = None  # P x n_couples
@@ -87,6 +86,43 @@ class _Problem:
     def q(self) -> int:
         return self.z.shape[1]
 
+    # The sums below serve the numpy code (and the component search); a fit through the compiled kernels
+    # never builds most of them, so they are made on first use rather than for every fit.
+
+    @cached_property
+    def zz(self) -> np.ndarray:
+        """n x q*q outer products z z'."""
+        return np.einsum("ni,nj->nij", self.z, self.z).reshape(self.n_obs, -1)
+
+    @cached_property
+    def system_indicator(self) -> sparse.csr_matrix:
+        """S x n."""
+        return _indicator(self.system_code, self.n_systems)
+
+    @cached_property
+    def threshold_upper(self) -> sparse.csr_matrix:
+        """(K-1) x n: which threshold is each observation's upper one."""
+        upper = self.category < self.n_thresholds
+        return sparse.csr_matrix((np.ones(upper.sum()), (self.category[upper], np.flatnonzero(upper))),
+                                 shape=(self.n_thresholds, self.n_obs))
+
+    @cached_property
+    def threshold_lower(self) -> sparse.csr_matrix:
+        """(K-1) x n: which threshold is each observation's lower one."""
+        lower = self.category > 0
+        return sparse.csr_matrix((np.ones(lower.sum()), (self.category[lower] - 1, np.flatnonzero(lower))),
+                                 shape=(self.n_thresholds, self.n_obs))
+
+    @cached_property
+    def pairs_by_kept(self) -> sparse.csr_matrix:
+        """n_kept x P."""
+        return _indicator(self.pair_kept, self.kept.n_levels)
+
+    @cached_property
+    def pairs_by_eliminated(self) -> sparse.csr_matrix:
+        """n_eliminated x P."""
+        return _indicator(self.pair_eliminated, self.eliminated.n_levels)
+
 
 def _indicator(codes: np.ndarray, n_levels: int) -> sparse.csr_matrix:
     n = len(codes)
@@ -101,14 +137,17 @@ def _check_frame(judgements: pd.DataFrame) -> pd.DataFrame:
         raise ConfigError(f"The judgements table lacks the column(s) {missing}; "
                           "it needs annotator, document, system, score")
     for column in ("annotator", "document", "system", "score"):
-        if judgements[column].isna().any():
+        values = judgements[column]
+        # numpy integer and boolean columns cannot hold a missing value: skip the (per-fit) scan
+        if values.dtype.kind not in "iub" and values.isna().any():
             raise ConfigError(f"The '{column}' column has missing values")
     score = judgements["score"]
     if not pd.api.types.is_numeric_dtype(score):
         raise ConfigError(f"The 'score' column must be numeric (ordered score values); got dtype {score.dtype}")
-    if not np.all(np.isfinite(score.to_numpy(float))):
+    values = score.to_numpy(float)
+    if not np.all(np.isfinite(values)):
         raise ConfigError("The 'score' column has non-finite values")
-    if score.nunique() < 2:
+    if not np.any(values != values[:1]):
         raise ConfigError("The 'score' column needs at least two distinct values to fit thresholds")
     if judgements["system"].nunique() < 2:
         raise ConfigError("The 'system' column needs at least two systems to compare")
@@ -119,9 +158,15 @@ def is_nested(judgements: pd.DataFrame) -> bool:
     """True when every document is judged by exactly one annotator.
 
     That is the design in which the paper (and ``structure='paper'``) drops the
-    document term: document and annotator effects are then confounded.
+    document term: document and annotator effects are then confounded. The
+    table has no missing values (as :func:`simdesign.clmm.fit` requires).
     """
-    return bool((judgements.groupby("document")["annotator"].nunique() == 1).all())
+    documents = pd.factorize(judgements["document"])[0]
+    annotators = pd.factorize(judgements["annotator"])[0]
+    # each document's annotator as written last: every row agrees with it exactly when there is only one
+    annotator_of = np.empty(documents.max(initial=-1) + 1, np.int64)
+    annotator_of[documents] = annotators
+    return bool(np.all(annotator_of[documents] == annotators))
 
 
 def term_forms(judgements: pd.DataFrame, structure) -> dict:
@@ -169,14 +214,16 @@ def _prepare(judgements: pd.DataFrame, structure, reference) -> _Problem:
     frame = _check_frame(judgements)
     forms = term_forms(frame, structure)
     with_slopes = "slopes" in forms.values()
-    names = sorted(pd.unique(frame["system"]))
+    appearance_code, appearing = pd.factorize(frame["system"])
+    names = sorted(appearing)
     if reference is None:
         reference = names[0]
     elif reference not in names:
         raise ConfigError(f"The reference system {reference!r} is not in the 'system' column "
                           f"(systems: {names})")
     systems = [reference] + [s for s in names if s != reference]
-    system_code = pd.Categorical(frame["system"], categories=systems).codes.astype(np.int64)
+    position = {name: k for k, name in enumerate(systems)}
+    system_code = np.array([position[name] for name in appearing], np.int64)[appearance_code]
     categories, category = np.unique(frame["score"].to_numpy(float), return_inverse=True)
     n = len(frame)
     n_systems = len(systems)
@@ -186,27 +233,16 @@ def _prepare(judgements: pd.DataFrame, structure, reference) -> _Problem:
         z = np.zeros((n, n_systems))
         z[:, 0] = 1.0
         z[np.arange(n), system_code] = 1.0  # reference rows set column 0 twice: still the intercept only
-    zz = np.einsum("ni,nj->nij", z, z).reshape(n, -1)
-    n_thr = len(categories) - 1
-    upper = category < n_thr
-    lower = category > 0
-    threshold_upper = sparse.csr_matrix((np.ones(upper.sum()), (category[upper], np.flatnonzero(upper))),
-                                        shape=(n_thr, n))
-    threshold_lower = sparse.csr_matrix((np.ones(lower.sum()), (category[lower] - 1, np.flatnonzero(lower))),
-                                        shape=(n_thr, n))
     factors = []
     for name, form in forms.items():
         codes, levels = pd.factorize(frame[name], sort=True)
         factors.append(_Factor(name, codes.astype(np.int64), np.asarray(levels),
-                               _indicator(codes, len(levels)), intercept_only=with_slopes and form == "intercept"))
+                               intercept_only=with_slopes and form == "intercept"))
     # Eliminate the factor with more levels block by block, so the dense Schur complement is the smaller one.
     by_size = sorted(factors, key=lambda f: f.n_levels, reverse=True)
     eliminated, kept = by_size[0], (by_size[1] if len(by_size) > 1 else None)
     problem = _Problem(systems=systems, categories=categories, category=category.astype(np.int64),
-                       system_code=system_code, z=z, zz=zz,
-                       system_indicator=_indicator(system_code, n_systems),
-                       threshold_upper=threshold_upper, threshold_lower=threshold_lower,
-                       factors=factors, eliminated=eliminated, kept=kept)
+                       system_code=system_code, z=z, factors=factors, eliminated=eliminated, kept=kept)
     if kept is not None:
         _prepare_pairs(problem)
     return problem
@@ -228,8 +264,6 @@ def _prepare_pairs(problem: _Problem) -> None:
     second = order[np.repeat(level_start[pair_elim[order]], repeats) + within]
     problem.pair_code = pair_code
     problem.pair_kept, problem.pair_eliminated = pair_kept, pair_elim
-    problem.pairs_by_kept = _indicator(pair_kept, kept.n_levels)
-    problem.pairs_by_eliminated = _indicator(pair_elim, elim.n_levels)
     problem.couple_first, problem.couple_second = first, second
     problem.n_couples = len(first)
 
