@@ -10,6 +10,7 @@ second of each test alone (one worker, in this process) and the ratio against th
 (about 0.74 s per trial single-threaded for all four tests, the figure quoted in the project's issue 2).
 
     python scripts/bench_type1.py [--config CONFIG] [--trials 1000] [--jobs 2] [--baseline REV] [--repeats 1]
+                                  [--backend loky|fork]
 
 ``--baseline none`` skips the baseline. The default baseline is the last commit before the grid's
 speed-ups of issue 15 (shared unit differences, no generator for the t-tests, float32 ART in place,
@@ -38,8 +39,9 @@ except ImportError:  # a checkout without the package installed: use the one nex
 PAPER_SECONDS_PER_TRIAL = 0.74
 
 
-def grid_run(config_path: str, trials: int, jobs: int) -> dict:
+def grid_run(config_path: str, trials: int, jobs: int, backend: str = "loky") -> dict:
     """Run the grid through the engine once; wall time, CPU of this process and of its workers, load."""
+    import resource
     try:
         import psutil  # installed with dask's distributed; without it the workers' CPU is not reported
     except ImportError:
@@ -52,12 +54,16 @@ def grid_run(config_path: str, trials: int, jobs: int) -> dict:
     raw = {"name": config.name, "model": config.model_source, "effect": config.effect, "trials": trials,
            "seed": config.seed, "tests": [spec.name for spec in config.analyses]}
     load = os.getloadavg()[0]
+    ended = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory() as out:
         cpu, start = time.process_time(), time.perf_counter()
-        run_simulation(config, out, raw, jobs=jobs, progress=False)
+        run_simulation(config, out, raw, jobs=jobs, progress=False, **({} if backend == "loky" else {"backend": backend}))
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    # workers that ended with the run (the fork backend's) were reaped: their CPU is in RUSAGE_CHILDREN
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    reaped_cpu = reaped.ru_utime + reaped.ru_stime - ended.ru_utime - ended.ru_stime
     # loky keeps its workers for the next call: they are alive, and they did nothing before this run
-    workers = 0.0 if psutil else float("nan")
+    workers = reaped_cpu if psutil or reaped_cpu else float("nan")
     for child in psutil.Process().children(recursive=True) if psutil else ():
         try:
             times = child.cpu_times()
@@ -77,10 +83,10 @@ def export_revision(revision: str, directory: Path) -> Path:
     return directory
 
 
-def fresh_process_run(package_root: Path, config_path: str, trials: int, jobs: int) -> dict:
+def fresh_process_run(package_root: Path, config_path: str, trials: int, jobs: int, backend: str = "loky") -> dict:
     """:func:`grid_run` in a new process importing simdesign from ``package_root``."""
     command = [sys.executable, __file__, "--grid-json", "--config", config_path, "--trials", str(trials),
-               "--jobs", str(jobs)]
+               "--jobs", str(jobs), "--backend", backend]
     env = {**os.environ, "PYTHONPATH": str(package_root)}
     output = subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(output.strip().splitlines()[-1])
@@ -119,11 +125,13 @@ def main() -> None:
     parser.add_argument("--baseline", default=DEFAULT_BASELINE,
                         help=f"git revision to compare with (default {DEFAULT_BASELINE}); 'none' skips it")
     parser.add_argument("--repeats", type=int, default=1, help="alternating grid runs of each version")
+    parser.add_argument("--backend", default="loky",
+                        help="backend of this checkout's runs (default loky; e.g. fork); the baseline always uses loky")
     parser.add_argument("--grid-json", action="store_true", help=argparse.SUPPRESS)  # the baseline's subprocess
     args = parser.parse_args()
     config_path = str(Path(args.config).resolve())
     if args.grid_json:
-        print(json.dumps(grid_run(config_path, args.trials, args.jobs)))
+        print(json.dumps(grid_run(config_path, args.trials, args.jobs, args.backend)))
         return
     if args.per_test_trials:
         per_test_throughput(config_path, args.per_test_trials)
@@ -135,7 +143,7 @@ def main() -> None:
                 root = export_revision(args.baseline, Path(baseline_dir))
                 runs["baseline"].append(fresh_process_run(root, config_path, args.trials, args.jobs))
             # the new code in a fresh process too, so both start alike
-            runs["new"].append(fresh_process_run(PROJECT_ROOT, config_path, args.trials, args.jobs))
+            runs["new"].append(fresh_process_run(PROJECT_ROOT, config_path, args.trials, args.jobs, args.backend))
     report(runs, args)
 
 
@@ -143,7 +151,7 @@ def report(runs: dict, args) -> None:
     new = runs["new"]
     trials = new[0]["trials"]
     print(f"whole grid through the engine: {trials // args.trials} designs x {args.trials} trials, "
-          f"{args.jobs} workers (each run in a fresh process):")
+          f"{args.jobs} workers (each run in a fresh process; backend {args.backend}, the baseline's loky):")
     for name in ("baseline", "new"):
         for run in runs[name]:
             print(describe(name if name == "new" else args.baseline, run))
