@@ -17,6 +17,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import signal
 import sys
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Iterable, Iterator
@@ -35,6 +36,14 @@ def fork_available() -> bool:
 def pool_size(jobs: int) -> int:
     """joblib's reading of ``n_jobs``: a positive count, or -1 for all cores, -2 for all but one, ..."""
     return jobs if jobs > 0 else max(1, (os.cpu_count() or 1) + 1 + jobs)
+
+
+def _worker_signals() -> None:
+    # A forked worker inherits the coordinator's handlers (the CLI turns SIGTERM into an interrupt): restore
+    # the default SIGTERM, and leave Ctrl-C (sent to the whole process group) to the coordinator, which stops
+    # the workers itself.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _call_pickled(payload: bytes):
@@ -59,7 +68,7 @@ def forked_results(tasks: Iterable, jobs: int) -> Iterator:
     import cloudpickle  # a dependency of joblib; what loky pickles tasks with
 
     workers = pool_size(jobs)
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=_worker_signals)
     finished = False
     try:
         pending = set()
@@ -82,6 +91,6 @@ def forked_results(tasks: Iterable, jobs: int) -> Iterator:
         finished = True
     finally:
         if not finished:  # an error, an interrupt, or a consumer that stopped early: stop the workers now
-            for process in list(getattr(pool, "_processes", {}).values()):
-                process.terminate()
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.kill()
         pool.shutdown(wait=finished, cancel_futures=True)
