@@ -73,6 +73,20 @@ def unit_differences(judgements: Judgements, unit: str) -> tuple[np.ndarray, np.
     return judgements.derived(("unit_differences", unit), lambda j: _read_only(*_unit_differences(j, unit)))
 
 
+def unit_mean_and_sd(judgements: Judgements, unit: str) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard deviation (ddof 1; zeros for one unit) of each pair's per-unit mean differences.
+
+    Computed once per study and unit: the t-test and ART of a trial report the same mean (read-only arrays).
+    """
+    def compute(judgements: Judgements) -> tuple[np.ndarray, ...]:
+        _, means = unit_differences(judgements, unit)
+        if means.shape[0] > 1:
+            return _read_only(*mean_and_sd(means))  # = means.mean(axis=0), means.std(axis=0, ddof=1)
+        return _read_only(means.mean(axis=0), np.zeros(means.shape[1]))
+
+    return judgements.derived(("unit_mean_and_sd", unit), compute)
+
+
 def _read_only(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
     for array in arrays:
         array.flags.writeable = False
@@ -123,11 +137,8 @@ def paired_ttest(judgements: Judgements, rng: np.random.Generator, unit: str = "
     if problem:
         return _degenerate_block_result(n_pairs, problem)
     _, means = unit_differences(judgements, unit)
-    n_units = means.shape[0]
-    if n_units > 1:
-        estimate, spread = mean_and_sd(means)  # = means.mean(axis=0), means.std(axis=0, ddof=1)
-    else:
-        estimate, spread = means.mean(axis=0), np.zeros(n_pairs)
+    estimate, spread = unit_mean_and_sd(judgements, unit)
+    estimate = estimate.copy()
     defined = spread > 1e-12 * np.maximum(1.0, np.abs(means).max(axis=0))
     p_value = np.full(n_pairs, np.nan)
     if defined.any():
@@ -201,10 +212,10 @@ def paired_randomisation(judgements: Judgements, rng: np.random.Generator, unit:
     problem = _check_units(judgements, unit)
     if problem:
         return _degenerate_block_result(n_pairs, problem)
-    sums, means = unit_differences(judgements, unit)
+    sums, _ = unit_differences(judgements, unit)
     p_value = randomisation_pvalues(sums, rng, resamples=resamples, exact=exact,
                                     combination=pair_combination_matrix(judgements.n_systems))
-    return PairwiseResult(estimate=means.mean(axis=0), p_value=p_value,
+    return PairwiseResult(estimate=unit_mean_and_sd(judgements, unit)[0].copy(), p_value=p_value,
                           status=np.full(n_pairs, OK, dtype=object))
 
 
