@@ -94,7 +94,7 @@ def fresh_process_run(package_root: Path, config_path: str, trials: int, jobs: i
 
 def describe(name: str, run: dict) -> str:
     trials = run["trials"]
-    return (f"  {name:<9} {run['wall']:6.1f} s wall, {trials / run['wall']:6.1f} trials/s; CPU ms/trial: coordinator "
+    return (f"  {name:<10} {run['wall']:6.1f} s wall, {trials / run['wall']:6.1f} trials/s; CPU ms/trial: coordinator "
             f"{1e3 * run['coordinator_cpu'] / trials:5.2f}, workers {1e3 * run['worker_cpu'] / trials:5.2f}, total "
             f"{1e3 * (run['coordinator_cpu'] + run['worker_cpu']) / trials:5.2f}  (load {run['load_before']:.2f} "
             f"-> {run['load_after']:.2f})")
@@ -126,7 +126,8 @@ def main() -> None:
                         help=f"git revision to compare with (default {DEFAULT_BASELINE}); 'none' skips it")
     parser.add_argument("--repeats", type=int, default=1, help="alternating grid runs of each version")
     parser.add_argument("--backend", default="loky",
-                        help="backend of this checkout's runs (default loky; e.g. fork); the baseline always uses loky")
+                        help="backend(s) of this checkout's runs, comma-separated (default loky; e.g. loky,fork); "
+                             "the baseline always uses loky")
     parser.add_argument("--grid-json", action="store_true", help=argparse.SUPPRESS)  # the baseline's subprocess
     args = parser.parse_args()
     config_path = str(Path(args.config).resolve())
@@ -136,35 +137,38 @@ def main() -> None:
     if args.per_test_trials:
         per_test_throughput(config_path, args.per_test_trials)
     compare = args.baseline.lower() != "none"
-    runs: dict[str, list] = {"new": [], "baseline": []}
+    backends = args.backend.split(",")
+    runs: dict[str, list] = {"baseline": [], **{backend: [] for backend in backends}}
     with tempfile.TemporaryDirectory() as baseline_dir:
         for _ in range(args.repeats):
             if compare:
                 root = export_revision(args.baseline, Path(baseline_dir))
                 runs["baseline"].append(fresh_process_run(root, config_path, args.trials, args.jobs))
             # the new code in a fresh process too, so both start alike
-            runs["new"].append(fresh_process_run(PROJECT_ROOT, config_path, args.trials, args.jobs, args.backend))
+            for backend in backends:
+                runs[backend].append(fresh_process_run(PROJECT_ROOT, config_path, args.trials, args.jobs, backend))
     report(runs, args)
 
 
 def report(runs: dict, args) -> None:
-    new = runs["new"]
-    trials = new[0]["trials"]
+    backends = [name for name in runs if name != "baseline"]
+    trials = runs[backends[0]][0]["trials"]
     print(f"whole grid through the engine: {trials // args.trials} designs x {args.trials} trials, "
-          f"{args.jobs} workers (each run in a fresh process; backend {args.backend}, the baseline's loky):")
-    for name in ("baseline", "new"):
-        for run in runs[name]:
-            print(describe(name if name == "new" else args.baseline, run))
-    best_new = min(new, key=lambda run: run["wall"])
+          f"{args.jobs} workers (each run in a fresh process; the baseline with loky):")
+    for name, name_runs in runs.items():
+        for run in name_runs:
+            print(describe(args.baseline if name == "baseline" else f"new {name}", run))
+    best_new = min((run for name in backends for run in runs[name]), key=lambda run: run["wall"])
     paper = trials * PAPER_SECONDS_PER_TRIAL
     print(f"paper's code at {PAPER_SECONDS_PER_TRIAL} s/trial single-threaded: {paper / 60:.0f} min; "
           f"ratio {paper / best_new['wall']:.0f}x")
     if runs["baseline"]:
         def total(run):
             return run["coordinator_cpu"] + run["worker_cpu"]
-        wall = min(r["wall"] for r in runs["baseline"]) / min(r["wall"] for r in new)
-        cpu = min(map(total, runs["baseline"])) / min(map(total, new))
-        print(f"ratio baseline/new (best of {args.repeats}): wall {wall:.2f}x, CPU {cpu:.2f}x")
+        for name in backends:
+            wall = min(r["wall"] for r in runs["baseline"]) / min(r["wall"] for r in runs[name])
+            cpu = min(map(total, runs["baseline"])) / min(map(total, runs[name]))
+            print(f"ratio baseline/new {name} (best of {args.repeats}): wall {wall:.2f}x, CPU {cpu:.2f}x")
 
 
 if __name__ == "__main__":
