@@ -32,8 +32,8 @@ def _run(raw, out, **backend):
 def test_fork_gives_the_results_of_loky_and_threads(tmp_path):
     forked = _run(SMALL, tmp_path / "fork", backend="fork", jobs=2)
     assert len(forked) == 30 * 2 * 3 * 10
-    pd.testing.assert_frame_equal(forked, _run(SMALL, tmp_path / "loky", backend="loky", jobs=2))
-    pd.testing.assert_frame_equal(forked, _run(SMALL, tmp_path / "threads", backend="threading", jobs=1))
+    pd.testing.assert_frame_equal(forked, _run(SMALL, tmp_path / "loky", backend="loky", jobs=2), check_exact=True)
+    pd.testing.assert_frame_equal(forked, _run(SMALL, tmp_path / "threads", backend="threading", jobs=1), check_exact=True)
 
 
 def test_fork_refuses_r_backed_tests_without_needing_r():
