@@ -10,6 +10,7 @@ second of each test alone (one worker, in this process) and the ratio against th
 (about 0.74 s per trial single-threaded for all four tests, the figure quoted in the project's issue 2).
 
     python scripts/bench_type1.py [--config CONFIG] [--trials 1000] [--jobs 2] [--baseline REV] [--repeats 1]
+                                  [--backend loky|fork]
 
 ``--baseline none`` skips the baseline. The default baseline is the last commit before the grid's
 speed-ups of issue 15 (shared unit differences, no generator for the t-tests, float32 ART in place,
@@ -38,8 +39,9 @@ except ImportError:  # a checkout without the package installed: use the one nex
 PAPER_SECONDS_PER_TRIAL = 0.74
 
 
-def grid_run(config_path: str, trials: int, jobs: int) -> dict:
+def grid_run(config_path: str, trials: int, jobs: int, backend: str = "loky") -> dict:
     """Run the grid through the engine once; wall time, CPU of this process and of its workers, load."""
+    import resource
     try:
         import psutil  # installed with dask's distributed; without it the workers' CPU is not reported
     except ImportError:
@@ -52,12 +54,16 @@ def grid_run(config_path: str, trials: int, jobs: int) -> dict:
     raw = {"name": config.name, "model": config.model_source, "effect": config.effect, "trials": trials,
            "seed": config.seed, "tests": [spec.name for spec in config.analyses]}
     load = os.getloadavg()[0]
+    ended = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory() as out:
         cpu, start = time.process_time(), time.perf_counter()
-        run_simulation(config, out, raw, jobs=jobs, progress=False)
+        run_simulation(config, out, raw, jobs=jobs, progress=False, **({} if backend == "loky" else {"backend": backend}))
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    # workers that ended with the run (the fork backend's) were reaped: their CPU is in RUSAGE_CHILDREN
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    reaped_cpu = reaped.ru_utime + reaped.ru_stime - ended.ru_utime - ended.ru_stime
     # loky keeps its workers for the next call: they are alive, and they did nothing before this run
-    workers = 0.0 if psutil else float("nan")
+    workers = reaped_cpu if psutil or reaped_cpu else float("nan")
     for child in psutil.Process().children(recursive=True) if psutil else ():
         try:
             times = child.cpu_times()
@@ -77,10 +83,10 @@ def export_revision(revision: str, directory: Path) -> Path:
     return directory
 
 
-def fresh_process_run(package_root: Path, config_path: str, trials: int, jobs: int) -> dict:
+def fresh_process_run(package_root: Path, config_path: str, trials: int, jobs: int, backend: str = "loky") -> dict:
     """:func:`grid_run` in a new process importing simdesign from ``package_root``."""
     command = [sys.executable, __file__, "--grid-json", "--config", config_path, "--trials", str(trials),
-               "--jobs", str(jobs)]
+               "--jobs", str(jobs), "--backend", backend]
     env = {**os.environ, "PYTHONPATH": str(package_root)}
     output = subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(output.strip().splitlines()[-1])
@@ -88,7 +94,7 @@ def fresh_process_run(package_root: Path, config_path: str, trials: int, jobs: i
 
 def describe(name: str, run: dict) -> str:
     trials = run["trials"]
-    return (f"  {name:<9} {run['wall']:6.1f} s wall, {trials / run['wall']:6.1f} trials/s; CPU ms/trial: coordinator "
+    return (f"  {name:<10} {run['wall']:6.1f} s wall, {trials / run['wall']:6.1f} trials/s; CPU ms/trial: coordinator "
             f"{1e3 * run['coordinator_cpu'] / trials:5.2f}, workers {1e3 * run['worker_cpu'] / trials:5.2f}, total "
             f"{1e3 * (run['coordinator_cpu'] + run['worker_cpu']) / trials:5.2f}  (load {run['load_before']:.2f} "
             f"-> {run['load_after']:.2f})")
@@ -119,44 +125,50 @@ def main() -> None:
     parser.add_argument("--baseline", default=DEFAULT_BASELINE,
                         help=f"git revision to compare with (default {DEFAULT_BASELINE}); 'none' skips it")
     parser.add_argument("--repeats", type=int, default=1, help="alternating grid runs of each version")
+    parser.add_argument("--backend", default="loky",
+                        help="backend(s) of this checkout's runs, comma-separated (default loky; e.g. loky,fork); "
+                             "the baseline always uses loky")
     parser.add_argument("--grid-json", action="store_true", help=argparse.SUPPRESS)  # the baseline's subprocess
     args = parser.parse_args()
     config_path = str(Path(args.config).resolve())
     if args.grid_json:
-        print(json.dumps(grid_run(config_path, args.trials, args.jobs)))
+        print(json.dumps(grid_run(config_path, args.trials, args.jobs, args.backend)))
         return
     if args.per_test_trials:
         per_test_throughput(config_path, args.per_test_trials)
     compare = args.baseline.lower() != "none"
-    runs: dict[str, list] = {"new": [], "baseline": []}
+    backends = args.backend.split(",")
+    runs: dict[str, list] = {"baseline": [], **{backend: [] for backend in backends}}
     with tempfile.TemporaryDirectory() as baseline_dir:
         for _ in range(args.repeats):
             if compare:
                 root = export_revision(args.baseline, Path(baseline_dir))
                 runs["baseline"].append(fresh_process_run(root, config_path, args.trials, args.jobs))
             # the new code in a fresh process too, so both start alike
-            runs["new"].append(fresh_process_run(PROJECT_ROOT, config_path, args.trials, args.jobs))
+            for backend in backends:
+                runs[backend].append(fresh_process_run(PROJECT_ROOT, config_path, args.trials, args.jobs, backend))
     report(runs, args)
 
 
 def report(runs: dict, args) -> None:
-    new = runs["new"]
-    trials = new[0]["trials"]
+    backends = [name for name in runs if name != "baseline"]
+    trials = runs[backends[0]][0]["trials"]
     print(f"whole grid through the engine: {trials // args.trials} designs x {args.trials} trials, "
-          f"{args.jobs} workers (each run in a fresh process):")
-    for name in ("baseline", "new"):
-        for run in runs[name]:
-            print(describe(name if name == "new" else args.baseline, run))
-    best_new = min(new, key=lambda run: run["wall"])
+          f"{args.jobs} workers (each run in a fresh process; the baseline with loky):")
+    for name, name_runs in runs.items():
+        for run in name_runs:
+            print(describe(args.baseline if name == "baseline" else f"new {name}", run))
+    best_new = min((run for name in backends for run in runs[name]), key=lambda run: run["wall"])
     paper = trials * PAPER_SECONDS_PER_TRIAL
     print(f"paper's code at {PAPER_SECONDS_PER_TRIAL} s/trial single-threaded: {paper / 60:.0f} min; "
           f"ratio {paper / best_new['wall']:.0f}x")
     if runs["baseline"]:
         def total(run):
             return run["coordinator_cpu"] + run["worker_cpu"]
-        wall = min(r["wall"] for r in runs["baseline"]) / min(r["wall"] for r in new)
-        cpu = min(map(total, runs["baseline"])) / min(map(total, new))
-        print(f"ratio baseline/new (best of {args.repeats}): wall {wall:.2f}x, CPU {cpu:.2f}x")
+        for name in backends:
+            wall = min(r["wall"] for r in runs["baseline"]) / min(r["wall"] for r in runs[name])
+            cpu = min(map(total, runs["baseline"])) / min(map(total, runs[name]))
+            print(f"ratio baseline/new {name} (best of {args.repeats}): wall {wall:.2f}x, CPU {cpu:.2f}x")
 
 
 if __name__ == "__main__":

@@ -280,8 +280,9 @@ def cmd_presets(args) -> int:
 def backend_options(command) -> None:
     """--backend, --scheduler, --workers, --retries: where a command's chunks of trials are computed."""
     command.add_argument("--backend", choices=BACKENDS, default="loky",
-                         help="where chunks run: local processes (loky, default), local threads (threading; not "
-                              "for R-backed tests) or a Dask cluster (dask); results are identical")
+                         help="where chunks run: local processes (loky, default), local processes forked from this "
+                              "one (fork: no imports per worker; Linux, not for R-backed tests), local threads "
+                              "(threading; not for R-backed tests) or a Dask cluster (dask); results are identical")
     command.add_argument("--scheduler", metavar="ADDRESS",
                          help="dask: address of a running scheduler, e.g. tcp://host:8786 (default: a local "
                               "cluster for the run)")

@@ -71,3 +71,21 @@ def test_flip_exceedances_count_as_the_plain_flips(scale, integer, shape):
         expected = (np.abs(signs @ values) >= threshold).sum(axis=0)
         assert np.array_equal(flip_exceedances(fast, shape[0], values, integer, threshold), expected)
         assert fast.bit_generator.state == plain.bit_generator.state
+
+
+@pytest.mark.parametrize("n_systems, n_units", [(5, 300), (5, 100), (3, 7), (6, 40)])
+def test_flip_exceedances_with_pair_combination_counts_as_the_plain_flips(n_systems, n_units):
+    # the pair differences of per-unit scores: every column follows from the pairs with system 0
+    from simdesign.analyses.classical import pair_combination_matrix, pair_contrast_matrix
+
+    data = np.random.default_rng([n_systems, n_units])
+    for seed in range(4):
+        scores = data.integers(1, 8, size=(n_units, n_systems)) * data.integers(1, 4)
+        values = (scores @ pair_contrast_matrix(n_systems)).astype(float)
+        threshold = np.abs(values.sum(axis=0)) - data.integers(0, 3, size=values.shape[1])
+        plain, fast = np.random.default_rng([seed, n_units]), np.random.default_rng([seed, n_units])
+        signs = plain.integers(0, 2, size=(1000, n_units), dtype=np.int8).astype(float) * 2.0 - 1.0
+        expected = (np.abs(signs @ values) >= threshold).sum(axis=0)
+        got = flip_exceedances(fast, 1000, values, True, threshold, pair_combination_matrix(n_systems))
+        assert np.array_equal(got, expected)
+        assert fast.bit_generator.state == plain.bit_generator.state

@@ -19,7 +19,7 @@ from simdesign.analyses.base import (DEGENERATE, OK, AnalysisInfo, PairwiseResul
                                      system_pairs)
 from simdesign.core.judgements import Judgements
 from simdesign.core.lazy_scipy import stats  # scipy.stats, imported on first use
-from simdesign.stats.one_sample_t import one_sample_t_pvalues
+from simdesign.stats.one_sample_t import mean_and_sd, one_sample_t_pvalues
 from simdesign.stats.sign_flips import flip_exceedances
 
 UNITS = ("single", "doc", "block")
@@ -40,6 +40,22 @@ def pair_contrast_matrix(n_systems: int) -> np.ndarray:
     return matrix
 
 
+@functools.lru_cache(maxsize=None)
+def pair_combination_matrix(n_systems: int) -> np.ndarray:
+    """(S - 1, n_pairs) matrix C with ``differences == differences[:, :S - 1] @ C`` for the pair columns.
+
+    The first S - 1 pairs are (0, j); pair (i, j) is s_i - s_j = (s_0 - s_j) - (s_0 - s_i), exactly so for the
+    integer differences of :func:`unit_differences`. Read-only, float.
+    """
+    matrix = np.zeros((n_systems - 1, len(system_pairs(n_systems))))
+    for column, (i, j) in enumerate(system_pairs(n_systems)):
+        matrix[j - 1, column] = 1.0
+        if i > 0:
+            matrix[i - 1, column] = -1.0
+    matrix.flags.writeable = False
+    return matrix
+
+
 def unit_differences(judgements: Judgements, unit: str) -> tuple[np.ndarray, np.ndarray]:
     """Paired differences per unit and system pair.
 
@@ -55,6 +71,20 @@ def unit_differences(judgements: Judgements, unit: str) -> tuple[np.ndarray, np.
         Per-unit mean differences (what the t-tests and estimates use).
     """
     return judgements.derived(("unit_differences", unit), lambda j: _read_only(*_unit_differences(j, unit)))
+
+
+def unit_mean_and_sd(judgements: Judgements, unit: str) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard deviation (ddof 1; zeros for one unit) of each pair's per-unit mean differences.
+
+    Computed once per study and unit: the t-test and ART of a trial report the same mean (read-only arrays).
+    """
+    def compute(judgements: Judgements) -> tuple[np.ndarray, ...]:
+        _, means = unit_differences(judgements, unit)
+        if means.shape[0] > 1:
+            return _read_only(*mean_and_sd(means))  # = means.mean(axis=0), means.std(axis=0, ddof=1)
+        return _read_only(means.mean(axis=0), np.zeros(means.shape[1]))
+
+    return judgements.derived(("unit_mean_and_sd", unit), compute)
 
 
 def _read_only(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -107,9 +137,8 @@ def paired_ttest(judgements: Judgements, rng: np.random.Generator, unit: str = "
     if problem:
         return _degenerate_block_result(n_pairs, problem)
     _, means = unit_differences(judgements, unit)
-    n_units = means.shape[0]
-    estimate = means.mean(axis=0)
-    spread = means.std(axis=0, ddof=1) if n_units > 1 else np.zeros(n_pairs)
+    estimate, spread = unit_mean_and_sd(judgements, unit)
+    estimate = estimate.copy()
     defined = spread > 1e-12 * np.maximum(1.0, np.abs(means).max(axis=0))
     p_value = np.full(n_pairs, np.nan)
     if defined.any():
@@ -128,7 +157,7 @@ def _all_sign_vectors(n_units: int) -> np.ndarray:
 
 
 def randomisation_pvalues(sums: np.ndarray, rng: np.random.Generator, resamples: int = 1000,
-                          exact: str = "auto") -> np.ndarray:
+                          exact: str = "auto", combination: np.ndarray | None = None) -> np.ndarray:
     """Paired approximate randomisation test, two-sided, for every column.
 
     Statistic T = |sum_i d_i|. With random sign flips,
@@ -151,6 +180,9 @@ def randomisation_pvalues(sums: np.ndarray, rng: np.random.Generator, resamples:
     resamples : int
         R, the number of random sign vectors.
     exact : {'auto', 'never'}
+    combination : ndarray, optional
+        How the columns follow from the first few (:func:`simdesign.stats.sign_flips.flip_exceedances`);
+        saves work, changes no result.
 
     Returns
     -------
@@ -169,7 +201,7 @@ def randomisation_pvalues(sums: np.ndarray, rng: np.random.Generator, resamples:
         hits = (np.abs(signs @ values) >= observed - tolerance).sum(axis=0)
         return hits / signs.shape[0]
     # the draws of rng.integers(0, 2, ...) and the values of |signs @ values|, computed faster
-    hits = flip_exceedances(rng, resamples, values, integer, observed - tolerance)
+    hits = flip_exceedances(rng, resamples, values, integer, observed - tolerance, combination)
     return (1.0 + hits) / (resamples + 1.0)
 
 
@@ -180,9 +212,10 @@ def paired_randomisation(judgements: Judgements, rng: np.random.Generator, unit:
     problem = _check_units(judgements, unit)
     if problem:
         return _degenerate_block_result(n_pairs, problem)
-    sums, means = unit_differences(judgements, unit)
-    p_value = randomisation_pvalues(sums, rng, resamples=resamples, exact=exact)
-    return PairwiseResult(estimate=means.mean(axis=0), p_value=p_value,
+    sums, _ = unit_differences(judgements, unit)
+    p_value = randomisation_pvalues(sums, rng, resamples=resamples, exact=exact,
+                                    combination=pair_combination_matrix(judgements.n_systems))
+    return PairwiseResult(estimate=unit_mean_and_sd(judgements, unit)[0].copy(), p_value=p_value,
                           status=np.full(n_pairs, OK, dtype=object))
 
 

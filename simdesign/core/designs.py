@@ -19,6 +19,7 @@ Three kinds exist (docs/designs.md):
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -177,19 +178,24 @@ class BlockDesign:
         }
 
     def assign(self, rng: np.random.Generator) -> Assignment:
-        """The fixed block layout (``rng`` is unused: block designs are not random)."""
-        blocks, dpb, apb = self.blocks, self.docs_per_block, self.annotators_per_block
-        block = np.repeat(np.arange(blocks), dpb * apb)
-        within_doc = np.tile(np.repeat(np.arange(dpb), apb), blocks)
-        within_ann = np.tile(np.arange(apb), blocks * dpb)
-        return Assignment(
-            annotator=block * apb + within_ann,
-            document=block * dpb + within_doc,
-            block=block,
-            n_annotators=self.annotators,
-            n_documents=self.docs,
-            n_blocks=blocks,
-        )
+        """The fixed block layout (``rng`` is unused: block designs are not random).
+
+        Built once per layout and shared by every call (a study per trial asks for it), so its arrays
+        are read-only.
+        """
+        return _block_assignment(self.blocks, self.docs_per_block, self.annotators_per_block)
+
+
+@functools.lru_cache(maxsize=256)
+def _block_assignment(blocks: int, dpb: int, apb: int) -> Assignment:
+    block = np.repeat(np.arange(blocks), dpb * apb)
+    within_doc = np.tile(np.repeat(np.arange(dpb), apb), blocks)
+    within_ann = np.tile(np.arange(apb), blocks * dpb)
+    assignment = Assignment(annotator=block * apb + within_ann, document=block * dpb + within_doc, block=block,
+                            n_annotators=blocks * apb, n_documents=blocks * dpb, n_blocks=blocks)
+    for array in (assignment.annotator, assignment.document, assignment.block):
+        array.flags.writeable = False
+    return assignment
 
 
 class _WithoutBlocks:

@@ -11,6 +11,10 @@ Backends
 --------
 ``loky`` (default)
     joblib's pool of local worker processes (``jobs`` of them).
+``fork``
+    Local worker processes forked from the coordinating process (Linux only;
+    :mod:`simdesign.simulation.forked_pool`): no worker imports the package
+    again. Refused for tests that run embedded R.
 ``threading``
     joblib's thread pool, in the coordinating process. Refused for tests that
     run embedded R (``AnalysisInfo.needs == 'R'``): R is not thread-safe.
@@ -45,8 +49,9 @@ from typing import Iterable, Iterator
 from joblib import Parallel, parallel_config
 
 from simdesign.core.errors import ConfigError, MissingBackendError
+from simdesign.simulation.forked_pool import fork_available, forked_results
 
-BACKENDS = ("loky", "threading", "dask")
+BACKENDS = ("loky", "threading", "dask", "fork")
 DEFAULT_BACKEND = "loky"
 DEFAULT_RETRIES = 3
 WAIT_FOR_WORKERS_SECONDS = 60.0
@@ -61,9 +66,9 @@ class BackendSpec:
 
     Parameters
     ----------
-    name : {'loky', 'threading', 'dask'}
+    name : {'loky', 'threading', 'dask', 'fork'}
     jobs : int, default -1
-        Size of the local pool for ``loky`` and ``threading`` (-1: all
+        Size of the local pool for ``loky``, ``fork`` and ``threading`` (-1: all
         cores). Ignored by ``dask``, which uses every worker thread of the
         cluster.
     scheduler : str, optional
@@ -146,6 +151,12 @@ def check_backend(spec: BackendSpec, analyses) -> None:
         # thread's and keeps global state: calls from worker threads crash or fail at random.
         problems.append(f"The threading backend cannot run the R-backed test(s) {', '.join(uses_r)}: embedded R "
                         "is not thread-safe; use --backend loky (processes, one R each) or --backend dask")
+    if spec.name == "fork" and uses_r:
+        # an embedded R session does not survive a fork of the process that started it
+        problems.append(f"The fork backend cannot run the R-backed test(s) {', '.join(uses_r)}; "
+                        "use --backend loky (processes, one R each) or --backend dask")
+    if spec.name == "fork" and not fork_available():
+        problems.append(f"The fork backend needs Linux (fork start method); this is {sys.platform}: use --backend loky")
     if problems:
         raise ConfigError(problems)
     if spec.name == "dask":
@@ -161,9 +172,11 @@ def lost_worker_errors() -> tuple[type[BaseException], ...]:
     Anything else raised by a chunk is a bug (analyses turn their own failures
     into result rows), so it propagates instead of being retried.
     """
+    from concurrent.futures.process import BrokenProcessPool
+
     from joblib.externals.loky.process_executor import TerminatedWorkerError
 
-    errors: list[type[BaseException]] = [TerminatedWorkerError]
+    errors: list[type[BaseException]] = [TerminatedWorkerError, BrokenProcessPool]
     # Only a Dask run raises KilledWorker, and it has imported distributed by now (ChunkExecutor): importing it
     # for a local run would cost the coordinator 0.5-1 s before the first chunk is sent.
     if "distributed" in sys.modules:
@@ -371,6 +384,8 @@ class ChunkExecutor:
             with parallel_config(backend=backend):
                 yield from Parallel(n_jobs=-1, batch_size=1, pre_dispatch="all",
                                     return_as="generator_unordered")(tasks)
+        elif self.spec.name == "fork":
+            yield from forked_results(tasks, self.spec.jobs)
         else:
             yield from Parallel(n_jobs=self.spec.jobs, backend=self.spec.name,
                                 return_as="generator_unordered")(tasks)

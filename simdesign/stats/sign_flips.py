@@ -26,11 +26,14 @@ results identical to the plain code:
 """
 from __future__ import annotations
 
+import functools
 import sys
 
 import numpy as np
 
 _FLOAT32_EXACT = 2 ** 24
+# the fast path's bound on n * max|v|: sums of sign-flipped values, doubled, combined and shifted stay exact
+_FLIP_SUM_EXACT = 2 ** 21
 
 
 def random_sign_bits(rng: np.random.Generator, resamples: int, n_units: int) -> np.ndarray:
@@ -89,7 +92,7 @@ def flipped_abs_sums(bits: np.ndarray, values: np.ndarray, integer: bool) -> np.
 
 
 def flip_exceedances(rng: np.random.Generator, resamples: int, values: np.ndarray, integer: bool,
-                     threshold: np.ndarray) -> np.ndarray:
+                     threshold: np.ndarray, combination: np.ndarray | None = None) -> np.ndarray:
     """``(|S @ values| >= threshold).sum(axis=0)`` for ``S = 2 * random_sign_bits(rng, resamples, n) - 1``.
 
     The same draws and counts as :func:`random_sign_bits` and :func:`flipped_abs_sums`, with fewer
@@ -105,6 +108,11 @@ def flip_exceedances(rng: np.random.Generator, resamples: int, values: np.ndarra
     integer : bool
         Whether ``values`` hold integers (see :func:`flipped_abs_sums`).
     threshold : ndarray, shape (n_columns,)
+    combination : ndarray, shape (k, n_columns), optional
+        A matrix of 0 and +-1, at most two non-zeros a column, with ``values == values[:, :k] @ combination``
+        exactly (the caller's guarantee: the differences of all system pairs are those of the pairs with
+        the first system, combined): the product with the sign matrix, most of the work, is then formed
+        for the first k columns only. Default: the identity.
 
     Returns
     -------
@@ -112,19 +120,32 @@ def flip_exceedances(rng: np.random.Generator, resamples: int, values: np.ndarra
     """
     n_units = values.shape[0]
     # n * max|v| bounds every column's sum of |v| (a cheaper test than flipped_abs_sums's; where only that one
-    # would pass, the float64 path gives the same counts)
-    exact32 = integer and values.size and np.abs(values).max() * n_units < _FLOAT32_EXACT
+    # would pass, the float64 path gives the same counts: both are exact)
+    exact32 = integer and values.size and np.abs(values).max() * n_units < _FLIP_SUM_EXACT
     raw = _raw_sign_bytes(rng, resamples * n_units) if exact32 else None
     if raw is None:
         bits = random_sign_bits(rng, resamples, n_units)
         return (flipped_abs_sums(bits, values, integer) >= threshold).sum(axis=0)
     # a byte's top bit is its sign bit as int8
     bits = np.less(raw.view(np.int8), 0).astype(np.float32).reshape(resamples, n_units)
-    values32 = values.astype(np.float32)
-    flipped = bits @ values32
-    flipped *= 2.0
-    flipped -= np.ones(n_units, dtype=np.float32) @ values32  # the column sums, exact in any order here
+    if combination is None:
+        combination, basis = _identity(values.shape[1]), values
+    else:
+        basis = values[:, :combination.shape[0]]
+    # |2 (b @ basis) C - sum(values)|, in float32: b @ basis is below 2**21 in absolute value (the bound on
+    # n * max|v| above), so the doubled combinations (two terms of +-1), minus the column sums, stay below 2**24
+    flipped = (bits @ basis.astype(np.float32)) @ (2.0 * combination).astype(np.float32)
+    flipped -= values.sum(axis=0).astype(np.float32)
     np.abs(flipped, out=flipped)
+    threshold = np.asarray(threshold, dtype=float)
+    threshold32 = threshold.astype(np.float32)
+    if np.array_equal(threshold32, threshold):  # else compared in float64, as numpy does with mixed types
+        threshold = threshold32
     # a product with a vector of ones counts each column's hits in half the time of numpy's column sums of
     # booleans; the counts are exact (integers below 2**53 in float64)
     return (np.ones(resamples) @ (flipped >= threshold)).astype(np.int64)
+
+
+@functools.lru_cache(maxsize=None)
+def _identity(n_columns: int) -> np.ndarray:
+    return np.eye(n_columns)
