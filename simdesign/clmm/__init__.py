@@ -100,7 +100,6 @@ from simdesign.clmm.prepare import (  # noqa: F401 - re-exported
     _component_groups,
     _indicator,
     _prepare,
-    _prepare_numpy_structures,
     _prepare_pairs,
     _structure_label,
     is_nested,

@@ -11,7 +11,7 @@ import numpy as np
 
 from simdesign.clmm.compiled import _CompiledFactorisation, _accelerator, _gradient_compiled, _mode_compiled
 from simdesign.clmm.factorise import _Factorisation, _factorise, _inverse_times_loadings, _solve
-from simdesign.clmm.prepare import _Problem, _prepare_numpy_structures
+from simdesign.clmm.prepare import _Problem
 from simdesign.clmm.terms import (
     CHORD_MIN_REDUCTION, CHORD_STEPS, INNER_GRADIENT_TOLERANCE, INNER_MAX_ITERATIONS, ModeSearchError,
     _observation_terms,
@@ -42,7 +42,6 @@ def _mode(problem: _Problem, thresholds, beta_full, cholesky, start: dict, previ
     kernels = _accelerator()
     if kernels is not None:
         return _mode_compiled(kernels, problem, thresholds, beta_full, cholesky, start, previous)
-    _prepare_numpy_structures(problem)
     fixed = _fixed_part(problem, beta_full)
     loadings = {f.name: problem.z @ cholesky[f.name] for f in problem.factors}
 

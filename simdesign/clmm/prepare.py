@@ -5,7 +5,7 @@ Part of :mod:`simdesign.clmm`; the model and the algorithm are described in that
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -61,12 +61,8 @@ class _Problem:
     pair_code: np.ndarray | None = None  # (kept, eliminated) pair of each observation
     pair_kept: np.ndarray | None = None
     pair_eliminated: np.ndarray | None = None
-    pair_indicator: sparse.csr_matrix | None = None  # P x n
     couple_first: np.ndarray | None = None  # pairs p1, p2 that share an eliminated level
     couple_second: np.ndarray | None = None
-    couple_by_first: sparse.csr_matrix | None = None  # P x n_couples
-    couple_by_eliminated: sparse.csr_matrix | None = None  # n_eliminated x n_couples
-    schur_groups: list = field(default_factory=list)  # _ComponentGroup: the Schur complement's diagonal blocks
     n_couples: int = 0
     compiled: object = None  # _CompiledArrays, built on first use by the compiled kernels
 
@@ -122,6 +118,26 @@ class _Problem:
     def pairs_by_eliminated(self) -> sparse.csr_matrix:
         """n_eliminated x P."""
         return _indicator(self.pair_eliminated, self.eliminated.n_levels)
+
+    @cached_property
+    def pair_indicator(self) -> sparse.csr_matrix:
+        """P x n."""
+        return _indicator(self.pair_code, len(self.pair_kept))
+
+    @cached_property
+    def couple_by_first(self) -> sparse.csr_matrix:
+        """P x n_couples."""
+        return _indicator(self.couple_first, len(self.pair_kept))
+
+    @cached_property
+    def couple_by_eliminated(self) -> sparse.csr_matrix:
+        """n_eliminated x n_couples."""
+        return _indicator(self.pair_eliminated[self.couple_first], self.eliminated.n_levels)
+
+    @cached_property
+    def schur_groups(self) -> list:
+        """_ComponentGroup: the Schur complement's diagonal blocks (empty with one term)."""
+        return [] if self.kept is None else _component_groups(self)
 
 
 def _indicator(codes: np.ndarray, n_levels: int) -> sparse.csr_matrix:
@@ -266,17 +282,6 @@ def _prepare_pairs(problem: _Problem) -> None:
     problem.pair_kept, problem.pair_eliminated = pair_kept, pair_elim
     problem.couple_first, problem.couple_second = first, second
     problem.n_couples = len(first)
-
-
-def _prepare_numpy_structures(problem: _Problem) -> None:
-    """The sparse sums and component batches of the numpy code (the compiled kernels do without them)."""
-    if problem.kept is None or problem.pair_indicator is not None:
-        return
-    n_pairs, elim = len(problem.pair_kept), problem.eliminated
-    problem.pair_indicator = _indicator(problem.pair_code, n_pairs)
-    problem.couple_by_first = _indicator(problem.couple_first, n_pairs)
-    problem.couple_by_eliminated = _indicator(problem.pair_eliminated[problem.couple_first], elim.n_levels)
-    problem.schur_groups = _component_groups(problem)
 
 
 @dataclass
