@@ -57,7 +57,7 @@ def grid_run(config_path: str, trials: int, jobs: int, backend: str = "loky") ->
     ended = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory() as out:
         cpu, start = time.process_time(), time.perf_counter()
-        run_simulation(config, out, raw, jobs=jobs, progress=False, **({} if backend == "loky" else {"backend": backend}))
+        run_simulation(config, out, raw, jobs=jobs, progress=False, backend=backend)
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     # workers that ended with the run (the fork backend's) were reaped: their CPU is in RUSAGE_CHILDREN
     reaped = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -15,7 +15,6 @@ then plans the unsaved chunks again and resubmits them to a new pool, as for a l
 from __future__ import annotations
 
 import multiprocessing
-import os
 import pickle
 import signal
 import sys
@@ -35,7 +34,9 @@ def fork_available() -> bool:
 
 def pool_size(jobs: int) -> int:
     """joblib's reading of ``n_jobs``: a positive count, or -1 for all cores, -2 for all but one, ..."""
-    return jobs if jobs > 0 else max(1, (os.cpu_count() or 1) + 1 + jobs)
+    from joblib import effective_n_jobs  # the loky backend's reading, cores as loky counts them
+
+    return effective_n_jobs(jobs)
 
 
 def _worker_signals() -> None:

@@ -44,7 +44,6 @@ def one_sample_t_pvalues(columns: np.ndarray) -> np.ndarray:
     return 2 * special.stdtr(float(n - 1), -np.abs(t))
 
 
-
 def mean_and_sd(columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``columns.mean(axis=0)`` and ``columns.std(axis=0, ddof=1)``, bit for bit, with one sum for both.
 
