@@ -39,6 +39,13 @@ TRIALS_PER_POINT = 1000
 
 
 
+def figure_study(model, task_index: int, design_index: int, design: tuple, trial: int):
+    """One simulated study of a figure design, ``(blocks, docs_per_block, annotators_per_block)``: its own seed."""
+    blocks, docs, annotators = design
+    rng = np.random.default_rng(np.random.SeedSequence([2021, task_index, design_index, trial]))
+    return model.sample(BlockDesign(blocks, docs, annotators), rng, effect="fitted")
+
+
 def timed_status(fit, frame, reference):
     wall, cpu, result = timed(fit, frame, "paper", reference)
     return wall, cpu, result.status
@@ -65,9 +72,7 @@ def main() -> int:
                     sums = {name: np.zeros(2) for name in versions}
                     statuses = {name: [] for name in versions}
                     for trial in range(args.per_design):
-                        rng = np.random.default_rng(np.random.SeedSequence([2021, t, d, trial]))
-                        judgements = models[task].sample(BlockDesign(blocks, docs, annotators), rng,
-                                                         effect="fitted")
+                        judgements = figure_study(models[task], t, d, (blocks, docs, annotators), trial)
                         frame, reference = judgements.to_frame(), judgements.systems[0]
                         for name, fit in versions.items():
                             wall, cpu, status = timed_status(fit, frame, reference)

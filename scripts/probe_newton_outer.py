@@ -31,10 +31,10 @@ import argparse  # noqa: E402
 import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from bench_figures import FIGURES  # noqa: E402
-from simdesign import BlockDesign, clmm, load_model  # noqa: E402
+from bench_figures import FIGURES, figure_study  # noqa: E402
+from simdesign import clmm, load_model  # noqa: E402
 from simdesign.clmm.layout import _Layout, _Objective  # noqa: E402
-from simdesign.clmm.optimise import _starting_values  # noqa: E402
+from simdesign.clmm.optimise import _numerical_hessian, _starting_values  # noqa: E402
 from simdesign.clmm.prepare import _prepare  # noqa: E402
 
 ARMIJO = 1e-4
@@ -42,17 +42,17 @@ MAX_ITERATIONS = 60
 SAME_OPTIMUM = 1e-6
 
 
-def forward_hessian(objective: _Objective, point: np.ndarray, free: np.ndarray, gradient: np.ndarray):
-    """Forward differences of the optimiser-coordinate gradient over the free coordinates, symmetrised."""
-    index = np.flatnonzero(free)
-    hessian = np.empty((len(index), len(index)))
-    for column, k in enumerate(index):
-        step = 1e-6 * max(1.0, abs(point[k]))
-        shifted = point.copy()
-        shifted[k] += step
-        hessian[:, column] = (objective.optimiser(shifted)[1][index] - gradient[index]) / step
-    objective.optimiser(point)  # the warm mode back at the current point
-    return 0.5 * (hessian + hessian.T), index
+class _InOptimiserCoordinates:
+    """The objective in the optimiser's coordinates, in the form the fit's ``_numerical_hessian`` differentiates.
+
+    Newton steps are taken where L-BFGS-B takes them (thresholds as log increments, so they stay ordered).
+    """
+
+    def __init__(self, objective: _Objective):
+        self.objective = objective
+
+    def natural(self, point, with_gradient=True):
+        return self.objective.optimiser(point)
 
 
 def projected_newton(frame, reference, tolerance: float, target_nll: float) -> dict:
@@ -70,7 +70,8 @@ def projected_newton(frame, reference, tolerance: float, target_nll: float) -> d
         if np.abs(np.where(free, gradient, 0.0)).max() < tolerance:
             break
         before = objective.evaluations
-        hessian, index = forward_hessian(objective, point, free, gradient)
+        # the fit's own forward differences (leaving the warm mode at ``point``)
+        hessian, index = _numerical_hessian(_InOptimiserCoordinates(objective), point, free)
         hessian_evaluations += objective.evaluations - before
         eigenvalues = np.linalg.eigvalsh(hessian)
         shift = 0.0
@@ -105,8 +106,7 @@ def main() -> int:
             for t, task in enumerate(models):
                 for d, (blocks, docs, annotators) in enumerate(designs):
                     for trial in range(args.per_design):
-                        rng = np.random.default_rng(np.random.SeedSequence([2021, t, d, trial]))
-                        judgements = models[task].sample(BlockDesign(blocks, docs, annotators), rng, effect="fitted")
+                        judgements = figure_study(models[task], t, d, (blocks, docs, annotators), trial)
                         frame, reference = judgements.to_frame(), judgements.systems[0]
                         fit = clmm.fit(frame, "paper", reference)
                         newton = projected_newton(frame, reference, args.tolerance, -fit.loglik)
