@@ -1,0 +1,156 @@
+"""CPU seconds per ``clmm_native`` fit, this checkout against another git revision, and whether their fits agree bit for bit.
+
+For changes to the mixed model's kernels or glue that must not change a fit. The data sets are made
+once, by this checkout, and both versions fit the same ones:
+
+- the Figure-5/7 designs (both tasks, the fitted effects, structure ``paper``; ``--per-design``
+  studies each, seeds as in ``scripts/bench_figures.py``), split into crossed designs (annotator and
+  document terms: random-effects dimensions (5, 5)) and nested ones (the annotator term only);
+- the paper's two Likert data sets (Steen & Markert 2021; ``tests/fixtures/clmm_r``), structures
+  ``maximal`` and ``intercepts``, each fitted ``--paper-repeats`` times.
+
+Each version runs in its own process, one BLAS thread: this checkout as it is, the baseline as its
+``simdesign`` package exported with ``git archive`` into a folder under the system's temp directory
+(kept, so that its numba cache survives between runs). The two alternate for ``--rounds`` rounds; a
+group's time is the smallest over the rounds of its mean CPU seconds per fit, after one untimed fit
+per group (imports and compilation are not timed). The load average is printed: on a shared machine
+the ratio is the number to read.
+
+Usage::
+
+    PYTHONPATH=. .venv/bin/python scripts/bench_clmm_revisions.py [--baseline 43b2ebf] [--per-design 1] [--rounds 3]
+"""
+from __future__ import annotations
+
+import os
+
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_variable] = "1"
+
+import argparse  # noqa: E402
+import pickle  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from bench_type1 import PROJECT_ROOT, export_revision  # noqa: E402
+
+FIXTURES = PROJECT_ROOT / "tests" / "fixtures" / "clmm_r"
+
+
+def make_datasets(per_design: int, paper_repeats: int) -> dict:
+    """Group name -> list of (frame, structure, reference), made by this checkout."""
+    import pandas as pd
+
+    from bench_figures import FIGURES, figure_study
+    from simdesign import load_model
+
+    models = {task: load_model(task) for task in ("coherence", "repetition")}
+    groups = {"figures, crossed": [], "figures, nested": [], "paper data, maximal": [],
+              "paper data, intercepts": []}
+    for designs in FIGURES.values():
+        for t, task in enumerate(models):
+            for d, design in enumerate(designs):
+                for trial in range(per_design):
+                    judgements = figure_study(models[task], t, d, design, trial)
+                    nested = design[2] == 1  # one annotator per block: structure "paper" drops the document term
+                    groups["figures, nested" if nested else "figures, crossed"].append(
+                        (judgements.to_frame(), "paper", judgements.systems[0]))
+    for name in ("paper_coherence", "paper_repetition"):
+        frame = pd.read_csv(FIXTURES / f"{name}.csv")
+        for structure in ("maximal", "intercepts"):
+            groups[f"paper data, {structure}"] += [(frame, structure, None)] * paper_repeats
+    return groups
+
+
+def fingerprint(result) -> tuple:
+    """Everything a fit reports that a decision or a table could read."""
+    return (result.status, result.loglik, np.asarray(result.thresholds), dict(result.fixed_effects),
+            np.asarray(result.fixed_effects_cov), {k: np.asarray(v) for k, v in result.cholesky_factors.items()},
+            result.n_evaluations)
+
+
+def worker(datasets_path: str, output_path: str) -> None:
+    """Time every group with the simdesign on PYTHONPATH; write mean CPU seconds per fit and the fingerprints."""
+    from threadpoolctl import threadpool_limits
+
+    from simdesign import clmm
+
+    groups = pickle.loads(Path(datasets_path).read_bytes())
+    seconds, prints = {}, {}
+    with threadpool_limits(limits=1):
+        for cases in groups.values():
+            frame, structure, reference = cases[0]
+            clmm.fit(frame, structure, reference)  # imports, compilation
+        for name, cases in groups.items():
+            started = time.process_time()
+            results = [clmm.fit(frame, structure, reference) for frame, structure, reference in cases]
+            seconds[name] = (time.process_time() - started) / len(cases)
+            prints[name] = [fingerprint(result) for result in results]
+    Path(output_path).write_bytes(pickle.dumps({"seconds": seconds, "fingerprints": prints}))
+
+
+def identical(first, second) -> bool:
+    if isinstance(first, dict):
+        return first.keys() == second.keys() and all(identical(first[k], second[k]) for k in first)
+    if isinstance(first, (tuple, list)):
+        return len(first) == len(second) and all(identical(a, b) for a, b in zip(first, second))
+    if isinstance(first, np.ndarray):
+        return first.shape == second.shape and np.array_equal(first, second, equal_nan=True)
+    if isinstance(first, float):
+        return first == second or (np.isnan(first) and np.isnan(second))
+    return first == second
+
+
+def run_version(package_root: Path, datasets_path: Path, output_path: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(package_root)}
+    subprocess.run([sys.executable, __file__, "--worker", str(datasets_path), str(output_path)], check=True, env=env)
+    return pickle.loads(output_path.read_bytes())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", default="43b2ebf", help="git revision to compare with (default: before issue "
+                        "15's dimension tokens)")
+    parser.add_argument("--per-design", type=int, default=1, help="simulated studies per Figure-5/7 design and task")
+    parser.add_argument("--paper-repeats", type=int, default=3, help="fits of each paper data set and structure")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per version")
+    parser.add_argument("--worker", nargs=2, metavar=("DATASETS", "OUTPUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(*args.worker)
+        return 0
+
+    export_directory = Path(tempfile.gettempdir()) / f"simdesign-bench-{args.baseline}"
+    export_directory.mkdir(exist_ok=True)
+    baseline_root = export_revision(args.baseline, export_directory)
+    with tempfile.TemporaryDirectory() as work:
+        datasets_path = Path(work) / "datasets.pkl"
+        groups = make_datasets(args.per_design, args.paper_repeats)
+        datasets_path.write_bytes(pickle.dumps(groups))
+        print(f"baseline {args.baseline} (exported to {baseline_root}) against this checkout; "
+              f"{sum(map(len, groups.values()))} fits per version and round, {args.rounds} rounds; "
+              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start", flush=True)
+        runs = {"baseline": [], "current": []}
+        for round_index in range(args.rounds):
+            for version, root in (("baseline", baseline_root), ("current", PROJECT_ROOT)):
+                runs[version].append(run_version(root, datasets_path, Path(work) / f"{version}-{round_index}.pkl"))
+            print(f"round {round_index + 1} done, load average {os.getloadavg()[0]:.2f}", flush=True)
+
+    print(f"\n{'group':24s} {'fits':>5s} {'baseline ms':>12s} {'current ms':>11s} {'ratio':>6s}  bit-identical")
+    for name, cases in groups.items():
+        base = min(run["seconds"][name] for run in runs["baseline"])
+        current = min(run["seconds"][name] for run in runs["current"])
+        same = sum(identical(a, b) for a, b in zip(runs["baseline"][0]["fingerprints"][name],
+                                                    runs["current"][0]["fingerprints"][name]))
+        print(f"{name:24s} {len(cases):5d} {1e3 * base:12.1f} {1e3 * current:11.1f} {base / current:6.2f}  "
+              f"{same} of {len(cases)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
