@@ -16,9 +16,13 @@ Conventions: the random-effects factor with more levels is "eliminated"
 component). With one factor only, ``n_k = 0`` and the kept arrays are empty.
 Loadings are per system: observation i of system s has loading rows
 ``Mk[s]``, ``Me[s]`` (the random-effects design depends only on the system).
-``dims_k`` and ``dims_e`` are tuples as long as q_k and q_e: their lengths, not
-the arrays' shapes, bound the q-sized loops, so that each (q_k, q_e) is compiled
-with loops of known length (see ``simdesign.clmm.compiled._dimension_tokens``).
+Both factors' random effects have the same dimension q (an intercept-only term
+is a q x q factor with zeros; without a kept factor, ``Mk`` is q columns of
+zeros). ``q_tuple`` is a tuple of length q, and its length, not an array's
+shape, bounds the loops over random-effects dimensions (why:
+``simdesign.clmm.compiled._q_tuple``); the dense Cholesky factorisations, whose
+sizes also vary with the Schur complement's components, take theirs from the
+arrays.
 """
 from __future__ import annotations
 
@@ -58,9 +62,9 @@ def _category_probability(thresholds_extended, c, eta):
 
 
 @njit(cache=True)
-def linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, dims_k, dims_e, uk, ue, n_k, eta):
+def linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, q_tuple, uk, ue, n_k, eta):
     n = fixed.shape[0]
-    qk, qe = len(dims_k), len(dims_e)
+    qk = qe = len(q_tuple)
     for i in range(n):
         s = system[i]
         value = fixed[i]
@@ -152,9 +156,9 @@ def third_order_terms(thresholds_extended, category, eta, g, w, w_prime, dl_up, 
 
 
 @njit(cache=True)
-def _accumulate_loadings(weights, system, codes, M, dims, out):
+def _accumulate_loadings(weights, system, codes, M, q_tuple, out):
     """out[l] += sum over observations i of level l of weights[i] * M[system[i]] (out pre-filled)."""
-    q = len(dims)
+    q = len(q_tuple)
     for i in range(weights.shape[0]):
         s, l, wi = system[i], codes[i], weights[i]
         for j in range(q):
@@ -212,10 +216,10 @@ def _level_weights(w, system, codes, n_levels, n_systems):
 
 
 @njit(cache=True)
-def _level_blocks(cell, M, dims):
+def _level_blocks(cell, M, q_tuple):
     """Lower triangles of sum_s cell[level, s] M[s] M[s]' per level (the diagonal blocks of M'WM)."""
     n_levels, n_systems = cell.shape
-    q = len(dims)
+    q = len(q_tuple)
     blocks = np.zeros((n_levels, q, q))
     for level in range(n_levels):
         for s in range(n_systems):
@@ -246,12 +250,12 @@ def _invert_eliminated_blocks(D, d_inverse):
 
 
 @njit(cache=True)
-def _pair_sums(w, system, k_codes, pair_code, Mk, Me, dims_k, dims_e, n_k, c_pairs):
+def _pair_sums(w, system, k_codes, pair_code, Mk, Me, q_tuple, n_k, c_pairs):
     """Fill C per observed (kept, eliminated) pair; return the kept levels' weights by (level, system).
 
     One pass over the observations serves both sums, as before the split (their rounding is unchanged).
     """
-    qk, qe = len(dims_k), len(dims_e)
+    qk = qe = len(q_tuple)
     cell_k = np.zeros((n_k, Me.shape[0]))
     c_pairs[:] = 0.0
     for i in range(w.shape[0]):
@@ -265,9 +269,9 @@ def _pair_sums(w, system, k_codes, pair_code, Mk, Me, dims_k, dims_e, n_k, c_pai
 
 
 @njit(cache=True)
-def _pairs_times_d_inverse(c_pairs, d_inverse, pair_elim, dims_k, dims_e, x_pairs):
+def _pairs_times_d_inverse(c_pairs, d_inverse, pair_elim, q_tuple, x_pairs):
     """X = C D^-1 per pair: reused by the Schur complement, solve and the selected inverse."""
-    qk, qe = len(dims_k), len(dims_e)
+    qk = qe = len(q_tuple)
     for p in range(pair_elim.shape[0]):
         d = pair_elim[p]
         for a in range(qk):
@@ -279,10 +283,10 @@ def _pairs_times_d_inverse(c_pairs, d_inverse, pair_elim, dims_k, dims_e, x_pair
 
 
 @njit(cache=True)
-def _schur_complement(A, c_pairs, x_pairs, dims_k, dims_e, pair_kept, couple_first, couple_second, local_of_kept,
+def _schur_complement(A, c_pairs, x_pairs, q_tuple, pair_kept, couple_first, couple_second, local_of_kept,
                       comp_of_kept, comp_offset, comp_size, size):
     """Lower triangles of S = I + A - X C' per connected component, packed one after the other."""
-    qk, qe = len(dims_k), len(dims_e)
+    qk = qe = len(q_tuple)
     schur = np.zeros(size)
     for level in range(A.shape[0]):
         c = comp_of_kept[level]
@@ -331,28 +335,28 @@ def _invert_components(schur, schur_inverse, comp_offset, comp_size, qk, log_det
 
 
 @njit(cache=True)
-def factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, dims_k, dims_e, n_k, n_e, pair_kept, pair_elim,
+def factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept, pair_elim,
               couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
               d_inverse, c_pairs, x_pairs, schur_inverse):
     """H = I + M'WM = [[A, C], [C', D]]: fill D^-1, C, X = C D^-1 and the Schur inverses; return log det H."""
     n_systems = Me.shape[0]
-    D = _level_blocks(_level_weights(w, system, e_codes, n_e, n_systems), Me, dims_e)
+    D = _level_blocks(_level_weights(w, system, e_codes, n_e, n_systems), Me, q_tuple)
     log_det = _invert_eliminated_blocks(D, d_inverse)
     if np.isnan(log_det) or n_k == 0:
         return log_det
-    cell_k = _pair_sums(w, system, k_codes, pair_code, Mk, Me, dims_k, dims_e, n_k, c_pairs)
-    A = _level_blocks(cell_k, Mk, dims_k)
-    _pairs_times_d_inverse(c_pairs, d_inverse, pair_elim, dims_k, dims_e, x_pairs)
-    schur = _schur_complement(A, c_pairs, x_pairs, dims_k, dims_e, pair_kept, couple_first, couple_second,
+    cell_k = _pair_sums(w, system, k_codes, pair_code, Mk, Me, q_tuple, n_k, c_pairs)
+    A = _level_blocks(cell_k, Mk, q_tuple)
+    _pairs_times_d_inverse(c_pairs, d_inverse, pair_elim, q_tuple, x_pairs)
+    schur = _schur_complement(A, c_pairs, x_pairs, q_tuple, pair_kept, couple_first, couple_second,
                               local_of_kept, comp_of_kept, comp_offset, comp_size, schur_inverse.shape[0])
-    return _invert_components(schur, schur_inverse, comp_offset, comp_size, len(dims_k), log_det)
+    return _invert_components(schur, schur_inverse, comp_offset, comp_size, len(q_tuple), log_det)
 
 
 @njit(cache=True)
-def solve(rk, re, dims_k, dims_e, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset, comp_size,
+def solve(rk, re, q_tuple, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset, comp_size,
           comp_members, comp_member_start, d_inverse, c_pairs, x_pairs, schur_inverse, xk, xe):
     """Solve H x = r for the structured H of :func:`factorise`."""
-    n_e, qe = re.shape[0], len(dims_e)
+    n_e, qe = re.shape[0], len(q_tuple)
     if n_k == 0:
         for d in range(n_e):
             for a in range(qe):
@@ -361,7 +365,7 @@ def solve(rk, re, dims_k, dims_e, n_k, pair_kept, pair_elim, local_of_kept, comp
                     t += d_inverse[d, a, b] * re[d, b]
                 xe[d, a] = t
         return
-    qk = len(dims_k)
+    qk = len(q_tuple)
     moved = rk.copy()
     for p in range(pair_kept.shape[0]):
         level, d = pair_kept[p], pair_elim[p]
@@ -412,10 +416,10 @@ def _largest(gk, ge):
 
 
 @njit(cache=True)
-def _objective_at(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, dims_k, dims_e, n_k, uk, ue,
+def _objective_at(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk, ue,
                   eta, g, w):
     """f(u) = -log p(y | u) + |u|^2 / 2 with g, w filled (inf: a probability underflowed); eta is a workspace."""
-    linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, dims_k, dims_e, uk, ue, n_k, eta)
+    linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, q_tuple, uk, ue, n_k, eta)
     value = observation_terms(thresholds_extended, category, eta, g, w)
     if value != np.inf:
         value += 0.5 * (np.sum(uk * uk) + np.sum(ue * ue))
@@ -423,18 +427,18 @@ def _objective_at(thresholds_extended, category, fixed, system, k_codes, e_codes
 
 
 @njit(cache=True)
-def _fill_gradient(uk, ue, g, system, k_codes, e_codes, Mk, Me, dims_k, dims_e, n_k, gk, ge):
+def _fill_gradient(uk, ue, g, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, gk, ge):
     """Fill (gk, ge) = u + M'g, the gradient of f in u; return its largest absolute entry."""
     gk[:] = uk
     ge[:] = ue
     if n_k > 0:
-        _accumulate_loadings(g, system, k_codes, Mk, dims_k, gk)
-    _accumulate_loadings(g, system, e_codes, Me, dims_e, ge)
+        _accumulate_loadings(g, system, k_codes, Mk, q_tuple, gk)
+    _accumulate_loadings(g, system, e_codes, Me, q_tuple, ge)
     return _largest(gk, ge)
 
 
 @njit(cache=True)
-def _halving_search(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, dims_k, dims_e, n_k, uk,
+def _halving_search(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk,
                     ue, step_k, step_e, threshold, chord, eta, trial_k, trial_e, trial_g, trial_w):
     """Try u - factor * step for factor = 1, 1/2, ... until f drops to ``threshold``; return the last f.
 
@@ -444,8 +448,8 @@ def _halving_search(thresholds_extended, category, fixed, system, k_codes, e_cod
     while True:
         trial_k[:] = uk - factor * step_k
         trial_e[:] = ue - factor * step_e
-        trial_value = _objective_at(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, dims_k,
-                                    dims_e, n_k, trial_k, trial_e, eta, trial_g, trial_w)
+        trial_value = _objective_at(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, q_tuple,
+                                    n_k, trial_k, trial_e, eta, trial_g, trial_w)
         if trial_value <= threshold:
             return trial_value
         factor /= 2.0
@@ -454,7 +458,7 @@ def _halving_search(thresholds_extended, category, fixed, system, k_codes, e_cod
 
 
 @njit(cache=True)
-def mode_search(thresholds_extended, category, fixed, system, k_codes, e_codes, pair_code, Mk, Me, dims_k, dims_e,
+def mode_search(thresholds_extended, category, fixed, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple,
                 n_k, n_e, pair_kept, pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset,
                 comp_size, comp_members, comp_member_start, uk, ue,
                 use_previous, prev_d_inverse, prev_c_pairs, prev_x_pairs, prev_schur_inverse,
@@ -468,17 +472,17 @@ def mode_search(thresholds_extended, category, fixed, system, k_codes, e_codes, 
     n = fixed.shape[0]
     eta = np.empty(n)
     trial_g, trial_w = np.empty(n), np.empty(n)
-    value = _objective_at(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, dims_k, dims_e, n_k,
+    value = _objective_at(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, q_tuple, n_k,
                           uk, ue, eta, g, w)
     if value == np.inf:  # the previous mode is a bad start here: restart from zero
         uk[:] = 0.0
         ue[:] = 0.0
-        value = _objective_at(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, dims_k, dims_e,
+        value = _objective_at(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, q_tuple,
                               n_k, uk, ue, eta, g, w)
         if value == np.inf:
             return UNDERFLOW, np.nan, np.nan, 0, np.nan
     gk, ge = np.empty_like(uk), np.empty_like(ue)
-    max_grad = _fill_gradient(uk, ue, g, system, k_codes, e_codes, Mk, Me, dims_k, dims_e, n_k, gk, ge)
+    max_grad = _fill_gradient(uk, ue, g, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, gk, ge)
     iterations = 0
     chord_left = chord_steps if use_previous else 0
     step_k, step_e = np.empty_like(uk), np.empty_like(ue)
@@ -488,21 +492,21 @@ def mode_search(thresholds_extended, category, fixed, system, k_codes, e_codes, 
             return NO_MODE, value, np.nan, iterations, max_grad
         chord = chord_left > 0
         if chord:
-            solve(gk, ge, dims_k, dims_e, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset,
+            solve(gk, ge, q_tuple, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset,
                   comp_size, comp_members, comp_member_start, prev_d_inverse, prev_c_pairs, prev_x_pairs,
                   prev_schur_inverse, step_k, step_e)
         else:
-            log_det = factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, dims_k, dims_e, n_k, n_e, pair_kept,
+            log_det = factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept,
                                 pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset,
                                 comp_size, d_inverse, c_pairs, x_pairs, schur_inverse)
             if np.isnan(log_det):
                 return NOT_POSITIVE_DEFINITE, value, np.nan, iterations, max_grad
-            solve(gk, ge, dims_k, dims_e, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset,
+            solve(gk, ge, q_tuple, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset,
                   comp_size, comp_members, comp_member_start, d_inverse, c_pairs, x_pairs, schur_inverse, step_k,
                   step_e)
         threshold = value + 1e-12 * abs(value)
-        trial_value = _halving_search(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, dims_k,
-                                      dims_e, n_k, uk, ue, step_k, step_e, threshold, chord, eta, trial_k, trial_e,
+        trial_value = _halving_search(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, q_tuple,
+                                      n_k, uk, ue, step_k, step_e, threshold, chord, eta, trial_k, trial_e,
                                       trial_g, trial_w)
         if trial_value > threshold:
             if chord:  # the old Hessian is too far off: continue with true Newton steps
@@ -516,12 +520,12 @@ def mode_search(thresholds_extended, category, fixed, system, k_codes, e_codes, 
         value = trial_value
         g[:] = trial_g
         w[:] = trial_w
-        new_max = _fill_gradient(uk, ue, g, system, k_codes, e_codes, Mk, Me, dims_k, dims_e, n_k, gk, ge)
+        new_max = _fill_gradient(uk, ue, g, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, gk, ge)
         if chord:
             chord_left = chord_left - 1 if new_max < chord_min_reduction * max_grad else 0
         max_grad = new_max
         iterations += 1
-    log_det = factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, dims_k, dims_e, n_k, n_e, pair_kept, pair_elim,
+    log_det = factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept, pair_elim,
                         couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
                         d_inverse, c_pairs, x_pairs, schur_inverse)
     if np.isnan(log_det):
@@ -530,14 +534,14 @@ def mode_search(thresholds_extended, category, fixed, system, k_codes, e_codes, 
 
 
 @njit(cache=True)
-def _selected_inverse(d_inverse, x_pairs, schur_inverse, n_k, dims_k, dims_e, pair_kept, pair_elim, couple_first,
+def _selected_inverse(d_inverse, x_pairs, schur_inverse, n_k, q_tuple, pair_kept, pair_elim, couple_first,
                       couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size):
     """Blocks of H^-1 at each observed pair (kept_elim) and each eliminated level (elim_elim).
 
     H^-1_ke(a1, d) = -sum_a2 S^-1(a1, a2) X(a2, d) over the pairs of d, then
     H^-1_ee(d) = D^-1(d) - sum_a1 X(a1, d)' H^-1_ke(a1, d) (fewer products than summing couples twice).
     """
-    qk, qe = len(dims_k), len(dims_e)
+    qk = qe = len(q_tuple)
     n_pairs = pair_kept.shape[0]
     kept_elim = np.zeros((n_pairs, qk, qe))
     elim_elim = d_inverse.copy()
@@ -564,11 +568,11 @@ def _selected_inverse(d_inverse, x_pairs, schur_inverse, n_k, dims_k, dims_e, pa
 
 
 @njit(cache=True)
-def _diagonal_blocks_times_loadings(elim_elim, schur_inverse, Mk, Me, dims_k, dims_e, n_k, local_of_kept, comp_of_kept,
+def _diagonal_blocks_times_loadings(elim_elim, schur_inverse, Mk, Me, q_tuple, n_k, local_of_kept, comp_of_kept,
                                     comp_offset, comp_size):
     """H^-1's diagonal blocks times each system's loading, per (level, system): shared by all its observations."""
     n_e, n_systems = elim_elim.shape[0], Me.shape[0]
-    qk, qe = len(dims_k), len(dims_e)
+    qk = qe = len(q_tuple)
     elim_times = np.zeros((n_e, n_systems, qe))
     for d in range(n_e):
         for s in range(n_systems):
@@ -592,10 +596,10 @@ def _diagonal_blocks_times_loadings(elim_elim, schur_inverse, Mk, Me, dims_k, di
 
 
 @njit(cache=True)
-def _leverages(system, k_codes, e_codes, pair_code, Mk, Me, dims_k, dims_e, n_k, kept_elim, elim_times, kept_times):
+def _leverages(system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, kept_elim, elim_times, kept_times):
     """Per observation: y = H^-1 m_i (its kept and eliminated parts) and the leverage m_i' H^-1 m_i."""
     n = system.shape[0]
-    qk, qe = len(dims_k), len(dims_e)
+    qk = qe = len(q_tuple)
     yk, ye = np.zeros((n, qk)), np.zeros((n, qe))
     leverage = np.empty(n)
     for i in range(n):
@@ -621,10 +625,10 @@ def _leverages(system, k_codes, e_codes, pair_code, Mk, Me, dims_k, dims_e, n_k,
 
 
 @njit(cache=True)
-def _chain_rule_sums(category, system, k_codes, e_codes, Mk, Me, dims_k, dims_e, n_k, uk, ue, g, w, half, leverage,
+def _chain_rule_sums(category, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk, ue, g, w, half, leverage,
                      dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo, yk, ye, xk, xe, n_thresholds, n_systems):
     """One pass over the observations: d/d thresholds, d/d beta and the per-system sums for the SD gradients."""
-    qk, qe = len(dims_k), len(dims_e)
+    qk = qe = len(q_tuple)
     grad_thresholds = np.zeros(n_thresholds)
     grad_beta = np.zeros(n_systems)
     agg_k, agg_e = np.zeros((n_systems, qk)), np.zeros((n_systems, qe))
@@ -653,10 +657,9 @@ def _chain_rule_sums(category, system, k_codes, e_codes, Mk, Me, dims_k, dims_e,
 
 
 @njit(cache=True)
-def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pair_code, Mk, Me, dims_k, dims_e, Zk, Ze,
-             n_k, n_e,
-             pair_kept, pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
-             comp_members, comp_member_start, uk, ue, d_inverse, c_pairs, x_pairs, schur_inverse,
+def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, Zk, Ze,
+             n_k, n_e, pair_kept, pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset,
+             comp_size, comp_members, comp_member_start, uk, ue, d_inverse, c_pairs, x_pairs, schur_inverse,
              n_thresholds, n_systems):
     """Implicit-function gradient of the Laplace objective at the mode (clmm.py's module Notes).
 
@@ -664,30 +667,30 @@ def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pai
     by the caller), Zk' A_k and Ze' A_e before ``tril``).
     """
     n = fixed.shape[0]
-    qk, qe = len(dims_k), len(dims_e)
+    qk = qe = len(q_tuple)
     eta = np.empty(n)
-    linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, dims_k, dims_e, uk, ue, n_k, eta)
+    linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, q_tuple, uk, ue, n_k, eta)
     g, w, w_prime = np.empty(n), np.empty(n), np.empty(n)
     dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo = (np.empty(n), np.empty(n), np.empty(n), np.empty(n),
                                                  np.empty(n), np.empty(n))
     third_order_terms(thresholds_extended, category, eta, g, w, w_prime, dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo)
-    kept_elim, elim_elim = _selected_inverse(d_inverse, x_pairs, schur_inverse, n_k, dims_k, dims_e, pair_kept,
+    kept_elim, elim_elim = _selected_inverse(d_inverse, x_pairs, schur_inverse, n_k, q_tuple, pair_kept,
                                              pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept,
                                              comp_offset, comp_size)
-    elim_times, kept_times = _diagonal_blocks_times_loadings(elim_elim, schur_inverse, Mk, Me, dims_k, dims_e, n_k,
+    elim_times, kept_times = _diagonal_blocks_times_loadings(elim_elim, schur_inverse, Mk, Me, q_tuple, n_k,
                                                              local_of_kept, comp_of_kept, comp_offset, comp_size)
-    yk, ye, leverage = _leverages(system, k_codes, e_codes, pair_code, Mk, Me, dims_k, dims_e, n_k, kept_elim,
+    yk, ye, leverage = _leverages(system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, kept_elim,
                                   elim_times, kept_times)
     half = 0.5 * w_prime * leverage
     rk, re = np.zeros((n_k, qk)), np.zeros((n_e, qe))
     if n_k > 0:
-        _accumulate_loadings(half, system, k_codes, Mk, dims_k, rk)
-    _accumulate_loadings(half, system, e_codes, Me, dims_e, re)
+        _accumulate_loadings(half, system, k_codes, Mk, q_tuple, rk)
+    _accumulate_loadings(half, system, e_codes, Me, q_tuple, re)
     xk, xe = np.zeros((n_k, qk)), np.zeros((n_e, qe))
-    solve(rk, re, dims_k, dims_e, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset, comp_size,
+    solve(rk, re, q_tuple, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset, comp_size,
           comp_members, comp_member_start, d_inverse, c_pairs, x_pairs, schur_inverse, xk, xe)
     grad_thresholds, grad_beta, agg_k, agg_e = _chain_rule_sums(
-        category, system, k_codes, e_codes, Mk, Me, dims_k, dims_e, n_k, uk, ue, g, w, half, leverage,
+        category, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk, ue, g, w, half, leverage,
         dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo, yk, ye, xk, xe, n_thresholds, Me.shape[0])
     return grad_thresholds, grad_beta, _transpose_times(Zk, agg_k), _transpose_times(Ze, agg_e)
 

@@ -37,8 +37,9 @@ Why it is fast (about 0.3 s of CPU for the maximal model on the paper's
   The random-effects design row depends on the system only, so the kernels
   use per-system loadings ``Z_s L`` and sum weights by (level, system) before
   forming the q x q blocks. ``SIMDESIGN_CLMM_NUMBA=0`` (or
-  :func:`set_accelerator`) switches back to the numpy code. The first fit in
-  a fresh installation compiles the kernels (tens of seconds, cached on disk).
+  :func:`set_accelerator`) switches back to the numpy code. The kernels are
+  compiled for each random-effects dimension q (loops of known length): the
+  first fit with a new q compiles them (20-40 s, once; cached on disk).
 
 The fixed-effect covariance comes from the inverse Hessian of the Laplace
 negative log-likelihood in (thresholds, fixed effects, Cholesky elements),

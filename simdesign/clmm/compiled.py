@@ -20,9 +20,9 @@ from simdesign.clmm.terms import (
 
 _UNSET = object()
 _kernels = _UNSET
-# whether the loaded kernels passed :func:`simdesign.clmm.optimise._check_kernels` (which lives with the
-# fit because it runs one; this module sits below the fit and only holds the state)
-_checked = False
+# the random-effects dimensions q for which the loaded kernels passed :func:`simdesign.clmm.optimise._check_kernels`
+# (which lives with the fit because it runs one; this module sits below the fit and only holds the state)
+_checked = set()
 
 
 def _accelerator():
@@ -31,7 +31,8 @@ def _accelerator():
     Imported lazily so that users who never fit the mixed model, or who lack
     numba, need not have it; without it the numpy code runs (same
     algorithm, several times slower). :func:`simdesign.clmm.fit` and
-    :func:`simdesign.clmm.set_accelerator` check them once before use.
+    :func:`simdesign.clmm.set_accelerator` check them before their first use
+    with each random-effects dimension.
     """
     global _kernels
     if _kernels is _UNSET:
@@ -47,20 +48,20 @@ def _accelerator():
 
 def _reset(enabled: bool) -> None:
     """Forget the kernels (to be imported and checked again) or switch them off."""
-    global _kernels, _checked
+    global _kernels
     _kernels = _UNSET if enabled else None
-    _checked = False
+    _checked.clear()
 
 
-def _unchecked() -> bool:
-    """Whether kernels are loaded but not yet checked."""
-    return _accelerator() is not None and not _checked
+def _unchecked(q: int) -> bool:
+    """Whether kernels are loaded but not yet checked for random effects of dimension q."""
+    return _accelerator() is not None and q not in _checked
 
 
-def _mark_checked(usable: bool) -> None:
-    """Record the check's verdict; unusable kernels are dropped (the numpy path runs)."""
-    global _kernels, _checked
-    _checked = True
+def _mark_checked(q: int, usable: bool) -> None:
+    """Record the check's verdict for dimension q; unusable kernels are dropped (the numpy path runs)."""
+    global _kernels
+    _checked.add(q)
     if not usable:
         _kernels = None
 
@@ -73,7 +74,7 @@ class _CompiledArrays:
     blocks: tuple  # pair_kept ... comp_member_start
     n_k: int
     n_e: int
-    z_kept: np.ndarray  # S x q_k: each system's random-effects design row (a zero column without a kept term)
+    z_kept: np.ndarray  # S x q: each system's random-effects design row (zeros without a kept term)
     z_elim: np.ndarray
     schur_size: int
     n_pairs: int
@@ -101,7 +102,8 @@ def _compiled_arrays(problem: _Problem) -> _CompiledArrays:
     if kept is None:
         structure = (problem.system_code, np.zeros(n, np.int64), elim.codes, np.zeros(n, np.int64))
         blocks = (empty,) * 10
-        z_kept, n_k, schur_size, n_pairs = np.zeros((n_systems, 1)), 0, 0, 0
+        # as wide as z_elim, so that nested designs use the kernels compiled for q (_q_tuple); no loop reads it
+        z_kept, n_k, schur_size, n_pairs = np.zeros((n_systems, problem.q)), 0, 0, 0
     else:
         kept_by_elim = problem.pairs_by_kept @ problem.pairs_by_eliminated.T
         n_components, component = csgraph.connected_components(kept_by_elim @ kept_by_elim.T, directed=False)
@@ -130,15 +132,19 @@ def _compiled_loadings(problem: _Problem, arrays: _CompiledArrays, cholesky: dic
     return np.ascontiguousarray(loading_kept), np.ascontiguousarray(arrays.z_elim @ cholesky[problem.eliminated.name])
 
 
-def _dimension_tokens(loading_kept: np.ndarray, loading_elim: np.ndarray) -> tuple:
-    """Tuples as long as the kept and the eliminated factor's random-effects dimensions, for the kernels.
+def _q_tuple(loading_kept: np.ndarray, loading_elim: np.ndarray) -> tuple:
+    """The kernels' ``q_tuple``: a tuple as long as the random effects' dimension q (its values unused).
 
-    numba types a tuple's length as a compile-time constant, so the kernels are compiled once per
-    (q_k, q_e) with their q-sized inner loops of known length, which LLVM unrolls and vectorises:
-    1.2x per fit on the Figure-5/7 designs with the same arithmetic in the same order (bit-identical
-    fits; README, mixed-model section). Each new pair compiles once and is then cached on disk.
+    numba types a tuple's length as a compile-time constant, so the kernels are compiled for each q
+    with the loops over random-effects dimensions of known length, which LLVM can unroll: 1.05-1.24x
+    per fit, with the same arithmetic in the same order (bit-identical fits; README, mixed-model
+    section). The price: the first fit with a new q compiles them (about 20 s, once; then cached on
+    disk). Built from the loadings that the kernels index, without bounds checks, by it.
     """
-    return (0,) * loading_kept.shape[1], (0,) * loading_elim.shape[1]
+    q = loading_elim.shape[1]
+    if loading_kept.shape[1] != q:
+        raise RuntimeError(f"kept and eliminated loadings differ in width ({loading_kept.shape[1]} vs {q})")
+    return (0,) * q
 
 
 def _mode_compiled(kernels, problem: _Problem, thresholds, beta_full, cholesky, start: dict, previous):
@@ -162,7 +168,7 @@ def _mode_compiled(kernels, problem: _Problem, thresholds, beta_full, cholesky, 
     system, k_codes, e_codes, pair_code = arrays.structure
     status, value, log_det, iterations, max_grad = kernels.mode_search(
         extended, problem.category, fixed, system, k_codes, e_codes, pair_code, loading_kept, loading_elim,
-        *_dimension_tokens(loading_kept, loading_elim), arrays.n_k, arrays.n_e, *arrays.blocks, u_kept, u_elim,
+        _q_tuple(loading_kept, loading_elim), arrays.n_k, arrays.n_e, *arrays.blocks, u_kept, u_elim,
         use_previous, old.d_inverse, old.c_pairs, old.x_pairs, old.schur_inverse,
         fact.d_inverse, fact.c_pairs, fact.x_pairs, fact.schur_inverse, g, w,
         INNER_GRADIENT_TOLERANCE, INNER_MAX_ITERATIONS, CHORD_STEPS, CHORD_MIN_REDUCTION)
@@ -196,7 +202,7 @@ def _gradient_compiled(kernels, problem: _Problem, thresholds, beta_full, u: dic
     system, k_codes, e_codes, pair_code = arrays.structure
     g_thr, g_beta, g_kept, g_elim = kernels.gradient(
         extended, problem.category, fixed, system, k_codes, e_codes, pair_code, loading_kept, loading_elim,
-        *_dimension_tokens(loading_kept, loading_elim), arrays.z_kept, arrays.z_elim, arrays.n_k, arrays.n_e,
+        _q_tuple(loading_kept, loading_elim), arrays.z_kept, arrays.z_elim, arrays.n_k, arrays.n_e,
         *arrays.blocks, u_kept, u[elim.name],
         fact.d_inverse, fact.c_pairs, fact.x_pairs, fact.schur_inverse, problem.n_thresholds, problem.n_systems)
     grad_cholesky = {elim.name: g_elim}  # lower triangular already

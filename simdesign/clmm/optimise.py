@@ -52,30 +52,33 @@ NULL_FIXED_LOADING = 1e-3
 CONVERGENCE_GRADIENT_TOLERANCE = 1e-2
 
 
-def _check_kernels() -> None:
-    """Compile (or load from numba's cache) every kernel on a tiny problem; fall back to numpy if that fails.
+def _check_kernels(problem: _Problem | None = None) -> None:
+    """Run the compiled kernels once for a problem's random-effects dimension; fall back to numpy if they fail.
 
-    numba compiles on first call, so a numba that cannot compile these kernels
-    (an incompatible version) would otherwise fail in the middle of a user's
-    fit; here it costs one warning and the numpy code instead.
+    numba compiles on first call, once for each dimension q (compiled._q_tuple), so a numba that cannot
+    compile these kernels (an incompatible version) would otherwise fail in the middle of a user's fit; here
+    it costs one warning and the numpy code instead. The check evaluates the objective at the problem's own
+    start, before its fit; without a problem, a tiny one with random intercepts (q = 1).
     """
-    if not _unchecked():
+    if problem is None:
+        rows = [(a, d, system, (a + 2 * d + k) % 3) for a in range(2) for d in range(3)
+                for k, system in enumerate("xy")]
+        problem = _prepare(pd.DataFrame(rows, columns=["annotator", "document", "system", "score"]), "intercepts",
+                           "x")
+    if not _unchecked(problem.q):
         return
-    _mark_checked(True)
-    rows = [(a, d, system, (a + 2 * d + k) % 3) for a in range(2) for d in range(3) for k, system in enumerate("xy")]
-    frame = pd.DataFrame(rows, columns=["annotator", "document", "system", "score"])
+    layout = _Layout(problem)
     try:
-        # Random intercepts for both factors run every kernel; they are compiled for each pair of random-effects
-        # dimensions (compiled._dimension_tokens), and the pair (1, 1) checked here types the same code as any
-        # other, which then compiles on its first use (about 20 s, once).
-        problem = _prepare(frame, "intercepts", "x")
-        layout = _Layout(problem)
         _Objective(problem, layout).natural(_starting_values(problem, layout))
-    except Exception as exc:  # noqa: BLE001 - any failure of the optional accelerator means: do without it
+    except (ModeSearchError, np.linalg.LinAlgError, FloatingPointError):
+        pass  # the kernels ran; a numerical failure at this start is the fit's to handle
+    except Exception as exc:  # noqa: BLE001 - any other failure of the optional accelerator means: do without it
         import warnings
         warnings.warn(f"simdesign.clmm: the compiled kernels failed ({type(exc).__name__}: {exc}); "
                       "fitting with numpy instead (slower)", RuntimeWarning, stacklevel=3)
-        _mark_checked(False)
+        _mark_checked(problem.q, False)
+        return
+    _mark_checked(problem.q, True)
 
 
 def set_accelerator(enabled: bool) -> bool:
@@ -205,8 +208,8 @@ def fit(judgements: pd.DataFrame, structure="maximal", reference=None, *,
         systems or score values, an unknown structure or reference.
     """
     started = time.perf_counter()
-    _check_kernels()
     problem = _prepare(judgements, structure, reference)
+    _check_kernels(problem)
     try:
         with single_threaded():  # the same rounding for every caller (simdesign.core.threads)
             result = _fit_problem(problem, structure, maxcor, max_iterations)
