@@ -222,6 +222,34 @@ def test_failing_compiled_kernels_fall_back_to_numpy_with_a_warning(monkeypatch,
         clmm.set_accelerator(True)
 
 
+def test_kernels_failing_for_a_later_dimension_fall_back_to_numpy_before_the_fit(monkeypatch, small_frame):
+    # The kernels compile for each random-effects dimension q on its first use: a failure there must cost a
+    # warning and the numpy code, not the fit.
+    pytest.importorskip("numba")
+    from simdesign import _clmm_numba
+    from simdesign.clmm.compiled import _accelerator
+
+    working = _clmm_numba.mode_search
+
+    def fails_for_q5(*args):
+        if any(isinstance(arg, tuple) and len(arg) == 5 for arg in args):
+            raise TypeError("simulated compilation failure for q = 5")
+        return working(*args)
+
+    clmm.set_accelerator(False)
+    numpy_fit = clmm.fit(small_frame, "maximal")
+    monkeypatch.setattr(_clmm_numba, "mode_search", fails_for_q5)
+    try:
+        assert clmm.set_accelerator(True)  # q = 1 compiles
+        with pytest.warns(RuntimeWarning, match="numpy instead"):
+            result = clmm.fit(small_frame, "maximal")
+        assert _accelerator() is None  # switched off for the rest of the process, as after a failed first check
+        assert result.loglik == numpy_fit.loglik and result.status == numpy_fit.status
+    finally:
+        monkeypatch.undo()
+        clmm.set_accelerator(True)
+
+
 # ------------------------------------------------------------------------------------------------
 # Behaviour
 # ------------------------------------------------------------------------------------------------
