@@ -152,12 +152,12 @@ def _mode_compiled(kernels, problem: _Problem, thresholds, beta_full, cholesky, 
     arrays = _compiled_arrays(problem)
     elim, kept = problem.eliminated, problem.kept
     loading_kept, loading_elim = _compiled_loadings(problem, arrays, cholesky)
-    q_k, q_e = loading_kept.shape[1], loading_elim.shape[1]
-    u_kept = start[kept.name].copy() if kept is not None else np.zeros((0, q_k))
+    q_tuple = _q_tuple(loading_kept, loading_elim)
+    q = len(q_tuple)
+    u_kept = start[kept.name].copy() if kept is not None else np.zeros((0, q))
     u_elim = start[elim.name].copy()
-    fact = _CompiledFactorisation(log_det=float("nan"), d_inverse=np.empty((arrays.n_e, q_e, q_e)),
-                                  c_pairs=np.empty((arrays.n_pairs, q_k, q_e)),
-                                  x_pairs=np.empty((arrays.n_pairs, q_k, q_e)),
+    fact = _CompiledFactorisation(log_det=float("nan"), d_inverse=np.empty((arrays.n_e, q, q)),
+                                  c_pairs=np.empty((arrays.n_pairs, q, q)), x_pairs=np.empty((arrays.n_pairs, q, q)),
                                   schur_inverse=np.empty(arrays.schur_size))
     use_previous = isinstance(previous, _CompiledFactorisation)
     old = previous if use_previous else fact
@@ -168,7 +168,7 @@ def _mode_compiled(kernels, problem: _Problem, thresholds, beta_full, cholesky, 
     system, k_codes, e_codes, pair_code = arrays.structure
     status, value, log_det, iterations, max_grad = kernels.mode_search(
         extended, problem.category, fixed, system, k_codes, e_codes, pair_code, loading_kept, loading_elim,
-        _q_tuple(loading_kept, loading_elim), arrays.n_k, arrays.n_e, *arrays.blocks, u_kept, u_elim,
+        q_tuple, arrays.n_k, arrays.n_e, *arrays.blocks, u_kept, u_elim,
         use_previous, old.d_inverse, old.c_pairs, old.x_pairs, old.schur_inverse,
         fact.d_inverse, fact.c_pairs, fact.x_pairs, fact.schur_inverse, g, w,
         INNER_GRADIENT_TOLERANCE, INNER_MAX_ITERATIONS, CHORD_STEPS, CHORD_MIN_REDUCTION)
