@@ -132,7 +132,7 @@ def main() -> int:
                             check=True, capture_output=True, text=True).stdout.strip()
     export_directory = Path(tempfile.gettempdir()) / f"simdesign-bench-{commit}"  # a moving ref gets a new folder
     export_directory.mkdir(parents=True, exist_ok=True)
-    baseline_root = export_revision(args.baseline, export_directory)
+    baseline_root = export_revision(commit, export_directory)
     with tempfile.TemporaryDirectory() as work:
         datasets_path = Path(work) / "datasets.pkl"
         groups = make_datasets(args.per_design, args.paper_repeats)
