@@ -7,6 +7,15 @@ import time
 import types
 from pathlib import Path
 
+# The R fits of the paper's data and simulated studies (scripts/clmm_fixture_data.py writes the data sets).
+CLMM_FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "clmm_r"
+# The designs of Steen & Markert (2021), Figures 5 and 7, as (blocks, docs_per_block, annotators_per_block):
+# configs/paper_fig{5,7}_*.yaml, in their order.
+FIGURE_DESIGNS = {
+    "Figure 5": [(b, 100 // b, 3) for b in (1, 2, 4, 5, 10, 20, 25)],
+    "Figure 7": [(b, 5, 1) for b in (3, 15, 30, 45, 60)] + [(b, 5, 3) for b in (1, 5, 10, 15, 20)],
+}
+
 # simdesign.clmm before issue 15: one module, simdesign/clmm.py, at this commit.
 BASELINE_COMMIT = "d44f140"
 BASELINE_PATH = "simdesign/clmm.py"

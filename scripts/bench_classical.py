@@ -38,7 +38,8 @@ from simdesign.simulation.engine import Chunk, simulate_chunk  # noqa: E402
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "paper_fig4_coherence.yaml"
 
 
-def _plain_exceedances(rng, resamples, values, integer, threshold):
+def _plain_exceedances(rng, resamples, values, integer, threshold, combination=None):
+    # the plain code forms the product for every column: the combination (a shortcut) is not used
     signs = rng.integers(0, 2, size=(resamples, values.shape[0]), dtype=np.int8).astype(float) * 2.0 - 1.0
     return (np.abs(signs @ values) >= threshold).sum(axis=0)
 

@@ -39,16 +39,14 @@ import json  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
-from _bench_util import load_baseline, timed  # noqa: E402
+from _bench_util import CLMM_FIXTURES as FIXTURES, load_baseline, timed  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from simdesign import clmm  # noqa: E402
 
-FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "clmm_r"
 REFERENCE = "__REFERENCE__"
 TARGETS = {"maximal": 300.0, "intercepts": 50.0}
 # Issue 15: seconds per fit (one thread, cold start); judged here on CPU seconds, the steadier measure.

@@ -39,9 +39,8 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from _bench_util import CLMM_FIXTURES as FIXTURES  # noqa: E402
 from bench_type1 import PROJECT_ROOT, export_revision  # noqa: E402
-
-FIXTURES = PROJECT_ROOT / "tests" / "fixtures" / "clmm_r"
 
 
 def make_datasets(per_design: int, paper_repeats: int) -> dict:

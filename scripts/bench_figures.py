@@ -24,16 +24,13 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 
-from _bench_util import load_baseline, timed  # noqa: E402
+from _bench_util import FIGURE_DESIGNS, load_baseline, timed  # noqa: E402
 import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from simdesign import BlockDesign, clmm, load_model  # noqa: E402
 
-FIGURES = {
-    "Figure 5": [(b, 100 // b, 3) for b in (1, 2, 4, 5, 10, 20, 25)],
-    "Figure 7": [(b, 5, 1) for b in (3, 15, 30, 45, 60)] + [(b, 5, 3) for b in (1, 5, 10, 15, 20)],
-}
+FIGURES = FIGURE_DESIGNS
 TRIALS_PER_POINT = 1000
 
 

@@ -22,12 +22,12 @@ import os
 import json
 from pathlib import Path
 
+from _bench_util import CLMM_FIXTURES as FIXTURES
 import numpy as np
 import pandas as pd
 
 from simdesign import BlockDesign, load_model
 
-FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "clmm_r"
 REFERENCE = "__REFERENCE__"
 
 # (preset, shape, design, seed). Sizes keep R's maximal fits short (400-450 judgements).

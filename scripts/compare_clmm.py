@@ -26,13 +26,13 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+from _bench_util import CLMM_FIXTURES as FIXTURES  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from simdesign import clmm  # noqa: E402
 from simdesign.analyses.base import relative_cholesky_is_singular, wald_contrasts  # noqa: E402
 
-FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "clmm_r"
 # Below this an SD is compared absolutely (relative differences of near-zero boundary SDs mean nothing).
 SD_ABSOLUTE_FLOOR = 0.05
 

@@ -35,26 +35,18 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-from pathlib import Path  # noqa: E402
 
-from _bench_util import load_baseline, timed  # noqa: E402
+from _bench_util import CLMM_FIXTURES as FIXTURES, FIGURE_DESIGNS, load_baseline, timed  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from simdesign import BlockDesign, clmm, load_model  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests" / "fixtures" / "clmm_r"
 LOGLIK_TOLERANCE = 1e-6
 PARAMETER_TOLERANCE = 1e-4
 TIGHT_GRADIENT = 1e-4
 BOUNDARY = 1e-3  # Cholesky columns with a diagonal below this (in either fit) are not compared
-
-# Figure 5: 100 documents, 3 annotators per block; Figure 7: nested (1 annotator) and crossed (3) blocks of 5.
-FIGURE_DESIGNS = ([(b, 100 // b, 3) for b in (1, 2, 4, 5, 10, 20, 25)]
-                  + [(b, 5, 1) for b in (3, 15, 30, 45, 60)]
-                  + [(b, 5, 3) for b in (1, 5, 10, 15, 20)])
 
 
 def timed_fit(module, frame, structure, reference):
@@ -92,7 +84,7 @@ def fixture_cases():
 
 
 def simulated_cases(count: int):
-    cells = [(task, design) for task in ("coherence", "repetition") for design in FIGURE_DESIGNS]
+    cells = [(task, design) for task in ("coherence", "repetition") for designs in FIGURE_DESIGNS.values() for design in designs]
     models = {task: load_model(task) for task in ("coherence", "repetition")}
     for k in range(count):
         cell, trial = k % len(cells), k // len(cells)
