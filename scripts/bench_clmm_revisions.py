@@ -39,7 +39,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from _bench_util import CLMM_FIXTURES as FIXTURES  # noqa: E402
+from _bench_util import CLMM_FIXTURES as FIXTURES, FIGURE_DESIGNS  # noqa: E402
 from bench_type1 import PROJECT_ROOT, export_revision  # noqa: E402
 
 
@@ -47,13 +47,13 @@ def make_datasets(per_design: int, paper_repeats: int) -> dict:
     """Group name -> list of (frame, structure, reference), made by this checkout."""
     import pandas as pd
 
-    from bench_figures import FIGURES, figure_study
+    from bench_figures import figure_study
     from simdesign import load_model
 
     models = {task: load_model(task) for task in ("coherence", "repetition")}
     groups = {"figures, crossed": [], "figures, nested": [], "paper data, maximal": [],
               "paper data, intercepts": []}
-    for designs in FIGURES.values():
+    for designs in FIGURE_DESIGNS.values():
         for t, task in enumerate(models):
             for d, design in enumerate(designs):
                 for trial in range(per_design):

@@ -30,10 +30,7 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 
 from simdesign import BlockDesign, clmm, load_model  # noqa: E402
 
-FIGURES = FIGURE_DESIGNS
 TRIALS_PER_POINT = 1000
-
-
 
 
 def figure_study(model, task_index: int, design_index: int, design: tuple, trial: int):
@@ -63,7 +60,7 @@ def main() -> int:
         warm = models["coherence"].sample(BlockDesign(2, 5, 3), np.random.default_rng(0))
         for fit in versions.values():
             fit(warm.to_frame(), "paper", warm.systems[0])  # compile / warm up
-        for figure, designs in FIGURES.items():
+        for figure, designs in FIGURE_DESIGNS.items():
             for t, task in enumerate(models):
                 for d, (blocks, docs, annotators) in enumerate(designs):
                     sums = {name: np.zeros(2) for name in versions}
@@ -87,7 +84,7 @@ def main() -> int:
                           f"old/new CPU {means['old'][1] / means['new'][1]:.2f}  ({same})", flush=True)
     print(f"\nProjected clmm fitting time per figure and task, {TRIALS_PER_POINT} trials per point on "
           f"{args.cores} cores (from the mean seconds above; fits only):")
-    for figure in FIGURES:
+    for figure in FIGURE_DESIGNS:
         for task in models:
             new, old = totals[(figure, task, "new")], totals[(figure, task, "old")]
             scale = TRIALS_PER_POINT / args.cores / 60.0
@@ -95,7 +92,7 @@ def main() -> int:
                   f"old {old[0] * scale:6.1f} min wall ({old[1] * scale:6.1f} min CPU)")
     all_new = sum(v for (f, t, n), v in totals.items() if n == "new")
     all_old = sum(v for (f, t, n), v in totals.items() if n == "old")
-    n_designs = sum(len(d) for d in FIGURES.values()) * len(models)
+    n_designs = sum(len(d) for d in FIGURE_DESIGNS.values()) * len(models)
     print(f"mean over all designs: new {all_new[0] / n_designs:.3f} s wall {all_new[1] / n_designs:.3f} s CPU per fit; "
           f"old {all_old[0] / n_designs:.3f} s wall {all_old[1] / n_designs:.3f} s CPU; "
           f"load average {os.getloadavg()[0]:.2f} at the end")

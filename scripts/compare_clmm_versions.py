@@ -84,7 +84,8 @@ def fixture_cases():
 
 
 def simulated_cases(count: int):
-    cells = [(task, design) for task in ("coherence", "repetition") for designs in FIGURE_DESIGNS.values() for design in designs]
+    designs = [design for figure_designs in FIGURE_DESIGNS.values() for design in figure_designs]
+    cells = [(task, design) for task in ("coherence", "repetition") for design in designs]
     models = {task: load_model(task) for task in ("coherence", "repetition")}
     for k in range(count):
         cell, trial = k % len(cells), k // len(cells)

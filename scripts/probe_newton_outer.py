@@ -31,7 +31,8 @@ import argparse  # noqa: E402
 import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from bench_figures import FIGURES, figure_study  # noqa: E402
+from _bench_util import FIGURE_DESIGNS  # noqa: E402
+from bench_figures import figure_study  # noqa: E402
 from simdesign import clmm, load_model  # noqa: E402
 from simdesign.clmm.layout import _Layout, _Objective  # noqa: E402
 from simdesign.clmm.optimise import _numerical_hessian, _starting_values  # noqa: E402
@@ -102,7 +103,7 @@ def main() -> int:
     models = {task: load_model(task) for task in ("coherence", "repetition")}
     rows = []
     with threadpool_limits(limits=1):
-        for designs in FIGURES.values():
+        for designs in FIGURE_DESIGNS.values():
             for t, task in enumerate(models):
                 for d, (blocks, docs, annotators) in enumerate(designs):
                     for trial in range(args.per_design):
