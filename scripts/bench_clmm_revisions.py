@@ -15,8 +15,9 @@ Each version runs in its own process, one BLAS thread: this checkout as it is, t
 group's time is the smallest over the rounds of its mean CPU seconds per fit, after one untimed fit
 per group (imports and compilation are not timed). The speed-up is baseline / current. The fits of
 the first round are compared bit for bit (status, log-likelihood, thresholds, effects and their
-covariance, Cholesky factors, evaluations), once per distinct data set. The load average is printed:
-on a shared machine the speed-up is the number to read.
+covariance, Cholesky factors), once per distinct data set, and their mean number of Laplace
+evaluations is printed beside (a change that drops repeated evaluations leaves the fits as they were).
+The load average is printed: on a shared machine the speed-up is the number to read.
 
 Usage::
 
@@ -146,7 +147,7 @@ def main() -> int:
             print(f"round {round_index + 1} done, load average {os.getloadavg()[0]:.2f}", flush=True)
 
     print(f"\n{'group':24s} {'fits':>5s} {'baseline ms':>12s} {'current ms':>11s} {'speed-up':>9s}  "
-          "bit-identical (distinct data sets)")
+          "bit-identical (distinct data sets)  evaluations per fit (baseline, current)")
     for name, cases in groups.items():
         base = min(run["seconds"][name] for run in runs["baseline"])
         current = min(run["seconds"][name] for run in runs["current"])
@@ -155,9 +156,11 @@ def main() -> int:
             first_of_each.setdefault((id(frame), structure), index)
         pairs = [(runs["baseline"][0]["fingerprints"][name][i], runs["current"][0]["fingerprints"][name][i])
                  for i in first_of_each.values()]
-        same = sum(identical(a, b) for a, b in pairs)
+        same = sum(identical(a[:-1], b[:-1]) for a, b in pairs)  # the last entry: the evaluations
+        evaluations = [np.mean([print_[-1] for print_ in version if print_[-1] is not None] or [np.nan])
+                       for version in zip(*pairs)]
         print(f"{name:24s} {len(cases):5d} {1e3 * base:12.1f} {1e3 * current:11.1f} {base / current:9.2f}  "
-              f"{same} of {len(pairs)}")
+              f"{same:>4d} of {len(pairs):<4d}{'':29s}{evaluations[0]:6.1f} {evaluations[1]:6.1f}")
     return 0
 
 

@@ -141,19 +141,27 @@ def _starting_values(problem: _Problem, layout: _Layout) -> np.ndarray:
 
 
 def _numerical_hessian(objective: _Objective, natural: np.ndarray, free: np.ndarray, central: bool = False,
-                       step: float | None = None):
+                       step: float | None = None, gradient: np.ndarray | None = None):
     """Differences of the analytic gradient over the free parameters, symmetrised.
 
     Forward differences by default: the analytic gradient is accurate to
     about 1e-8, so a step of 1e-6 gives the Hessian to about six digits
     (standard errors agree with ordinal's to 1e-4 relative) at half the cost
-    of central differences.
+    of central differences. ``gradient``: the natural gradient at ``natural``
+    when the caller has just evaluated it there (the forward differences'
+    base; evaluating it again would give the same numbers, as the mode
+    search starts at that point's converged mode). The objective's warm start
+    is left at the last perturbed point: a caller that evaluates near
+    ``natural`` afterwards restores it first (:func:`_fit_problem`).
     """
     if step is None:
         step = 1e-5 if central else 1e-6
     index = np.flatnonzero(free)
     hessian = np.empty((len(index), len(index)))
-    base = None if central else objective.natural(natural)[1][index]
+    if central:
+        base = None
+    else:
+        base = (objective.natural(natural)[1] if gradient is None else gradient)[index]
     for column, k in enumerate(index):
         h = step * max(1.0, abs(natural[k]))
         plus = natural.copy()
@@ -165,7 +173,6 @@ def _numerical_hessian(objective: _Objective, natural: np.ndarray, free: np.ndar
             hessian[:, column] = (g_plus - objective.natural(minus)[1][index]) / (2.0 * h)
         else:
             hessian[:, column] = (g_plus - base) / h
-    objective.natural(natural, with_gradient=False)  # leave the warm start at the optimum
     return 0.5 * (hessian + hessian.T), index
 
 
@@ -345,7 +352,7 @@ def _assess_optimum(objective: _Objective, layout: _Layout, solution) -> _Optimu
     nll, natural_gradient = objective.natural(natural)
     max_gradient = _projected_gradient(layout, solution.x, layout.gradient_to_optimiser(solution.x, natural_gradient))
     free = ~(layout.diagonal_mask() & (natural < HESSIAN_BOUNDARY)) & ~layout.fixed_mask()
-    hessian, _ = _numerical_hessian(objective, natural, free)
+    hessian, _ = _numerical_hessian(objective, natural, free, gradient=natural_gradient)
     n_fixed = layout.n_thr + layout.n_beta  # thresholds and effects come first and are always free
     message = ""
     try:
@@ -373,7 +380,9 @@ def _fit_problem(problem: _Problem, structure, maxcor: int, max_iterations: int)
     if optimum.parameter_cov is None and optimum.max_gradient > POLISH_GRADIENT:
         # An unusable Hessian where the gradient is not yet flat may be a point short of the optimum: polish it
         # (fresh L-BFGS-B runs down to POLISH_GRADIENT) before calling the fit failed. Only failing fits get here,
-        # so every fit that succeeded before is unchanged.
+        # so every fit that succeeded before is unchanged. The Hessian left the warm start at a perturbed point:
+        # the polish starts from the optimum's own mode.
+        objective.natural(optimum.natural, with_gradient=False)
         optimum = _assess_optimum(objective, layout, _minimise(objective, layout, optimum.solution.x, bounds,
                                                                options, POLISH_GRADIENT))
     return _result(problem, structure, layout, objective, optimum)
