@@ -5,7 +5,8 @@ once, by this checkout, and both versions fit the same ones:
 
 - the Figure-5/7 designs (both tasks, the fitted effects, structure ``paper``; ``--per-design``
   studies each, seeds as in ``scripts/bench_figures.py``), split into crossed designs (annotator and
-  document terms: random-effects dimensions (5, 5)) and nested ones (the annotator term only);
+  document terms: random-effects dimensions (5, 5)) and nested ones (the annotator term only), each
+  study fitted as the revision's ``clmm_native`` analysis fits it (its preparation included);
 - the paper's two Likert data sets (Steen & Markert 2021; ``tests/fixtures/clmm_r``), structures
   ``maximal`` and ``intercepts``, each fitted ``--paper-repeats`` times.
 
@@ -39,15 +40,14 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
 from _bench_util import CLMM_FIXTURES as FIXTURES, FIGURE_DESIGNS  # noqa: E402
 from bench_type1 import PROJECT_ROOT, export_revision  # noqa: E402
 
 
 def make_datasets(per_design: int, paper_repeats: int) -> dict:
-    """Group name -> list of (frame, structure, reference), made by this checkout."""
-    import pandas as pd
-
+    """Group name -> list of (a table or a simulated study, structure, reference), made by this checkout."""
     from bench_figures import figure_study
     from simdesign import load_model
 
@@ -61,7 +61,7 @@ def make_datasets(per_design: int, paper_repeats: int) -> dict:
                     judgements = figure_study(models[task], t, d, design, trial)
                     nested = design[2] == 1  # one annotator per block: structure "paper" drops the document term
                     groups["figures, nested" if nested else "figures, crossed"].append(
-                        (judgements.to_frame(), "paper", judgements.systems[0]))
+                        (judgements, "paper", judgements.systems[0]))
     for name in ("paper_coherence", "paper_repetition"):
         frame = pd.read_csv(FIXTURES / f"{name}.csv")
         for structure in ("maximal", "intercepts"):
@@ -78,20 +78,29 @@ def fingerprint(result) -> tuple:
 
 
 def worker(datasets_path: str, output_path: str) -> None:
-    """Time every group with the simdesign on PYTHONPATH; write mean CPU seconds per fit and the fingerprints."""
+    """Time every group with the simdesign on PYTHONPATH; write mean CPU seconds per fit and the fingerprints.
+
+    A simulated study is fitted as that revision's engine fits it (``clmm_native``'s ``_fit``: a table built
+    first, or the study itself), a table with ``clmm.fit``.
+    """
     from threadpoolctl import threadpool_limits
 
     from simdesign import clmm
+    from simdesign.analyses.mixed_native import _fit as fit_study
+
+    def fit(data, structure, reference):
+        if isinstance(data, pd.DataFrame):
+            return clmm.fit(data, structure, reference)
+        return fit_study(data, structure)  # the reference is the study's first system there too
 
     groups = pickle.loads(Path(datasets_path).read_bytes())
     seconds, prints = {}, {}
     with threadpool_limits(limits=1):
         for cases in groups.values():
-            frame, structure, reference = cases[0]
-            clmm.fit(frame, structure, reference)  # imports, compilation
+            fit(*cases[0])  # imports, compilation
         for name, cases in groups.items():
             started = time.process_time()
-            results = [clmm.fit(frame, structure, reference) for frame, structure, reference in cases]
+            results = [fit(data, structure, reference) for data, structure, reference in cases]
             seconds[name] = (time.process_time() - started) / len(cases)
             prints[name] = [fingerprint(result) for result in results]
     Path(output_path).write_bytes(pickle.dumps({"seconds": seconds, "fingerprints": prints}))

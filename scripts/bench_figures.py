@@ -5,8 +5,9 @@ For every design of ``configs/paper_fig5_*.yaml`` and ``configs/paper_fig7_*.yam
 studies (seeds ``SeedSequence([2021, task, design, trial])``) and fits each with
 the current ``simdesign.clmm`` and with the implementation before issue 15
 (``simdesign/clmm.py`` at commit d44f140, read from git history), one after the other on the
-same data. Prints the mean wall and CPU seconds per fit for each design and
-version, and the fitting time of each figure at 1000 trials per point on
+same data, each as the engine's analysis calls it (the current code takes the study itself, the
+old one the table ``Judgements.to_frame()``, made inside its timing). Prints the mean wall and CPU
+seconds per fit for each design and version, and the fitting time of each figure at 1000 trials per point on
 ``--cores`` cores projected from the means (clmm fits only: simulation, ART
 and bookkeeping come on top). On a machine shared with other jobs the CPU
 seconds are the steadier measure; the load average is printed.
@@ -40,8 +41,8 @@ def figure_study(model, task_index: int, design_index: int, design: tuple, trial
     return model.sample(BlockDesign(blocks, docs, annotators), rng, effect="fitted")
 
 
-def timed_status(fit, frame, reference):
-    wall, cpu, result = timed(fit, frame, "paper", reference)
+def timed_status(fit, judgements):
+    wall, cpu, result = timed(fit, judgements, "paper", judgements.systems[0])
     return wall, cpu, result.status
 
 
@@ -51,7 +52,10 @@ def main() -> int:
     parser.add_argument("--cores", type=int, default=2, help="cores for the projected figure times")
     args = parser.parse_args()
     compiled = clmm.set_accelerator(True)
-    versions = {"new": clmm.fit, "old": load_baseline().fit}
+    old_fit = load_baseline().fit
+    # the engine's analysis fits the study itself now; before, it built the table first
+    versions = {"new": clmm.fit,
+                "old": lambda judgements, structure, reference: old_fit(judgements.to_frame(), structure, reference)}
     print(f"new: {'compiled kernels (numba)' if compiled else 'numpy'}; old: simdesign/clmm.py at d44f140; "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start", flush=True)
     models = {task: load_model(task) for task in ("coherence", "repetition")}
@@ -59,7 +63,7 @@ def main() -> int:
     with threadpool_limits(limits=1):
         warm = models["coherence"].sample(BlockDesign(2, 5, 3), np.random.default_rng(0))
         for fit in versions.values():
-            fit(warm.to_frame(), "paper", warm.systems[0])  # compile / warm up
+            fit(warm, "paper", warm.systems[0])  # compile / warm up
         for figure, designs in FIGURE_DESIGNS.items():
             for t, task in enumerate(models):
                 for d, (blocks, docs, annotators) in enumerate(designs):
@@ -67,9 +71,8 @@ def main() -> int:
                     statuses = {name: [] for name in versions}
                     for trial in range(args.per_design):
                         judgements = figure_study(models[task], t, d, (blocks, docs, annotators), trial)
-                        frame, reference = judgements.to_frame(), judgements.systems[0]
                         for name, fit in versions.items():
-                            wall, cpu, status = timed_status(fit, frame, reference)
+                            wall, cpu, status = timed_status(fit, judgements)
                             sums[name] += (wall, cpu)
                             statuses[name].append(status)
                     means = {name: value / args.per_design for name, value in sums.items()}

@@ -15,7 +15,9 @@ import pytest
 
 from simdesign import clmm
 from simdesign.analyses.base import relative_cholesky_is_singular, wald_contrasts
+from simdesign.core.designs import BlockDesign
 from simdesign.core.errors import ConfigError
+from simdesign.core.judgements import Judgements
 
 FIXTURES = Path(__file__).parent / "fixtures" / "clmm_r"
 R_FITS = sorted(FIXTURES.glob("*__*.json"))
@@ -308,6 +310,34 @@ def test_paper_structure_drops_document_term_only_for_nested_data(small_frame):
     assert not clmm.is_nested(small_frame)
     problem = clmm._prepare(small_frame, "paper", "__REFERENCE__")
     assert [f.name for f in problem.factors] == ["annotator", "document"]
+
+
+@pytest.mark.parametrize("design, structure", [
+    (BlockDesign(2, 5, 3), "paper"), (BlockDesign(10, 2, 1), "paper"), (BlockDesign(2, 5, 3), "intercepts"),
+    (BlockDesign(2, 5, 3), {"annotator": "slopes", "document": "intercept"})],
+    ids=["crossed-paper", "nested-paper", "crossed-intercepts", "mapping"])
+def test_judgements_are_fitted_as_their_table(coherence, design, structure):
+    """The analysis passes Judgements straight to fit (no table): every number must be the table's."""
+    judgements = coherence.sample(design, np.random.default_rng(11))
+    direct = clmm.fit(judgements, structure, reference=judgements.systems[1])
+    via_table = clmm.fit(judgements.to_frame(), structure, reference=judgements.systems[1])
+    assert direct.systems == via_table.systems and direct.terms == via_table.terms
+    assert direct.status == via_table.status and direct.n_levels == via_table.n_levels
+    assert direct.loglik == via_table.loglik and direct.n_evaluations == via_table.n_evaluations
+    np.testing.assert_array_equal(direct.thresholds, via_table.thresholds)
+    assert direct.fixed_effects == via_table.fixed_effects
+    np.testing.assert_array_equal(direct.fixed_effects_cov, via_table.fixed_effects_cov)
+    for name in direct.terms:
+        np.testing.assert_array_equal(direct.cholesky_factors[name], via_table.cholesky_factors[name])
+
+
+def test_judgements_with_one_score_value_are_refused_as_their_table_is(coherence):
+    judgements = coherence.sample(BlockDesign(2, 5, 3), np.random.default_rng(11))
+    constant = Judgements(scores=np.full_like(judgements.scores, 3), annotator=judgements.annotator,
+                          document=judgements.document, block=judgements.block, systems=judgements.systems)
+    for data in (constant, constant.to_frame()):
+        with pytest.raises(ConfigError, match="two distinct values"):
+            clmm.fit(data)
 
 
 def test_intercepts_structure_returns_one_by_one_covariances(small_frame):

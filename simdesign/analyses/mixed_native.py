@@ -19,7 +19,7 @@ STRUCTURES = ("maximal", "intercepts", "paper")
 def _fit(judgements: Judgements, structure: str):
     from simdesign import clmm  # imported on use: the module is large and only this analysis needs it
 
-    return clmm.fit(judgements.to_frame(), structure=structure, reference=judgements.systems[0])
+    return clmm.fit(judgements, structure=structure, reference=judgements.systems[0])
 
 
 def _result_from_fit(fit, systems, adjust: str) -> PairwiseResult:

@@ -182,10 +182,12 @@ def fit(judgements: pd.DataFrame, structure="maximal", reference=None, *,
 
     Parameters
     ----------
-    judgements : pandas.DataFrame
+    judgements : pandas.DataFrame or simdesign.core.judgements.Judgements
         One row per judgement with columns ``annotator, document, system, score``
         (others are ignored). Scores are ordered numeric values; the thresholds sit
         between the observed values, as in ``ordinal::clmm`` with ``factor(score)``.
+        A :class:`~simdesign.core.judgements.Judgements` is fitted as its
+        ``to_frame()`` would be (the same fit, bit for bit), without building the table.
     structure : {'maximal', 'intercepts', 'paper'} or mapping
         'maximal': random intercept and a slope for every non-reference system, with
         full covariance, for both annotator and document. 'intercepts': random
@@ -224,7 +226,7 @@ def fit(judgements: pd.DataFrame, structure="maximal", reference=None, *,
         # A numerical breakdown is a result ('error', no p-values), not a crash of the caller's loop.
         result = _error_result(problem, structure, f"{type(exc).__name__}: {exc}")
     result.seconds = time.perf_counter() - started
-    result.n_levels = {name: int(judgements[name].nunique()) for name in TERM_NAMES}
+    result.n_levels = {name: int(problem.n_levels[name]) for name in TERM_NAMES}
     return result
 
 

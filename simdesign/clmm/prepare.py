@@ -14,6 +14,7 @@ from scipy import sparse
 from scipy.sparse import csgraph
 
 from simdesign.core.errors import ConfigError
+from simdesign.core.judgements import Judgements
 
 
 STRUCTURES = ("maximal", "intercepts", "paper")
@@ -31,14 +32,10 @@ class _Factor:
 
     name: str
     codes: np.ndarray  # level of every observation, 0..n_levels-1
-    levels: np.ndarray  # original labels
+    n_levels: int
     # (1 | term) beside another term's slopes: its Cholesky factor is held at zero except L[0, 0], so
     # z_s . L u = L[0, 0] u_0 for every system (the shared z keeps the inner solver unchanged).
     intercept_only: bool = False
-
-    @property
-    def n_levels(self) -> int:
-        return len(self.levels)
 
     @cached_property
     def indicator(self) -> sparse.csr_matrix:
@@ -65,6 +62,7 @@ class _Problem:
     couple_second: np.ndarray | None = None
     n_couples: int = 0
     compiled: object = None  # _CompiledArrays, built on first use by the compiled kernels
+    n_levels: dict | None = None  # term name -> levels in the data, fitted or not (reported with the fit)
 
     @property
     def n_obs(self) -> int:
@@ -160,14 +158,21 @@ def _check_frame(judgements: pd.DataFrame) -> pd.DataFrame:
     score = judgements["score"]
     if not pd.api.types.is_numeric_dtype(score):
         raise ConfigError(f"The 'score' column must be numeric (ordered score values); got dtype {score.dtype}")
-    values = score.to_numpy(float)
+    _check_scores(score.to_numpy(float))
+    _check_system_count(judgements["system"].nunique())
+    return judgements
+
+
+def _check_scores(values: np.ndarray) -> None:
     if not np.all(np.isfinite(values)):
         raise ConfigError("The 'score' column has non-finite values")
     if not np.any(values != values[:1]):
         raise ConfigError("The 'score' column needs at least two distinct values to fit thresholds")
-    if judgements["system"].nunique() < 2:
+
+
+def _check_system_count(count: int) -> None:
+    if count < 2:
         raise ConfigError("The 'system' column needs at least two systems to compare")
-    return judgements
 
 
 def is_nested(judgements: pd.DataFrame) -> bool:
@@ -177,8 +182,11 @@ def is_nested(judgements: pd.DataFrame) -> bool:
     document term: document and annotator effects are then confounded. The
     table has no missing values (as :func:`simdesign.clmm.fit` requires).
     """
-    documents = pd.factorize(judgements["document"])[0]
-    annotators = pd.factorize(judgements["annotator"])[0]
+    return _nested_codes(pd.factorize(judgements["document"])[0], pd.factorize(judgements["annotator"])[0])
+
+
+def _nested_codes(documents: np.ndarray, annotators: np.ndarray) -> bool:
+    """:func:`is_nested` on 0-based codes of each row's document and annotator."""
     # each document's annotator as written last: every row agrees with it exactly when there is only one
     annotator_of = np.empty(documents.max(initial=-1) + 1, np.int64)
     annotator_of[documents] = annotators
@@ -204,12 +212,17 @@ def term_forms(judgements: pd.DataFrame, structure) -> dict:
     ConfigError
         An unknown structure, term or form, or no term at all.
     """
+    return _forms(structure, lambda: is_nested(judgements))
+
+
+def _forms(structure, nested) -> dict:
+    """:func:`term_forms`, with ``nested()`` telling whether the data are nested (asked only for 'paper')."""
     if isinstance(structure, str):
         if structure not in STRUCTURES:
             raise ConfigError(f"structure must be one of {STRUCTURES} or a mapping term -> form; got {structure!r}")
         if structure == "intercepts":
             return {"annotator": "intercept", "document": "intercept"}
-        if structure == "paper" and is_nested(judgements):
+        if structure == "paper" and nested():
             return {"annotator": "slopes"}
         return {"annotator": "slopes", "document": "slopes"}
     forms = dict(structure)
@@ -226,12 +239,58 @@ def _structure_label(structure) -> str:
     return "+".join(f"{name}:{form}" for name, form in structure.items())
 
 
-def _prepare(judgements: pd.DataFrame, structure, reference) -> _Problem:
-    frame = _check_frame(judgements)
-    forms = term_forms(frame, structure)
+@dataclass
+class _Columns:
+    """The judgements as index arrays, one entry per observation (judgement).
+
+    Both inputs of :func:`simdesign.clmm.fit` become these, so that a table and the
+    :class:`~simdesign.core.judgements.Judgements` it was made from give the same problem.
+    """
+
+    codes: dict  # term name -> level of each observation, 0-based in the levels' sorted order
+    n_levels: dict  # term name -> number of levels
+    system_label: np.ndarray  # each observation's system, as a code into ``appearing``
+    appearing: list  # the system names
+    score: np.ndarray  # float
+
+
+def _frame_columns(frame: pd.DataFrame) -> _Columns:
+    codes, n_levels = {}, {}
+    for name in TERM_NAMES:
+        codes[name], levels = pd.factorize(frame[name], sort=True)
+        n_levels[name] = len(levels)
+    system_label, appearing = pd.factorize(frame["system"])
+    return _Columns(codes, n_levels, system_label, list(appearing), frame["score"].to_numpy(float))
+
+
+def _judgements_columns(judgements: Judgements) -> _Columns:
+    """The columns of ``judgements.to_frame()`` (a row per pair and system, systems in order), without pandas."""
+    n_pairs, n_systems = judgements.scores.shape
+    codes, n_levels = {}, {}
+    for name in TERM_NAMES:
+        levels, level_codes = np.unique(getattr(judgements, name), return_inverse=True)
+        codes[name], n_levels[name] = np.repeat(level_codes, n_systems), len(levels)
+    appearing = list(dict.fromkeys(judgements.systems))  # in order of appearance, as pandas.factorize
+    system_label = np.tile([appearing.index(name) for name in judgements.systems], n_pairs)
+    score = judgements.scores.ravel().astype(float)
+    _check_scores(score)
+    _check_system_count(len(appearing))
+    return _Columns(codes, n_levels, system_label, appearing, score)
+
+
+def _columns(judgements) -> _Columns:
+    """The index arrays of a judgements table (checked) or of a Judgements object."""
+    if isinstance(judgements, Judgements):
+        return _judgements_columns(judgements)
+    return _frame_columns(_check_frame(judgements))
+
+
+def _prepare(judgements, structure, reference) -> _Problem:
+    """The fit's problem from a judgements table or a :class:`~simdesign.core.judgements.Judgements`."""
+    columns = _columns(judgements)
+    forms = _forms(structure, lambda: _nested_codes(columns.codes["document"], columns.codes["annotator"]))
     with_slopes = "slopes" in forms.values()
-    appearance_code, appearing = pd.factorize(frame["system"])
-    names = sorted(appearing)
+    names = sorted(columns.appearing)
     if reference is None:
         reference = names[0]
     elif reference not in names:
@@ -239,9 +298,9 @@ def _prepare(judgements: pd.DataFrame, structure, reference) -> _Problem:
                           f"(systems: {names})")
     systems = [reference] + [s for s in names if s != reference]
     position = {name: k for k, name in enumerate(systems)}
-    system_code = np.array([position[name] for name in appearing], np.int64)[appearance_code]
-    categories, category = np.unique(frame["score"].to_numpy(float), return_inverse=True)
-    n = len(frame)
+    system_code = np.array([position[name] for name in columns.appearing], np.int64)[columns.system_label]
+    categories, category = np.unique(columns.score, return_inverse=True)
+    n = len(columns.score)
     n_systems = len(systems)
     if not with_slopes:
         z = np.ones((n, 1))
@@ -249,16 +308,15 @@ def _prepare(judgements: pd.DataFrame, structure, reference) -> _Problem:
         z = np.zeros((n, n_systems))
         z[:, 0] = 1.0
         z[np.arange(n), system_code] = 1.0  # reference rows set column 0 twice: still the intercept only
-    factors = []
-    for name, form in forms.items():
-        codes, levels = pd.factorize(frame[name], sort=True)
-        factors.append(_Factor(name, codes.astype(np.int64), np.asarray(levels),
-                               intercept_only=with_slopes and form == "intercept"))
+    factors = [_Factor(name, columns.codes[name].astype(np.int64), columns.n_levels[name],
+                       intercept_only=with_slopes and form == "intercept")
+               for name, form in forms.items()]
     # Eliminate the factor with more levels block by block, so the dense Schur complement is the smaller one.
     by_size = sorted(factors, key=lambda f: f.n_levels, reverse=True)
     eliminated, kept = by_size[0], (by_size[1] if len(by_size) > 1 else None)
     problem = _Problem(systems=systems, categories=categories, category=category.astype(np.int64),
-                       system_code=system_code, z=z, factors=factors, eliminated=eliminated, kept=kept)
+                       system_code=system_code, z=z, factors=factors, eliminated=eliminated, kept=kept,
+                       n_levels=dict(columns.n_levels))
     if kept is not None:
         _prepare_pairs(problem)
     return problem
