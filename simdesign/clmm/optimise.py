@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
+from simdesign.core.judgements import Judgements
 from simdesign.core.threads import single_threaded
 from simdesign.stats.contrasts import relative_cholesky_is_singular
 
@@ -176,7 +177,7 @@ def _numerical_hessian(objective: _Objective, natural: np.ndarray, free: np.ndar
     return 0.5 * (hessian + hessian.T), index
 
 
-def fit(judgements: pd.DataFrame, structure="maximal", reference=None, *,
+def fit(judgements: pd.DataFrame | Judgements, structure="maximal", reference=None, *,
         maxcor: int = 50, max_iterations: int = 3000) -> ClmmResult:
     """Fit ``score ~ system + (1 + system | annotator) + (1 + system | document)`` by Laplace ML.
 
