@@ -15,7 +15,7 @@ import pytest
 
 from simdesign import clmm
 from simdesign.analyses.base import relative_cholesky_is_singular, wald_contrasts
-from simdesign.core.designs import BlockDesign
+from simdesign.core.designs import BlockDesign, PoolDesign
 from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
 
@@ -338,6 +338,14 @@ def test_judgements_with_one_score_value_are_refused_as_their_table_is(coherence
     for data in (constant, constant.to_frame()):
         with pytest.raises(ConfigError, match="two distinct values"):
             clmm.fit(data)
+
+
+@pytest.mark.parametrize("design, nested", [(BlockDesign(6, 2, 1), True), (BlockDesign(2, 5, 3), False),
+                                            (PoolDesign(10, 6, 2), False), (PoolDesign(12, 6, 1), True)])
+def test_nesting_is_read_alike_from_a_study_and_its_table(coherence, design, nested):
+    judgements = coherence.sample(design, np.random.default_rng(3))
+    assert clmm.is_nested(judgements) is nested
+    assert clmm.is_nested(judgements.to_frame()) is nested
 
 
 def test_intercepts_structure_returns_one_by_one_covariances(small_frame):

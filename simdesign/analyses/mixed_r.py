@@ -85,9 +85,11 @@ __all__ = ["STRUCTURES", "clmm_analysis", "lmer_analysis", "clm_analysis", "fit_
 
 
 def is_nested(judgements: Judgements) -> bool:
-    """Whether every document is judged by exactly one annotator."""
-    pairs = np.unique(np.column_stack([judgements.document, judgements.annotator]), axis=0)
-    return bool(np.all(np.bincount(pairs[:, 0]) <= 1))
+    """Whether every document is judged by exactly one annotator: the native fit's rule, so that the R
+    backends and ``clmm_native`` drop the document term of ``structure='paper'`` on the same data."""
+    from simdesign import clmm  # imported on use, as by clmm_native: workers that never fit a mixed model skip it
+
+    return clmm.is_nested(judgements)
 
 
 def formula_for(judgements: Judgements, structure: str) -> str:

@@ -175,13 +175,16 @@ def _check_system_count(count: int) -> None:
         raise ConfigError("The 'system' column needs at least two systems to compare")
 
 
-def is_nested(judgements: pd.DataFrame) -> bool:
+def is_nested(judgements: pd.DataFrame | Judgements) -> bool:
     """True when every document is judged by exactly one annotator.
 
     That is the design in which the paper (and ``structure='paper'``) drops the
-    document term: document and annotator effects are then confounded. The
-    table has no missing values (as :func:`simdesign.clmm.fit` requires).
+    document term: document and annotator effects are then confounded. A table
+    has no missing values (as :func:`simdesign.clmm.fit` requires); a
+    :class:`~simdesign.core.judgements.Judgements` is read through its ids.
     """
+    if isinstance(judgements, Judgements):
+        return _nested_codes(judgements.document, judgements.annotator)
     return _nested_codes(pd.factorize(judgements["document"])[0], pd.factorize(judgements["annotator"])[0])
 
 
