@@ -193,7 +193,8 @@ def _mode_compiled(kernels, problem: _Problem, thresholds, beta_full, cholesky, 
     return u, float(value), terms, fact, loadings, int(iterations)
 
 
-def _gradient_compiled(kernels, problem: _Problem, thresholds, beta_full, u: dict, fact: _CompiledFactorisation):
+def _gradient_compiled(kernels, problem: _Problem, u: dict, fact: _CompiledFactorisation):
+    """The Laplace gradient at the mode ``u`` found with ``fact`` (which holds that point's kernel inputs)."""
     arrays = _compiled_arrays(problem)
     elim, kept = problem.eliminated, problem.kept
     loading_kept, loading_elim = fact.loadings

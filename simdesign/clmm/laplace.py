@@ -115,7 +115,7 @@ def _laplace(problem: _Problem, thresholds, beta, cholesky, start: dict, with_gr
     if not with_gradient:
         return result
     if isinstance(fact, _CompiledFactorisation):
-        result.gradient = _gradient_compiled(_accelerator(), problem, thresholds, beta_full, u, fact)
+        result.gradient = _gradient_compiled(_accelerator(), problem, u, fact)
         return result
     # Implicit-function gradient of f(u(phi), phi) + 0.5 log det H(u(phi), phi): the package's Notes
     # (simdesign/clmm/__init__.py).
