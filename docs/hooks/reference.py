@@ -1,0 +1,85 @@
+"""MkDocs hook: the reference pages are generated from the code at build time, so they cannot go stale.
+
+A page holds a marker line, ``<!-- generated: cli -->`` or ``<!-- generated: config -->``, which this hook
+replaces: the commands and options from ``simdesign.cli.build_parser()`` (the parser the command itself
+uses), and the config keys from the validators' own key tables and defaults.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+
+MARKER = re.compile(r"^<!-- generated: (\w+) -->$", re.MULTILINE)
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _option_row(action: argparse.Action) -> str:
+    names = ", ".join(f"`{name}`" for name in action.option_strings) or f"`{action.dest}` (positional)"
+    if action.choices:
+        allowed = " \\| ".join(f"`{choice}`" for choice in action.choices)
+    elif action.nargs == 0:
+        allowed = "flag"
+    else:
+        allowed = f"`{action.metavar or action.dest.upper()}`"
+    default = "" if action.default in (None, argparse.SUPPRESS, False) or action.required else f"`{action.default}`"
+    if action.required and action.option_strings:
+        default = "required"
+    return f"| {names} | {allowed} | {default} | {_cell(action.help or '')} |"
+
+
+def cli_reference() -> str:
+    """Every command with its usage line and a table of its options."""
+    from simdesign.cli import build_parser
+
+    parser = build_parser()
+    subparsers = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    helps = {choice.dest: choice.help for choice in subparsers._choices_actions}
+    lines = []
+    for name, command in subparsers.choices.items():
+        usage = " ".join(command.format_usage().split())
+        lines += [f"## `simdesign {name}`", "", _cell(helps.get(name) or command.description or ""), "",
+                  "```text", usage.removeprefix("usage: "), "```", "",
+                  "| option | values | default | meaning |", "|---|---|---|---|"]
+        lines += [_option_row(action) for action in command._actions if not isinstance(action, argparse._HelpAction)]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _key_table(title: str, keys, defaults: dict, note: str = "") -> list[str]:
+    lines = [f"## {title}", ""]
+    if note:
+        lines += [note, ""]
+    lines += ["| key | default |", "|---|---|"]
+    lines += [f"| `{key}` | {'`' + _cell(defaults[key]) + '`' if key in defaults else 'required or none'} |"
+              for key in keys]
+    return lines + [""]
+
+
+def config_reference() -> str:
+    """The keys each kind of config accepts, read from the tables its validator checks against."""
+    from simdesign.planning import planner
+    from simdesign.simulation import config, metric_validation, panel_study
+
+    lines = []
+    lines += _key_table("Simulation configs (`simdesign run`)", config.TOP_LEVEL_KEYS, config.SCALAR_DEFAULTS,
+                        "Any other top-level key is an error.")
+    lines += _key_table("Plan configs (`simdesign plan`)", planner.PLAN_KEYS, {})
+    lines += _key_table("Plan costs (`cost:`)", planner.COST_KEYS, {})
+    lines += _key_table("Plan limits (`limits:`)", planner.LIMIT_KEYS, {})
+    lines += _key_table("Plan search (`search:`)", planner.SEARCH_KEYS, {})
+    lines += _key_table("Panel studies (crowd vs expert)", panel_study.STUDY_KEYS, {})
+    lines += _key_table("Metric validation", metric_validation.KEYS, {})
+    return "\n".join(lines)
+
+
+GENERATORS = {"cli": cli_reference, "config": config_reference}
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    def replace(match: re.Match) -> str:
+        return GENERATORS[match.group(1)]()
+
+    return MARKER.sub(replace, markdown)

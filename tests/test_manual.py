@@ -1,0 +1,101 @@
+"""The manual: the site builds in strict mode, the README stays short, and every Python example runs.
+
+Examples keep realistic counts on the page; here they run with small trial counts, by wrapping the API
+functions they call (the wrapper lowers ``trials`` and a plan's trial counts and changes nothing else).
+A block preceded by ``<!-- example: skip REASON -->`` is not run (it needs a cluster, say): the reason
+is on the page for its readers.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import simdesign
+
+ROOT = Path(__file__).resolve().parents[1]
+HOW_TO = sorted((ROOT / "docs" / "how-to").glob("*.md"))
+EXAMPLE_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "tutorials").glob("*.md")), *HOW_TO]
+BLOCK = re.compile(r"(<!-- example: skip [^>]+-->\s*)?```python\n(.*?)```", re.DOTALL)
+README_MAX_LINES = 250
+EXAMPLE_TRIALS = 8
+
+
+def python_examples(path: Path) -> list[str]:
+    return [code for skip, code in BLOCK.findall(path.read_text()) if not skip]
+
+
+def test_readme_is_short():
+    assert len((ROOT / "README.md").read_text().splitlines()) <= README_MAX_LINES
+
+
+def test_every_how_to_page_is_in_the_site_navigation():
+    navigation = (ROOT / "mkdocs.yml").read_text()
+    missing = [path.name for path in HOW_TO if f"how-to/{path.name}" not in navigation]
+    assert not missing, missing
+
+
+def test_the_pages_have_examples_to_run():
+    # The collection below must not silently find nothing (a changed fence would make every test vacuous).
+    assert len(python_examples(ROOT / "README.md")) >= 2
+    assert sum(len(python_examples(path)) for path in EXAMPLE_PAGES) >= 4
+
+
+def _small(function, **lowered):
+    def wrapper(*args, **kwargs):
+        kwargs.update(lowered)
+        return function(*args, **kwargs)
+    return wrapper
+
+
+def _small_plan(plan):
+    from simdesign.planning.planner import PlanConfig, load_plan, parse_plan
+
+    def wrapper(config, *args, **kwargs):
+        if isinstance(config, dict):
+            config = parse_plan(config)
+        elif not isinstance(config, PlanConfig):
+            config = load_plan(config)
+        fields = {field.name for field in dataclasses.fields(config)}
+        small = {name: value for name, value in (("screen_trials", 10), ("max_trials", 20), ("confirm_trials", 20))
+                 if name in fields}
+        return plan(dataclasses.replace(config, **small), *args, **kwargs)
+    return wrapper
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", [path for path in EXAMPLE_PAGES if python_examples(path)],
+                         ids=lambda path: str(path.relative_to(ROOT)))
+def test_python_examples_run(page, tmp_path, monkeypatch):
+    # A page's blocks build on each other, so they run in order in one namespace, in a scratch folder that
+    # sees the checkout's configs/ and examples/ (the paths the pages use) and keeps what they write.
+    for name in ("configs", "examples"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(simdesign, "simulate", _small(simdesign.simulate, trials=EXAMPLE_TRIALS))
+    monkeypatch.setattr(simdesign, "check_model", _small(simdesign.check_model, trials=EXAMPLE_TRIALS))
+    monkeypatch.setattr(simdesign, "plan", _small_plan(simdesign.plan))
+    namespace: dict = {}
+    for number, code in enumerate(python_examples(page), 1):
+        try:
+            exec(compile(code, f"{page.name}, example {number}", "exec"), namespace)
+        except Exception as error:  # noqa: BLE001 - name the page and the example
+            pytest.fail(f"{page.relative_to(ROOT)}, Python example {number} failed: {type(error).__name__}: {error}")
+
+
+@pytest.mark.slow
+def test_the_site_builds_in_strict_mode(tmp_path):
+    # Strict: a broken link, a missing anchor, a page outside the navigation or an API name that does not
+    # resolve fails the build.
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    for page in ("reference/cli/index.html", "reference/config/index.html", "reference/api/index.html"):
+        assert (tmp_path / "site" / page).stat().st_size > 10_000, page
+    assert "simdesign run</code>" in (tmp_path / "site" / "reference/cli/index.html").read_text()
