@@ -93,7 +93,7 @@ def regeneration_section() -> list[str]:
     lines = ["## Regenerating the committed figures", ""]
     if not table.exists():
         return lines + ["No regeneration has been recorded (`docs/figure-regeneration.csv`).", ""]
-    frame = pd.read_csv(table)
+    frame = pd.read_csv(table, keep_default_na=False)
     lines += ["The last regeneration of each figure from a fresh store (`simdesign run CONFIG --jobs 2`), as "
               "recorded by whoever ran it; not re-run by this page's command.", "",
               "| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
