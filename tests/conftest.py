@@ -1,6 +1,7 @@
 """Shared fixtures and helpers for the test suite."""
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import stat
@@ -52,6 +53,13 @@ def setup_copy_with_failing_part(root: Path, part: str, error_line: str) -> Path
     venv = REPO / ".venv"
     if not (venv / "bin" / "python").exists():
         pytest.skip("needs the project's .venv (made by scripts/setup.sh)")
+    # The copy shares the real venv: with a stale set-up stamp its set-up would reinstall the package
+    # editable from the temporary copy and leave the real venv pointing at a folder about to be deleted.
+    stamp = venv / ".simdesign-setup-stamp"
+    wanted = hashlib.sha256(b"".join((REPO / name).read_bytes() for name in ("pyproject.toml", "requirements-r.txt")
+                                     if (REPO / name).exists())).hexdigest()[:16]
+    if not stamp.exists() or stamp.read_text().strip() != wanted:
+        pytest.skip("the project's .venv is not set up for this pyproject.toml: run scripts/setup.sh first")
     (root / "scripts").mkdir()
     shutil.copy(REPO / "scripts" / "setup.sh", root / "scripts" / "setup.sh")
     write_executable(root / "scripts" / part, f"#!/usr/bin/env bash\necho '{error_line}' >&2\nexit 1\n")
