@@ -12,6 +12,7 @@ import pandas as pd
 
 def add_parser(subparsers) -> None:
     """Add the ``analyse`` subcommand to the CLI's subparsers."""
+    from simdesign.analyses.mixed_native import STARTS
     from simdesign.pilot.analyse import ADJUST_CHOICES, DEFAULT_BOOTSTRAP, DEFAULT_STARTS
 
     parser = subparsers.add_parser(
@@ -28,7 +29,7 @@ def add_parser(subparsers) -> None:
                              "(default clmm_native, the paper's analysis)")
     parser.add_argument("--structure", default="paper",
                         help="random-effects structure for tests that take one (default paper)")
-    parser.add_argument("--starts", default=DEFAULT_STARTS, choices=["codings", "single"],
+    parser.add_argument("--starts", default=DEFAULT_STARTS, choices=STARTS,
                         help="refit rule of the mixed model (default codings: a singular or unconverged fit is "
                              "refitted from the optima of the other reference codings and the best kept; single: "
                              "one start)")

@@ -332,7 +332,7 @@ def _analysis_specs(tests, adjust: str, structure: str | None, starts: str | Non
     """Registry specs for the requested tests, with ``adjust``/``structure``/``starts`` passed where a test takes
     them."""
     from simdesign.analyses import ANALYSES
-    from simdesign.simulation.config import parse_analyses
+    from simdesign.simulation.config import analysis_label, parse_analyses
 
     items, errors = [], []
     for test in tests:
@@ -344,6 +344,11 @@ def _analysis_specs(tests, adjust: str, structure: str | None, starts: str | Non
             if structure is not None and "structure" in info.options and "structure" not in item:
                 item["structure"] = structure
             if starts is not None and "starts" in info.options and "starts" not in item:
+                if starts == DEFAULT_STARTS and "label" not in item:
+                    # analyse's own default rule stays out of the label (as before the rule existed);
+                    # the report's model-fit line says which rule ran
+                    item["label"] = analysis_label(item["name"], {k: v for k, v in item.items()
+                                                                  if k not in ("name", "label")})
                 item["starts"] = starts
         items.append(item)
     specs = parse_analyses(items, errors, {})
