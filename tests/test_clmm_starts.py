@@ -120,3 +120,27 @@ def test_the_registry_offers_the_fitters_start_rules():
 
     assert STARTS == clmm.START_RULES
     assert ANALYSES["clmm_native"].options["starts"] == (STARTS, "single")
+
+
+def test_an_intercept_only_term_maps_onto_itself():
+    """With (1 + system | annotator) + (1 | document) (simdesign fit's 'auto' on a nested pilot) the
+    document intercept keeps its variance and its held elements stay 0 in every coding."""
+    from simdesign.clmm.layout import _Layout, _Objective
+    from simdesign.clmm.prepare import _prepare
+
+    frame = load_model("coherence").sample(BlockDesign(8, 5, 1), np.random.default_rng(3)).to_frame()
+    structure = {"annotator": "slopes", "document": "intercept"}
+    layouts = {ref: _Layout(_prepare(frame, structure, ref)) for ref in ("__REFERENCE__", "seneca")}
+    fitted = clmm.fit(frame, structure, reference="__REFERENCE__", starts="single")
+    source = layouts["__REFERENCE__"]
+    point = source.pack(fitted.thresholds, fitted.effects[1:],
+                        {"annotator": fitted.cholesky_factors["annotator"],
+                         "document": np.pad(fitted.cholesky_factors["document"], ((0, 4), (0, 4)))})
+    image = map_coding(point, source, layouts["seneca"])
+    assert np.all(image[layouts["seneca"].fixed_mask()] == 0.0)
+    _, _, cholesky = layouts["seneca"].unpack(image)
+    assert cholesky["document"][0, 0] == pytest.approx(fitted.cholesky_factors["document"][0, 0], rel=1e-12)
+    value = {ref: _Objective(layout.problem, layout).natural(vector, with_gradient=False)[0]
+             for ref, layout, vector in (("__REFERENCE__", source, point), ("seneca", layouts["seneca"], image))}
+    assert value["seneca"] == pytest.approx(value["__REFERENCE__"], rel=1e-10)
+    assert value["__REFERENCE__"] == pytest.approx(-fitted.loglik, rel=1e-10)

@@ -475,12 +475,16 @@ def _fit_problem(problem: _Problem, structure, maxcor: int, max_iterations: int,
     best = min(candidates, key=lambda candidate: candidate.solution.fun, default=None)
     gain = optimum.nll - best.solution.fun if best is not None else 0.0
     if gain > STARTS_MIN_GAIN:
-        # the Hessian and the warm start must belong to the kept point: evaluate there first
-        fitter.objective.natural(fitter.layout.from_optimiser(best.solution.x), with_gradient=False)
-        kept = fitter.assess(best.solution)
-        result = _result(problem, structure, fitter.layout, fitter.objective, kept)
-        result.start_kept = f"reference {best.reference}"
-        result.start_gain = float(optimum.nll - kept.nll)
+        try:
+            # the Hessian and the warm start must belong to the kept point: evaluate there first
+            fitter.objective.natural(fitter.layout.from_optimiser(best.solution.x), with_gradient=False)
+            kept = fitter.assess(best.solution)
+        except (ModeSearchError, np.linalg.LinAlgError, FloatingPointError):
+            kept = None  # the better point cannot be assessed: the default start's fit stands
+        if kept is not None:
+            result = _result(problem, structure, fitter.layout, fitter.objective, kept)
+            result.start_kept = f"reference {best.reference}"
+            result.start_gain = float(optimum.nll - kept.nll)
     result.n_evaluations = fitter.objective.evaluations + other_evaluations
     result.starts_tried = 1 + len(problem.systems[1:])
     return result
