@@ -88,9 +88,14 @@ def worker(datasets_path: str, output_path: str) -> None:
     from simdesign import clmm
     from simdesign.analyses.mixed_native import _fit as fit_study
 
+    import inspect
+
+    # one start, as revisions before the refit rule fit (and as clmm_native fits in simulations)
+    single = {"starts": "single"} if "starts" in inspect.signature(clmm.fit).parameters else {}
+
     def fit(data, structure, reference):
         if isinstance(data, pd.DataFrame):
-            return clmm.fit(data, structure, reference)
+            return clmm.fit(data, structure, reference, **single)
         return fit_study(data, structure)  # the reference is the study's first system there too
 
     groups = pickle.loads(Path(datasets_path).read_bytes())
