@@ -47,6 +47,39 @@ def load_baseline():
     return module
 
 
+def load_clmm_at(commit: str, name: str = "clmm_at_commit"):
+    """The package ``simdesign.clmm`` as it was at ``commit``, read from git history, importable as ``name``.
+
+    For benchmarks that compare the current fitter with an earlier one in the same process
+    (after issue 15 the fitter is a package: every module is read and its imports of
+    ``simdesign.clmm`` are pointed at ``name``). Shares the compiled kernels
+    (``simdesign._clmm_numba``) with the current code.
+    """
+    import importlib
+    import tempfile
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        listing = subprocess.run(["git", "ls-tree", "--name-only", f"{commit}:simdesign/clmm"], cwd=root, check=True,
+                                 capture_output=True, text=True).stdout.split()
+        sources = {file: subprocess.run(["git", "show", f"{commit}:simdesign/clmm/{file}"], cwd=root, check=True,
+                                        capture_output=True, text=True).stdout
+                   for file in listing if file.endswith(".py")}
+    except (OSError, subprocess.CalledProcessError) as exc:
+        detail = getattr(exc, "stderr", "") or str(exc)
+        sys.exit(f"simdesign/clmm at commit {commit} is read from git history, which is not available here "
+                 f"({detail.strip()}); run in a full clone (git fetch --unshallow).")
+    folder = Path(tempfile.mkdtemp(prefix="clmm_at_")) / name
+    folder.mkdir()
+    for file, source in sources.items():
+        (folder / file).write_text(source.replace("simdesign.clmm", name))
+    sys.path.insert(0, str(folder.parent))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(folder.parent))
+
+
 def timed(function, *args, **kwargs):
     """(wall seconds, CPU seconds of this process, result) of one call."""
     started, started_cpu = time.perf_counter(), time.process_time()

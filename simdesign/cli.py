@@ -222,6 +222,7 @@ def cmd_fit(args) -> int:
     print(f"fitted {len(frame)} judgements (structure {args.structure}: {outcome.provenance['formula']}): "
           f"status {result.status}, "
           f"log-likelihood {result.loglik:.2f}, {result.seconds:.1f} s")
+    print(f"  starts:     {result.starts_text}")
     print(f"  thresholds: {', '.join(f'{v:.3f}' for v in model.thresholds)}")
     print(f"  effects:    {', '.join(f'{s}={b:+.3f}' for s, b in zip(model.systems, model.effects))} "
           f"(reference {model.systems[0]})")

@@ -12,7 +12,8 @@ import pandas as pd
 
 def add_parser(subparsers) -> None:
     """Add the ``analyse`` subcommand to the CLI's subparsers."""
-    from simdesign.pilot.analyse import ADJUST_CHOICES, DEFAULT_BOOTSTRAP
+    from simdesign.analyses.mixed_native import STARTS
+    from simdesign.pilot.analyse import ADJUST_CHOICES, DEFAULT_BOOTSTRAP, DEFAULT_STARTS
 
     parser = subparsers.add_parser(
         "analyse", help="analyse a real study (Likert or Rank): means with 95%% intervals, pairwise tests, "
@@ -28,6 +29,10 @@ def add_parser(subparsers) -> None:
                              "(default clmm_native, the paper's analysis)")
     parser.add_argument("--structure", default="paper",
                         help="random-effects structure for tests that take one (default paper)")
+    parser.add_argument("--starts", default=DEFAULT_STARTS, choices=STARTS,
+                        help="refit rule of the mixed model (default codings: a singular or unconverged fit is "
+                             "refitted from the optima of the other reference codings and the best kept; single: "
+                             "one start)")
     parser.add_argument("--adjust", default="tukey", choices=ADJUST_CHOICES,
                         help="multiplicity adjustment (default tukey, as the paper's emmeans contrasts; tests "
                              "without a joint covariance get holm)")
@@ -51,7 +56,8 @@ def run(args) -> int:
         raise ConfigError("--tests needs at least one registered analysis, e.g. clmm_native")
     systems = [s.strip() for s in args.systems.split(",")] if args.systems else None
     result = analyse(frame, method=info["method"], tests=tests, adjust=args.adjust, structure=args.structure,
-                     alpha=args.alpha, seed=args.seed, bootstrap=args.bootstrap, systems=systems)
+                     alpha=args.alpha, seed=args.seed, bootstrap=args.bootstrap, systems=systems,
+                     starts=args.starts)
     print(f"{args.judgements}:")
     print(result.summary())
     if args.out:

@@ -163,3 +163,19 @@ def test_cli_on_a_rank_table_reports_one_based_mean_ranks(tmp_path, capsys):
     pairs = pd.read_csv(out / "pairs.csv")
     first = pairs.iloc[0]  # s1 minus s2 on the reversed rank: positive when s1 has the smaller (better) mean rank
     assert np.sign(first["estimate"]) == np.sign(expected["s2"] - expected["s1"])
+
+
+def test_analyse_reports_the_mixed_models_loglik_structure_status_and_starts():
+    """The model-fit line of `simdesign analyse`: what the fit reached and how (docs/model.md, "Starts")."""
+    frame = _study(BlockDesign(4, 3, 3), 5)
+    result = analyse(frame, bootstrap=100, structure="maximal")
+    fit = result.info["fits"]["clmm_native[tukey,maximal]"]  # analyse's default rule stays out of the label
+    assert fit["starts"] == "codings" and fit["structure"] == "maximal" and fit["terms"] == ["annotator", "document"]
+    assert fit["starts_tried"] == (5 if fit["status"] in ("singular", "not_converged") else 1)
+    assert np.isfinite(fit["loglik"]) and fit["status"] in ("ok", "singular", "not_converged", "error")
+    text = result.summary()
+    assert f"log-likelihood {fit['loglik']:.4f}" in text and f"status {fit['status']}" in text
+    assert "starts " in text and "## Model fits" in result.to_markdown()
+    single = analyse(frame, bootstrap=100, structure="maximal", starts="single")
+    fit_single = single.info["fits"]["clmm_native[tukey,single,maximal]"]
+    assert fit_single["starts_tried"] == 1 and fit_single["loglik"] <= fit["loglik"] + 1e-6

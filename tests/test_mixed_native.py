@@ -71,6 +71,8 @@ class _ZeroVarianceFit:
     """Stands in for a ClmmResult whose covariance gives one contrast a zero standard error."""
 
     status, message, optimizer_message, hessian_condition = "ok", "", "", 1.0
+    loglik, structure, terms, systems = -100.0, "intercepts", ["annotator", "document"], ["a", "b", "c", "d", "e"]
+    starts, starts_tried, start_kept, start_gain, starts_text = "single", 1, "default", 0.0, "1"
 
     def effects_in(self, order):
         effects = np.array([0.0, 0.5, 1.0, -0.2, 0.3])
@@ -83,7 +85,7 @@ def test_zero_standard_error_is_an_error_not_a_rejection(monkeypatch):
     """A zero SE would give z = inf and p = 0; the shared guard makes that pair an 'error'."""
     from simdesign.analyses import mixed_native
 
-    monkeypatch.setattr(mixed_native, "_fit", lambda judgements, structure: _ZeroVarianceFit())
+    monkeypatch.setattr(mixed_native, "_fit", lambda judgements, structure, starts: _ZeroVarianceFit())
     data = load_model("coherence").sample(BlockDesign(4, 5, 2), np.random.default_rng(0))
     result = ANALYSES["clmm_native"].function(data, None, structure="intercepts")
     broken = system_pairs(5).index((3, 4))

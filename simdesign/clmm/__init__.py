@@ -41,6 +41,13 @@ Why it is fast (about 0.3 s of CPU for the maximal model on the paper's
   compiled for each random-effects dimension q (loops of known length): the
   first fit with a new q compiles them (20-40 s, once; cached on disk).
 
+With several boundary optima (a maximal model and few annotators), the one
+reached from ordinal's start depends on the reference system. The refit rule
+``starts='codings'`` (the default of :func:`fit`) refits a singular or
+unconverged fit from the other reference codings' optima, mapped exactly into
+its coding (``codings``), and keeps the highest log-likelihood (docs/model.md,
+"Starts").
+
 The fixed-effect covariance comes from the inverse Hessian of the Laplace
 negative log-likelihood in (thresholds, fixed effects, Cholesky elements),
 as ``ordinal::clmm`` computes it (there by finite differences of the
@@ -52,9 +59,10 @@ before it: ``prepare`` (the judgements as index arrays, the structure of the
 random-effects Hessian), ``terms`` (per-observation likelihood pieces),
 ``factorise`` (the structured factorisation), ``compiled`` (glue to the numba
 kernels), ``laplace`` (mode search, Laplace value and analytic gradient),
-``layout`` (parameter packing and the objective), ``results``
+``layout`` (parameter packing and the objective), ``codings`` (moving a
+parameter vector to another reference system, exactly), ``results``
 (:class:`ClmmResult` and its :meth:`~ClmmResult.summary`) and ``optimise``
-(:func:`fit`: restarts, boundary escapes, Hessian). Import from
+(:func:`fit`: restarts, boundary escapes, the refit rule, Hessian). Import from
 ``simdesign.clmm``: it re-exports the public names (and, for tests and
 scripts, the private ones).
 
@@ -142,6 +150,9 @@ from simdesign.clmm.layout import (  # noqa: F401 - re-exported
     _Layout,
     _Objective,
 )
+from simdesign.clmm.codings import (  # noqa: F401 - re-exported
+    map_coding,
+)
 from simdesign.clmm.results import (  # noqa: F401 - re-exported
     ClmmResult,
     ClmmSummary,
@@ -155,9 +166,12 @@ from simdesign.clmm.optimise import (  # noqa: F401 - re-exported
     HESSIAN_BOUNDARY,
     NULL_EIGENVALUE_TOLERANCE,
     NULL_FIXED_LOADING,
+    REFIT_STATUSES,
     RESTARTS,
     RESTART_GRADIENT,
     SINGULAR_TOLERANCE,
+    START_RULES,
+    STARTS_MIN_GAIN,
     _boundary_escape,
     _check_kernels,
     _error_result,
@@ -175,6 +189,7 @@ __all__ = [
     "CHORD_MIN_REDUCTION", "CHORD_STEPS", "CONVERGENCE_GRADIENT_TOLERANCE", "ClmmResult", "ClmmSummary",
     "ESCAPE_MIN_GAIN", "ESCAPE_PROBE", "HESSIAN_BOUNDARY", "INNER_GRADIENT_TOLERANCE",
     "INNER_MAX_ITERATIONS", "ModeSearchError", "NULL_EIGENVALUE_TOLERANCE", "NULL_FIXED_LOADING",
-    "RESTARTS", "RESTART_GRADIENT", "SINGULAR_TOLERANCE", "STRUCTURES", "TERM_FORMS", "TERM_NAMES",
+    "REFIT_STATUSES", "RESTARTS", "RESTART_GRADIENT", "SINGULAR_TOLERANCE", "STARTS_MIN_GAIN", "START_RULES",
+    "STRUCTURES", "TERM_FORMS", "TERM_NAMES",
     "fit", "is_nested", "set_accelerator", "term_forms",
 ]

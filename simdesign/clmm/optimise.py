@@ -1,5 +1,5 @@
-"""The fit: starting values, L-BFGS-B with restarts and boundary escapes, the numerical Hessian and
-the switch for the compiled kernels.
+"""The fit: starting values, L-BFGS-B with restarts and boundary escapes, the refit from the other
+reference codings' optima, the numerical Hessian and the switch for the compiled kernels.
 
 Part of :mod:`simdesign.clmm`; the model and the algorithm are described in that package's docstring.
 """
@@ -12,10 +12,12 @@ import numpy as np
 import pandas as pd
 from scipy import optimize
 
+from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
 from simdesign.core.threads import single_threaded
 from simdesign.stats.contrasts import relative_cholesky_is_singular
 
+from simdesign.clmm.codings import map_coding
 from simdesign.clmm.compiled import _accelerator, _mark_checked, _reset, _unchecked
 from simdesign.clmm.layout import _Layout, _Objective
 from simdesign.clmm.prepare import TERM_NAMES, _Problem, _prepare, _structure_label
@@ -51,6 +53,15 @@ NULL_FIXED_LOADING = 1e-3
 
 # A fit whose largest projected gradient of -loglik exceeds this is reported as not converged.
 CONVERGENCE_GRADIENT_TOLERANCE = 1e-2
+
+
+# The refit rule (fit's ``starts``; docs/model.md, "Starts"): 'single' fits from ordinal's start only; 'codings'
+# refits a fit whose status is in REFIT_STATUSES from the optima of the other reference codings, mapped into
+# this one, and keeps another start's optimum only when it raises the log-likelihood by more than STARTS_MIN_GAIN
+# (more than the mode searches' rounding, so an equal optimum reached twice keeps the default start's numbers).
+START_RULES = ("single", "codings")
+REFIT_STATUSES = ("singular", "not_converged")
+STARTS_MIN_GAIN = 1e-6
 
 
 def _check_kernels(problem: _Problem | None = None) -> None:
@@ -177,7 +188,7 @@ def _numerical_hessian(objective: _Objective, natural: np.ndarray, free: np.ndar
     return 0.5 * (hessian + hessian.T), index
 
 
-def fit(judgements: pd.DataFrame | Judgements, structure="maximal", reference=None, *,
+def fit(judgements: pd.DataFrame | Judgements, structure="maximal", reference=None, *, starts: str = "codings",
         maxcor: int = 50, max_iterations: int = 3000) -> ClmmResult:
     """Fit ``score ~ system + (1 + system | annotator) + (1 + system | document)`` by Laplace ML.
 
@@ -202,6 +213,18 @@ def fit(judgements: pd.DataFrame | Judgements, structure="maximal", reference=No
         Python's sorted order (uppercase before underscore before lowercase), which
         differs from R's default factor order (locale collation): pass it explicitly
         to compare with an R fit. The remaining systems follow in sorted order.
+    starts : {'codings', 'single'}
+        The refit rule. 'single': one fit from ordinal's start (the fixed-effects-only
+        fit and identity Cholesky factors). 'codings' (default): a fit that ends
+        'singular' or 'not_converged' is also fitted under each other reference system
+        from that coding's own start; each of those optima is mapped exactly into this
+        coding (:func:`simdesign.clmm.codings.map_coding`: a change of reference is a
+        linear reparametrisation with the same log-likelihood) and polished here, and the
+        highest log-likelihood is kept (the default start's unless another gains more
+        than ``STARTS_MIN_GAIN``). Every coding then sees the same S candidate optima,
+        so the log-likelihood no longer depends on the reference. It costs up to S
+        fits where the rule applies; ``starts_tried``, ``start_kept`` and
+        ``start_gain`` of the result say what it did (docs/model.md, "Starts").
     maxcor : int
         L-BFGS-B history length.
     max_iterations : int
@@ -215,17 +238,22 @@ def fit(judgements: pd.DataFrame | Judgements, structure="maximal", reference=No
     ------
     ConfigError
         Bad input: a missing column (named), missing values, fewer than two
-        systems or score values, an unknown structure or reference.
+        systems or score values, an unknown structure, reference or start rule.
     """
     started = time.perf_counter()
+    if starts not in START_RULES:
+        raise ConfigError(f"starts must be one of {list(START_RULES)}; got {starts!r}")
     problem = _prepare(judgements, structure, reference)
     _check_kernels(problem)
+    # the same judgements and structure coded against another reference system (prepared only when refitting)
+    recode = None if starts == "single" else (lambda other: _prepare(judgements, structure, other))
     try:
         with single_threaded():  # the same rounding for every caller (simdesign.core.threads)
-            result = _fit_problem(problem, structure, maxcor, max_iterations)
+            result = _fit_problem(problem, structure, maxcor, max_iterations, recode)
     except (ModeSearchError, np.linalg.LinAlgError, FloatingPointError) as exc:
         # A numerical breakdown is a result ('error', no p-values), not a crash of the caller's loop.
         result = _error_result(problem, structure, f"{type(exc).__name__}: {exc}")
+    result.starts = starts
     result.seconds = time.perf_counter() - started
     result.n_levels = {name: int(problem.n_levels[name]) for name in TERM_NAMES}
     return result
@@ -371,24 +399,95 @@ def _assess_optimum(objective: _Objective, layout: _Layout, solution) -> _Optimu
     return _Optimum(solution, natural, float(nll), max_gradient, parameter_cov, beta_cov, condition, message)
 
 
-def _fit_problem(problem: _Problem, structure, maxcor: int, max_iterations: int) -> ClmmResult:
-    layout = _Layout(problem)
-    objective = _Objective(problem, layout)
-    start = layout.to_optimiser(_starting_values(problem, layout))
-    bounds = [(0.0, 0.0) if is_fixed else (0.0, None) if is_diag else (None, None)
-              for is_diag, is_fixed in zip(layout.diagonal_mask(), layout.fixed_mask())]
-    options = {"maxcor": maxcor, "maxiter": max_iterations, "maxfun": 2 * max_iterations, "ftol": 1e-11, "gtol": 1e-7}
-    optimum = _assess_optimum(objective, layout, _minimise(objective, layout, start, bounds, options,
-                                                           RESTART_GRADIENT))
-    if optimum.parameter_cov is None and optimum.max_gradient > POLISH_GRADIENT:
-        # An unusable Hessian where the gradient is not yet flat may be a point short of the optimum: polish it
-        # (fresh L-BFGS-B runs down to POLISH_GRADIENT) before calling the fit failed. Only failing fits get here,
-        # so every fit that succeeded before is unchanged. The Hessian left the warm start at a perturbed point:
-        # the polish starts from the optimum's own mode.
-        objective.natural(optimum.natural, with_gradient=False)
-        optimum = _assess_optimum(objective, layout, _minimise(objective, layout, optimum.solution.x, bounds,
-                                                               options, POLISH_GRADIENT))
-    return _result(problem, structure, layout, objective, optimum)
+class _Fitter:
+    """One coding's problem with its layout, objective (warm starts, evaluation counts), bounds and options."""
+
+    def __init__(self, problem: _Problem, maxcor: int, max_iterations: int):
+        self.problem = problem
+        self.layout = layout = _Layout(problem)
+        self.objective = _Objective(problem, layout)
+        self.bounds = [(0.0, 0.0) if is_fixed else (0.0, None) if is_diag else (None, None)
+                       for is_diag, is_fixed in zip(layout.diagonal_mask(), layout.fixed_mask())]
+        self.options = {"maxcor": maxcor, "maxiter": max_iterations, "maxfun": 2 * max_iterations, "ftol": 1e-11,
+                        "gtol": 1e-7}
+
+    def default_start(self) -> np.ndarray:
+        """ordinal's start (:func:`_starting_values`) in the optimiser's coordinates."""
+        return self.layout.to_optimiser(_starting_values(self.problem, self.layout))
+
+    def minimise(self, start: np.ndarray, restart_gradient: float = RESTART_GRADIENT):
+        return _minimise(self.objective, self.layout, start, self.bounds, self.options, restart_gradient)
+
+    def assess(self, solution) -> _Optimum:
+        """The optimum at ``solution``, polished first when its Hessian is unusable and its gradient not flat."""
+        optimum = _assess_optimum(self.objective, self.layout, solution)
+        if optimum.parameter_cov is None and optimum.max_gradient > POLISH_GRADIENT:
+            # An unusable Hessian where the gradient is not yet flat may be a point short of the optimum: polish
+            # it (fresh L-BFGS-B runs down to POLISH_GRADIENT) before calling the fit failed. Only failing fits get
+            # here, so every fit that succeeded before is unchanged. The Hessian left the warm start at a perturbed
+            # point: the polish starts from the optimum's own mode.
+            self.objective.natural(optimum.natural, with_gradient=False)
+            optimum = _assess_optimum(self.objective, self.layout, self.minimise(optimum.solution.x, POLISH_GRADIENT))
+        return optimum
+
+
+@dataclass
+class _Candidate:
+    """Another coding's optimum, mapped into the fit's coding and polished there."""
+
+    reference: str
+    solution: object
+
+
+def _coding_candidates(fitter: _Fitter, recode) -> tuple[list, int]:
+    """The optima of the other reference codings, each fitted from its own start and polished in ``fitter``'s.
+
+    Returns the candidates (a coding whose fit or polish breaks down numerically is
+    left out) and the Laplace evaluations they took in the other codings' objectives.
+    """
+    candidates, evaluations = [], 0
+    for reference in fitter.problem.systems[1:]:
+        other = _Fitter(recode(reference), fitter.options["maxcor"], fitter.options["maxiter"])
+        try:
+            solution = other.minimise(other.default_start())
+            mapped = map_coding(other.layout.from_optimiser(solution.x), other.layout, fitter.layout)
+            # each polish starts its mode search afresh, so a candidate does not depend on the ones before it
+            fitter.objective.mode = {name: np.zeros_like(mode) for name, mode in fitter.objective.mode.items()}
+            fitter.objective.factorisation = None
+            polished = fitter.minimise(fitter.layout.to_optimiser(mapped))
+        except (ModeSearchError, np.linalg.LinAlgError, FloatingPointError):
+            continue
+        finally:
+            evaluations += other.objective.evaluations
+        if np.isfinite(polished.fun) and polished.fun < 1e300:
+            candidates.append(_Candidate(reference, polished))
+    return candidates, evaluations
+
+
+def _fit_problem(problem: _Problem, structure, maxcor: int, max_iterations: int, recode=None) -> ClmmResult:
+    """Fit one coding; with ``recode`` (reference -> that coding's problem), apply the refit rule (:func:`fit`)."""
+    fitter = _Fitter(problem, maxcor, max_iterations)
+    optimum = fitter.assess(fitter.minimise(fitter.default_start()))
+    result = _result(problem, structure, fitter.layout, fitter.objective, optimum)
+    if recode is None or result.status not in REFIT_STATUSES:
+        return result
+    candidates, other_evaluations = _coding_candidates(fitter, recode)
+    best = min(candidates, key=lambda candidate: candidate.solution.fun, default=None)
+    gain = optimum.nll - best.solution.fun if best is not None else 0.0
+    if gain > STARTS_MIN_GAIN:
+        try:
+            # the Hessian and the warm start must belong to the kept point: evaluate there first
+            fitter.objective.natural(fitter.layout.from_optimiser(best.solution.x), with_gradient=False)
+            kept = fitter.assess(best.solution)
+        except (ModeSearchError, np.linalg.LinAlgError, FloatingPointError):
+            kept = None  # the better point cannot be assessed: the default start's fit stands
+        if kept is not None:
+            result = _result(problem, structure, fitter.layout, fitter.objective, kept)
+            result.start_kept = f"reference {best.reference}"
+            result.start_gain = float(optimum.nll - kept.nll)
+    result.n_evaluations = fitter.objective.evaluations + other_evaluations
+    result.starts_tried = 1 + len(problem.systems[1:])
+    return result
 
 
 def _result(problem: _Problem, structure, layout: _Layout, objective: _Objective, optimum: _Optimum) -> ClmmResult:

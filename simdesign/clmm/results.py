@@ -76,7 +76,8 @@ def _summary(result) -> ClmmSummary:
         if name in result.n_levels:
             info[f"{name.capitalize()}s:"] = result.n_levels[name]
     info.update({"Log-likelihood:": f"{result.loglik:.4f}", "Status:": result.status,
-                 "Converged:": result.converged, "Max |projected gradient|:": f"{result.max_gradient:.3g}",
+                 "Converged:": result.converged, "Starts:": result.starts_text,
+                 "Max |projected gradient|:": f"{result.max_gradient:.3g}",
                  "Hessian condition:": f"{result.hessian_condition:.3g}",
                  "Laplace evaluations:": result.n_evaluations, "Seconds:": f"{result.seconds:.2f}"})
     n_thr = len(result.thresholds)
@@ -157,6 +158,16 @@ class ClmmResult:
         each term's Cholesky diagonal and lower elements, less diagonals below 1e-3.
     n_levels : dict
         'annotator' and 'document' -> number of distinct levels in the data (fitted or not).
+    starts : str
+        The refit rule asked for: 'codings' or 'single' (:func:`simdesign.clmm.fit`).
+    starts_tried : int
+        Optimisations whose optima were compared: 1, or with the rule applied the
+        default start and one start per other reference system.
+    start_kept : str
+        Whose optimum the result is: 'default' (ordinal's start in this coding) or
+        'reference X' (the optimum of the coding against system X, mapped into this one).
+    start_gain : float
+        Log-likelihood gained over the default start's optimum (0 when it was kept).
     """
 
     systems: list
@@ -182,6 +193,22 @@ class ClmmResult:
     optimizer_message: str = ""
     parameter_cov: np.ndarray | None = None
     n_levels: dict = field(default_factory=dict)
+    starts: str = "single"
+    starts_tried: int = 1
+    start_kept: str = "default"
+    start_gain: float = 0.0
+
+    @property
+    def starts_text(self) -> str:
+        """The refit rule's outcome in words (for summaries and reports)."""
+        if self.starts_tried <= 1:
+            why = ("rule 'single'" if self.starts == "single"
+                   else f"rule '{self.starts}': not needed, status {self.status}")
+            return f"1 (default start; {why})"
+        if self.start_kept == "default":
+            return f"{self.starts_tried} tried (rule '{self.starts}'); kept the default start's optimum"
+        return (f"{self.starts_tried} tried (rule '{self.starts}'); kept the optimum from {self.start_kept} "
+                f"(log-likelihood +{self.start_gain:.4g} over the default start)")
 
     def summary(self) -> ClmmSummary:
         """A statsmodels-style summary: model, counts, diagnostics, coefficient table, random effects.

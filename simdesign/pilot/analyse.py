@@ -10,6 +10,10 @@
 * ``pairs``: the pairwise tests of every requested registered analysis
   (default ``clmm_native`` with structure ``paper`` and Tukey adjustment,
   the paper's analysis: ``ordinal::clmm`` with emmeans' Tukey contrasts);
+  the mixed model is fitted with the refit rule ``starts='codings'``
+  (:func:`simdesign.clmm.fit`), so its optimum does not depend on which
+  system is the reference, and ``info['fits']`` reports its log-likelihood,
+  structure, status and starts;
 * ``plot()`` and ``summary()``.
 
 Rank data are modelled on the reversed rank (S + 1 - rank, higher = better),
@@ -56,6 +60,8 @@ from simdesign.core.judgements import Judgements
 MIN_BLOCKS = 10
 DEFAULT_TESTS = ("clmm_native",)
 DEFAULT_BOOTSTRAP = 2000
+# One real study is fitted once: afford the multi-start refit rule of clmm.fit (docs/model.md, "Starts").
+DEFAULT_STARTS = "codings"
 ADJUST_CHOICES = ("none", "holm", "tukey")
 
 
@@ -112,6 +118,7 @@ class Analysis:
             pairs = self.pairs.copy()
             pairs["p_value"] = pairs["p_value"].map(_p_text)
             lines.append(pairs.to_string(index=False, float_format=lambda v: f"{v:+.3f}"))
+        lines.extend(f"model fit: {_fit_text(label, details)}" for label, details in info.get("fits", {}).items())
         lines.extend(f"note: {note}" for note in self.notes)
         return "\n".join(lines)
 
@@ -128,11 +135,13 @@ class Analysis:
             f"{_p_text(r.p_value)} | {r.status} | {r.adjust} |\n"
             for r in self.pairs.itertuples())
         notes = "".join(f"- {note}\n" for note in self.notes)
+        fits = "".join(f"- {_fit_text(label, details)}\n" for label, details in info.get("fits", {}).items())
         return (f"# Analysis\n\n{info.get('description', self.method)}.\n\n"
                 f"{info['judgements']} judgements, {info['annotators']} annotators, {info['documents']} documents.\n\n"
                 f"Intervals: {info['bootstrap_text']}.\n\n"
                 f"Groups: {info['rule']} (test {info['primary_test']}, alpha {info['alpha']}).\n\n"
                 f"{head}{rows}\n## Pairwise tests\n\n{pair_head}{pair_rows}\n"
+                + (f"## Model fits\n\n{fits}\n" if fits else "")
                 + (f"## Notes\n\n{notes}" if notes else ""))
 
     def plot(self, path=None, ax=None, title: str | None = None):
@@ -311,10 +320,19 @@ def rank_sets(systems, p_value: np.ndarray, estimate: np.ndarray, alpha: float =
                          "groups": ["/".join(str(r) for r in range(lo, hi + 1)) for lo, hi in zip(low, high)]})
 
 
-def _analysis_specs(tests, adjust: str, structure: str | None):
-    """Registry specs for the requested tests, with ``adjust``/``structure`` passed where a test takes them."""
+def _fit_text(label: str, details: dict) -> str:
+    """One line on a model fit behind a test's pairs: log-likelihood, structure, status, starts."""
+    terms = " + ".join(details["terms"]) or "none"
+    return (f"{label}: log-likelihood {details['loglik']:.4f}, structure {details['structure']} (random terms: "
+            f"{terms}; reference {details['reference']}), status {details['status']}, "
+            f"starts {details['starts_text']}")
+
+
+def _analysis_specs(tests, adjust: str, structure: str | None, starts: str | None = None):
+    """Registry specs for the requested tests, with ``adjust``/``structure``/``starts`` passed where a test takes
+    them."""
     from simdesign.analyses import ANALYSES
-    from simdesign.simulation.config import parse_analyses
+    from simdesign.simulation.config import analysis_label, parse_analyses
 
     items, errors = [], []
     for test in tests:
@@ -325,6 +343,13 @@ def _analysis_specs(tests, adjust: str, structure: str | None):
                 item["adjust"] = adjust
             if structure is not None and "structure" in info.options and "structure" not in item:
                 item["structure"] = structure
+            if starts is not None and "starts" in info.options and "starts" not in item:
+                if starts == DEFAULT_STARTS and "label" not in item:
+                    # analyse's own default rule stays out of the label (as before the rule existed);
+                    # the report's model-fit line says which rule ran
+                    item["label"] = analysis_label(item["name"], {k: v for k, v in item.items()
+                                                                  if k not in ("name", "label")})
+                item["starts"] = starts
         items.append(item)
     specs = parse_analyses(items, errors, {})
     if errors:
@@ -332,7 +357,8 @@ def _analysis_specs(tests, adjust: str, structure: str | None):
     return specs
 
 
-def _run_tests(judgements: Judgements, specs, adjust: str, seed: int) -> pd.DataFrame:
+def _run_tests(judgements: Judgements, specs, adjust: str, seed: int) -> tuple[pd.DataFrame, dict]:
+    """The pairs of every test, and test label -> its model fit's details (tests that report one)."""
     from statsmodels.stats.multitest import multipletests
 
     from simdesign.analyses import ANALYSES
@@ -340,11 +366,13 @@ def _run_tests(judgements: Judgements, specs, adjust: str, seed: int) -> pd.Data
 
     pairs = system_pairs(judgements.n_systems)
     means = judgements.scores.mean(axis=0)
-    rows = []
+    rows, fits = [], {}
     for position, spec in enumerate(specs):
         info = ANALYSES[spec.name]
         rng = np.random.default_rng(np.random.SeedSequence([seed, position]))
         result = run_analysis(info, judgements, rng, spec.options)
+        if result.fit_details is not None:
+            fits[spec.label] = result.fit_details
         p_value = np.asarray(result.p_value, dtype=float)
         applied = spec.options.get("adjust", "none")
         if "adjust" not in spec.options and adjust != "none":
@@ -359,12 +387,12 @@ def _run_tests(judgements: Judgements, specs, adjust: str, seed: int) -> pd.Data
                          "mean_difference": float(means[i] - means[j]), "estimate": float(est),
                          "p_value": float(p) if status not in FAILURES else float("nan"), "status": status,
                          "adjust": applied, "message": result.message})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows), fits
 
 
 def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str = "tukey",
             structure: str | None = "paper", alpha: float = 0.05, seed: int = 0, bootstrap: int = DEFAULT_BOOTSTRAP,
-            systems=None, min_blocks: int = MIN_BLOCKS) -> Analysis:
+            systems=None, min_blocks: int = MIN_BLOCKS, starts: str | None = DEFAULT_STARTS) -> Analysis:
     """Analyse a Likert or Rank study: means with intervals, pairwise tests, rank sets.
 
     Parameters
@@ -393,6 +421,10 @@ def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS,
         Output order; default the order of first appearance.
     min_blocks : int
         Fewest blocks for the block bootstrap.
+    starts : {'codings', 'single'}, optional
+        Passed to tests with a ``starts`` option (``clmm_native``): the refit rule of
+        :func:`simdesign.clmm.fit`. Default 'codings': a singular or unconverged fit is
+        refitted from the other reference codings' optima and the best is kept.
 
     Returns
     -------
@@ -410,8 +442,8 @@ def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS,
     judgements = Judgements.from_frame(data[["annotator", "document", "system", "score"]], systems=systems)
     boot_rng = np.random.default_rng(np.random.SeedSequence([seed, 1_000_003]))
     low, high, scheme = bootstrap_intervals(data, value_column, systems, int(bootstrap), boot_rng, min_blocks)
-    specs = _analysis_specs(list(tests), adjust, structure)
-    pairs = _run_tests(judgements, specs, adjust, seed)
+    specs = _analysis_specs(list(tests), adjust, structure, starts)
+    pairs, fits = _run_tests(judgements, specs, adjust, seed)
     primary = pairs[pairs["test"] == specs[0].label]
     sets = rank_sets(systems, primary["p_value"].to_numpy(float), primary["estimate"].to_numpy(float), alpha)
     grouped = data.groupby("system")[value_column]
@@ -424,7 +456,7 @@ def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS,
         "documents": data["document"].nunique(), "bootstrap_text": scheme["text"], "bootstrap_short": scheme["short"],
         "bootstrap_scheme": scheme["name"], "blocks": scheme["blocks"], "bootstrap": int(bootstrap), "seed": seed,
         "alpha": alpha,
-        "primary_test": specs[0].label, "tests": [s.label for s in specs], "adjust": adjust,
+        "primary_test": specs[0].label, "tests": [s.label for s in specs], "adjust": adjust, "fits": fits,
         "rule": ("a system significantly worse than b systems and significantly better than w systems can take "
                  "ranks b+1 .. S-w"),
         **{key: value for key, value in info.items() if key != "method"},

@@ -43,6 +43,9 @@ STRUCTURES = ("auto", "paper", "maximal", "intercepts")
 # simdesign's own version comes from the package itself: it need not be installed (a checkout on PYTHONPATH),
 # and its distribution name differs from the import name.
 SOFTWARE = ("numpy", "scipy", "pandas", "krippendorff")
+# A generator is fitted to one real study (and parameter_recovery checks that same fitter): afford clmm.fit's
+# refit rule, so the fitted model does not depend on the reference system (docs/model.md, "Starts").
+FIT_STARTS = "codings"
 # How many offending rows an error message lists before it says "and N more".
 EXAMPLES_SHOWN = 5
 
@@ -638,7 +641,7 @@ def fit_model(frame: pd.DataFrame, structure: str = "auto", reference=None, scal
     """
     scale = validate_judgements(frame, scale)
     choice = choose_structure(frame, structure, allow_reduced)
-    result = clmm.fit(frame, structure=choice.forms, reference=reference)
+    result = clmm.fit(frame, structure=choice.forms, reference=reference, starts=FIT_STARTS)
     if result.status == "error":
         raise FitError(f"The model fit failed: {result.message}")
     systems = list(result.systems)
@@ -687,6 +690,9 @@ def _provenance(frame: pd.DataFrame, result, choice: StructureChoice, structure:
             "hessian_condition": float(result.hessian_condition),
             "boundary": {term: np.asarray(mask, dtype=bool).tolist() for term, mask in result.boundary.items()},
             "evaluations": int(result.n_evaluations), "seconds": round(float(result.seconds), 3),
+            # the refit rule of clmm.fit (docs/model.md, "Starts"): which start's optimum this is
+            "starts": {"rule": result.starts, "tried": int(result.starts_tried), "kept": result.start_kept,
+                       "loglik_gain": float(result.start_gain)},
         },
         "effect_standard_errors": {system: float(se) for system, se in zip(systems[1:], effect_se)},
         "versions": {"simdesign": simdesign_version, **package_versions(SOFTWARE)},
@@ -777,7 +783,7 @@ def _recovery_round(model: OrdinalMixedModel, design, structure: str, rng: np.ra
         forms = choose_structure(frame, structure).forms
     except ConfigError as exc:
         return None, f"structure: {exc}"
-    result = clmm.fit(frame, structure=forms, reference=model.systems[0])
+    result = clmm.fit(frame, structure=forms, reference=model.systems[0], starts=FIT_STARTS)
     if result.status in ("error", "not_converged"):
         return None, f"{result.status}: {result.message}"
     return _fit_parameters(result, model.systems)

@@ -43,6 +43,10 @@ class PairwiseResult:
         for tests that work pair by pair.
     fit_seconds : float
         Wall time of the analysis (filled in by :func:`run_analysis`).
+    fit_details : dict or None
+        What a report on one study shows of the model fit behind the pairs
+        (``clmm_native``: log-likelihood, structure, status, starts); None for
+        other analyses. Not stored by simulations.
     """
 
     estimate: np.ndarray
@@ -51,6 +55,7 @@ class PairwiseResult:
     message: str = ""
     fit_status: str | None = None
     fit_seconds: float = float("nan")
+    fit_details: dict | None = None
 
     @classmethod
     def failed(cls, n_pairs: int, status: str, message: str) -> "PairwiseResult":
