@@ -306,6 +306,28 @@ def test_document_difficulty_makes_the_unpaired_test_conservative(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("scale", [0, 1, 2])
+def test_mc_threshold_gives_the_unpaired_test_its_level_back(tmp_path, scale):
+    """Issue 31: under the null, with document difficulty shared by the systems (intercept sd x 0, 1, 2), the
+    unpaired t with Rankel's mc threshold holds its level within 4 MCSE (1000 trials, the trial the unit),
+    while its theoretical threshold is conservative once documents share difficulty; hb roughly holds too."""
+    rows = _type1(tmp_path, {
+        "name": f"rankel-{scale}", "model": "coherence", "effect": "zero", "trials": 1000, "seed": 31,
+        "document_intercept_scale": scale,
+        "designs": [{"kind": "block", "blocks": 50, "docs_per_block": 1, "annotators_per_block": 3}],
+        "tests": ["ttest_unpaired", {"name": "ttest_unpaired", "threshold": "mc", "bootstrap_resamples": 500},
+                  {"name": "ttest_unpaired", "threshold": "hb", "bootstrap_resamples": 500}]})
+    assert (rows["n_failed"] == 0).all()
+    mc = rows.loc["ttest_unpaired[500,mc]"]
+    assert within_mcse(mc.rate, 0.05, mc.mcse), (mc.rate, mc.mcse)
+    hb = rows.loc["ttest_unpaired[500,hb]"]
+    assert 0.03 <= hb.rate <= 0.07, (hb.rate, hb.mcse)
+    theory = rows.loc["ttest_unpaired"]
+    if scale > 0:
+        assert theory.rate + 4 * theory.mcse < 0.05, (theory.rate, theory.mcse)
+
+
+@pytest.mark.slow
 def test_sweep_validates_its_keys_and_runs_every_combination(tmp_path, capsys):
     import yaml
 
@@ -327,6 +349,10 @@ def test_sweep_validates_its_keys_and_runs_every_combination(tmp_path, capsys):
                  str(tmp_path / "figure")]) == 0
     summary = pd.read_csv(tmp_path / "figure.csv")
     assert set(summary["document_intercept_scale"]) == {0, 2} and set(summary["effect"]) == {"zero", "x1"}
+    # every effect run has its tests' size-adjusted power, from the null run at the same scale
+    adjusted = summary[summary["estimand"] == "power_size_adjusted"]
+    assert len(adjusted) == 2 * 2 and set(adjusted["effect"]) == {"x1"} and adjusted["note"].str.contains(
+        "critical p-value of the test's own null run").all()
     assert (tmp_path / "figure.png").is_file()
     path.write_text(yaml.safe_dump({**base, "sweep": {"document_intercept_scale": [-1]}}))
     assert main(["sweep", str(path), "--quiet"]) == 2

@@ -272,7 +272,7 @@ def swap_signs(rng: np.random.Generator, n: int, resamples: int, resample_docume
 
 
 def _swap_statistics(counts: np.ndarray, signs: np.ndarray, differences: np.ndarray, sums: np.ndarray,
-                     statistic: str) -> np.ndarray:
+                     statistic: str, resample_documents: bool) -> np.ndarray:
     """The statistic of every swapped resample (rows) of every pair (columns), from :func:`swap_signs`.
 
     Every term is a sum over the drawn copies of a document, so it is a matrix product: sum e d = signs @ d,
@@ -280,7 +280,14 @@ def _swap_statistics(counts: np.ndarray, signs: np.ndarray, differences: np.ndar
     """
     n = counts[0].sum()
     if statistic == "wilcoxon":
-        return _boot_signed_rank(counts, differences, signs)
+        if resample_documents:
+            return _boot_signed_rank(counts, differences, signs)
+        # mc: every document once, so the ranks are the data's and z is linear in the signs
+        magnitude = np.where(differences == 0, np.nan, np.abs(differences))
+        ranks = np.nan_to_num(stats.rankdata(magnitude, axis=0, nan_policy="omit"))
+        scale = np.sqrt((ranks ** 2).sum(axis=0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(scale > 0, signs @ (np.sign(differences) * ranks) / scale, np.nan)
     mean = signs @ differences / n
     square = counts @ differences ** 2 / n
     variance = (square - mean ** 2) * n / (n - 1)
@@ -331,7 +338,8 @@ def swap_pvalues(first: np.ndarray, second: np.ndarray, statistic: str, rng: np.
     batch = max(1, BATCH_CELLS // max(1, n * n_pairs))
     for start in range(0, resamples, batch):
         counts, signs = swap_signs(rng, n, min(batch, resamples - start), resample_documents)
-        exceed += _exceedances(_swap_statistics(counts, signs, differences, sums, statistic), observed)
+        exceed += _exceedances(_swap_statistics(counts, signs, differences, sums, statistic, resample_documents),
+                               observed)
     return np.where(np.isfinite(observed), (1.0 + exceed) / (resamples + 1.0), np.nan)
 
 
