@@ -372,3 +372,29 @@ def test_every_run_of_the_committed_sweep_round_trips():
     for _, _, config in runs:
         mapping = config.to_mapping()
         assert parse_config(yaml.safe_load(yaml.safe_dump(mapping))) == config
+
+
+@pytest.mark.parametrize("statistic", ["welch", "ttest", "wilcoxon"])
+def test_hb_statistics_are_scipys_on_the_resampled_swapped_samples(statistic):
+    """hb's closed forms (draw counts and summed signs) against scipy on each resample written out: documents
+    drawn with replacement, each drawn pair swapped or not; Likert-like values, so ties and zeros occur."""
+    from simdesign.analyses.document_tests import _swap_statistics
+
+    rng = np.random.default_rng(17)
+    x, y = np.round(rng.normal(4, 1, 15) * 3) / 3, np.round(rng.normal(4, 1, 15) * 3) / 3
+    resamples, n = 40, 15
+    draws = np.random.default_rng(2)
+    rows = draws.integers(0, n, size=(resamples, n))
+    swaps = draws.choice(np.array([-1.0, 1.0]), size=(resamples, n))
+    counts = np.stack([np.bincount(row, minlength=n) for row in rows]).astype(float)
+    signs = np.stack([np.bincount(row, weights=swap, minlength=n) for row, swap in zip(rows, swaps)])
+    got = _swap_statistics(counts, signs, (x - y)[:, None], (x + y)[:, None], statistic, True)[:, 0]
+    for r in range(resamples):
+        swapped = swaps[r] < 0
+        first = np.where(swapped, y[rows[r]], x[rows[r]])
+        second = np.where(swapped, x[rows[r]], y[rows[r]])
+        expected = _ORACLES[statistic](first, second)
+        if statistic == "wilcoxon":  # scipy's two-sided z is -|z|: compare sizes
+            assert abs(got[r]) == pytest.approx(abs(expected), rel=1e-9)
+        else:
+            assert got[r] == pytest.approx(expected, rel=1e-9)
