@@ -25,8 +25,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--columns", help="map column names, e.g. annotator=worker,rank=position")
     parser.add_argument("--scale", help="Likert: the scale's values, e.g. 1..7 (default: the observed values)")
     parser.add_argument("--tests", default="clmm_native",
-                        help="comma-separated registered analyses; the first decides the groups "
-                             "(default clmm_native, the paper's analysis)")
+                        help="comma-separated registered analyses, each with options as name[option=value,...] "
+                             "or name[value], e.g. ttest_unpaired[mc] (Rankel et al.'s within-document swap "
+                             "threshold); the first decides the groups (default clmm_native, the paper's analysis)")
     parser.add_argument("--structure", default="paper",
                         help="random-effects structure for tests that take one (default paper)")
     parser.add_argument("--starts", default=DEFAULT_STARTS, choices=STARTS,
@@ -51,7 +52,9 @@ def run(args) -> int:
     from simdesign.pilot.ranks import read_table_args
 
     frame, info = read_table_args(args)
-    tests = [name.strip() for name in args.tests.split(",") if name.strip()]
+    from simdesign.pilot.analyse import split_tests
+
+    tests = split_tests(args.tests)
     if not tests:
         raise ConfigError("--tests needs at least one registered analysis, e.g. clmm_native")
     systems = [s.strip() for s in args.systems.split(",")] if args.systems else None

@@ -41,14 +41,14 @@ def cmd_sweep(args) -> int:
     trials = int(summary["trials"].max())
     designs = ", ".join(summary["design"].unique())
     title = (f"{raw['name']}: model {raw['model']}, {designs}; {trials} trials per point "
-             f"(95% Wilson bands; power at effect {[v for v in raw['sweep'].get('effect', []) if v != 'zero']})")
+             f"(95% bands; power at effect {[v for v in raw['sweep'].get('effect', []) if v != 'zero']})")
     paths = [out_dir / "summary.csv"]
     summary.to_csv(paths[0], index=False)
     paths += write_study_figures(args, out_dir, raw["name"], summary,
                                  lambda base: plot_sweep(summary, x, title, base, alpha=float(raw.get("alpha", 0.05))))
     print(f"wrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - started:.0f} s")
     if not args.quiet:
-        show = summary[summary["estimand"].isin(["type1", "power"])]
+        show = summary[summary["estimand"].isin(["type1", "power", "power_size_adjusted"])]
         columns = [c for c in raw["sweep"] if c in show.columns] + ["test", "estimand", "rate", "mcse", "n_failed"]
         with pd.option_context("display.width", 160, "display.max_rows", 500):
             print(show[columns].to_string(index=False, float_format=lambda v: f"{v:.4f}"))

@@ -179,3 +179,43 @@ def test_analyse_reports_the_mixed_models_loglik_structure_status_and_starts():
     single = analyse(frame, bootstrap=100, structure="maximal", starts="single")
     fit_single = single.info["fits"]["clmm_native[tukey,single,maximal]"]
     assert fit_single["starts_tried"] == 1 and fit_single["loglik"] <= fit["loglik"] + 1e-6
+
+
+def test_analyse_takes_rankels_thresholds_for_a_real_paired_table(tmp_path, capsys):
+    """Issue 31: `analyse --tests ttest_unpaired[mc],...` runs the unpaired t with Rankel's within-document swap
+    threshold on a table (the labels the summaries print read back); its p-values are swap_pvalues' on the
+    table's document means, with the generator analyse gives the test's position."""
+    from simdesign.analyses.document_tests import document_means, swap_pvalues
+    from simdesign.analyses.base import system_pairs
+    from simdesign.core.judgements import Judgements
+    from simdesign.pilot.analyse import _oriented, parse_test_text, split_tests
+
+    assert split_tests("ttest_unpaired[mc],ttest_doc[threshold=hb,bootstrap_resamples=300], wilcoxon_doc") == [
+        "ttest_unpaired[mc]", "ttest_doc[threshold=hb,bootstrap_resamples=300]", "wilcoxon_doc"]
+    assert parse_test_text("ttest_doc[threshold=hb,bootstrap_resamples=300]") == {
+        "name": "ttest_doc", "threshold": "hb", "bootstrap_resamples": 300}
+    model = load_model("coherence").with_document_intercept_scale(3.0)
+    frame = model.sample(BlockDesign(30, 1, 3), np.random.default_rng(4)).to_frame()
+    path = tmp_path / "paired.csv"
+    frame.to_csv(path, index=False)
+    out = tmp_path / "out"
+    assert main(["analyse", str(path), "--tests", "ttest_unpaired[mc],ttest_unpaired[threshold=theory]",
+                 "--adjust", "none", "--seed", "5", "--bootstrap", "200", "--out", str(out)]) == 0
+    pairs = pd.read_csv(out / "pairs.csv")
+    assert list(dict.fromkeys(pairs["test"])) == ["ttest_unpaired[mc]", "ttest_unpaired[theory]"]
+    systems = list(dict.fromkeys(frame["system"]))
+    oriented, _ = _oriented(read_table(path)[0], None)  # the table as analyse reads it (its document order: the
+    # swaps' rows)
+    means = document_means(Judgements.from_frame(oriented[["annotator", "document", "system", "score"]],
+                                                 systems=systems))
+    index = system_pairs(len(systems))
+    expected = swap_pvalues(means[:, [i for i, _ in index]], means[:, [j for _, j in index]], "welch",
+                            np.random.default_rng(np.random.SeedSequence([5, 0])), 1000)
+    np.testing.assert_allclose(pairs.loc[pairs["test"] == "ttest_unpaired[mc]", "p_value"], expected)
+    # the swap threshold finds differences the conservative theoretical one misses here
+    assert (pairs.loc[pairs["test"] == "ttest_unpaired[mc]", "p_value"].to_numpy()
+            <= pairs.loc[pairs["test"] == "ttest_unpaired[theory]", "p_value"].to_numpy()).mean() > 0.5
+    capsys.readouterr()
+    assert main(["analyse", str(path), "--tests", "ttest_unpaired[swap]"]) == 2
+    err = capsys.readouterr().err
+    assert "'swap'" in err and "independent_bootstrap" in err and "mc" in err

@@ -102,7 +102,7 @@ def test_a_store_written_before_an_option_existed_resumes_at_its_default_only(tm
     grown = {**raw, "trials": 8}
     run_simulation(parse_config(grown), tmp_path / "old", grown, jobs=1, progress=False)
     assert len(ResultsStore(tmp_path / "old").read_trials(trials=8)) == 3 * 8 * 2 * 10
-    bootstrap = {**raw, "tests": [{"name": "ttest_doc", "threshold": "bootstrap", "label": "ttest_doc"}]}
+    bootstrap = {**raw, "tests": [{"name": "ttest_doc", "threshold": "centred_bootstrap", "label": "ttest_doc"}]}
     manifest = json.loads(manifest_path.read_text())
     manifest["analyses"] = old
     manifest_path.write_text(json.dumps(manifest))

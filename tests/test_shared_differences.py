@@ -53,9 +53,10 @@ def test_tests_sharing_differences_give_the_results_of_tests_on_fresh_studies(st
 
 @pytest.mark.parametrize("name, options, draws", [
     ("ttest", {}, False), ("ttest_block", {}, False), ("ttest_doc", {"threshold": "theory"}, False),
-    ("ttest_doc", {"threshold": "bootstrap"}, True), ("wilcoxon_doc", {"threshold": "theory"}, False),
+    ("ttest_doc", {"threshold": "centred_bootstrap"}, True), ("wilcoxon_doc", {"threshold": "theory"}, False),
     ("art", {}, True), ("art_doc", {}, True), ("ttest_unpaired", {"threshold": "theory"}, False),
-    ("ttest_unpaired", {"threshold": "bootstrap"}, True),
+    ("ttest_unpaired", {"threshold": "independent_bootstrap"}, True), ("ttest_unpaired", {"threshold": "mc"}, True),
+    ("wilcoxon_doc", {"threshold": "hb"}, True),
 ])
 def test_only_analyses_that_draw_get_a_generator(name, options, draws):
     assert resolve_analysis(name).draws_random_numbers(options) is draws

@@ -148,3 +148,41 @@ def test_mean_interval_is_the_mean_with_its_standard_error_and_normal_interval()
     # one trial: the mean is known, its Monte-Carlo error is not
     assert np.isnan(mean_interval([0.3])[1:]).all() and mean_interval([0.3])[0] == 0.3
     assert np.isnan(mean_interval([])).all()
+
+
+def _p_rows(p_value: np.ndarray, estimate: np.ndarray, true_diff: np.ndarray) -> pd.DataFrame:
+    trials, pairs = p_value.shape
+    return pd.DataFrame({"trial": np.repeat(np.arange(trials), pairs), "pair": np.tile(np.arange(pairs), trials),
+                         "p_value": p_value.ravel(), "estimate": estimate.ravel(), "status": "ok",
+                         "true_diff": np.tile(true_diff, trials)})
+
+
+def test_size_adjusted_power_is_power_at_the_null_runs_critical_value():
+    """By hand: c = the 31st smallest of 600 null p-values (alpha 0.05), power = share of right-direction
+    effect p-values below c; a monotone distortion of the p-values (a liberal test, p -> p^2) changes raw
+    power but not the size-adjusted one, and a failed test is never a rejection."""
+    from simdesign.simulation.summary import size_adjusted_power
+
+    rng = np.random.default_rng(12)
+    null_p = rng.uniform(size=(200, 3))
+    effect_p = rng.beta(0.3, 1.0, size=(200, 3))
+    estimate = rng.choice([-1.0, 1.0], p=[0.1, 0.9], size=(200, 3))
+    true_diff = np.array([1.0, 1.0, 0.0])
+    null = _p_rows(null_p, np.ones_like(null_p), np.zeros(3))
+    effect = _p_rows(effect_p, estimate, true_diff)
+    result = size_adjusted_power(null, effect, 0.05, np.random.default_rng(1), resamples=200)
+    critical = sorted(null_p.ravel())[30]
+    hits = [p < critical and e > 0 for row_p, row_e in zip(effect_p, estimate) for p, e in zip(row_p[:2], row_e[:2])]
+    assert result["rate"] == pytest.approx(sum(hits) / len(hits))
+    assert result["critical_p"] == critical and result["n_tests"] == 400
+    assert result["ci_low"] <= result["rate"] <= result["ci_high"] and result["mcse"] > 0
+    liberal = size_adjusted_power(_p_rows(null_p ** 2, np.ones_like(null_p), np.zeros(3)),
+                                  _p_rows(effect_p ** 2, estimate, true_diff), 0.05, np.random.default_rng(1),
+                                  resamples=200)
+    assert liberal["rate"] == result["rate"] and liberal["ci_low"] == result["ci_low"]
+    assert (null_p ** 2 < 0.05).mean() > 0.15  # its raw level is far from 0.05
+    failed = effect.copy()
+    failed.loc[failed["trial"] == 0, "status"] = "error"
+    assert size_adjusted_power(null, failed, 0.05, np.random.default_rng(1), resamples=50)["rate"] \
+        == pytest.approx((sum(hits) - sum(hits[:2])) / len(hits))
+    assert size_adjusted_power(null, _p_rows(effect_p, estimate, np.zeros(3)), 0.05, np.random.default_rng(1)) is None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -69,6 +70,10 @@ class AnalysisInfo:
     SeedSequence and a PCG64, a sizeable part of a t-test's time); the streams of those that do are
     unchanged, as they are keyed by label."""
 
+    deprecated_values: dict = field(default_factory=dict)
+    """Option -> {old value: current value}: renamed values still accepted for a release, with a FutureWarning
+    (:func:`current_options`); a label written with the old value stays the label."""
+
     def draws_random_numbers(self, options: dict) -> bool:
         """Whether a run with ``options`` needs its random generator (see ``uses_rng``)."""
         return bool(self.uses_rng(options) if callable(self.uses_rng) else self.uses_rng)
@@ -118,6 +123,24 @@ def resolve_analysis(name: str) -> AnalysisInfo:
         raise KeyError(f"analysis {name!r}: {module_name}.{attribute} is not an AnalysisInfo")
     raise KeyError(f"unknown analysis {name!r}; registered: {sorted(ANALYSES)} "
                    "(or give an importable 'module:attribute' naming an AnalysisInfo)")
+
+
+def current_options(info: AnalysisInfo, options: dict, where: str = "") -> dict:
+    """``options`` with every deprecated value (:attr:`AnalysisInfo.deprecated_values`) renamed to its current one.
+
+    Each rename warns with a FutureWarning that names the new form: it is meant for the people who write
+    configs and call the API, and Python shows FutureWarning by default (a DeprecationWarning would be hidden
+    from a CLI user).
+    """
+    renamed = dict(options)
+    for option, aliases in info.deprecated_values.items():
+        value = renamed.get(option)
+        if isinstance(value, str) and value in aliases:
+            renamed[option] = aliases[value]
+            warnings.warn(f"{where or info.name}: '{option}: {value}' of {info.name} is deprecated and will be "
+                          f"removed in the next release; write '{option}: {aliases[value]}' (the same test)",
+                          FutureWarning, stacklevel=3)
+    return renamed
 
 
 def run_analysis(info: AnalysisInfo, judgements: Judgements, rng: np.random.Generator, options: dict) -> PairwiseResult:

@@ -1,9 +1,9 @@
-"""Paired and unpaired tests over documents, with theoretical or bootstrap thresholds (Rankel et al. 2011).
+"""Paired and unpaired tests over documents, with theoretical or resampling thresholds (Rankel et al. 2011).
 
 Rankel, Conroy, Slud and O'Leary (2011) compared, on TAC summarisation data,
 the unpaired two-sample t-test, the paired t-test and the Wilcoxon
 signed-rank test over documents, each with its theoretical null
-distribution or with a threshold from a bootstrap. This module adds:
+distribution or with a threshold from resampling. This module adds:
 
 * ``ttest_unpaired``: per-document means of each system, compared as two
   independent samples of documents by Welch's t-test (it ignores that the
@@ -11,48 +11,95 @@ distribution or with a threshold from a bootstrap. This module adds:
   difficulty stays in its error term);
 * the ``threshold`` option of ``ttest_doc``, ``wilcoxon_doc`` and
   ``ttest_unpaired``: ``theory`` (the default: Student's t, scipy's Wilcoxon
-  p-values) or ``bootstrap``.
+  p-values), ``mc`` and ``hb`` (Rankel et al.'s within-document swaps, which
+  keep the pairing), and the centring bootstrap this project had first:
+  ``independent_bootstrap`` for ``ttest_unpaired`` (it drops the pairing),
+  ``centred_bootstrap`` for the paired tests. ``bootstrap``, that
+  bootstrap's first name, is a deprecated alias (:data:`DEPRECATED_THRESHOLDS`).
 
-Bootstrap thresholds, the procedure
------------------------------------
+Swap thresholds, ``mc`` and ``hb`` (Rankel et al. 2011)
+-------------------------------------------------------
+Under the null hypothesis that two systems' outputs for a document are
+exchangeable, swapping the two scores X_k, Y_k of document k leaves the
+data's distribution unchanged. ``mc`` swaps each document's pair with
+probability 1/2, independently, in each of ``bootstrap_resamples``
+resamples, and computes the test's own statistic on the swapped data; a
+swap flips the sign of the document's difference d_k = X_k - Y_k and keeps
+its sum s_k = X_k + Y_k, so for every statistic here the resampled value is
+a function of signs e_k = +-1:
+
+* paired t: mean(e d) / sqrt(var(e d) / n);
+* Wilcoxon: sum e_k sign(d_k) r_k / sqrt(sum r_k^2) (ranks r of |d| do not
+  change under swaps);
+* Welch's t of the unpaired test: since var(X*) + var(Y*) = (var(s) +
+  var(e d)) / 2 for swapped samples (the covariance terms cancel),
+  T* = mean(e d) / sqrt((var(s) + var(e d)) / (2 n)).
+
+The document's shared difficulty sits in s, which no swap changes, so the
+unpaired statistic's null distribution is found *with* the pairing: that is
+what gives the unpaired test its level back where shared difficulty makes
+its theoretical threshold conservative. ``mc`` is the sign-flip
+randomisation test (applied to the paired t, the classical one).
+
+``hb`` first draws n document pairs (X_k, Y_k) with replacement, then swaps
+each drawn pair with probability 1/2, and computes the statistic on that
+sample (ranks and variances among the drawn pairs). The swaps make the
+resampled distribution satisfy the null, so nothing is centred.
+
+Centring bootstraps, ``independent_bootstrap`` and ``centred_bootstrap``
+-----------------------------------------------------------------------
 The null distribution of the test's statistic is estimated by resampling
 documents under the null hypothesis (Efron and Tibshirani 1993, sections
 16.2 and 16.4):
 
-* paired tests: the per-document differences d_1..d_n of a pair of systems
-  are centred, c_i = d_i - mean(d), which makes the null (mean difference 0)
-  true for the resampling distribution; each of ``bootstrap_resamples``
-  resamples draws n documents with replacement from c and computes the same
-  statistic: the one-sample t statistic for ``ttest_doc``, and for
-  ``wilcoxon_doc`` the standardised signed-rank statistic
-  z = sum_i sign(c_i) r_i / sqrt(sum_i r_i^2) (ranks r_i of |c_i| among the
-  non-zero values, midranks for ties: the tie-corrected normal form, which
-  stays defined on the many ties a resample with replacement has);
-* ``ttest_unpaired``: each system's per-document means are centred on
-  their own mean and resampled independently of the other's (the two
-  samples are treated as independent, as the test assumes); statistic
-  Welch's t.
+* paired tests (``centred_bootstrap``): the per-document differences
+  d_1..d_n of a pair of systems are centred, c_i = d_i - mean(d), which
+  makes the null (mean difference 0) true for the resampling distribution;
+  each of ``bootstrap_resamples`` resamples draws n documents with
+  replacement from c and computes the same statistic: the one-sample t
+  statistic for ``ttest_doc``, and for ``wilcoxon_doc`` the standardised
+  signed-rank statistic z = sum_i sign(c_i) r_i / sqrt(sum_i r_i^2) (ranks
+  r_i of |c_i| among the non-zero values, midranks for ties: the
+  tie-corrected normal form, which stays defined on the many ties a
+  resample with replacement has);
+* ``ttest_unpaired`` (``independent_bootstrap``): each system's
+  per-document means are centred on their own mean and resampled
+  independently of the other's (the two samples are treated as
+  independent, as the test assumes); statistic Welch's t. This drops the
+  pairing, so with shared document difficulty it reproduces the
+  conservative theoretical threshold: it does not answer Rankel et al.'s
+  question (use ``mc`` or ``hb``).
 
+p-values
+--------
 The two-sided p-value is p = (1 + #{|T*| >= |T|}) / (R + 1), where T is the
 statistic on the data (computed the same way) and R the number of
 resamples: rejecting at p < alpha is rejecting when |T| is beyond the
-bootstrap's (1 - alpha) quantile of |T*|. One set of resampled document
-indices serves every system pair of a study (each pair's test is valid on
-its own, as for the randomisation tests); a resample whose statistic is
-undefined (all resampled values equal) counts as not exceeding T.
+resampling's (1 - alpha) quantile of |T*|. One set of resampled documents
+(and swaps) serves every system pair of a study (each pair's test is valid
+on its own, as for the randomisation tests); a resample whose statistic is
+undefined (all resampled values equal) counts as not exceeding T. The
+random numbers come from the trial's analysis generator, never global state.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from simdesign.analyses.base import DEGENERATE, OK, AnalysisInfo, PairwiseResult, register, system_pairs
+from simdesign.analyses.base import (ANALYSES, DEGENERATE, OK, AnalysisInfo, PairwiseResult, current_options,
+                                     register, system_pairs)
 from simdesign.analyses.classical import (CLASSICAL_CHUNK_TRIALS, _positive_int_option, paired_ttest, unit_differences,
                                           wilcoxon_documents)
 from simdesign.core.judgements import Judgements
 from simdesign.core.lazy_scipy import stats  # scipy.stats, imported on first use
 
-THRESHOLDS = ("theory", "bootstrap")
-THRESHOLD_OPTIONS = {"threshold": (THRESHOLDS, "theory"), "bootstrap_resamples": (_positive_int_option, 1000)}
+SWAP_THRESHOLDS = ("mc", "hb")
+"""Rankel et al.'s thresholds: within-document swaps (mc), document pairs resampled then swapped (hb)."""
+UNPAIRED_THRESHOLDS = ("theory", "independent_bootstrap") + SWAP_THRESHOLDS
+PAIRED_THRESHOLDS = ("theory", "centred_bootstrap") + SWAP_THRESHOLDS
+DEPRECATED_THRESHOLDS = {"ttest_unpaired": {"bootstrap": "independent_bootstrap"},
+                         "ttest_doc": {"bootstrap": "centred_bootstrap"},
+                         "wilcoxon_doc": {"bootstrap": "centred_bootstrap"}}
+"""Old 'threshold' value -> its current name, per test; accepted (with a FutureWarning) for one release."""
 # Resamples are processed in batches so that memory stays at a few MB for a thousand documents.
 BATCH_CELLS = 2_000_000
 
@@ -122,12 +169,15 @@ def _boot_ttest(counts: np.ndarray, centred: np.ndarray) -> np.ndarray:
     return mean / np.sqrt(variance / centred.shape[0])
 
 
-def _boot_signed_rank(counts: np.ndarray, centred: np.ndarray) -> np.ndarray:
+def _boot_signed_rank(counts: np.ndarray, centred: np.ndarray, signs: np.ndarray | None = None) -> np.ndarray:
     """:func:`signed_rank_z` of every resample, from the draw counts (no sorting per resample).
 
     A resample holds copies of the original values, so the midrank of a value in it is the number of
-    drawn values with smaller magnitude plus (the number drawn with equal magnitude + 1) / 2.
+    drawn values with smaller magnitude plus (the number drawn with equal magnitude + 1) / 2. With
+    ``signs`` (:func:`swap_signs`: per resample and value, the sum of +-1 over its drawn copies) the
+    copies' signs are the value's sign times those swaps; without, every copy keeps the value's sign.
     """
+    signs = counts if signs is None else signs
     z = np.full((counts.shape[0], centred.shape[1]), np.nan)
     for column in range(centred.shape[1]):
         values = centred[:, column]
@@ -139,7 +189,7 @@ def _boot_signed_rank(counts: np.ndarray, centred: np.ndarray) -> np.ndarray:
         per_group = np.zeros((counts.shape[0], magnitudes.size))
         np.add.at(per_group.T, group, drawn.T)
         midrank = (np.cumsum(per_group, axis=1) - per_group + (per_group + 1) / 2)[:, group]
-        total = (drawn * np.sign(values[kept]) * midrank).sum(axis=1)
+        total = (signs[:, kept] * np.sign(values[kept]) * midrank).sum(axis=1)
         scale = np.sqrt((drawn * midrank ** 2).sum(axis=1))
         with np.errstate(divide="ignore", invalid="ignore"):
             z[:, column] = np.where(scale > 0, total / scale, np.nan)
@@ -204,6 +254,100 @@ def unpaired_bootstrap_pvalues(first: np.ndarray, second: np.ndarray, rng: np.ra
     return np.where(np.isfinite(observed), (1.0 + exceed) / (resamples + 1.0), np.nan)
 
 
+def swap_signs(rng: np.random.Generator, n: int, resamples: int, resample_documents: bool
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Draw counts and summed swap signs of every document in every resample, each shape (R, n).
+
+    ``counts[r, k]`` is how often document k is in resample r (1 without resampling documents: ``mc``)
+    and ``signs[r, k]`` the sum, over those copies, of +1 (kept) or -1 (X_k and Y_k swapped), each copy
+    swapped with probability 1/2 on its own (``hb``).
+    """
+    if not resample_documents:
+        return np.ones((resamples, n)), rng.choice(np.array([-1.0, 1.0]), size=(resamples, n))
+    rows = rng.integers(0, n, size=(resamples, n)) + (np.arange(resamples) * n)[:, None]
+    swaps = rng.choice(np.array([-1.0, 1.0]), size=(resamples, n))
+    counts = np.bincount(rows.ravel(), minlength=resamples * n).reshape(resamples, n).astype(float)
+    signs = np.bincount(rows.ravel(), weights=swaps.ravel(), minlength=resamples * n).reshape(resamples, n)
+    return counts, signs
+
+
+def _swap_statistics(counts: np.ndarray, signs: np.ndarray, differences: np.ndarray, sums: np.ndarray,
+                     statistic: str, resample_documents: bool) -> np.ndarray:
+    """The statistic of every swapped resample (rows) of every pair (columns), from :func:`swap_signs`.
+
+    Every term is a sum over the drawn copies of a document, so it is a matrix product: sum e d = signs @ d,
+    sum d^2 = counts @ d^2 (a swap keeps |d| and s).
+    """
+    n = counts[0].sum()
+    if statistic == "wilcoxon":
+        if resample_documents:
+            return _boot_signed_rank(counts, differences, signs)
+        # mc: every document once, so the ranks are the data's and z is linear in the signs
+        magnitude = np.where(differences == 0, np.nan, np.abs(differences))
+        ranks = np.nan_to_num(stats.rankdata(magnitude, axis=0, nan_policy="omit"))
+        scale = np.sqrt((ranks ** 2).sum(axis=0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(scale > 0, signs @ (np.sign(differences) * ranks) / scale, np.nan)
+    mean = signs @ differences / n
+    square = counts @ differences ** 2 / n
+    variance = (square - mean ** 2) * n / (n - 1)
+    # all drawn differences equal in size and sign up to rounding: no statistic there
+    variance = np.where(variance > 1e-12 * np.maximum(square, 1e-300), variance, np.nan)
+    if statistic == "ttest":
+        return mean / np.sqrt(variance / n)
+    _, sum_variance = _moments(counts, sums)
+    scale = np.sqrt((np.nan_to_num(sum_variance) + np.nan_to_num(variance)) / (2 * n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(scale > 0, mean / scale, np.nan)
+
+
+SWAP_STATISTICS = ("welch", "ttest", "wilcoxon")
+
+
+def swap_pvalues(first: np.ndarray, second: np.ndarray, statistic: str, rng: np.random.Generator,
+                 resamples: int = 1000, resample_documents: bool = False) -> np.ndarray:
+    """Two-sided p-values from within-document swaps of paired scores (Rankel et al.'s MC and HB thresholds).
+
+    Parameters
+    ----------
+    first, second : ndarray, shape (n_documents, n_pairs)
+        Per-document means of the two systems of each pair (row k of both: the same document).
+    statistic : {'welch', 'ttest', 'wilcoxon'}
+        Welch's t of the unpaired test, the paired t, or the standardised signed-rank statistic.
+    rng : numpy.random.Generator
+        The trial's analysis generator; one set of swaps serves every pair.
+    resamples : int
+    resample_documents : bool
+        False: ``mc`` (every document once, swapped with probability 1/2); True: ``hb`` (n documents drawn
+        with replacement, each copy then swapped with probability 1/2).
+
+    Returns
+    -------
+    ndarray, shape (n_pairs,)
+        (1 + #{|T*| >= |T|}) / (R + 1); NaN where the statistic is undefined on the data.
+    """
+    if statistic not in SWAP_STATISTICS:
+        raise ValueError(f"statistic must be one of {list(SWAP_STATISTICS)}; got {statistic!r}")
+    a, b = np.asarray(first, float), np.asarray(second, float)
+    differences, sums = a - b, a + b
+    n, n_pairs = differences.shape
+    on_data = {"welch": lambda: welch_t(a, b, axis=0), "ttest": lambda: one_sample_t(differences, axis=0),
+               "wilcoxon": lambda: signed_rank_z(differences, axis=0)}[statistic]
+    observed = np.abs(on_data())
+    exceed = np.zeros(n_pairs)
+    batch = max(1, BATCH_CELLS // max(1, n * n_pairs))
+    for start in range(0, resamples, batch):
+        counts, signs = swap_signs(rng, n, min(batch, resamples - start), resample_documents)
+        exceed += _exceedances(_swap_statistics(counts, signs, differences, sums, statistic, resample_documents),
+                               observed)
+    return np.where(np.isfinite(observed), (1.0 + exceed) / (resamples + 1.0), np.nan)
+
+
+def current_threshold(test: str, threshold: str) -> str:
+    """``threshold`` under its current name (a deprecated alias renamed, with a FutureWarning naming the new form)."""
+    return current_options(ANALYSES[test], {"threshold": threshold})["threshold"]
+
+
 def _result(estimate: np.ndarray, p_value: np.ndarray, what: str) -> PairwiseResult:
     defined = np.isfinite(p_value)
     return PairwiseResult(estimate=estimate, p_value=np.where(defined, p_value, np.nan),
@@ -219,11 +363,14 @@ def unpaired_ttest(judgements: Judgements, rng: np.random.Generator, threshold: 
     ----------
     judgements : Judgements
     rng : numpy.random.Generator
-        Used only with ``threshold='bootstrap'``.
-    threshold : {'theory', 'bootstrap'}
-        Welch's t distribution (scipy.stats.ttest_ind, equal_var=False) or the
-        bootstrap of the module docstring.
+        Used only with a resampling threshold.
+    threshold : {'theory', 'independent_bootstrap', 'mc', 'hb'}
+        Welch's t distribution (scipy.stats.ttest_ind, equal_var=False), the
+        bootstrap resampling each system's centred document means on its own,
+        or Rankel et al.'s within-document swaps (module docstring).
+        'bootstrap' is a deprecated alias of 'independent_bootstrap'.
     bootstrap_resamples : int
+        Resamples of any resampling threshold.
 
     Returns
     -------
@@ -231,13 +378,16 @@ def unpaired_ttest(judgements: Judgements, rng: np.random.Generator, threshold: 
         Estimates are mean(i) - mean(j) over documents; a pair whose
         per-document means do not vary in either system is 'degenerate'.
     """
+    threshold = current_threshold("ttest_unpaired", threshold)
     means = document_means(judgements)
     pairs = system_pairs(judgements.n_systems)
     first = means[:, [i for i, _ in pairs]]
     second = means[:, [j for _, j in pairs]]
     estimate = first.mean(axis=0) - second.mean(axis=0)
-    if threshold == "bootstrap":
+    if threshold == "independent_bootstrap":
         p_value = unpaired_bootstrap_pvalues(first, second, rng, bootstrap_resamples)
+    elif threshold in SWAP_THRESHOLDS:
+        p_value = swap_pvalues(first, second, "welch", rng, bootstrap_resamples, threshold == "hb")
     else:
         defined = np.isfinite(welch_t(first, second, axis=0))
         p_value = np.full(len(pairs), np.nan)
@@ -249,49 +399,63 @@ def unpaired_ttest(judgements: Judgements, rng: np.random.Generator, threshold: 
 
 def paired_document_test(judgements: Judgements, rng: np.random.Generator, statistic: str,
                          threshold: str = "theory", bootstrap_resamples: int = 1000) -> PairwiseResult:
-    """``ttest_doc`` or ``wilcoxon_doc`` with a theoretical or bootstrap threshold.
+    """``ttest_doc`` or ``wilcoxon_doc`` with a theoretical or resampling threshold.
 
     With ``threshold='theory'`` this is exactly the test of
-    :mod:`simdesign.analyses.classical` (same p-values); with ``'bootstrap'``
-    the p-value comes from :func:`paired_bootstrap_pvalues`.
+    :mod:`simdesign.analyses.classical` (same p-values); with
+    ``'centred_bootstrap'`` (deprecated alias ``'bootstrap'``) the p-value
+    comes from :func:`paired_bootstrap_pvalues`, with ``'mc'`` or ``'hb'``
+    from :func:`swap_pvalues`.
     """
+    threshold = current_threshold(PAIRED_TEST_NAMES[statistic], threshold)
     if threshold == "theory":
         if statistic == "ttest":
             return paired_ttest(judgements, rng, unit="doc")
         return wilcoxon_documents(judgements, rng)
+    if threshold in SWAP_THRESHOLDS:
+        means = document_means(judgements)
+        pairs = system_pairs(judgements.n_systems)
+        first, second = means[:, [i for i, _ in pairs]], means[:, [j for _, j in pairs]]
+        p_value = swap_pvalues(first, second, statistic, rng, bootstrap_resamples, threshold == "hb")
+        return _result((first - second).mean(axis=0), p_value, "the statistic")
     _, means = unit_differences(judgements, "doc")
     p_value = paired_bootstrap_pvalues(means, statistic, rng, bootstrap_resamples)
     return _result(means.mean(axis=0), p_value, "the statistic")
 
 
-def _draws_with_bootstrap(options: dict) -> bool:
-    # these tests draw random numbers only to resample for a bootstrap threshold
-    return options.get("threshold", "theory") == "bootstrap"
+def _draws_for_threshold(options: dict) -> bool:
+    # these tests draw random numbers only to resample for a resampling threshold
+    return options.get("threshold", "theory") != "theory"
 
 
 register(AnalysisInfo(
     name="ttest_unpaired",
     function=unpaired_ttest,
-    options=THRESHOLD_OPTIONS,
+    options={"threshold": (UNPAIRED_THRESHOLDS, "theory"), "bootstrap_resamples": (_positive_int_option, 1000)},
+    deprecated_values={"threshold": DEPRECATED_THRESHOLDS["ttest_unpaired"]},
     description="Welch's two-sample t-test over per-document means (unpaired: ignores document difficulty "
-                "pairing); threshold theory or bootstrap.",
+                "pairing); threshold theory, mc or hb (Rankel et al.'s within-document swaps, which keep the "
+                "pairing) or independent_bootstrap (each system resampled on its own: drops the pairing).",
     chunk_trials=CLASSICAL_CHUNK_TRIALS,
-    uses_rng=_draws_with_bootstrap,
+    uses_rng=_draws_for_threshold,
 ))
 
-# ttest_doc and wilcoxon_doc are registered here, once, so that their 'threshold' option and its bootstrap live
+# ttest_doc and wilcoxon_doc are registered here, once, so that their 'threshold' option and its resampling live
 # in one module; with threshold 'theory' they are classical.py's tests (paired_ttest, wilcoxon_documents).
+PAIRED_TEST_NAMES = {"ttest": "ttest_doc", "wilcoxon": "wilcoxon_doc"}
 _PAIRED_DESCRIPTIONS = {"ttest": "Paired t-test over per-document means.",
                         "wilcoxon": "Wilcoxon signed-rank test over per-document mean differences."}
-for _name, _statistic in (("ttest_doc", "ttest"), ("wilcoxon_doc", "wilcoxon")):
+for _statistic, _name in PAIRED_TEST_NAMES.items():
     register(AnalysisInfo(
         name=_name,
         function=lambda j, rng, _statistic=_statistic, **options: paired_document_test(j, rng, _statistic, **options),
-        options=THRESHOLD_OPTIONS,
-        description=_PAIRED_DESCRIPTIONS[_statistic] + " Option threshold: theory (default) or bootstrap "
+        options={"threshold": (PAIRED_THRESHOLDS, "theory"), "bootstrap_resamples": (_positive_int_option, 1000)},
+        deprecated_values={"threshold": DEPRECATED_THRESHOLDS[_name]},
+        description=_PAIRED_DESCRIPTIONS[_statistic] + " Option threshold: theory (default), mc or hb (Rankel et "
+                                                       "al.'s within-document swaps) or centred_bootstrap "
                                                        "(resampling centred document differences).",
         methods=("likert", "rank"),  # reversed ranks are scores too (simdesign.model.ranks)
-        uses_rng=_draws_with_bootstrap,
+        uses_rng=_draws_for_threshold,
         chunk_trials=CLASSICAL_CHUNK_TRIALS,
     ))
 

@@ -46,6 +46,7 @@ as not significant.
 """
 from __future__ import annotations
 
+import re
 import sys
 import types
 from dataclasses import dataclass, field
@@ -328,6 +329,52 @@ def _fit_text(label: str, details: dict) -> str:
             f"starts {details['starts_text']}")
 
 
+def split_tests(text: str) -> list[str]:
+    """``--tests`` text split at the commas outside brackets: ``a[x=1,y],b`` -> ``['a[x=1,y]', 'b']``."""
+    return [part.strip() for part in re.split(r",(?![^\[]*\])", text) if part.strip()]
+
+
+def parse_test_text(text: str) -> dict:
+    """A test written as text, ``name`` or ``name[option=value,...]``, as a config's test mapping.
+
+    Inside the brackets a bare value names the one option of the test that allows it, so the labels the
+    summaries print read back (``ttest_unpaired[mc]`` is ``{name: ttest_unpaired, threshold: mc}``);
+    values are read as YAML scalars (``bootstrap_resamples=2000`` is the integer 2000).
+
+    Raises
+    ------
+    ConfigError
+        Unbalanced brackets, or a bare value that no option (or more than one) of the test allows.
+    """
+    import yaml
+
+    from simdesign.analyses import ANALYSES
+
+    match = re.fullmatch(r"\s*([^\[\]]+?)\s*(?:\[(.*)\])?\s*", text)
+    if match is None:
+        raise ConfigError(f"test {text!r}: write a registered name, or name[option=value,...], e.g. "
+                          "ttest_unpaired[threshold=mc]")
+    name, inside = match.group(1), match.group(2)
+    item = {"name": name}
+    if not inside:
+        return item
+    info = ANALYSES.get(name)
+    for part in (p.strip() for p in inside.split(",") if p.strip()):
+        option, equals, value = part.partition("=")
+        if equals:
+            item[option.strip()] = yaml.safe_load(value.strip())
+            continue
+        owners = [o for o, (allowed, _) in (info.options.items() if info else ()) if not callable(allowed)
+                  and part in allowed or part in (info.deprecated_values.get(o, {}) if info else {})]
+        if len(owners) != 1:
+            choices = {o: list(allowed) for o, (allowed, _) in (info.options.items() if info else ())
+                       if not callable(allowed)}
+            raise ConfigError(f"test {text!r}: {part!r} is not a value of exactly one option of {name} (its "
+                              f"options with listed values: {choices}); write option={part}")
+        item[owners[0]] = part
+    return item
+
+
 def _analysis_specs(tests, adjust: str, structure: str | None, starts: str | None = None):
     """Registry specs for the requested tests, with ``adjust``/``structure``/``starts`` passed where a test takes
     them."""
@@ -336,7 +383,7 @@ def _analysis_specs(tests, adjust: str, structure: str | None, starts: str | Non
 
     items, errors = [], []
     for test in tests:
-        item = dict(test) if isinstance(test, dict) else {"name": str(test)}
+        item = dict(test) if isinstance(test, dict) else parse_test_text(str(test))
         info = ANALYSES.get(item["name"])
         if info is not None:
             if "adjust" in info.options and "adjust" not in item:
@@ -404,8 +451,10 @@ def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS,
     method : {'likert', 'rank'}, optional
         Default: inferred from the columns.
     tests : sequence
-        Registered analyses, by name or as mappings ``{name: ..., option: ...}``
-        (as in a config's ``tests``). The first decides the groups.
+        Registered analyses, by name, as ``name[option=value,...]`` or
+        ``name[value]`` (:func:`parse_test_text`, e.g. ``ttest_unpaired[mc]``: Rankel
+        et al.'s within-document swap threshold), or as mappings ``{name: ...,
+        option: ...}`` (as in a config's ``tests``). The first decides the groups.
     adjust : {'none', 'holm', 'tukey'}
         Passed to tests with an ``adjust`` option; tests without one get Holm
         when anything but 'none' is asked.

@@ -31,6 +31,7 @@ from pathlib import Path
 import yaml
 
 from simdesign.analyses import ANALYSES, resolve_analysis
+from simdesign.analyses.base import current_options
 from simdesign.core.designs import DESIGN_KINDS
 from simdesign.core.errors import ConfigError
 from simdesign.model import PRESETS, OrdinalMixedModel, RankOnlyModel, effect_scale, load_model
@@ -84,7 +85,8 @@ class AnalysisSpec:
         info = registered_analysis(self.name)
         if info is not None:
             defaults = {option: default for option, (_, default) in info.options.items()}
-            object.__setattr__(self, "options", {**defaults, **dict(self.options)})
+            object.__setattr__(self, "options", current_options(info, {**defaults, **dict(self.options)},
+                                                                f"tests[{self.label}]"))
             problems = analysis_option_problems(self.name, self.options, f"tests[{self.label}]")
         elif self.name in RELIABILITY_ESTIMANDS:
             problems = [] if not self.options else [f"The estimand {self.name} takes no options; got {self.options}"]
@@ -112,8 +114,14 @@ class AnalysisSpec:
         info = registered_analysis(self.name)
         at_default = [option for option, (_, default) in (info.options.items() if info else ())
                       if option in self.options and self.options[option] == default]
+        # A store written when a renamed value had its old name ('threshold: bootstrap') holds the same test.
+        variants = [self.options]
+        for option, aliases in (info.deprecated_values.items() if info else ()):
+            variants += [{**variant, option: old} for variant in list(variants)
+                         for old, new in aliases.items() if variant.get(option) == new]
         return {stable_digest({"name": self.name,
-                               "options": {k: v for k, v in self.options.items() if k not in left_out}})
+                               "options": {k: v for k, v in variant.items() if k not in left_out}})
+                for variant in variants
                 for size in range(len(at_default) + 1) for left_out in itertools.combinations(at_default, size)}
 
 
@@ -740,6 +748,9 @@ def parse_analyses(items, errors: list[str], art_defaults: dict) -> list[Analysi
                    else art_defaults[option] if option in ART_DEFAULT_KEYS and option in art_defaults else default
                    for option, (_, default) in info.options.items()}
         options.update({k: v for k, v in written.items() if k not in options})
+        # Renamed option values (threshold 'bootstrap') take their current name; the label keeps the written one,
+        # so old labels, their random streams and their stores are unchanged.
+        options = current_options(info, options, where)
         problems = analysis_option_problems(name, options, where)
         if problems:
             errors.extend(problems)

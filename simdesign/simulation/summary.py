@@ -395,3 +395,76 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
     for column in ("blocks", "docs_per_block", "annotators_per_block"):
         summary[column] = summary[column].astype("Int64")
     return summary
+
+
+SIZE_ADJUSTED_RESAMPLES = 1000
+SIZE_ADJUSTED_NOTE = ("power at the critical p-value of the test's own null run: p < {critical:.4g}, the null run's "
+                      "{alpha:g}-quantile (null rate there {achieved:.4f}); 95% percentile bootstrap over trials")
+
+
+def _p_matrix(group: pd.DataFrame) -> tuple[np.ndarray, Rejections]:
+    """(trials, pairs) p-values with failed tests at +inf (never a rejection), and the group's rejections."""
+    table = rejections(group, 0.0)
+    p_value = group["p_value"].to_numpy(float).reshape(table.reject.shape)
+    return np.where(table.failed | ~np.isfinite(p_value), np.inf, p_value), table
+
+
+def size_adjusted_power(null_group: pd.DataFrame, effect_group: pd.DataFrame, alpha: float,
+                        rng: np.random.Generator, resamples: int = SIZE_ADJUSTED_RESAMPLES,
+                        confidence: float = 0.95) -> dict | None:
+    """Power of a test at the critical value that gives it level ``alpha`` in its own null run.
+
+    A liberal test's raw power is inflated and a conservative test's deflated by its wrong size; the
+    size-adjusted power compares tests at the same true level. The critical p-value is c = the
+    (floor(alpha N) + 1)-th smallest of the null run's N p-values (all trials and pairs; failed tests count
+    as p = +inf), and a test rejects when p < c, so its null rate is at most alpha (below it where p-values
+    tie at c: the note gives the rate reached). Power counts right-direction rejections among the truly
+    different pairs, failures as non-rejections, as ``power`` does.
+
+    Parameters
+    ----------
+    null_group, effect_group : pandas.DataFrame
+        The stored rows of one (design, test) in the null run and in the effect run, sorted by trial, pair.
+    alpha : float
+    rng : numpy.random.Generator
+        For the interval: trials are resampled (the trial is the unit), jointly in both runs when they
+        hold the same trials (common random numbers), and c is recomputed in every resample.
+    resamples : int
+    confidence : float
+
+    Returns
+    -------
+    dict or None
+        rate, ci_low, ci_high, mcse (the bootstrap sd), n_tests, n_failed, note, critical_p; None
+        without truly different pairs.
+    """
+    null_p, _ = _p_matrix(null_group)
+    effect_p, table = _p_matrix(effect_group)
+    relevant = table.relevant
+    if not relevant.size:
+        return None
+    right_direction = np.sign(table.estimate[:, relevant]) == np.sign(table.true_diff[relevant])
+    effect_p = np.where(right_direction, effect_p[:, relevant], np.inf)
+    rank = int(np.floor(alpha * null_p.size))
+
+    def estimate(null_rows: np.ndarray, effect_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        pooled = null_p[null_rows].reshape(len(null_rows), -1)
+        critical = np.partition(pooled, rank, axis=1)[:, rank]
+        return critical, (effect_p[effect_rows] < critical[:, None, None]).mean(axis=(1, 2))
+
+    critical, rate = estimate(np.arange(len(null_p))[None], np.arange(len(effect_p))[None])
+    same_trials = np.array_equal(null_group["trial"].unique(), effect_group["trial"].unique())
+    rates = []
+    for start in range(0, resamples, 100):  # batches keep the resampled p-values at a few tens of MB
+        size = min(100, resamples - start)
+        null_rows = rng.integers(0, len(null_p), size=(size, len(null_p)))
+        effect_rows = null_rows if same_trials else rng.integers(0, len(effect_p), size=(size, len(effect_p)))
+        rates.append(estimate(null_rows, effect_rows)[1])
+    rates = np.concatenate(rates)
+    tail = (1 - confidence) / 2
+    achieved = float((null_p < critical[0]).mean())
+    return {"rate": float(rate[0]), "ci_low": float(np.quantile(rates, tail)),
+            "ci_high": float(np.quantile(rates, 1 - tail)), "mcse": float(rates.std(ddof=1)),
+            "n_tests": int(effect_p.size), "n_failed": int(table.failed[:, relevant].sum()),
+            "critical_p": float(critical[0]),
+            "note": SIZE_ADJUSTED_NOTE.format(critical=float(critical[0]), alpha=alpha, achieved=achieved)}

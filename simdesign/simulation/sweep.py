@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 
 from simdesign.core.errors import ConfigError
+from simdesign.core.seeds import analysis_rng
 from simdesign.simulation.config import TOP_LEVEL_KEYS, parse_config, read_config_mapping
 from simdesign.simulation.engine import run_simulation
-from simdesign.simulation.summary import summarise
+from simdesign.simulation.summary import size_adjusted_power, summarise
 
 # Keys a sweep may vary: those that change the data or the tests' behaviour, not the run's identity.
 SWEEPABLE = ("effect", "document_intercept_scale", "alpha", "art_resamples")
@@ -102,17 +103,21 @@ def run_sweep(path, out_dir=None, jobs: int = 1, trials: int | None = None,
     summary : pandas.DataFrame
         The runs' summaries with one column per swept key, plus
         ``document_intercept_variance`` (the sampled document intercept
-        variance of the model) and ``run_seconds``.
+        variance of the model) and ``run_seconds``; where the sweep has a
+        null run (``effect: zero``) for an effect run, ``power_size_adjusted``
+        rows (:func:`size_adjusted_rows`).
     raw : dict
         The config mapping as read.
     """
     raw, configs = load_sweep(path, trials)
     out_dir = Path(out_dir) if out_dir else Path("results") / str(raw.get("name"))
-    tables = []
+    tables, runs = [], []
     for values, mapping, config in configs:
         started = time.perf_counter()
         store = run_simulation(config, out_dir / run_label(values), mapping, jobs=jobs, progress=progress)
-        table = summarise(config, store.read_trials(trials=config.trials))
+        trial_rows = store.read_trials(trials=config.trials)
+        runs.append((values, config, trial_rows))
+        table = summarise(config, trial_rows)
         for key, value in values.items():
             if key not in table.columns:  # the summary has 'effect' and 'alpha' already
                 table.insert(0, key, value)
@@ -120,7 +125,42 @@ def run_sweep(path, out_dir=None, jobs: int = 1, trials: int | None = None,
         table["shared_document_covariance"] = shared_document_covariance(config.model)
         table["run_seconds"] = time.perf_counter() - started
         tables.append(table)
-    return pd.concat(tables, ignore_index=True), raw
+    summary = pd.concat(tables, ignore_index=True)
+    return pd.concat([summary, size_adjusted_rows(summary, runs)], ignore_index=True), raw
+
+
+def size_adjusted_rows(summary: pd.DataFrame, runs: list) -> pd.DataFrame:
+    """``power_size_adjusted`` rows: every effect run's tests at the critical values of their null run.
+
+    The null run of an effect run is the sweep's run with ``effect: zero`` and the same other swept values
+    (:func:`simdesign.simulation.summary.size_adjusted_power`); effect runs without one get no rows.
+    Each row copies its ``power`` row's columns, with the rate, interval, MCSE and note replaced.
+    """
+    null_runs = {run_label({k: v for k, v in values.items() if k != "effect"}): trial_rows
+                 for values, config, trial_rows in runs if config.is_null}
+    rows = []
+    for values, config, trial_rows in runs:
+        null_rows = null_runs.get(run_label({k: v for k, v in values.items() if k != "effect"}))
+        if config.is_null or null_rows is None:
+            continue
+        for design in config.designs:
+            for spec in config.analyses:
+                effect_group = trial_rows[(trial_rows["design"] == design.label) & (trial_rows["test"] == spec.label)]
+                null_group = null_rows[(null_rows["design"] == design.label) & (null_rows["test"] == spec.label)]
+                power = summary[(summary["design"] == design.label) & (summary["test"] == spec.label)
+                                & (summary["estimand"] == "power")
+                                & np.logical_and.reduce([summary[k] == v for k, v in values.items()
+                                                         if k != "effect" and k in summary.columns])]
+                if effect_group.empty or null_group.empty or len(power) != 1:
+                    continue
+                # the interval's resamples have a stream of their own per (design, test, run): reproducible
+                rng = analysis_rng(config.seed, design.label, 0, f"size-adjusted:{spec.label}:{run_label(values)}")
+                adjusted = size_adjusted_power(null_group.sort_values(["trial", "pair"]),
+                                               effect_group.sort_values(["trial", "pair"]), config.alpha, rng)
+                if adjusted is not None:
+                    adjusted.pop("critical_p")
+                    rows.append({**power.iloc[0].to_dict(), "estimand": "power_size_adjusted", **adjusted})
+    return pd.DataFrame(rows, columns=summary.columns)
 
 
 AXIS_LABELS = {"shared_document_covariance": "document difficulty shared by the systems\n"
@@ -140,32 +180,44 @@ def shared_document_covariance(model) -> float:
     return float(parts[~np.eye(model.n_systems, dtype=bool)].mean())
 
 
-def plot_sweep(summary: pd.DataFrame, x: str, title: str, out_base: Path, estimands=("power", "type1"),
-               alpha: float = 0.05) -> list[Path]:
-    """One panel per estimand: the rate of every test against the swept ``x``, with 95% Wilson bands.
+ESTIMAND_AXIS_LABELS = {"power": "power (right direction)", "type1": "type I error rate",
+                        "power_size_adjusted": "size-adjusted power\n(at the critical p of its own null run)"}
+LINESTYLES = ("-", "--", ":", "-.")
 
-    Returns the written paths (``out_base.png``).
+
+def plot_sweep(summary: pd.DataFrame, x: str, title: str, out_base: Path,
+               estimands=("type1", "power", "power_size_adjusted"), alpha: float = 0.05) -> list[Path]:
+    """One panel per estimand: the rate of every test against the swept ``x``, with 95% bands.
+
+    A test's colour is its registry name and its line style its options (the label's brackets), so that
+    the thresholds of one test read as one family. Returns the written paths (``out_base.png``).
     """
     from matplotlib.figure import Figure
 
     from simdesign.simulation.plots import save_png
 
     present = [e for e in estimands if (summary["estimand"] == e).any()]
-    fig = Figure(figsize=(5.2 * len(present), 4.2))
+    fig = Figure(figsize=(5.2 * len(present), 4.6))
     axes = fig.subplots(1, len(present), squeeze=False)
+    labels = list(dict.fromkeys(summary["test"]))
+    names = list(dict.fromkeys(label.split("[")[0] for label in labels))
+    variants = list(dict.fromkeys(label.partition("[")[2] for label in labels))
+    colours = {name: f"C{index}" for index, name in enumerate(names)}
     for axis, estimand in zip(axes[0], present):
         rows = summary[summary["estimand"] == estimand]
         for (design, test), group in rows.groupby(["design", "test"], sort=False):
             group = group.sort_values(x)
             label = test if rows["design"].nunique() == 1 else f"{test}, {design}"
-            line, = axis.plot(group[x], group["rate"], marker="o", label=label)
-            axis.fill_between(group[x], group["ci_low"], group["ci_high"], color=line.get_color(), alpha=0.15)
+            style = LINESTYLES[variants.index(test.partition("[")[2]) % len(LINESTYLES)]
+            line, = axis.plot(group[x], group["rate"], marker="o", markersize=3, linestyle=style,
+                              color=colours[test.split("[")[0]], label=label)
+            axis.fill_between(group[x], group["ci_low"], group["ci_high"], color=line.get_color(), alpha=0.08)
         if estimand == "type1":
             axis.axhline(alpha, color="grey", linestyle="--", linewidth=1, label=f"nominal {alpha:g}")
         axis.set_xlabel(AXIS_LABELS.get(x, x.replace("_", " ")))
-        axis.set_ylabel({"power": "power (right direction)", "type1": "type I error rate"}.get(estimand, estimand))
+        axis.set_ylabel(ESTIMAND_AXIS_LABELS.get(estimand, estimand))
         axis.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8)
+    axes[0][0].legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return [save_png(fig, out_base)]
