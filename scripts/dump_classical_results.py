@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
+
+from simdesign.core.yamlio import load_yaml
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CLASSICAL = ("ttest", "ttest_doc", "ttest_block", "art", "art_doc", "art_block", "wilcoxon_doc", "ttest_unpaired")
@@ -76,7 +77,7 @@ def dump(out_dir: Path, trials: int) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     raws = dict(OWN_CONFIGS)
     for path in sorted((PROJECT_ROOT / "configs").glob("*.yaml")):
-        raw = yaml.safe_load(path.read_text())
+        raw = load_yaml(path.read_text())
         if isinstance(raw, dict) and "designs" in raw:
             raws[path.stem] = raw
     for name, raw in raws.items():

@@ -14,6 +14,8 @@ them, while new code can tell them apart.
 """
 from __future__ import annotations
 
+from simdesign.core.suggest import suggestions
+
 
 class ConfigError(ValueError):
     """Invalid user input (config, design, model file), with every problem found.
@@ -79,7 +81,7 @@ def from_mapping(cls, value, where: str, allowed, errors: list[str], **fixed):
         return None
     unknown = sorted(set(value) - set(allowed), key=str)
     if unknown:
-        errors.append(f"Unknown key(s) {unknown} in '{where}'; allowed: {list(allowed)}")
+        errors.append(f"Unknown key(s) {unknown} in '{where}'; allowed: {list(allowed)}{suggestions(unknown, allowed)}")
         return None
     try:
         return cls(**value, **fixed)

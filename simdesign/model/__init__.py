@@ -28,6 +28,8 @@ from simdesign.core.judgements import Judgements
 from simdesign.model.common import PSD_TOLERANCE, covariance_square_root, effect_scale  # noqa: F401 (public here)
 from simdesign.model.ranks import METHODS, RankOnlyModel, check_method, reversed_ranks  # noqa: F401
 from simdesign.core.checks import is_number
+from simdesign.core.suggest import did_you_mean
+from simdesign.core.yamlio import load_yaml, read_text
 
 PRESETS = ("coherence", "repetition")
 
@@ -328,14 +330,14 @@ def load_model(source) -> "OrdinalMixedModel | RankOnlyModel":
     text_source = str(source)
     if text_source in PRESETS:
         text = resources.files("simdesign.model.presets").joinpath(f"{text_source}.yaml").read_text()
-        return OrdinalMixedModel.from_dict(yaml.safe_load(text), name=text_source)
+        return OrdinalMixedModel.from_dict(load_yaml(text), name=text_source)
     path = Path(text_source)
     if not path.is_file():
         raise ConfigError(f"The 'model' field must be a preset ({', '.join(PRESETS)}) or an existing model file; "
-                          f"got {text_source!r}")
-    text = path.read_text()
+                          f"got {text_source!r}{did_you_mean(text_source, PRESETS)}")
+    text = read_text(path, "model")
     try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if path.suffix.lower() == ".json" else load_yaml(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"Could not parse model file {path}: {exc}") from exc
     return OrdinalMixedModel.from_dict(data, name=path.stem)

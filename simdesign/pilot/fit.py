@@ -33,6 +33,7 @@ import yaml
 from simdesign import __version__ as simdesign_version
 from simdesign import clmm
 from simdesign.core.errors import ConfigError, DataError
+from simdesign.core.yamlio import load_yaml
 from simdesign.model import OrdinalMixedModel
 from simdesign.simulation.store import package_versions
 
@@ -728,7 +729,7 @@ def write_model(model: OrdinalMixedModel, path, header: str = "") -> Path:
 def read_provenance(model: OrdinalMixedModel) -> dict:
     """The provenance of a model written by :func:`write_model`, as a mapping ({} if it is free text)."""
     try:
-        data = yaml.safe_load(model.provenance) if model.provenance else {}
+        data = load_yaml(model.provenance) if model.provenance else {}
     except yaml.YAMLError:
         return {}
     return data if isinstance(data, dict) else {}

@@ -64,6 +64,7 @@ from simdesign.core.errors import ConfigError, from_mapping
 from simdesign.core.seeds import analysis_rng, data_rng
 from simdesign.model.metric import (MetricGenerator, MetricSpec, SystemPopulation, exchangeable_moments,
                                     human_scores, population_model, sample_with_quality)
+from simdesign.core.suggest import suggestions
 from simdesign.simulation.config import read_config_mapping, resolve_model
 from simdesign.simulation.metric_store import ROW_COLUMNS, MetricValidationStore
 from simdesign.simulation.metric_targets import summary_level_target
@@ -138,7 +139,7 @@ def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValida
     problems = []
     unknown = sorted(set(raw) - set(KEYS))
     if unknown:
-        problems.append(f"Unknown key(s) {unknown}; allowed: {list(KEYS)}")
+        problems.append(f"Unknown key(s) {unknown}; allowed: {list(KEYS)}{suggestions(unknown, KEYS)}")
     model, _ = resolve_model(raw, base_dir, problems)
     population = _mapping(raw, "population", SystemPopulation, problems)
     metrics = [_mapping(raw, "metric", MetricSpec, problems)]

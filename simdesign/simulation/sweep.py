@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from simdesign.core.errors import ConfigError
+from simdesign.core.suggest import suggestions
 from simdesign.simulation.config import TOP_LEVEL_KEYS, parse_config, read_config_mapping
 from simdesign.simulation.engine import run_simulation
 from simdesign.simulation.summary import summarise
@@ -75,7 +76,8 @@ def load_sweep(path, trials: int | None = None) -> tuple[dict, list]:
     raw = read_config_mapping(path, "sweep config")
     unknown = sorted(set(raw) - set(TOP_LEVEL_KEYS) - {"sweep"})
     if unknown:
-        raise ConfigError(f"Unknown config key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS) + ['sweep']}")
+        raise ConfigError(f"Unknown config key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS) + ['sweep']}"
+                          f"{suggestions(unknown, [*TOP_LEVEL_KEYS, 'sweep'])}")
     if trials is not None:
         raw = {**raw, "trials": trials}
     configs = [(values, mapping, parse_config(mapping, base_dir=path.parent)) for values, mapping in sweep_runs(raw)]
