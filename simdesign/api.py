@@ -18,6 +18,7 @@ Bad input raises :class:`~simdesign.core.errors.ConfigError` (configs),
 from __future__ import annotations
 
 import dataclasses
+import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,10 +28,11 @@ import pandas as pd
 
 from simdesign.simulation.config import SimulationConfig, load_config, parse_config
 from simdesign.simulation.replication import replication_work
-from simdesign.core.errors import ConfigError
+from simdesign.core.errors import ConfigError, DataError
 from simdesign.outputs import (config_from_results, failure_table, figure_estimands, figure_title, write_figures,
                                write_outputs)
 from simdesign.simulation.store import ResultsStore
+from simdesign.core.checks import is_integer
 
 # The CLI's default for --jobs: every core (results do not depend on it).
 DEFAULT_JOBS = -1
@@ -44,8 +46,29 @@ def check_jobs(jobs: int) -> int:
     return jobs
 
 
-def as_config(config, trials: int | None = None) -> SimulationConfig:
-    """A SimulationConfig from a YAML path, a mapping or a SimulationConfig; ``trials`` overrides its trials."""
+def check_table_or_path(value, what: str = "judgements") -> None:
+    """Refuse what is neither a DataFrame nor a path (a DataError naming the type), before anything reads it."""
+    if not isinstance(value, (pd.DataFrame, str, os.PathLike)):
+        raise DataError(f"The {what} must be a pandas DataFrame or a CSV file path; got {type(value).__name__}"
+                        + (" (an array has no column names: build a DataFrame with columns annotator, document, "
+                           "system, score)" if isinstance(value, np.ndarray) else ""))
+
+
+def check_directory_option(value, option: str) -> Path | None:
+    """A directory argument (``out_dir``...) as a Path, refusing other types and an existing file (ConfigError)."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise ConfigError(f"The '{option}' argument must be a directory path; got {type(value).__name__}")
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"The '{option}' {path} is a file; give a directory (created if missing)")
+    return path
+
+
+def as_config(config, trials: int | None = None, tests=None) -> SimulationConfig:
+    """A SimulationConfig from a YAML path, a mapping or a SimulationConfig; ``trials`` and ``tests`` override
+    the config's (``tests`` in any form the YAML key takes)."""
     if isinstance(config, SimulationConfig):
         result = config
     elif isinstance(config, dict):
@@ -55,6 +78,8 @@ def as_config(config, trials: int | None = None) -> SimulationConfig:
     else:
         raise ConfigError(f"A config must be a YAML file path, a mapping or a SimulationConfig; "
                           f"got {type(config).__name__}")
+    if tests is not None:
+        result = dataclasses.replace(result, tests=tests)
     return result if trials is None else dataclasses.replace(result, trials=trials)
 
 
@@ -159,7 +184,7 @@ class SimulationResult:
 
 
 def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", trials: int | None = None,
-             progress: bool = True, **backend_options) -> SimulationResult:
+             tests=None, progress: bool = True, **backend_options) -> SimulationResult:
     """Simulate a config: every (design, trial, test) it asks for.
 
     Parameters
@@ -176,6 +201,8 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
         See :func:`simdesign.simulation.engine.run_simulation`.
     trials : int, optional
         Overrides the config's trials.
+    tests : list, optional
+        Overrides the config's tests: names or mappings, as the YAML's ``tests:`` key.
     progress : bool
         Show a progress bar.
     **backend_options
@@ -184,11 +211,23 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
     Returns
     -------
     SimulationResult
+
+    Raises
+    ------
+    ConfigError
+        A bad config or argument, naming the field; :class:`~simdesign.core.errors.StoreError` if
+        ``out_dir`` holds trials of another model, effect or seed.
+
+    Examples
+    --------
+    >>> result = simdesign.simulate("configs/quick.yaml", trials=50, tests=["ttest_doc"])   # doctest: +SKIP
+    >>> result.summary()                                                                   # doctest: +SKIP
     """
     from simdesign.simulation.engine import run_simulation
 
-    config = as_config(config, trials)
+    config = as_config(config, trials, tests)
     jobs = check_jobs(DEFAULT_JOBS if jobs is None else jobs)
+    out_dir = check_directory_option(out_dir, "out_dir")
     if out_dir is not None:
         run_simulation(config, Path(out_dir), config.to_mapping(), jobs=jobs, progress=progress, backend=backend,
                        **backend_options)
@@ -236,6 +275,9 @@ class PlanOutcome:
         The confirmed answer; None when nothing qualified.
     effort : str
         One line on how many trials the search used.
+    paths : dict
+        What :meth:`save` wrote (``table``, ``recommendation``, ``figures``); empty for a plan run
+        without ``out_dir``.
     """
 
     result: object = field(repr=False)
@@ -243,6 +285,7 @@ class PlanOutcome:
     recommendation: str = field(repr=False)
     recommended: object = field(repr=False)
     effort: str = ""
+    paths: dict = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
         pick = "nothing recommended" if self.recommended is None else \
@@ -265,11 +308,12 @@ class PlanOutcome:
         """
         from simdesign.planning.plan_report import write_plan_outputs
 
-        return write_plan_outputs(self.result, Path(directory), Path(figure) if figure else None)
+        self.paths = write_plan_outputs(self.result, Path(directory), Path(figure) if figure else None)
+        return self.paths
 
 
 def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True, backend="loky",
-         **backend_options) -> PlanOutcome:
+         figure=None, **backend_options) -> PlanOutcome:
     """Find the cheapest design reaching a target power (or the most powerful within a budget).
 
     Parameters
@@ -277,7 +321,12 @@ def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True
     config : str, path-like, dict or PlanConfig
         A plan YAML file (see configs/plan_example.yaml), a mapping in that form, or a parsed plan.
     out_dir : path-like, optional
-        Results directory (created or resumed); without it a temporary one is used and removed.
+        Results directory (created or resumed). The plan's outputs are written there as
+        ``simdesign plan`` writes them: ``plan.csv``, ``recommendation.md`` and the figure
+        (:meth:`PlanOutcome.save`; their paths in ``outcome.paths``). Without it a temporary
+        directory is used and removed, and nothing is written.
+    figure : path-like, optional
+        With ``out_dir``: the figure's path without suffix (default ``out_dir/<plan name>``).
     jobs : int, optional
         Parallel workers (default -1, all cores, as the CLI).
     progress : bool
@@ -289,6 +338,11 @@ def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True
     Returns
     -------
     PlanOutcome
+
+    Examples
+    --------
+    >>> outcome = simdesign.plan("configs/plan_example.yaml", out_dir="results/plan", jobs=2)  # doctest: +SKIP
+    >>> outcome.recommendation                                                             # doctest: +SKIP
     """
     from simdesign.planning.plan_report import effort_line, plan_table, recommendation_text
     from simdesign.planning.plan_search import run_plan
@@ -302,6 +356,7 @@ def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True
         raise ConfigError(f"A plan config must be a YAML file path, a mapping or a PlanConfig; "
                           f"got {type(config).__name__}")
     jobs = check_jobs(DEFAULT_JOBS if jobs is None else jobs)
+    out_dir = check_directory_option(out_dir, "out_dir")
 
     def outcome(directory) -> PlanOutcome:
         result = run_plan(config, Path(directory), jobs=jobs, progress=progress, backend=backend, **backend_options)
@@ -309,7 +364,9 @@ def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True
                            effort_line(result))
 
     if out_dir is not None:
-        return outcome(out_dir)
+        found = outcome(out_dir)
+        found.save(out_dir, figure)
+        return found
     with tempfile.TemporaryDirectory(prefix="simdesign-plan-") as temporary:
         return outcome(temporary)
 
@@ -324,6 +381,7 @@ def read_judgements_table(frame_or_path, columns: dict | None = None, scale=None
     """
     from simdesign.pilot.fit import checked_judgements, read_judgements
 
+    check_table_or_path(frame_or_path)
     if isinstance(frame_or_path, pd.DataFrame):
         columns = dict(columns or {})
         frame = frame_or_path.rename(columns=columns)
@@ -389,6 +447,14 @@ def check_model(model, frame_or_path, *, trials: int = 200, seed: int = 0, out_d
     from simdesign.pilot.check import predictive_check, run_check
     from simdesign.model import load_model
 
+    check_table_or_path(frame_or_path)
+    problems = [f"The '{name}' argument must be a {rule}; got {value!r}"
+                for name, value, ok, rule in (("trials", trials, is_integer(trials, 1), "positive integer"),
+                                              ("seed", seed, is_integer(seed, 0), "non-negative integer"))
+                if not ok]
+    if problems:
+        raise ConfigError(problems)
+    out_dir = check_directory_option(out_dir, "out_dir")
     model = load_model(getattr(model, "model", model))
     frame, _ = read_judgements_table(frame_or_path, columns, scale)
     if out_dir is not None:
@@ -428,6 +494,9 @@ def reliability(frame_or_path, *, method: str | None = None, columns: dict | Non
     """
     from simdesign.pilot.ranks import read_table
 
+    check_table_or_path(frame_or_path)
+    if not is_integer(seed, 0):
+        raise ConfigError(f"The 'seed' argument must be a non-negative integer; got {seed!r}")
     if isinstance(frame_or_path, pd.DataFrame):
         frame, scale = read_judgements_table(frame_or_path, columns, scale)
     else:

@@ -148,8 +148,8 @@ def cmd_plan(args) -> int:
     print(f"planning {config.name}: {len(config.candidates)} candidates (design x test), {simulated} to simulate; "
               f"{config.screen_trials} screening trials, up to {config.max_trials}")
     outcome = api.plan(config, out_dir=out_dir, jobs=args.jobs, progress=not args.quiet, backend=args.backend,
-                       scheduler=args.scheduler, workers=args.workers, retries=args.retries)
-    paths = outcome.save(out_dir, args.figure)
+                       figure=args.figure, scheduler=args.scheduler, workers=args.workers, retries=args.retries)
+    paths = outcome.paths
     shown = outcome.table[outcome.table["trials"] > 0].head(args.show)
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         print(shown[["rank", "design", "test", "judgements", "annotators", "cost", "power", "ci_low", "ci_high",

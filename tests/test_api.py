@@ -95,7 +95,10 @@ def test_config_built_in_code_equals_the_parsed_one():
 @pytest.mark.parametrize("fields, expected", [
     ({"alpha": 7.0}, "The 'alpha' field must be in (0, 1); got 7.0"),
     ({"analyses": (AnalysisSpec("ttest", "ttest"), {"name": "art", "resamples": -3})},
-     "The 'tests[0].resamples' option of art must be a positive integer; got -3"),
+     # the keyword written (analyses=) and the item's own position (issue 33: it said tests[0])
+     "The 'analyses[1].resamples' option of art must be a positive integer; got -3"),
+    ({"analyses": (), "tests": ["ttest", {"name": "art", "resamples": -3}]},
+     "The 'tests[1].resamples' option of art must be a positive integer; got -3"),
     ({"trials": 0}, "The 'trials' field must be a positive integer; got 0"),
     ({"seed": -1}, "The 'seed' field must be a non-negative integer; got -1"),
     ({"effect": "huge"}, "'effect'"),
