@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from simdesign.core.designs import Assignment
-from simdesign.core.errors import ConfigError
+from simdesign.core.errors import ConfigError, DataError
 from simdesign.core.judgements import _blocks_from_shared_documents
 from simdesign.model import OrdinalMixedModel
 from simdesign.stats.reliability import UndefinedReliability, alpha_from_units, split_half_from_block_sums
@@ -179,9 +179,10 @@ def predictive_check(model: OrdinalMixedModel, frame: pd.DataFrame, trials: int 
         raise ConfigError(f"The check needs at least 2 simulated studies; got {trials}")
     scale = np.asarray(model.scale)
     values = pd.to_numeric(frame["score"])
-    outside = sorted(set(values.unique()) - set(scale.tolist()))
+    outside = sorted({int(v) if float(v).is_integer() else float(v) for v in values.unique()} - set(scale.tolist()))
     if outside:
-        raise ConfigError(f"Scores {outside} are not on the model's scale {scale.tolist()}")
+        raise DataError(f"Scores {outside} are not on the model's scale {scale.tolist()}"
+                        f" ({model.name!r}); a table on another scale needs a model fitted to it")
     design, observed_scores = observed_design(frame, model.systems)
     assignment = design.assignment
     streams = np.random.SeedSequence(seed).spawn(trials + 1)
