@@ -71,6 +71,8 @@ def cmd_draw_design(args) -> int:
 
     if args.systems < 1:
         raise ConfigError(f"The '--systems' option must be a positive integer; got {args.systems}")
+    if args.columns is not None and args.columns < 1:
+        raise ConfigError(f"The '--columns' option must be a positive number of panels per row; got {args.columns}")
     check_picture_path(args.out)
     errors: list[str] = []
     designs = parse_designs(design_mappings(args), errors)

@@ -208,7 +208,8 @@ def _scale_shape_errors(frame: pd.DataFrame, score: pd.Series, scale: tuple, nam
     shown = ", ".join(f"{int(value)}: {int(count)}" for value, count in counts.items())
     if len(scale) >= 2 and scale[-1] - scale[0] + 1 != len(scale):
         gaps = sorted(set(range(scale[0], scale[-1] + 1)) - set(scale))
-        rare = counts.idxmin()
+        bordering = [value for value in counts.index if value - 1 in gaps or value + 1 in gaps]
+        rare = min(bordering, key=lambda value: counts[value])  # the likeliest typo: rare, beside a gap
         return [f"The {column} column's values are not a contiguous range of integers (counts {{{shown}}}; "
                 f"{_short_list(gaps)} never occur): a typo such as {int(rare)} (lines "
                 f"{_rows(frame, (score == rare).to_numpy())}) would become a category of its own. Correct it, "
