@@ -280,12 +280,23 @@ class OrdinalMixedModel:
         missing = [key for key in required if key not in data]
         if missing:
             raise ConfigError(f"A model file needs the fields {list(required)}; missing {missing}")
+        not_lists = [f"The '{key}' field must be a list{' of lists (a matrix)' if key.endswith('_cov') else ''}; "
+                     f"got {type(data[key]).__name__} {_shortened(data[key])}"
+                     for key in required if not isinstance(data[key], list)]
+        if not_lists:
+            raise ConfigError(not_lists)
         return cls(name=str(data.get("name", name or "model")), scale=tuple(data["scale"]),
                    systems=tuple(data["systems"]), thresholds=data["thresholds"], effects=data["effects"],
                    annotator_cov=data["annotator_cov"], document_cov=data["document_cov"],
                    citation=str(data.get("citation", "")), provenance=str(data.get("provenance", "")),
                    rank_noise=data.get("rank_noise"),
                    document_intercept_scale=data.get("document_intercept_scale", 1.0))
+
+
+def _shortened(value, limit: int = 60) -> str:
+    """repr of a value, cut for a message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _scale_intercept(cov: np.ndarray, scale: float) -> np.ndarray:

@@ -554,6 +554,12 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
 
     goal = _parse_goal(raw, alpha, errors)
     methods = parse_methods(raw.get("search"), model, errors)
+    for spec in tests:  # before anything runs, in the plan's own keys (the engine would say 'method')
+        refused = [m for m in methods if m not in resolve_analysis(spec.name).methods]
+        if refused:
+            errors.append(f"The test {spec.label} cannot take {' or '.join(refused)} judgements (it accepts "
+                          f"{', '.join(resolve_analysis(spec.name).methods)}); remove it from 'tests' or leave "
+                          f"{refused} out of 'search.methods'")
     method_costs = {method: _parse_cost(raw, model_source, base_dir, errors, method) for method in methods}
     cost = method_costs[methods[0]]
     limits = _parse_limits(raw, errors)

@@ -540,6 +540,12 @@ def blockless_problems(designs, analyses, estimands) -> list[str]:
     """
     problems = []
     block_tests = [a.label for a in analyses if getattr(registered_analysis(a.name), "needs_blocks", False)]
+    one_block = [d.label for d in designs if d.has_blocks and getattr(d, "blocks", 2) < 2]
+    if block_tests and one_block and len(one_block) == len(designs):
+        # every trial of every design would be 'degenerate': the run would report rates of 0.0 and nothing else
+        problems.append(f"The block-level test(s) {block_tests} need two or more blocks, and every design has one "
+                        f"({one_block}): every test would fail; add designs with more blocks or use a test on "
+                        "documents (e.g. ttest_doc, art_doc)")
     for kind in dict.fromkeys(type(d) for d in designs if not d.has_blocks):
         labels = [d.label for d in designs if type(d) is kind]
         reason = getattr(kind, "no_blocks_reason", f"{kind.kind} designs have no blocks")
@@ -616,6 +622,17 @@ def resolve_model(raw: dict, base_dir: Path | None, errors: list[str]) -> tuple[
         return None, str(source)
 
 
+def likert_model_or_problem(model, study: str, errors: list[str]):
+    """``model`` if it generates Likert judgements; else None, with a problem naming the model (a study kind that
+    simulates Likert scores cannot use a rank-only model)."""
+    if isinstance(model, RankOnlyModel):
+        errors.append(f"The 'model' field: {study} simulates Likert judgements, and {model.name!r} is a rank-only "
+                      "model (fitted to a Rank table); use a Likert model (a preset, or a model fitted to Likert "
+                      "scores; a joint model from 'simdesign fit --likert-model' also works)")
+        return None
+    return model
+
+
 def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
     """Validate a config mapping; see :func:`load_config`."""
     if not isinstance(raw, dict):
@@ -684,6 +701,11 @@ def check_figure_estimand(estimand: str, is_null: bool, has_tests: bool, estiman
 def config_warnings(config: SimulationConfig) -> list[str]:
     """Settings that are legitimate but unusual enough to say so before a run."""
     found = method_warnings(config)
+    block_tests = [a.label for a in config.analyses if getattr(registered_analysis(a.name), "needs_blocks", False)]
+    one_block = [d.label for d in config.designs if d.has_blocks and getattr(d, "blocks", 2) < 2]
+    if block_tests and one_block:
+        found.append(f"The block-level test(s) {block_tests} are undefined on the one-block design(s) {one_block}: "
+                     "every such test fails ('degenerate'), its rates read 0.0 with failure_rate 1.0")
     if effect_scale(config.effect) < 0:
         found.append(f"The 'effect' field is negative ({config.effect!r}): every fitted effect changes sign, so "
                      f"the systems' ranking is reversed (power counts rejections in the reversed direction); "

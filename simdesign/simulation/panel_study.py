@@ -49,7 +49,7 @@ from simdesign.core.seeds import analysis_rng, data_rng
 from simdesign.model import OrdinalMixedModel, effect_scale
 from simdesign.model.panels import PanelSpec, expected_output_scores, parse_panels, sample_panels
 from simdesign.core.suggest import suggestions
-from simdesign.simulation.config import read_config_mapping, resolve_model
+from simdesign.simulation.config import likert_model_or_problem, read_config_mapping, resolve_model
 from simdesign.simulation.panel_tests import PANEL_TESTS, TRIAL_COLUMNS, significance_rows, true_differences
 from simdesign.simulation.store import atomic_write_bytes
 from simdesign.stats.aggregation import AGGREGATIONS
@@ -201,6 +201,7 @@ def parse_panel_study(raw: dict, base_dir: Path | None = None) -> PanelStudyConf
     if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\"):
         errors.append(f"The 'name' field must be a non-empty string without slashes; got {name!r}")
     model, _ = resolve_model(raw, base_dir, errors)
+    model = likert_model_or_problem(model, "a panel study", errors)
     try:
         effect_scale(raw.get("effect", "fitted"))
     except ConfigError as exc:

@@ -51,6 +51,10 @@ def sweep_runs(raw: dict) -> list[tuple[dict, dict]]:
                  for key, values in sweep.items() if not isinstance(values, list) or not values]
     if problems:
         raise ConfigError(problems)
+    overridden = sorted(key for key in sweep if key in raw)
+    if overridden:
+        raise ConfigError(f"The top-level key(s) {overridden} are swept too ('sweep.{overridden[0]}'), so the "
+                          "top-level value would be ignored in every run: remove it, or put it in the sweep's list")
     base = {key: value for key, value in raw.items() if key != "sweep"}
     runs = []
     for combination in itertools.product(*sweep.values()):
