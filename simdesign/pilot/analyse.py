@@ -423,22 +423,17 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     >>> result = simdesign.analyse("study.csv", tests=["ttest_doc"], bootstrap=200)   # doctest: +SKIP
     >>> result.table                                                                  # doctest: +SKIP
     """
-    from simdesign.pilot.ranks import describe
-
     tests = [tests] if isinstance(tests, (str, dict)) else tests
     _check_options(adjust, alpha, bootstrap, seed, tests)
     data, info = _read_or_oriented(frame, method, columns, scale)
     method = info["method"]
-    systems = list(systems) if systems is not None else list(pd.unique(data["system"]))
-    if sorted(map(str, systems)) != sorted(map(str, data["system"].unique())):
-        raise ConfigError(f"systems {systems} do not match the table's {sorted(data['system'].unique())}"
-                          f"{suggestions([s for s in systems if s not in set(data['system'])], data['system'].unique())}")
+    systems = _checked_systems(systems, data)
+    specs = _analysis_specs(list(tests), adjust, structure)
+    _refuse_unfit_tests(specs, data, method)
     value_column = "rank" if method == "rank" else "score"
     judgements = Judgements.from_frame(data[["annotator", "document", "system", "score"]], systems=systems)
     boot_rng = np.random.default_rng(np.random.SeedSequence([seed, 1_000_003]))
     low, high, scheme = bootstrap_intervals(data, value_column, systems, int(bootstrap), boot_rng, min_blocks)
-    specs = _analysis_specs(list(tests), adjust, structure)
-    _refuse_unfit_tests(specs, data, method)
     pairs = _run_tests(judgements, specs, adjust, seed)
     primary = pairs[pairs["test"] == specs[0].label]
     sets = rank_sets(systems, primary["p_value"].to_numpy(float), primary["estimate"].to_numpy(float), alpha)
@@ -447,17 +442,36 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
                           "ci_low": low, "ci_high": high, "n": grouped.size().reindex(systems).to_numpy()})
     table = table.merge(sets, on="system")
     notes = _analysis_notes(primary, specs[0].label, method) + _design_notes(specs, data)
-    details = {
+    details = {"bootstrap": int(bootstrap), "seed": seed, "alpha": alpha, "adjust": adjust}
+    return Analysis(table=table, pairs=pairs.drop(columns="message"), method=method,
+                    info=_details(data, info, scheme, specs, details), notes=notes)
+
+
+def _checked_systems(systems, data: pd.DataFrame) -> list:
+    """The output order: given (the table's systems, each once), else the order of first appearance."""
+    if systems is None:
+        return list(pd.unique(data["system"]))
+    systems = list(systems)
+    if sorted(map(str, systems)) != sorted(map(str, data["system"].unique())):
+        strays = [s for s in systems if s not in set(data["system"])]
+        raise ConfigError(f"systems {systems} do not match the table's {sorted(data['system'].unique())}"
+                          f"{suggestions(strays, data['system'].unique())}")
+    return systems
+
+
+def _details(data: pd.DataFrame, info: dict, scheme: dict, specs, options: dict) -> dict:
+    """What :attr:`Analysis.info` records: the table, the bootstrap, the tests and the options."""
+    from simdesign.pilot.ranks import describe
+
+    return {
         "description": describe(info), "judgements": len(data), "annotators": data["annotator"].nunique(),
         "documents": data["document"].nunique(), "bootstrap_text": scheme["text"], "bootstrap_short": scheme["short"],
-        "bootstrap_scheme": scheme["name"], "blocks": scheme["blocks"], "bootstrap": int(bootstrap), "seed": seed,
-        "alpha": alpha,
-        "primary_test": specs[0].label, "tests": [s.label for s in specs], "adjust": adjust,
+        "bootstrap_scheme": scheme["name"], "blocks": scheme["blocks"], **options,
+        "primary_test": specs[0].label, "tests": [s.label for s in specs],
         "rule": ("a system significantly worse than b systems and significantly better than w systems can take "
                  "ranks b+1 .. S-w"),
         **{key: value for key, value in info.items() if key != "method"},
     }
-    return Analysis(table=table, pairs=pairs.drop(columns="message"), method=method, info=details, notes=notes)
 
 
 def _check_options(adjust: str, alpha: float, bootstrap: int, seed=0, tests=("clmm_native",)) -> None:

@@ -37,6 +37,7 @@ import pandas as pd
 
 from simdesign.core.designs import Assignment
 from simdesign.core.errors import ConfigError, DataError
+from simdesign.core.suggest import suggestions
 from simdesign.core.judgements import _blocks_from_shared_documents
 from simdesign.model import OrdinalMixedModel
 from simdesign.stats.reliability import UndefinedReliability, alpha_from_units, split_half_from_block_sums
@@ -97,7 +98,9 @@ def observed_design(frame: pd.DataFrame, systems) -> tuple[ObservedDesign, np.nd
     systems = list(systems)
     found = set(frame["system"].astype(str))
     if found != set(systems):
-        raise ConfigError(f"The judgements' systems {sorted(found)} differ from the model's {sorted(systems)}")
+        strays = sorted(found - set(systems))
+        raise DataError(f"The judgements' systems {sorted(found)} differ from the model's {sorted(systems)}"
+                        f"{suggestions(strays, sorted(set(systems) - found) or systems)}")
     wide = frame.assign(system=frame["system"].astype(str)).pivot(
         index=["annotator", "document"], columns="system", values="score").reindex(columns=systems)
     annotator, _ = pd.factorize(wide.index.get_level_values("annotator"), sort=True)
