@@ -96,6 +96,16 @@ class SimulationResult:
         :data:`simdesign.simulation.store.RESULT_COLUMNS`.
     out_dir : Path or None
         The results directory, or None for a run kept in memory.
+
+    Parameters
+    ----------
+    config, trials, out_dir
+        As the attributes; built by :func:`simulate` and :func:`load_results`.
+
+    Examples
+    --------
+    >>> result = simdesign.simulate("configs/quick.yaml", trials=20)        # doctest: +SKIP
+    >>> result.summary().query("estimand == 'type1'")                        # doctest: +SKIP
     """
 
     config: SimulationConfig = field(repr=False)
@@ -248,6 +258,24 @@ def read_config_trials(store: ResultsStore, config: SimulationConfig) -> pd.Data
 def load_results(out_dir, trials: int | None = None, config: SimulationConfig | None = None) -> SimulationResult:
     """A results directory as a :class:`SimulationResult` (its manifest's config, unless ``config`` is given).
 
+    Parameters
+    ----------
+    out_dir : path-like
+        A directory written by ``simdesign run`` or :func:`simulate`.
+    trials : int, optional
+        Read only the first ``trials`` trials.
+    config : SimulationConfig, optional
+        Read the trials of this config (default: the one in the manifest).
+
+    Returns
+    -------
+    SimulationResult
+
+    Examples
+    --------
+    >>> result = simdesign.load_results("results/quick")                     # doctest: +SKIP
+    >>> result.summary()                                                      # doctest: +SKIP
+
     Raises
     ------
     StoreError
@@ -278,6 +306,16 @@ class PlanOutcome:
     paths : dict
         What :meth:`save` wrote (``table``, ``recommendation``, ``figures``); empty for a plan run
         without ``out_dir``.
+
+    Parameters
+    ----------
+    result, table, recommendation, recommended, effort, paths
+        As the attributes; built by :func:`plan`.
+
+    Examples
+    --------
+    >>> outcome = simdesign.plan("configs/plan_example.yaml", out_dir="results/plan")  # doctest: +SKIP
+    >>> outcome.table.head(), outcome.paths["recommendation"]                      # doctest: +SKIP
     """
 
     result: object = field(repr=False)
@@ -410,6 +448,11 @@ def fit_model(frame_or_path, *, structure: str = "auto", reference=None, scale=N
         ``.model`` (an OrdinalMixedModel to simulate from), ``.result`` (the
         fit: status, log-likelihood, random-effect SDs), ``.provenance``.
 
+    Examples
+    --------
+    >>> outcome = simdesign.fit_model("pilot.csv", structure="auto")          # doctest: +SKIP
+    >>> simdesign.simulate({**config, "model": outcome.model})                # doctest: +SKIP
+
     Raises
     ------
     DataError
@@ -443,6 +486,11 @@ def check_model(model, frame_or_path, *, trials: int = 200, seed: int = 0, out_d
     -------
     pandas.DataFrame
         One row per statistic: observed value, simulated 95% range, ``inside``.
+
+    Examples
+    --------
+    >>> table = simdesign.check_model("coherence", "pilot.csv", trials=100)  # doctest: +SKIP
+    >>> table[~table["inside"]]                                               # doctest: +SKIP
     """
     from simdesign.pilot.check import predictive_check, run_check
     from simdesign.model import load_model
@@ -464,7 +512,27 @@ def check_model(model, frame_or_path, *, trials: int = 200, seed: int = 0, out_d
 
 @dataclass
 class Reliability:
-    """Krippendorff's alpha and split-half reliability of a study; an undefined one is None with its reason."""
+    """Krippendorff's alpha and split-half reliability of a study; an undefined one is None with its reason.
+
+    Parameters
+    ----------
+    krippendorff_alpha : float or None
+        Ordinal alpha (unit = document x system, coders = annotators); None when undefined.
+    split_half : SplitHalf or None
+        Split-half reliability of the system means between halves of the blocks (``.value``); None when
+        undefined (fewer than two blocks).
+    notes : list of str
+        Why an estimate is undefined.
+
+    Attributes
+    ----------
+    shr : float or None
+        ``split_half.value``.
+
+    Examples
+    --------
+    >>> simdesign.reliability("study.csv").krippendorff_alpha               # doctest: +SKIP
+    """
 
     krippendorff_alpha: float | None
     split_half: object | None
@@ -491,6 +559,10 @@ def reliability(frame_or_path, *, method: str | None = None, columns: dict | Non
     Returns
     -------
     Reliability
+
+    Examples
+    --------
+    >>> simdesign.reliability("study.csv").shr                              # doctest: +SKIP
     """
     from simdesign.pilot.ranks import read_table
 

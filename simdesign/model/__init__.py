@@ -331,10 +331,21 @@ def load_model(source) -> "OrdinalMixedModel | RankOnlyModel":
     Parameters
     ----------
     source : str or path-like or OrdinalMixedModel
+        A preset name, a model file (see docs/model.md), or a model (returned as it is).
 
     Returns
     -------
-    OrdinalMixedModel
+    OrdinalMixedModel or RankOnlyModel
+
+    Raises
+    ------
+    ConfigError
+        Neither a preset (with the closest preset suggested) nor a readable model file.
+
+    Examples
+    --------
+    >>> load_model("coherence").systems[0]
+    '__REFERENCE__'
     """
     if isinstance(source, (OrdinalMixedModel, RankOnlyModel)):
         return source

@@ -591,6 +591,9 @@ class _CallableModule(types.ModuleType):
         return analyse(*args, **kwargs)
 
 
-# inspect.signature(simdesign.analyse) and help() show analyse's own signature, not (*args, **kwargs).
+# inspect.signature(simdesign.analyse) shows analyse's own signature, not (*args, **kwargs), and its docstring
+# (what help() and inspect.getdoc show for the callable module) starts with the function's.
 __signature__ = inspect.signature(analyse)
+__doc__ = (f"{inspect.getdoc(analyse)}\n\nThe module ``simdesign.pilot.analyse``\n"
+           f"-------------------------------------\n\n{__doc__}")
 sys.modules[__name__].__class__ = _CallableModule

@@ -152,6 +152,22 @@ class SimulationConfig:
 
     ``parse_config(config.to_mapping()) == config`` for every config.
 
+    Parameters
+    ----------
+    name : str
+        Names the results directory (no slashes).
+    model : OrdinalMixedModel, RankOnlyModel or str
+        A model, a preset name or a model file path.
+    effect : 'zero', 'fitted' or float
+        The null hypothesis, the model's effects, or them scaled by a factor.
+    designs : sequence
+        Design objects or their config mappings.
+    tests : sequence
+        Test names, ``{name: ..., <option>: ...}`` mappings or AnalysisSpec objects (alias ``analyses``).
+    trials, alpha, seed, art_resamples, art_exact, chunk_size, figure, description, estimands, replication, \
+document_intercept_scale, methods
+        As the YAML keys of the same names (docs/config.md).
+
     Examples
     --------
     >>> SimulationConfig(name="demo", model="coherence", effect="fitted",
@@ -377,6 +393,17 @@ def load_config(path, overrides: dict | None = None) -> SimulationConfig:
     Returns
     -------
     SimulationConfig
+
+    Raises
+    ------
+    ConfigError
+        Every problem of the file at once: not UTF-8, not YAML, a duplicated key, unknown keys (with the
+        closest allowed ones), bad values naming the field.
+
+    Examples
+    --------
+    >>> load_config("configs/quick.yaml", {"trials": 20}).trials         # doctest: +SKIP
+    20
     """
     path = Path(path)
     raw = read_config_mapping(path, "config")
@@ -634,7 +661,33 @@ def likert_model_or_problem(model, study: str, errors: list[str]):
 
 
 def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
-    """Validate a config mapping; see :func:`load_config`."""
+    """Validate a config mapping (the YAML form, e.g. from ``yaml.safe_load``); see :func:`load_config`.
+
+    Parameters
+    ----------
+    raw : dict
+        Config keys (:data:`TOP_LEVEL_KEYS`) to values.
+    base_dir : path-like, optional
+        Where a relative model file path is looked for (besides the working directory).
+
+    Returns
+    -------
+    SimulationConfig
+
+    Raises
+    ------
+    ConfigError
+        Every problem at once, naming the field.
+
+    Examples
+    --------
+    >>> config = parse_config({"name": "demo", "model": "coherence", "effect": "zero", "trials": 10,
+    ...                        "designs": [{"kind": "block", "blocks": 4, "docs_per_block": 5,
+    ...                                     "annotators_per_block": 3}],
+    ...                        "tests": ["ttest_doc"]})
+    >>> [d.label for d in config.designs], [t.label for t in config.tests]
+    (['block-B4-D5-A3'], ['ttest_doc'])
+    """
     if not isinstance(raw, dict):
         raise ConfigError(f"A config must be a mapping of config keys; got {type(raw).__name__}")
     errors: list[str] = []
