@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import socket
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +65,24 @@ def check_directory_option(value, option: str) -> Path | None:
     if path.exists() and not path.is_dir():
         raise ConfigError(f"The '{option}' {path} is a file; give a directory (created if missing)")
     return path
+
+
+def check_scheduler_reachable(backend, backend_options: dict, timeout: float = 5.0) -> None:
+    """Refuse a Dask scheduler address nothing answers at, before a results directory is written.
+
+    Dask's client would try for 30 s and end in two tracebacks, after the run's manifest was written.
+    """
+    address = backend_options.get("scheduler")
+    if getattr(backend, "name", backend) != "dask" or not address:
+        return
+    host, _, port = str(address).split("://")[-1].rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"The '--scheduler' option must be an address like tcp://host:8786; got {address!r}")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ConfigError(f"No Dask scheduler answers at {address} (--scheduler): {exc}; start one (dask "
+                          "scheduler) or check the address, or leave --scheduler out for a local cluster") from None
 
 
 def as_config(config, trials: int | None = None, tests=None) -> SimulationConfig:
@@ -238,6 +257,7 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
     config = as_config(config, trials, tests)
     jobs = check_jobs(DEFAULT_JOBS if jobs is None else jobs)
     out_dir = check_directory_option(out_dir, "out_dir")
+    check_scheduler_reachable(backend, backend_options)
     if out_dir is not None:
         run_simulation(config, Path(out_dir), config.to_mapping(), jobs=jobs, progress=progress, backend=backend,
                        **backend_options)
@@ -395,6 +415,7 @@ def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True
                           f"got {type(config).__name__}")
     jobs = check_jobs(DEFAULT_JOBS if jobs is None else jobs)
     out_dir = check_directory_option(out_dir, "out_dir")
+    check_scheduler_reachable(backend, backend_options)
 
     def outcome(directory) -> PlanOutcome:
         result = run_plan(config, Path(directory), jobs=jobs, progress=progress, backend=backend, **backend_options)

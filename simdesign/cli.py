@@ -438,9 +438,7 @@ DEPENDENT_OPTIONS = (
     ("fit", "bootstrap", "--bootstrap", lambda a: a.likert_model, "--likert-model (a Rank table's rank_noise)"),
     ("fit", "check_trials", "--check-trials", lambda a: a.check, "--check"),
     ("fit", "check_out", "--check-out", lambda a: a.check, "--check"),
-    # commands with --backend (explore's --workers is its own option, always used)
-    (None, "scheduler", "--scheduler", lambda a: getattr(a, "backend", "dask") == "dask", "--backend dask"),
-    (None, "workers", "--workers", lambda a: getattr(a, "backend", "dask") == "dask", "--backend dask"),
+    # (--scheduler and --workers without --backend dask are errors: BackendSpec.problems)
 )
 
 

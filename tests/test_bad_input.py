@@ -211,6 +211,10 @@ CLI_CASES = {
                                  ["single annotator ('a0')", "fit annotator random effects", "ttest_doc"]),
     "analyse-art-on-ranks": (["analyse", "{ranks}", "--tests", "art", "--out", "{tmp}/out"],
                              ["The test art does not take Rank judgements", "tests for rank data: ["]),
+    # a Dask scheduler nothing answers at: refused at once, before the results directory is written
+    "run-unreachable-dask-scheduler": (["run", "configs/quick.yaml", "--out", "{tmp}/out", "--backend", "dask",
+                                        "--scheduler", "tcp://127.0.0.1:1"],
+                                       ["No Dask scheduler answers at tcp://127.0.0.1:1 (--scheduler)"]),
     # did you mean: systems
     "fit-reference-typo": (["fit", "{good}", "--out", "{tmp}/out/m.yaml", "--reference", "bart",
                             "--allow-reduced"], ["reference system 'bart'", "(did you mean 'BART'?)"]),
