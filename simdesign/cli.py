@@ -442,10 +442,10 @@ DEPENDENT_OPTIONS = (
 )
 
 
-def command_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
-    """The subcommand's own parser (for its defaults)."""
+def subcommands(parser: argparse.ArgumentParser) -> dict:
+    """Command name -> its own parser (argparse keeps them in its subparsers action)."""
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
-    return action.choices[command]
+    return action.choices
 
 
 def option_problems(args) -> list[str]:
@@ -487,7 +487,7 @@ def fit_option_problems(args) -> list[str]:
 
 def ignored_option_warnings(args, parser: argparse.ArgumentParser) -> list[str]:
     """Options given (not at their defaults) that the command will not use, so the user is not misled."""
-    sub = command_parser(parser, args.command)
+    sub = subcommands(parser)[args.command]
     found = []
     for command, dest, flag, needed, needs in DEPENDENT_OPTIONS:
         if (command in (None, args.command) and hasattr(args, dest)
@@ -500,8 +500,7 @@ def unknown_command_message(argv: list[str], parser: argparse.ArgumentParser) ->
     """For ``simdesign rn ...``: the unknown command with the closest ones, before argparse's own message."""
     from simdesign.core.suggest import did_you_mean
 
-    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
-    commands = list(action.choices)
+    commands = list(subcommands(parser))
     first = next((word for word in argv if not word.startswith("-")), None)
     if first is None or first in commands:
         return None
