@@ -370,3 +370,28 @@ def test_every_public_name_has_a_real_signature_and_a_numpydoc_docstring(name):
     assert not missing, f"{name} lacks {missing}"
     parameters = inspect.signature(obj).parameters.values()
     assert not any(p.kind is p.VAR_POSITIONAL for p in parameters), f"{name} hides its signature"
+
+
+def test_analyse_of_a_path_keeps_the_scale_given(tmp_path):
+    """A scale with a gap, given for a CSV, is the user's statement: analyse must not re-check without it."""
+    systems = ["__REFERENCE__", "abssentrw", "BART", "onmt_pg", "seneca"]
+    frame = pd.DataFrame([(f"a{a}", f"d{d}", s, [1, 2, 4][(a + d + k) % 3]) for a in range(3) for d in range(4)
+                          for k, s in enumerate(systems)], columns=["annotator", "document", "system", "score"])
+    path = tmp_path / "gap.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(DataError, match="not a contiguous range"):
+        simdesign.analyse(path, tests="ttest_doc", bootstrap=100)
+    result = simdesign.analyse(path, tests="ttest_doc", bootstrap=100, scale=(1, 2, 4))
+    assert result.info["scale"] == (1, 2, 4)
+
+
+def test_analyse_keeps_the_scale_given_on_the_command_line_and_for_a_frame(tmp_path, capsys):
+    systems = ["__REFERENCE__", "abssentrw", "BART", "onmt_pg", "seneca"]
+    frame = pd.DataFrame([(f"a{a}", f"d{d}", s, [1, 2, 4][(a + d + k) % 3]) for a in range(3) for d in range(4)
+                          for k, s in enumerate(systems)], columns=["annotator", "document", "system", "score"])
+    path = tmp_path / "gap.csv"
+    frame.to_csv(path, index=False)
+    assert main(["analyse", str(path), "--tests", "ttest_doc", "--bootstrap", "100"]) == 2
+    assert "not a contiguous range" in capsys.readouterr().err
+    assert main(["analyse", str(path), "--tests", "ttest_doc", "--bootstrap", "100", "--scale", "1,2,4"]) == 0
+    assert simdesign.analyse(frame, tests="ttest_doc", bootstrap=100, scale=(1, 2, 4)).info["scale"] == (1, 2, 4)

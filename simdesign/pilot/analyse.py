@@ -402,8 +402,8 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     columns : dict, optional
         A path only: file column -> ours (annotator, document, system, score or rank).
     scale : sequence of int, optional
-        A path only, Likert: the scale's values (default: the observed values, which must be a
-        contiguous range).
+        Likert: the scale's values (default: the observed values, which must then be a contiguous
+        range and must not look like ranks).
 
     Returns
     -------
@@ -498,13 +498,13 @@ def _read_or_oriented(frame, method, columns, scale) -> tuple[pd.DataFrame, dict
 
     if isinstance(frame, (str, os.PathLike)):
         read, info = read_table(frame, method, columns, scale)
-        return _oriented(read, info["method"])
+        # checked by read_table (with the scale given): a second check without it would refuse a gap the scale allows
+        return (read, info) if info["method"] == "likert" else _oriented(read, "rank")
     if not isinstance(frame, pd.DataFrame):
         raise DataError(f"The judgements must be a pandas DataFrame or a CSV file path; got {type(frame).__name__}")
-    if columns or scale is not None:
-        raise ConfigError("'columns' and 'scale' apply to a CSV path; rename a DataFrame's columns yourself "
-                          "(DataFrame.rename), and its scores are checked as they are")
-    return _oriented(frame, method)
+    if columns:
+        raise ConfigError("'columns' applies to a CSV path; rename a DataFrame's columns yourself (DataFrame.rename)")
+    return _oriented(frame, method, scale)
 
 
 def _refuse_unfit_tests(specs, data: pd.DataFrame, method: str) -> None:
@@ -548,7 +548,7 @@ def _design_notes(specs, data: pd.DataFrame) -> list:
             "p-values with caution"]
 
 
-def _oriented(frame: pd.DataFrame, method: str | None) -> tuple[pd.DataFrame, dict]:
+def _oriented(frame: pd.DataFrame, method: str | None, scale=None) -> tuple[pd.DataFrame, dict]:
     """The table with a 'score' column where higher is better, and what :func:`ranks.describe` needs."""
     from simdesign.pilot.ranks import orient
 
@@ -562,7 +562,7 @@ def _oriented(frame: pd.DataFrame, method: str | None) -> tuple[pd.DataFrame, di
         n_systems = frame["system"].nunique()
         return frame.copy(), {"method": "rank", "scale": tuple(range(1, n_systems + 1)),
                               "base": int(frame.attrs.get("rank_base", 1)), "n_systems": n_systems}
-    return orient(frame, method)
+    return orient(frame, method, scale=scale)
 
 
 def _analysis_notes(primary: pd.DataFrame, label: str, method: str) -> list:

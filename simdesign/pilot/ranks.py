@@ -283,7 +283,7 @@ def read_table(path, method: str | None = None, columns: dict | None = None,
     return frame, {"method": "rank", "scale": tuple(range(1, n_systems + 1)), "base": base, "n_systems": n_systems}
 
 
-def orient(frame: pd.DataFrame, method: str, base: int | None = None) -> tuple[pd.DataFrame, dict]:
+def orient(frame: pd.DataFrame, method: str, base: int | None = None, scale=None) -> tuple[pd.DataFrame, dict]:
     """An in-memory table in the form :func:`read_table` returns (checked; Rank tables get ``score`` reversed).
 
     Parameters
@@ -295,13 +295,17 @@ def orient(frame: pd.DataFrame, method: str, base: int | None = None) -> tuple[p
     method : {'likert', 'rank'}
     base : int, optional
         Rank only: the base of ``rank``; default found by :func:`check_ranks`.
+    scale : sequence of int, optional
+        Likert only: the scale's values (as ``--scale``).
     """
     method = infer_method(frame.columns, method)
     if method == "likert":
-        scale = validate_judgements(frame)
+        scale = validate_judgements(frame, scale)
         out = frame[["annotator", "document", "system", "score"]].copy()
         out["score"] = pd.to_numeric(out["score"]).round().astype(np.int64)
         return out, {"method": "likert", "scale": tuple(scale)}
+    if scale is not None:
+        raise ConfigError("A scale applies to Likert tables; a Rank table's scale is 1..S (S = number of systems)")
     found = check_ranks(frame.drop(columns=["score"], errors="ignore"))
     base = found if base is None else int(base)
     n_systems = frame["system"].nunique()
