@@ -438,8 +438,19 @@ DEPENDENT_OPTIONS = (
     ("fit", "bootstrap", "--bootstrap", lambda a: a.likert_model, "--likert-model (a Rank table's rank_noise)"),
     ("fit", "check_trials", "--check-trials", lambda a: a.check, "--check"),
     ("fit", "check_out", "--check-out", lambda a: a.check, "--check"),
+    ("analyse", "structure", "--structure", lambda a: tests_take(a.tests, "structure"),
+     "a test that takes a structure (e.g. clmm_native) in --tests"),
     # (--scheduler and --workers without --backend dask are errors: BackendSpec.problems)
 )
+
+
+def tests_take(tests: str, option: str) -> bool:
+    """Whether any of the comma-separated registered tests has ``option`` (unknown names: assumed so, the
+    command itself names them)."""
+    from simdesign.analyses import ANALYSES
+
+    names = [name.strip() for name in tests.split(",") if name.strip()]
+    return any(name not in ANALYSES or option in ANALYSES[name].options for name in names)
 
 
 def subcommands(parser: argparse.ArgumentParser) -> dict:

@@ -216,6 +216,8 @@ CLI_CASES = {
                                         "--scheduler", "tcp://127.0.0.1:1"],
                                        ["No Dask scheduler answers at tcp://127.0.0.1:1 (--scheduler)"]),
     # did you mean: systems
+    "reliability-columns-typo": (["reliability", "{good}", "--columns", "annotatr=worker"],
+                                 ["--columns takes NAME=COLUMN items", "(did you mean 'annotator'?)"]),
     "fit-reference-typo": (["fit", "{good}", "--out", "{tmp}/out/m.yaml", "--reference", "bart",
                             "--allow-reduced"], ["reference system 'bart'", "(did you mean 'BART'?)"]),
 }
@@ -487,6 +489,8 @@ def test_an_ignored_option_is_warned_about(tmp_path, capsys):
     assert "warning: '--check-trials' is ignored without --check" in err
     main(["fit", str(path), "--out", str(tmp_path / "m2.yaml"), "--structure", "intercepts"])
     assert "ignored" not in capsys.readouterr().err  # defaults are not "given"
+    assert main(["analyse", str(path), "--tests", "ttest_doc", "--structure", "maximal", "--bootstrap", "100"]) == 0
+    assert "warning: '--structure' is ignored without a test that takes a structure" in capsys.readouterr().err
 
 
 def test_a_one_block_design_beside_others_is_warned_about_not_refused():

@@ -33,6 +33,7 @@ import yaml
 from simdesign import __version__ as simdesign_version
 from simdesign import clmm
 from simdesign.core.errors import ConfigError, DataError
+from simdesign.core.suggest import did_you_mean
 from simdesign.core.yamlio import load_yaml
 from simdesign.model import OrdinalMixedModel
 from simdesign.simulation.store import package_versions
@@ -92,7 +93,7 @@ def parse_columns(text: str | None) -> dict:
         ours, theirs = ours.strip(), theirs.strip()
         if ours not in REQUIRED_COLUMNS or not theirs:
             raise ConfigError(f"--columns takes NAME=COLUMN items with NAME one of {list(REQUIRED_COLUMNS)}; "
-                              f"got {item!r}")
+                              f"got {item!r}{did_you_mean(ours, [*REQUIRED_COLUMNS, 'rank'])}")
         mapping[theirs] = ours
     return mapping
 
