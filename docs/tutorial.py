@@ -300,7 +300,7 @@ def planned_study(model):
         model=model,  # a fitted model object, a model file, or a preset name
         effect="fitted",
         designs=[{"kind": "block", "blocks": 20, "docs_per_block": 5, "annotators_per_block": 3}],
-        analyses=["ttest_block"],
+        tests=["ttest_block"],
         trials=100,
         seed=1,
     )

@@ -44,9 +44,22 @@ from simdesign.pilot import analyse  # a callable module: simdesign.analyse(fram
 def draw_designs(designs, **options):
     """Draw designs (annotators x documents, blocks shaded): a matplotlib Figure, one panel per design.
 
-    ``designs``: design objects or config ``designs:`` entries; ``options`` as
-    :func:`simdesign.simulation.design_picture.draw_designs` (imported here only when called, so that
-    ``import simdesign`` does not load matplotlib).
+    Parameters
+    ----------
+    designs : sequence
+        Design objects or config ``designs:`` entries.
+    **options
+        As :func:`simdesign.simulation.design_picture.draw_designs` (imported here only when called, so
+        that ``import simdesign`` does not load matplotlib).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> figure = simdesign.draw_designs([{"kind": "block", "blocks": 4, "docs_per_block": 5,
+    ...                                   "annotators_per_block": 3}])          # doctest: +SKIP
     """
     from simdesign.simulation.design_picture import draw_designs as draw
 

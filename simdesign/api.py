@@ -18,6 +18,8 @@ Bad input raises :class:`~simdesign.core.errors.ConfigError` (configs),
 from __future__ import annotations
 
 import dataclasses
+import os
+import socket
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,10 +29,11 @@ import pandas as pd
 
 from simdesign.simulation.config import SimulationConfig, load_config, parse_config
 from simdesign.simulation.replication import replication_work
-from simdesign.core.errors import ConfigError
+from simdesign.core.errors import ConfigError, DataError
 from simdesign.outputs import (config_from_results, failure_table, figure_estimands, figure_title, write_figures,
                                write_outputs)
 from simdesign.simulation.store import ResultsStore
+from simdesign.core.checks import is_integer
 
 # The CLI's default for --jobs: every core (results do not depend on it).
 DEFAULT_JOBS = -1
@@ -44,8 +47,47 @@ def check_jobs(jobs: int) -> int:
     return jobs
 
 
-def as_config(config, trials: int | None = None) -> SimulationConfig:
-    """A SimulationConfig from a YAML path, a mapping or a SimulationConfig; ``trials`` overrides its trials."""
+def check_table_or_path(value, what: str = "judgements") -> None:
+    """Refuse what is neither a DataFrame nor a path (a DataError naming the type), before anything reads it."""
+    if not isinstance(value, (pd.DataFrame, str, os.PathLike)):
+        raise DataError(f"The {what} must be a pandas DataFrame or a CSV file path; got {type(value).__name__}"
+                        + (" (an array has no column names: build a DataFrame with columns annotator, document, "
+                           "system, score)" if isinstance(value, np.ndarray) else ""))
+
+
+def check_directory_option(value, option: str) -> Path | None:
+    """A directory argument (``out_dir``...) as a Path, refusing other types and an existing file (ConfigError)."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise ConfigError(f"The '{option}' argument must be a directory path; got {type(value).__name__}")
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"The '{option}' {path} is a file; give a directory (created if missing)")
+    return path
+
+
+def check_scheduler_reachable(backend, backend_options: dict, timeout: float = 5.0) -> None:
+    """Refuse a Dask scheduler address nothing answers at, before a results directory is written.
+
+    Dask's client would try for 30 s and end in two tracebacks, after the run's manifest was written.
+    """
+    address = backend_options.get("scheduler")
+    if getattr(backend, "name", backend) != "dask" or not address:
+        return
+    host, _, port = str(address).split("://")[-1].rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"The '--scheduler' option must be an address like tcp://host:8786; got {address!r}")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ConfigError(f"No Dask scheduler answers at {address} (--scheduler): {exc}; start one (dask "
+                          "scheduler) or check the address, or leave --scheduler out for a local cluster") from None
+
+
+def as_config(config, trials: int | None = None, tests=None) -> SimulationConfig:
+    """A SimulationConfig from a YAML path, a mapping or a SimulationConfig; ``trials`` and ``tests`` override
+    the config's (``tests`` in any form the YAML key takes)."""
     if isinstance(config, SimulationConfig):
         result = config
     elif isinstance(config, dict):
@@ -55,6 +97,8 @@ def as_config(config, trials: int | None = None) -> SimulationConfig:
     else:
         raise ConfigError(f"A config must be a YAML file path, a mapping or a SimulationConfig; "
                           f"got {type(config).__name__}")
+    if tests is not None:
+        result = dataclasses.replace(result, tests=tests)
     return result if trials is None else dataclasses.replace(result, trials=trials)
 
 
@@ -71,6 +115,16 @@ class SimulationResult:
         :data:`simdesign.simulation.store.RESULT_COLUMNS`.
     out_dir : Path or None
         The results directory, or None for a run kept in memory.
+
+    Parameters
+    ----------
+    config, trials, out_dir
+        As the attributes; built by :func:`simulate` and :func:`load_results`.
+
+    Examples
+    --------
+    >>> result = simdesign.simulate("configs/quick.yaml", trials=20)        # doctest: +SKIP
+    >>> result.summary().query("estimand == 'type1'")                        # doctest: +SKIP
     """
 
     config: SimulationConfig = field(repr=False)
@@ -159,7 +213,7 @@ class SimulationResult:
 
 
 def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", trials: int | None = None,
-             progress: bool = True, **backend_options) -> SimulationResult:
+             tests=None, progress: bool = True, **backend_options) -> SimulationResult:
     """Simulate a config: every (design, trial, test) it asks for.
 
     Parameters
@@ -176,6 +230,8 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
         See :func:`simdesign.simulation.engine.run_simulation`.
     trials : int, optional
         Overrides the config's trials.
+    tests : list, optional
+        Overrides the config's tests: names or mappings, as the YAML's ``tests:`` key.
     progress : bool
         Show a progress bar.
     **backend_options
@@ -184,11 +240,24 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
     Returns
     -------
     SimulationResult
+
+    Raises
+    ------
+    ConfigError
+        A bad config or argument, naming the field; :class:`~simdesign.core.errors.StoreError` if
+        ``out_dir`` holds trials of another model, effect or seed.
+
+    Examples
+    --------
+    >>> result = simdesign.simulate("configs/quick.yaml", trials=50, tests=["ttest_doc"])   # doctest: +SKIP
+    >>> result.summary()                                                                   # doctest: +SKIP
     """
     from simdesign.simulation.engine import run_simulation
 
-    config = as_config(config, trials)
+    config = as_config(config, trials, tests)
     jobs = check_jobs(DEFAULT_JOBS if jobs is None else jobs)
+    out_dir = check_directory_option(out_dir, "out_dir")
+    check_scheduler_reachable(backend, backend_options)
     if out_dir is not None:
         run_simulation(config, Path(out_dir), config.to_mapping(), jobs=jobs, progress=progress, backend=backend,
                        **backend_options)
@@ -208,6 +277,24 @@ def read_config_trials(store: ResultsStore, config: SimulationConfig) -> pd.Data
 
 def load_results(out_dir, trials: int | None = None, config: SimulationConfig | None = None) -> SimulationResult:
     """A results directory as a :class:`SimulationResult` (its manifest's config, unless ``config`` is given).
+
+    Parameters
+    ----------
+    out_dir : path-like
+        A directory written by ``simdesign run`` or :func:`simulate`.
+    trials : int, optional
+        Read only the first ``trials`` trials.
+    config : SimulationConfig, optional
+        Read the trials of this config (default: the one in the manifest).
+
+    Returns
+    -------
+    SimulationResult
+
+    Examples
+    --------
+    >>> result = simdesign.load_results("results/quick")                     # doctest: +SKIP
+    >>> result.summary()                                                      # doctest: +SKIP
 
     Raises
     ------
@@ -236,6 +323,19 @@ class PlanOutcome:
         The confirmed answer; None when nothing qualified.
     effort : str
         One line on how many trials the search used.
+    paths : dict
+        What :meth:`save` wrote (``table``, ``recommendation``, ``figures``); empty for a plan run
+        without ``out_dir``.
+
+    Parameters
+    ----------
+    result, table, recommendation, recommended, effort, paths
+        As the attributes; built by :func:`plan`.
+
+    Examples
+    --------
+    >>> outcome = simdesign.plan("configs/plan_example.yaml", out_dir="results/plan")  # doctest: +SKIP
+    >>> outcome.table.head(), outcome.paths["recommendation"]                      # doctest: +SKIP
     """
 
     result: object = field(repr=False)
@@ -243,6 +343,7 @@ class PlanOutcome:
     recommendation: str = field(repr=False)
     recommended: object = field(repr=False)
     effort: str = ""
+    paths: dict = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
         pick = "nothing recommended" if self.recommended is None else \
@@ -265,11 +366,12 @@ class PlanOutcome:
         """
         from simdesign.planning.plan_report import write_plan_outputs
 
-        return write_plan_outputs(self.result, Path(directory), Path(figure) if figure else None)
+        self.paths = write_plan_outputs(self.result, Path(directory), Path(figure) if figure else None)
+        return self.paths
 
 
 def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True, backend="loky",
-         **backend_options) -> PlanOutcome:
+         figure=None, **backend_options) -> PlanOutcome:
     """Find the cheapest design reaching a target power (or the most powerful within a budget).
 
     Parameters
@@ -277,7 +379,12 @@ def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True
     config : str, path-like, dict or PlanConfig
         A plan YAML file (see configs/plan_example.yaml), a mapping in that form, or a parsed plan.
     out_dir : path-like, optional
-        Results directory (created or resumed); without it a temporary one is used and removed.
+        Results directory (created or resumed). The plan's outputs are written there as
+        ``simdesign plan`` writes them: ``plan.csv``, ``recommendation.md`` and the figure
+        (:meth:`PlanOutcome.save`; their paths in ``outcome.paths``). Without it a temporary
+        directory is used and removed, and nothing is written.
+    figure : path-like, optional
+        With ``out_dir``: the figure's path without suffix (default ``out_dir/<plan name>``).
     jobs : int, optional
         Parallel workers (default -1, all cores, as the CLI).
     progress : bool
@@ -289,6 +396,11 @@ def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True
     Returns
     -------
     PlanOutcome
+
+    Examples
+    --------
+    >>> outcome = simdesign.plan("configs/plan_example.yaml", out_dir="results/plan", jobs=2)  # doctest: +SKIP
+    >>> outcome.recommendation                                                             # doctest: +SKIP
     """
     from simdesign.planning.plan_report import effort_line, plan_table, recommendation_text
     from simdesign.planning.plan_search import run_plan
@@ -302,6 +414,8 @@ def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True
         raise ConfigError(f"A plan config must be a YAML file path, a mapping or a PlanConfig; "
                           f"got {type(config).__name__}")
     jobs = check_jobs(DEFAULT_JOBS if jobs is None else jobs)
+    out_dir = check_directory_option(out_dir, "out_dir")
+    check_scheduler_reachable(backend, backend_options)
 
     def outcome(directory) -> PlanOutcome:
         result = run_plan(config, Path(directory), jobs=jobs, progress=progress, backend=backend, **backend_options)
@@ -309,7 +423,9 @@ def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True
                            effort_line(result))
 
     if out_dir is not None:
-        return outcome(out_dir)
+        found = outcome(out_dir)
+        found.save(out_dir, figure)
+        return found
     with tempfile.TemporaryDirectory(prefix="simdesign-plan-") as temporary:
         return outcome(temporary)
 
@@ -324,6 +440,7 @@ def read_judgements_table(frame_or_path, columns: dict | None = None, scale=None
     """
     from simdesign.pilot.fit import checked_judgements, read_judgements
 
+    check_table_or_path(frame_or_path)
     if isinstance(frame_or_path, pd.DataFrame):
         columns = dict(columns or {})
         frame = frame_or_path.rename(columns=columns)
@@ -351,6 +468,11 @@ def fit_model(frame_or_path, *, structure: str = "auto", reference=None, scale=N
     simdesign.pilot.fit.FitOutcome
         ``.model`` (an OrdinalMixedModel to simulate from), ``.result`` (the
         fit: status, log-likelihood, random-effect SDs), ``.provenance``.
+
+    Examples
+    --------
+    >>> outcome = simdesign.fit_model("pilot.csv", structure="auto")          # doctest: +SKIP
+    >>> simdesign.simulate({**config, "model": outcome.model})                # doctest: +SKIP
 
     Raises
     ------
@@ -385,10 +507,23 @@ def check_model(model, frame_or_path, *, trials: int = 200, seed: int = 0, out_d
     -------
     pandas.DataFrame
         One row per statistic: observed value, simulated 95% range, ``inside``.
+
+    Examples
+    --------
+    >>> table = simdesign.check_model("coherence", "pilot.csv", trials=100)  # doctest: +SKIP
+    >>> table[~table["inside"]]                                               # doctest: +SKIP
     """
     from simdesign.pilot.check import predictive_check, run_check
     from simdesign.model import load_model
 
+    check_table_or_path(frame_or_path)
+    problems = [f"The '{name}' argument must be a {rule}; got {value!r}"
+                for name, value, ok, rule in (("trials", trials, is_integer(trials, 1), "positive integer"),
+                                              ("seed", seed, is_integer(seed, 0), "non-negative integer"))
+                if not ok]
+    if problems:
+        raise ConfigError(problems)
+    out_dir = check_directory_option(out_dir, "out_dir")
     model = load_model(getattr(model, "model", model))
     frame, _ = read_judgements_table(frame_or_path, columns, scale)
     if out_dir is not None:
@@ -398,7 +533,27 @@ def check_model(model, frame_or_path, *, trials: int = 200, seed: int = 0, out_d
 
 @dataclass
 class Reliability:
-    """Krippendorff's alpha and split-half reliability of a study; an undefined one is None with its reason."""
+    """Krippendorff's alpha and split-half reliability of a study; an undefined one is None with its reason.
+
+    Parameters
+    ----------
+    krippendorff_alpha : float or None
+        Ordinal alpha (unit = document x system, coders = annotators); None when undefined.
+    split_half : SplitHalf or None
+        Split-half reliability of the system means between halves of the blocks (``.value``); None when
+        undefined (fewer than two blocks).
+    notes : list of str
+        Why an estimate is undefined.
+
+    Attributes
+    ----------
+    shr : float or None
+        ``split_half.value``.
+
+    Examples
+    --------
+    >>> simdesign.reliability("study.csv").krippendorff_alpha               # doctest: +SKIP
+    """
 
     krippendorff_alpha: float | None
     split_half: object | None
@@ -425,9 +580,16 @@ def reliability(frame_or_path, *, method: str | None = None, columns: dict | Non
     Returns
     -------
     Reliability
+
+    Examples
+    --------
+    >>> simdesign.reliability("study.csv").shr                              # doctest: +SKIP
     """
     from simdesign.pilot.ranks import read_table
 
+    check_table_or_path(frame_or_path)
+    if not is_integer(seed, 0):
+        raise ConfigError(f"The 'seed' argument must be a non-negative integer; got {seed!r}")
     if isinstance(frame_or_path, pd.DataFrame):
         frame, scale = read_judgements_table(frame_or_path, columns, scale)
     else:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import signal
 import sys
 import threading
@@ -148,8 +149,8 @@ def cmd_plan(args) -> int:
     print(f"planning {config.name}: {len(config.candidates)} candidates (design x test), {simulated} to simulate; "
               f"{config.screen_trials} screening trials, up to {config.max_trials}")
     outcome = api.plan(config, out_dir=out_dir, jobs=args.jobs, progress=not args.quiet, backend=args.backend,
-                       scheduler=args.scheduler, workers=args.workers, retries=args.retries)
-    paths = outcome.save(out_dir, args.figure)
+                       figure=args.figure, scheduler=args.scheduler, workers=args.workers, retries=args.retries)
+    paths = outcome.paths
     shown = outcome.table[outcome.table["trials"] > 0].head(args.show)
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         print(shown[["rank", "design", "test", "judgements", "annotators", "cost", "power", "ci_low", "ci_high",
@@ -263,8 +264,15 @@ def cmd_check(args) -> int:
         return cli_rank_fit.check(args)
     frame, _ = _read_judgements_args(args)
     model = load_model(args.model)
-    run_check_command(model, frame, args.out or Path("results") / f"check-{model.name}", args.trials, args.seed)
+    run_check_command(model, frame, args.out or Path("results") / f"check-{file_name_part(model.name)}", args.trials,
+                      args.seed)
     return 0
+
+
+def file_name_part(name: str) -> str:
+    """A model's name made safe as part of a file name: a name read from a model file (``../../x``) never
+    chooses where results are written."""
+    return re.sub(r"[^\w.+-]+", "_", str(name)).strip("._") or "model"
 
 
 def cmd_presets(args) -> int:
@@ -421,10 +429,111 @@ def sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
+# Commands whose --out is a directory, and those whose --out is a file: either is refused before any work
+# when the path exists as the other kind (an IsADirectoryError after fitting, or a results directory
+# "created" over a file, were the alternatives).
+DIRECTORY_OUT = ("run", "plan", "check", "analyse", "panels", "sweep", "metric-validation")
+FILE_OUT = ("fit", "draw-design")
+# Options that only matter beside another: (command, option dest, flag, needs, what it needs in words).
+DEPENDENT_OPTIONS = (
+    ("fit", "bootstrap", "--bootstrap", lambda a: a.likert_model, "--likert-model (a Rank table's rank_noise)"),
+    ("fit", "check_trials", "--check-trials", lambda a: a.check, "--check"),
+    ("fit", "check_out", "--check-out", lambda a: a.check, "--check"),
+    ("analyse", "structure", "--structure", lambda a: tests_take(a.tests, "structure"),
+     "a test that takes a structure (e.g. clmm_native) in --tests"),
+    # (--scheduler and --workers without --backend dask are errors: BackendSpec.problems)
+)
+
+
+def tests_take(tests: str, option: str) -> bool:
+    """Whether any of the comma-separated registered tests has ``option`` (unknown names: assumed so, the
+    command itself names them)."""
+    from simdesign.analyses import ANALYSES
+
+    names = [name.strip() for name in tests.split(",") if name.strip()]
+    return any(name not in ANALYSES or option in ANALYSES[name].options for name in names)
+
+
+def subcommands(parser: argparse.ArgumentParser) -> dict:
+    """Command name -> its own parser (argparse keeps them in its subparsers action)."""
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
+    return action.choices
+
+
+def option_problems(args) -> list[str]:
+    """Option values refused before any work (each naming the option and what is allowed)."""
+    problems = []
+    if isinstance(getattr(args, "seed", None), int) and args.seed < 0:
+        problems.append(f"The '--seed' option must be a non-negative integer; got {args.seed}")
+    out = getattr(args, "out", None)
+    if out is not None and args.command in DIRECTORY_OUT and Path(out).exists() and not Path(out).is_dir():
+        problems.append(f"The '--out' option {out} is a file; give a directory (created if missing)")
+    if out is not None and args.command in FILE_OUT and Path(out).is_dir():
+        problems.append(f"The '--out' option {out} is a directory; give a file name, e.g. {Path(out) / 'model.yaml'}"
+                        if args.command == "fit" else
+                        f"The '--out' option {out} is a directory; give a picture file, e.g. {Path(out) / 'design.png'}")
+    if args.command == "fit":
+        problems += fit_option_problems(args)
+    if args.command == "check" and args.trials < 2:
+        problems.append(f"The '--trials' option must be at least 2 simulated studies; got {args.trials}")
+    if args.command == "plan" and args.show < 0:
+        problems.append(f"The '--show' option must be 0 or more rows; got {args.show}")
+    return problems
+
+
+def fit_option_problems(args) -> list[str]:
+    """``fit``'s own options: a model name that is a file name, a check that can run, a bootstrap that can."""
+    problems = []
+    if args.name is not None and (not args.name.strip() or any(c in args.name for c in "/\\")
+                                  or args.name.strip(".") == ""):
+        problems.append(f"The '--name' option names the model (and the check's results): a non-empty name "
+                        f"without slashes, not '.' or '..'; got {args.name!r}")
+    if args.check and args.check_trials < 2:
+        problems.append(f"The '--check-trials' option must be at least 2 simulated studies; got {args.check_trials}")
+    if args.check_out is not None and Path(args.check_out).exists() and not Path(args.check_out).is_dir():
+        problems.append(f"The '--check-out' option {args.check_out} is a file; give a directory")
+    if args.likert_model and args.bootstrap < 0:
+        problems.append(f"The '--bootstrap' option must be 0 (none) or more replicates; got {args.bootstrap}")
+    return problems
+
+
+def ignored_option_warnings(args, parser: argparse.ArgumentParser) -> list[str]:
+    """Options given (not at their defaults) that the command will not use, so the user is not misled."""
+    sub = subcommands(parser)[args.command]
+    found = []
+    for command, dest, flag, needed, needs in DEPENDENT_OPTIONS:
+        if (command in (None, args.command) and hasattr(args, dest)
+                and getattr(args, dest) != sub.get_default(dest) and not needed(args)):
+            found.append(f"'{flag}' is ignored without {needs}")
+    return found
+
+
+def unknown_command_message(argv: list[str], parser: argparse.ArgumentParser) -> str | None:
+    """For ``simdesign rn ...``: the unknown command with the closest ones, before argparse's own message."""
+    from simdesign.core.suggest import did_you_mean
+
+    commands = list(subcommands(parser))
+    first = next((word for word in argv if not word.startswith("-")), None)
+    if first is None or first in commands:
+        return None
+    return f"unknown command {first!r}{did_you_mean(first, commands)}; commands: {', '.join(commands)}"
+
+
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    unknown = unknown_command_message(words, parser)
+    if unknown:
+        print(f"error: {unknown}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(words)
     try:
         with sigterm_as_interrupt():
+            problems = option_problems(args)
+            if problems:
+                raise ConfigError(problems)
+            for warning in ignored_option_warnings(args, parser):
+                print(f"warning: {warning}", file=sys.stderr)
             return args.func(args)
     except (ConfigError, MissingBackendError) as exc:
         print(f"error: {exc}", file=sys.stderr)

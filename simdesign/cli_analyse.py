@@ -47,20 +47,21 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     """Run ``simdesign analyse``; bad input raises ConfigError (exit code 2 in :func:`simdesign.cli.main`)."""
-    from simdesign.pilot.analyse import analyse
     from simdesign.core.errors import ConfigError
-    from simdesign.pilot.ranks import read_table_args
+    from simdesign.pilot.analyse import analyse
+    from simdesign.pilot.fit import parse_scale
+    from simdesign.pilot.ranks import parse_columns_any
 
-    frame, info = read_table_args(args)
     from simdesign.pilot.analyse import split_tests
 
     tests = split_tests(args.tests)
     if not tests:
         raise ConfigError("--tests needs at least one registered analysis, e.g. clmm_native")
     systems = [s.strip() for s in args.systems.split(",")] if args.systems else None
-    result = analyse(frame, method=info["method"], tests=tests, adjust=args.adjust, structure=args.structure,
-                     alpha=args.alpha, seed=args.seed, bootstrap=args.bootstrap, systems=systems,
-                     starts=args.starts)
+    # the path itself: analyse reads it as every command does (one reader, the --scale kept)
+    result = analyse(args.judgements, method=args.method, tests=tests, adjust=args.adjust, structure=args.structure,
+                     alpha=args.alpha, seed=args.seed, bootstrap=args.bootstrap, systems=systems, starts=args.starts,
+                     columns=parse_columns_any(args.columns), scale=parse_scale(args.scale) if args.scale else None)
     print(f"{args.judgements}:")
     print(result.summary())
     if args.out:

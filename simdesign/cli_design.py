@@ -12,6 +12,7 @@ import yaml
 
 from simdesign.core.designs import DESIGN_KINDS
 from simdesign.core.errors import ConfigError
+from simdesign.core.yamlio import load_yaml
 
 
 def design_field_options() -> list[str]:
@@ -51,7 +52,7 @@ def design_mappings(args) -> list:
         mappings = []
         for text in args.design:
             try:
-                mappings.append(yaml.safe_load(text))
+                mappings.append(load_yaml(text))
             except yaml.YAMLError as exc:
                 raise ConfigError(f"The '--design' option must be a YAML mapping like a config's designs entry, "
                                   f"e.g. '{{kind: block, blocks: 4, docs_per_block: 5, annotators_per_block: 3}}'; "
@@ -61,7 +62,7 @@ def design_mappings(args) -> list:
         raise ConfigError("Give a design: --design '{kind: block, blocks: 4, docs_per_block: 5, "
                           "annotators_per_block: 3}', or --kind with its fields")
     # Values are read as YAML, as in a config file, so that '-1' or 'abc' get the config's messages.
-    return [{"kind": args.kind, **{field: yaml.safe_load(value) for field, value in given_fields.items()}}]
+    return [{"kind": args.kind, **{field: load_yaml(value) for field, value in given_fields.items()}}]
 
 
 def cmd_draw_design(args) -> int:
@@ -70,6 +71,8 @@ def cmd_draw_design(args) -> int:
 
     if args.systems < 1:
         raise ConfigError(f"The '--systems' option must be a positive integer; got {args.systems}")
+    if args.columns is not None and args.columns < 1:
+        raise ConfigError(f"The '--columns' option must be a positive number of panels per row; got {args.columns}")
     check_picture_path(args.out)
     errors: list[str] = []
     designs = parse_designs(design_mappings(args), errors)

@@ -5,6 +5,7 @@ Registered in :mod:`simdesign.cli` by :func:`add_parser`. Flask is an optional e
 """
 from __future__ import annotations
 
+import socket
 import sys
 from pathlib import Path
 
@@ -26,11 +27,24 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(func=cmd_explore)
 
 
+def check_host(host: str, port: int) -> None:
+    """Refuse a --host that is no address (werkzeug would print the resolver's words and exit 1)."""
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ConfigError(f"The '--host' option {host!r} is not an address or name this machine can listen on "
+                          f"({exc}); use e.g. 127.0.0.1 (this machine only) or 0.0.0.0 (every network "
+                          "interface)") from None
+
+
 def cmd_explore(args) -> int:
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"The '--port' option must be between 0 and 65535; got {args.port}")
     if args.workers < 0:
         raise ConfigError(f"The '--workers' option must be 0 or more; got {args.workers}")
+    if args.figures is not None and not Path(args.figures).is_dir():
+        raise ConfigError(f"The '--figures' option must be a folder of curve tables (<name>.csv); {args.figures} "
+                          f"{'is a file' if Path(args.figures).exists() else 'does not exist'}")
     try:
         from werkzeug.serving import make_server
 
@@ -41,6 +55,7 @@ def cmd_explore(args) -> int:
             "(bash scripts/setup.sh installs it)") from exc
     from simdesign.explore import curves
 
+    check_host(args.host, args.port)
     figures = Path(args.figures) if args.figures else curves.DEFAULT_FIGURES
     app = create_app(workers=args.workers, figures_dir=figures)
     try:

@@ -6,8 +6,13 @@ One parametrised test over all cases. A case is (command, payload, extra options
 - ``plan``: the payload changes a small valid plan config; nothing may be written.
 - ``panels``, ``sweep``, ``metric-validation``: the payload changes a small valid config of the command;
   the results directory must not exist afterwards.
-- ``fit``, ``check``, ``reliability``: the payload is the judgements file's bytes. The three commands share
-  one reader and one validator (simdesign.pilot.fit.read_judgements), so each table case runs through all three.
+- ``fit``, ``check``, ``reliability``, ``analyse``: the payload is the judgements file's bytes. The commands share
+  one reader and one validator (simdesign.pilot.fit.read_judgements), so each table case runs through all four.
+- ``<command>-text``: the payload is the bytes of the command's config file (a duplicated key, non-UTF-8).
+- ``cli``: the payload is the command line; ``{tmp}`` is the test's directory, ``{good}`` a good judgements
+  table and ``{file}`` an existing plain file.
+
+The Python API's wrong types are in ``API_CASES``: each raises ConfigError/DataError naming the thing.
 """
 import pandas as pd
 import pytest
@@ -53,6 +58,18 @@ def _good_rows() -> list:
 def _table(*extra: str, header: str = HEADER) -> bytes:
     """The good table (lines 2..31) followed by ``extra`` rows (line 32 onwards)."""
     return ("\n".join([header, *_good_rows(), *extra]) + "\n").encode()
+
+
+def _rank_table(column: str) -> bytes:
+    """3 annotators x 2 documents, each ranking the 5 systems 1..5, the ranks in column ``column``."""
+    rows = [f"a{a},d{d},{system},{(s + a + d) % 5 + 1}" for a in range(3) for d in range(2)
+            for s, system in enumerate(SYSTEMS)]
+    return ("\n".join([f"annotator,document,system,{column}", *rows]) + "\n").encode()
+
+
+def _likert_in_rank_column() -> bytes:
+    """The good Likert table with its scores in a column named 'rank'."""
+    return _table(header="annotator,document,system,rank")
 
 
 def _with_rating_column() -> bytes:
@@ -128,10 +145,122 @@ TABLE_CASES = [
     # A blank line is skipped by the reader but still counts: the bad score is on line 33.
     ("line numbers count blank lines", _table("", "a0,d2,seneca,x"), [], "non-numeric value(s) (lines 33)"),
     ("missing value", _table("a1,d3,seneca,"), [], "'score' column has 1 missing value(s) (lines 32)"),
+    # without --scale the observed scores must be a contiguous range: a typo is not a category (with counts)
+    ("score typo outside the range", _table("a0,d2,seneca,9"), [],
+     "not a contiguous range of integers (counts {1: 5, 2: 4, 3: 5, 4: 4, 5: 4, 6: 4, 7: 4, 9: 1}; [8] never "
+     "occur): a typo such as 9 (lines 32)"),
+    ("score far beyond any scale", _table("a0,d2,seneca,1e30"), [], "1 value(s) beyond +-1e+06 (lines 32)"),
+    ("infinite score", _table("a0,d2,seneca,inf"), [], "1 value(s) beyond +-1e+06 (lines 32)"),
+    # a Rank file whose column is named 'score' would be analysed as Likert, reversing the conclusions
+    ("ranks in a score column", _rank_table("score"), [], "'score' column looks like ranks, not Likert scores"),
+    ("likert scores in a rank column", _likert_in_rank_column(), [],
+     "'rank' column looks like Likert scores rather than ranks"),
+    ("method rank on a likert file", _table(), ["--method", "rank"],
+     "--method rank needs a 'rank' column; {path} has ['annotator', 'document', 'system', 'score']"),
 ]
 for _name, _contents, _extra, _expected in TABLE_CASES:
-    for _command in ("fit", "check", "reliability"):
+    for _command in ("fit", "check", "reliability", "analyse"):
+        if _command == "check" and "--method" in _extra:
+            continue  # check takes a model's method
         CASES[f"{_command}-{_name.replace(' ', '-')}"] = (_command, _contents, _extra, [_expected])
+
+# Config files as text: YAML keeps the last of two equal keys silently (``effect: zero`` then ``effect: fitted``
+# turned a type I run into a power run), and a non-UTF-8 byte was a traceback. Every base config has a 'name'.
+TEXT_CASES = {
+    "duplicated-key": (b"name: first\n", b"",
+                       ["the key 'name' is given twice (lines 1 and", "YAML would silently keep only the last"]),
+    "non-utf8": (b"# written in Latin-1: caf\xe9\n", b"", ["line 1 is not UTF-8 (byte 0xe9)", "save it as UTF-8"]),
+}
+for _command in YAML_BASES:
+    for _name, (_first, _last, _fragments) in TEXT_CASES.items():
+        CASES[f"{_command}-text-{_name}"] = (f"{_command}-text", (_first, _last), [], _fragments)
+
+CLI_CASES = {
+    # did you mean: commands
+    "unknown-command": (["rn", "{tmp}/x.yaml"], ["unknown command 'rn' (did you mean 'run'?)", "commands: run,"]),
+    "unknown-command-typo": (["reliabilty", "{good}"], ["(did you mean 'reliability'?)"]),
+    # --seed -1
+    "reliability-negative-seed": (["reliability", "{good}", "--seed", "-1"], ["'--seed' option", "got -1"]),
+    "analyse-negative-seed": (["analyse", "{good}", "--seed", "-1", "--out", "{tmp}/out"], ["'--seed'", "got -1"]),
+    "check-negative-seed": (["check", "coherence", "{good}", "--seed", "-1", "--out", "{tmp}/out"], ["'--seed'"]),
+    "fit-check-negative-seed": (["fit", "{good}", "--out", "{tmp}/out/m.yaml", "--check", "--seed", "-1"],
+                                ["'--seed' option must be a non-negative integer; got -1"]),
+    # --out of the wrong kind
+    "run-out-is-a-file": (["run", "configs/quick.yaml", "--out", "{file}"], ["'--out' option", "is a file"]),
+    "analyse-out-is-a-file": (["analyse", "{good}", "--out", "{file}"], ["'--out' option", "is a file"]),
+    "check-out-is-a-file": (["check", "coherence", "{good}", "--out", "{file}"], ["is a file; give a directory"]),
+    "fit-out-is-a-directory": (["fit", "{good}", "--out", "{tmp}"], ["'--out' option", "is a directory",
+                                                                     "model.yaml"]),
+    # fit: a model name that escapes the results directory; a check that cannot run, refused before fitting
+    "fit-name-path-traversal": (["fit", "{good}", "--out", "{tmp}/out/m.yaml", "--name", "../../../escaped"],
+                                ["'--name' option", "without slashes", "'../../../escaped'"]),
+    "fit-check-trials-zero": (["fit", "{good}", "--out", "{tmp}/out/m.yaml", "--check", "--check-trials", "0"],
+                              ["'--check-trials' option must be at least 2", "got 0"]),
+    "check-trials-one": (["check", "coherence", "{good}", "--trials", "1", "--out", "{tmp}/out"], ["'--trials'"]),
+    "plan-show-negative": (["plan", "configs/plan_example.yaml", "--show", "-1", "--out", "{tmp}/out"],
+                           ["'--show' option must be 0 or more", "got -1"]),
+    "draw-design-columns-zero": (["draw-design", "--kind", "block", "--blocks", "2", "--docs-per-block", "2",
+                                  "--annotators-per-block", "2", "--out", "{tmp}/out/d.png", "--columns", "0"],
+                                 ["'--columns' option", "got 0"]),
+    "explore-missing-figures": (["explore", "--figures", "{tmp}/nonexistent"], ["'--figures' option",
+                                                                               "does not exist"]),
+    "explore-bad-host": (["explore", "--host", "999.1.1.1", "--port", "0", "--workers", "0"],
+                         ["'--host' option '999.1.1.1' is not an address", "127.0.0.1"]),
+    # analyse applies fit's refusal, and run's refusal of a test that cannot take ranks
+    "analyse-single-annotator": (["analyse", "{single}", "--out", "{tmp}/out"],
+                                 ["single annotator ('a0')", "fit annotator random effects", "ttest_doc"]),
+    "analyse-art-on-ranks": (["analyse", "{ranks}", "--tests", "art", "--out", "{tmp}/out"],
+                             ["The test art does not take Rank judgements", "tests for rank data: ["]),
+    # a Dask scheduler nothing answers at: refused at once, before the results directory is written
+    "run-unreachable-dask-scheduler": (["run", "configs/quick.yaml", "--out", "{tmp}/out", "--backend", "dask",
+                                        "--scheduler", "tcp://127.0.0.1:1"],
+                                       ["No Dask scheduler answers at tcp://127.0.0.1:1 (--scheduler)"]),
+    # did you mean: systems
+    "reliability-columns-typo": (["reliability", "{good}", "--columns", "annotatr=worker"],
+                                 ["--columns takes NAME=COLUMN items", "(did you mean 'annotator'?)"]),
+    "fit-reference-typo": (["fit", "{good}", "--out", "{tmp}/out/m.yaml", "--reference", "bart",
+                            "--allow-reduced"], ["reference system 'bart'", "(did you mean 'BART'?)"]),
+}
+for _name, (_argv, _fragments) in CLI_CASES.items():
+    CASES[f"cli-{_name}"] = ("cli", _argv, [], _fragments)
+
+# A study config key another key makes meaningless is an error, not silently ignored.
+CASES.update({
+    "sweep-top-level-effect-ignored": ("sweep", {"effect": "fitted"}, [],
+                                       ["top-level key(s) ['effect'] are swept too", "ignored in every run"]),
+    "metric-validation-error-correlation-without-second-metric": (
+        "metric-validation", {"error_correlation": 0.5}, [],
+        ["'error_correlation' field (0.5) correlates the errors of two metrics", "add a 'second_metric'"]),
+    "metric-validation-one-bootstrap-resample": ("metric-validation", {"bootstrap_resamples": 1}, [],
+                                                 ["'bootstrap_resamples' field must be at least 20 at confidence 0.95",
+                                                  "got 1"]),
+    "run-block-test-on-one-block-designs": ("run", {"designs": [{"kind": "block", "blocks": 1, "docs_per_block": 4,
+                                                                  "annotators_per_block": 2}],
+                                                    "tests": ["art_block"]}, [],
+                                            ["['art_block'] need two or more blocks", "every design has one"]),
+    "run-plugin-test-failing-import": ("run", {"tests": ["no_such_module_xyz:analysis"]}, [],
+                                       ["'tests[0]' test 'no_such_module_xyz:analysis' cannot be used",
+                                        "ModuleNotFoundError"]),
+    "run-model-effects-as-mapping": ("run", {"model": "{effects_mapping}"}, [],
+                                     ["The 'effects' field must be a list; got dict"]),
+    "panels-rank-only-model": ("panels", {"model": "{rank_only}"}, [],
+                               ["a panel study simulates Likert judgements", "is a rank-only model"]),
+    "metric-validation-rank-only-model": ("metric-validation", {"model": "{rank_only}"}, [],
+                                          ["metric validation simulates Likert judgements", "rank-only model"]),
+    "plan-test-refusing-a-searched-method": ("plan", {"tests": ["ttest_doc", "art"],
+                                                      "search": {**PLAN["search"], "methods": ["likert", "rank"]}},
+                                             [], ["The test art cannot take rank judgements",
+                                                  "leave ['rank'] out of 'search.methods'"]),
+    # did you mean: config keys, tests, design kinds, presets
+    "run-key-typo": ("run", {"tirals": 4}, [], ["Unknown config key(s) ['tirals']", "(did you mean 'trials'?)"]),
+    "run-test-typo": ("run", {"tests": ["ttest_dco"]}, [], ["test 'ttest_dco' is unknown", "(did you mean "
+                                                                                          "'ttest_doc'?)"]),
+    "run-kind-typo": ("run", {"designs": [{"kind": "blok", "blocks": 2, "docs_per_block": 4,
+                                           "annotators_per_block": 2}]}, [], ["(did you mean 'block'?)"]),
+    "run-preset-typo": ("run", {"model": "coherance"}, [], ["got 'coherance' (did you mean 'coherence'?)"]),
+    "plan-key-typo": ("plan", {"serch": {}}, [], ["Unknown plan config key(s) ['serch']", "did you mean 'search'"]),
+    "panels-key-typo": ("panels", {"subsamples": 2, "subsample": 2}, [], ["did you mean 'subsamples'"]),
+})
 
 
 @pytest.fixture(scope="module")
@@ -149,16 +278,65 @@ def _judgements_command(command: str, path, tmp_path) -> list:
         return ["fit", str(path), "--out", str(tmp_path / "out" / "model.yaml")]
     if command == "check":
         return ["check", "coherence", str(path), "--trials", "5", "--out", str(tmp_path / "out")]
+    if command == "analyse":
+        return ["analyse", str(path), "--tests", "ttest_doc", "--bootstrap", "100", "--out", str(tmp_path / "out")]
     return ["reliability", str(path)]
+
+
+def _files(tmp_path) -> dict:
+    """The files the ``cli`` cases and model cases name: a good table, a plain file, ranks, a one-annotator
+    study, a rank-only model and a model file whose effects are a mapping."""
+    import numpy as np
+
+    from simdesign.model import load_model
+    from simdesign.model.ranks import RankOnlyModel
+
+    files = {"tmp": tmp_path, "good": tmp_path / "good.csv", "file": tmp_path / "plain.txt",
+             "ranks": tmp_path / "ranks.csv", "single": tmp_path / "single.csv",
+             "rank_only": tmp_path / "rank_only.yaml", "effects_mapping": tmp_path / "effects_mapping.yaml"}
+    files["good"].write_bytes(_table())
+    files["file"].write_text("not a directory")
+    files["ranks"].write_bytes(_rank_table("rank"))
+    single = [row for row in _good_rows() if row.startswith("a0,")] + \
+        [f"a0,d{d},{system},{(d + s) % 7 + 1}" for d in range(2, 4) for s, system in enumerate(SYSTEMS)]
+    files["single"].write_text("\n".join([HEADER, *single]) + "\n")
+    rank_only = RankOnlyModel("toy", tuple(SYSTEMS), [0.0, 0.5, 1.0, 0.2, 0.1], np.eye(4) * 0.2, np.eye(4) * 0.1)
+    files["rank_only"].write_text(yaml.safe_dump(rank_only.to_dict()))
+    mapping = load_model("coherence").to_dict()
+    mapping["effects"] = {system: 0.1 for system in mapping["systems"]}
+    files["effects_mapping"].write_text(yaml.safe_dump(mapping))
+    return {key: str(value) for key, value in files.items()}
+
+
+def _filled(value, files: dict):
+    """``value`` with ``{name}`` placeholders replaced by the paths of :func:`_files`."""
+    if isinstance(value, str):
+        return value.format(**files) if "{" in value else value
+    if isinstance(value, list):
+        return [_filled(item, files) for item in value]
+    if isinstance(value, dict):
+        return {key: _filled(item, files) for key, item in value.items()}
+    return value
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_input_exits_2_naming_the_field_before_any_work(case, tmp_path, capsys, request):
     command, payload, options, fragments = CASES[case]
     out = tmp_path / "out"
-    if command in YAML_BASES:
+    files = _files(tmp_path)
+    if command.endswith("-text"):
+        command = command[:-len("-text")]
         path = tmp_path / "bad.yaml"
-        path.write_text(yaml.safe_dump({**YAML_BASES[command], **payload}))
+        first, last = payload
+        path.write_bytes(first + yaml.safe_dump(YAML_BASES[command]).encode() + last)
+        code = main([command, str(path), "--out", str(out), "--quiet"])
+        written = out.exists()
+    elif command == "cli":
+        code = main(_filled(payload, files))
+        written = out.exists() or (tmp_path.parent / "escaped").exists()
+    elif command in YAML_BASES:
+        path = tmp_path / "bad.yaml"
+        path.write_text(yaml.safe_dump({**YAML_BASES[command], **_filled(payload, files)}))
         code = main([command, str(path), "--out", str(out), "--quiet", *(["--jobs", "1"] if not options else []),
                      *options])
         written = out.exists()
@@ -176,6 +354,7 @@ def test_bad_input_exits_2_naming_the_field_before_any_work(case, tmp_path, caps
     captured = capsys.readouterr()
     assert code == 2, captured.err
     for fragment in fragments:
+        fragment = fragment.replace("{path}", str(tmp_path / "judgements.csv"))
         assert fragment in captured.err, f"{fragment!r} not in {captured.err!r}"
     assert not written, "files were written before the input was refused"
     assert "Traceback" not in captured.err
@@ -230,3 +409,104 @@ def test_the_good_study_configs_run(command, tmp_path, capsys):
     path = tmp_path / "good.yaml"
     path.write_text(yaml.safe_dump(STUDIES[command]))
     assert main([command, str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 0, capsys.readouterr().err
+
+
+def _api_cases() -> dict:
+    """Python API calls with wrong types or values: (call, error class, message fragments)."""
+    import numpy as np
+
+    import simdesign
+    from simdesign import ConfigError, DataError
+
+    frame = pd.DataFrame([row.split(",") for row in _good_rows()], columns=HEADER.split(","))
+    frame["score"] = frame["score"].astype(int)
+    return {
+        "analyse-int": (lambda: simdesign.analyse(5), DataError, ["DataFrame or a CSV file path; got int"]),
+        "analyse-alpha-text": (lambda: simdesign.analyse(frame, alpha="0.05"), ConfigError,
+                               ["alpha must be a number between 0 and 1; got '0.05'"]),
+        "analyse-negative-seed": (lambda: simdesign.analyse(frame, seed=-1), ConfigError, ["seed", "got -1"]),
+        "analyse-test-typo": (lambda: simdesign.analyse(frame, tests="ttest_dco"), ConfigError,
+                              ["'ttest_dco' is unknown", "did you mean 'ttest_doc'"]),
+        "analyse-empty-tests": (lambda: simdesign.analyse(frame, tests=[]), ConfigError, ["tests must be"]),
+        "fit-model-int": (lambda: simdesign.fit_model(5), DataError, ["got int"]),
+        "fit-model-array": (lambda: simdesign.fit_model(np.zeros((3, 4))), DataError,
+                            ["got ndarray", "an array has no column names"]),
+        "reliability-int": (lambda: simdesign.reliability(5), DataError, ["got int"]),
+        "reliability-negative-seed": (lambda: simdesign.reliability(frame, seed=-1), ConfigError, ["'seed'"]),
+        "check-model-int": (lambda: simdesign.check_model("coherence", 5), DataError, ["got int"]),
+        "check-model-zero-trials": (lambda: simdesign.check_model("coherence", frame, trials=0), ConfigError,
+                                    ["'trials' argument must be a positive integer; got 0"]),
+        "simulate-out-dir-int": (lambda: simdesign.simulate(BASE, out_dir=5, jobs=1), ConfigError,
+                                 ["'out_dir' argument must be a directory path; got int"]),
+        "simulate-test-typo": (lambda: simdesign.simulate(BASE, tests=["ttest_dco"], jobs=1), ConfigError,
+                               ["'tests[0]' test 'ttest_dco' is unknown", "did you mean 'ttest_doc'"]),
+        "config-both-test-keywords": (lambda: simdesign.SimulationConfig(
+            name="x", model="coherence", designs=BASE["designs"], tests=["ttest"], analyses=["ttest"]),
+            ConfigError, ["'tests' (or its alias 'analyses'), not both"]),
+        "plan-int": (lambda: simdesign.plan(5), ConfigError, ["A plan config must be", "got int"]),
+    }
+
+
+API_CASE_NAMES = ["analyse-int", "analyse-alpha-text", "analyse-negative-seed", "analyse-test-typo",
+                  "analyse-empty-tests", "fit-model-int", "fit-model-array", "reliability-int",
+                  "reliability-negative-seed", "check-model-int", "check-model-zero-trials", "simulate-out-dir-int",
+                  "simulate-test-typo", "config-both-test-keywords", "plan-int"]
+
+
+@pytest.mark.parametrize("case", API_CASE_NAMES)
+def test_the_api_refuses_wrong_types_with_the_projects_errors(case):
+    """Where a raw TypeError or AttributeError came out (issue 29), the README promises ConfigError/DataError."""
+    call, error, fragments = _api_cases()[case]
+    with pytest.raises(error) as caught:
+        call()
+    for fragment in fragments:
+        assert fragment in str(caught.value), f"{fragment!r} not in {str(caught.value)!r}"
+
+
+def test_every_api_case_is_run():
+    assert sorted(API_CASE_NAMES) == sorted(_api_cases())
+
+
+def test_a_gap_in_the_scores_is_accepted_when_the_scale_says_so(tmp_path, capsys):
+    """The contiguity rule is lifted by --scale: the scale's values are then the user's statement."""
+    path = tmp_path / "judgements.csv"
+    path.write_bytes(_table("a0,d2,seneca,9"))
+    assert main(["reliability", str(path), "--scale", "1,2,3,4,5,6,7,9"]) == 0
+    path.write_bytes(_rank_table("score"))  # rank-like scores, declared Likert by their scale
+    assert main(["reliability", str(path), "--scale", "1..5"]) == 0
+    assert main(["reliability", str(path), "--method", "rank", "--columns", "rank=score"]) == 0
+    assert "Rank table" in capsys.readouterr().out
+
+
+def test_an_ignored_option_is_warned_about(tmp_path, capsys):
+    path = tmp_path / "judgements.csv"
+    path.write_bytes(_table())
+    code = main(["fit", str(path), "--out", str(tmp_path / "m.yaml"), "--bootstrap", "50", "--check-trials", "9",
+                 "--structure", "intercepts"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "warning: '--bootstrap' is ignored without --likert-model" in err
+    assert "warning: '--check-trials' is ignored without --check" in err
+    main(["fit", str(path), "--out", str(tmp_path / "m2.yaml"), "--structure", "intercepts"])
+    assert "ignored" not in capsys.readouterr().err  # defaults are not "given"
+    assert main(["analyse", str(path), "--tests", "ttest_doc", "--structure", "maximal", "--bootstrap", "100"]) == 0
+    assert "warning: '--structure' is ignored without a test that takes a structure" in capsys.readouterr().err
+
+
+def test_a_one_block_design_beside_others_is_warned_about_not_refused():
+    from simdesign.simulation.config import config_warnings, parse_config
+
+    config = parse_config({**BASE, "designs": [{"kind": "block", "blocks": [1, 2], "docs_per_block": 4,
+                                                "annotators_per_block": 2}], "tests": ["art_block"]})
+    assert any("undefined on the one-block design(s) ['block-B1-D4-A2']" in w for w in config_warnings(config))
+
+
+def test_analyse_says_why_too_few_annotators_make_its_answer_unreliable():
+    import simdesign
+
+    frame = pd.DataFrame([row.split(",") for row in _good_rows()], columns=HEADER.split(","))
+    frame["score"] = frame["score"].astype(int)
+    notes = simdesign.analyse(frame, tests=[{"name": "clmm_native", "structure": "paper"}], bootstrap=100).notes
+    assert any("3 annotators for 5 systems" in note and "systems + 1 = 6" in note for note in notes)
+    assert not any("annotators for" in note
+                   for note in simdesign.analyse(frame, tests="ttest_doc", bootstrap=100).notes)

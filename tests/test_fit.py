@@ -71,7 +71,11 @@ def test_every_problem_of_a_table_is_named_and_nothing_is_dropped(tmp_path):
 def test_unused_scale_values_are_an_error_with_a_remedy():
     frame = pd.DataFrame({"annotator": list("aabb"), "document": ["d"] * 4, "system": ["s", "t"] * 2,
                           "score": [1, 2, 2, 4]})
-    assert validate_judgements(frame) == (1, 2, 4)
+    # observed values with a gap are refused without a scale (a typo would become a category), with counts
+    with pytest.raises(ConfigError, match=r"not a contiguous range.*counts \{1: 1, 2: 2, 4: 1\}; \[3\] never occur"
+                                          r".*such as 4 \(lines 5\)"):
+        validate_judgements(frame)
+    assert validate_judgements(frame, (1, 2, 4)) == (1, 2, 4)  # a scale given says the gap is meant
     with pytest.raises(ConfigError, match=r"\[3, 5\] of \[1, 2, 3, 4, 5\] never occur.*--scale 1,2,4"):
         validate_judgements(frame, parse_scale("1..5"))
 

@@ -114,8 +114,9 @@ def resolve_analysis(name: str) -> AnalysisInfo:
         module_name, _, attribute = name.partition(":")
         try:
             found = getattr(importlib.import_module(module_name), attribute)
-        except (ImportError, AttributeError) as exc:
-            raise KeyError(f"analysis {name!r}: cannot import {attribute!r} from {module_name!r} ({exc})") from exc
+        except Exception as exc:  # noqa: BLE001 - a plug-in's import may fail in any way; say how, naming it
+            raise KeyError(f"analysis {name!r}: cannot import {attribute!r} from {module_name!r} "
+                           f"({type(exc).__name__}: {exc})") from exc
         if isinstance(found, AnalysisInfo):
             return found
         if name in ANALYSES:

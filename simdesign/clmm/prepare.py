@@ -14,6 +14,7 @@ from scipy import sparse
 from scipy.sparse import csgraph
 
 from simdesign.core.errors import ConfigError
+from simdesign.core.suggest import did_you_mean
 from simdesign.core.judgements import Judgements
 
 
@@ -298,7 +299,7 @@ def _prepare(judgements, structure, reference) -> _Problem:
         reference = names[0]
     elif reference not in names:
         raise ConfigError(f"The reference system {reference!r} is not in the 'system' column "
-                          f"(systems: {names})")
+                          f"(systems: {names}){did_you_mean(reference, names)}")
     systems = [reference] + [s for s in names if s != reference]
     position = {name: k for k, name in enumerate(systems)}
     system_code = np.array([position[name] for name in columns.appearing], np.int64)[columns.system_label]

@@ -14,6 +14,8 @@ them, while new code can tell them apart.
 """
 from __future__ import annotations
 
+from simdesign.core.suggest import suggestions
+
 
 class ConfigError(ValueError):
     """Invalid user input (config, design, model file), with every problem found.
@@ -22,6 +24,18 @@ class ConfigError(ValueError):
     ----------
     messages : str or list of str
         One message per problem, each naming the field and what is allowed.
+
+    Attributes
+    ----------
+    messages : list of str
+        The problems, one per entry (``str(error)`` lists them all).
+
+    Examples
+    --------
+    >>> try:
+    ...     simdesign.parse_config({"name": "x", "model": "coherance"})      # doctest: +SKIP
+    ... except simdesign.ConfigError as error:
+    ...     print(error.messages)
     """
 
     def __init__(self, messages):
@@ -36,11 +50,35 @@ class ConfigError(ValueError):
 
 
 class DataError(ConfigError):
-    """An input table (judgements, ranks, annotation times) that cannot be used, naming the column or line."""
+    """An input table (judgements, ranks, annotation times) that cannot be used, naming the column or line.
+
+    Parameters
+    ----------
+    messages : str or list of str
+        As :class:`ConfigError`, each naming the column or the file's lines.
+
+    Examples
+    --------
+    >>> simdesign.reliability(5)                                              # doctest: +SKIP
+    Traceback (most recent call last):
+    DataError: The judgements must be a pandas DataFrame or a CSV file path; got int
+    """
 
 
 class StoreError(ConfigError):
-    """A results directory that cannot be used: no manifest, trials of another config, or corrupt files."""
+    """A results directory that cannot be used: no manifest, trials of another config, or corrupt files.
+
+    Parameters
+    ----------
+    messages : str or list of str
+        As :class:`ConfigError`, each naming the directory or file and how to recover.
+
+    Examples
+    --------
+    >>> simdesign.load_results("not-a-results-directory")                     # doctest: +SKIP
+    Traceback (most recent call last):
+    StoreError: ...
+    """
 
 
 class MissingBackendError(RuntimeError):
@@ -79,7 +117,7 @@ def from_mapping(cls, value, where: str, allowed, errors: list[str], **fixed):
         return None
     unknown = sorted(set(value) - set(allowed), key=str)
     if unknown:
-        errors.append(f"Unknown key(s) {unknown} in '{where}'; allowed: {list(allowed)}")
+        errors.append(f"Unknown key(s) {unknown} in '{where}'; allowed: {list(allowed)}{suggestions(unknown, allowed)}")
         return None
     try:
         return cls(**value, **fixed)

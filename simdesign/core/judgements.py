@@ -30,6 +30,18 @@ class Judgements:
 
     The arrays are read-only copies of those given, so a study cannot change once built: analyses
     of one trial share quantities derived from it (:meth:`derived`) without any becoming stale.
+
+    Parameters
+    ----------
+    scores, annotator, document, block, systems
+        As the attributes (:meth:`from_frame` builds them from a long table).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> data = Judgements(np.array([[3, 5]]), np.array([0]), np.array([0]), np.array([-1]), ("a", "b"))
+    >>> data.n_pairs, data.n_systems
+    (1, 2)
     """
 
     scores: np.ndarray

@@ -16,6 +16,7 @@ from simdesign.analyses import ANALYSES
 from simdesign.analyses.classical import CLASSICAL_TESTS
 from simdesign.core.designs import DESIGN_KINDS
 from simdesign.core.errors import ConfigError, MissingBackendError
+from simdesign.core.yamlio import load_yaml
 from simdesign.model import METHODS, PRESETS
 
 # What the page starts with: the paper's design (Steen & Markert, 2021) under the null, the tests of its Figure 4.
@@ -59,7 +60,7 @@ def yaml_value(text):
     if not text.strip():
         return None
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text)
     except yaml.YAMLError:
         return text  # not YAML: the field's own rule then names it as the string it is
 

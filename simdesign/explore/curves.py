@@ -18,6 +18,7 @@ import pandas as pd
 import yaml
 from matplotlib.figure import Figure
 
+from simdesign.core.yamlio import load_yaml
 from simdesign.outputs import shipped_figures_folder
 from simdesign.simulation.methods import result_label
 
@@ -48,7 +49,7 @@ def _config_info(path: Path) -> dict:
         return {"model": None, "effect": None, "description": ""}
     try:
         text = path.read_text()
-        raw = yaml.safe_load(text) or {}
+        raw = load_yaml(text) or {}
     except (OSError, yaml.YAMLError):
         return {"model": None, "effect": None, "description": ""}
     # The config's first comment names the figure ("Steen & Markert (2021), Figure 4: type I error of ...").

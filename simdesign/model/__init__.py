@@ -28,6 +28,8 @@ from simdesign.core.judgements import Judgements
 from simdesign.model.common import PSD_TOLERANCE, covariance_square_root, effect_scale  # noqa: F401 (public here)
 from simdesign.model.ranks import METHODS, RankOnlyModel, check_method, reversed_ranks  # noqa: F401
 from simdesign.core.checks import is_number
+from simdesign.core.suggest import did_you_mean
+from simdesign.core.yamlio import load_yaml, read_text
 
 PRESETS = ("coherence", "repetition")
 
@@ -278,12 +280,23 @@ class OrdinalMixedModel:
         missing = [key for key in required if key not in data]
         if missing:
             raise ConfigError(f"A model file needs the fields {list(required)}; missing {missing}")
+        not_lists = [f"The '{key}' field must be a list{' of lists (a matrix)' if key.endswith('_cov') else ''}; "
+                     f"got {type(data[key]).__name__} {_shortened(data[key])}"
+                     for key in required if not isinstance(data[key], list)]
+        if not_lists:
+            raise ConfigError(not_lists)
         return cls(name=str(data.get("name", name or "model")), scale=tuple(data["scale"]),
                    systems=tuple(data["systems"]), thresholds=data["thresholds"], effects=data["effects"],
                    annotator_cov=data["annotator_cov"], document_cov=data["document_cov"],
                    citation=str(data.get("citation", "")), provenance=str(data.get("provenance", "")),
                    rank_noise=data.get("rank_noise"),
                    document_intercept_scale=data.get("document_intercept_scale", 1.0))
+
+
+def _shortened(value, limit: int = 60) -> str:
+    """repr of a value, cut for a message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _scale_intercept(cov: np.ndarray, scale: float) -> np.ndarray:
@@ -318,24 +331,35 @@ def load_model(source) -> "OrdinalMixedModel | RankOnlyModel":
     Parameters
     ----------
     source : str or path-like or OrdinalMixedModel
+        A preset name, a model file (see docs/model.md), or a model (returned as it is).
 
     Returns
     -------
-    OrdinalMixedModel
+    OrdinalMixedModel or RankOnlyModel
+
+    Raises
+    ------
+    ConfigError
+        Neither a preset (with the closest preset suggested) nor a readable model file.
+
+    Examples
+    --------
+    >>> load_model("coherence").systems[0]
+    '__REFERENCE__'
     """
     if isinstance(source, (OrdinalMixedModel, RankOnlyModel)):
         return source
     text_source = str(source)
     if text_source in PRESETS:
         text = resources.files("simdesign.model.presets").joinpath(f"{text_source}.yaml").read_text()
-        return OrdinalMixedModel.from_dict(yaml.safe_load(text), name=text_source)
+        return OrdinalMixedModel.from_dict(load_yaml(text), name=text_source)
     path = Path(text_source)
     if not path.is_file():
         raise ConfigError(f"The 'model' field must be a preset ({', '.join(PRESETS)}) or an existing model file; "
-                          f"got {text_source!r}")
-    text = path.read_text()
+                          f"got {text_source!r}{did_you_mean(text_source, PRESETS)}")
+    text = read_text(path, "model")
     try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if path.suffix.lower() == ".json" else load_yaml(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"Could not parse model file {path}: {exc}") from exc
     return OrdinalMixedModel.from_dict(data, name=path.stem)

@@ -46,6 +46,9 @@ as not significant.
 """
 from __future__ import annotations
 
+import functools
+import inspect
+import os
 import re
 import sys
 import types
@@ -54,7 +57,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from simdesign.core.errors import ConfigError
+from simdesign.core.checks import is_integer, is_number
+from simdesign.core.errors import ConfigError, DataError
+from simdesign.core.suggest import did_you_mean, suggestions
 from simdesign.core.judgements import Judgements
 
 # A block bootstrap needs enough independent blocks for its resamples to vary like new studies.
@@ -346,7 +351,7 @@ def parse_test_text(text: str) -> dict:
     ConfigError
         Unbalanced brackets, or a bare value that no option (or more than one) of the test allows.
     """
-    import yaml
+    from simdesign.core.yamlio import load_yaml
 
     from simdesign.analyses import ANALYSES
 
@@ -362,7 +367,7 @@ def parse_test_text(text: str) -> dict:
     for part in (p.strip() for p in inside.split(",") if p.strip()):
         option, equals, value = part.partition("=")
         if equals:
-            item[option.strip()] = yaml.safe_load(value.strip())
+            item[option.strip()] = load_yaml(value.strip())
             continue
         owners = [o for o, (allowed, _) in (info.options.items() if info else ()) if not callable(allowed)
                   and part in allowed or part in (info.deprecated_values.get(o, {}) if info else {})]
@@ -437,24 +442,27 @@ def _run_tests(judgements: Judgements, specs, adjust: str, seed: int) -> tuple[p
     return pd.DataFrame(rows), fits
 
 
-def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str = "tukey",
+def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str = "tukey",
             structure: str | None = "paper", alpha: float = 0.05, seed: int = 0, bootstrap: int = DEFAULT_BOOTSTRAP,
-            systems=None, min_blocks: int = MIN_BLOCKS, starts: str | None = DEFAULT_STARTS) -> Analysis:
+            systems=None, min_blocks: int = MIN_BLOCKS, starts: str | None = DEFAULT_STARTS, *,
+            columns: dict | None = None, scale=None) -> Analysis:
     """Analyse a Likert or Rank study: means with intervals, pairwise tests, rank sets.
 
     Parameters
     ----------
-    frame : pandas.DataFrame
+    frame : pandas.DataFrame or path-like
         Likert: ``annotator, document, system, score``. Rank: ``annotator,
         document, system, rank`` (0..S-1 or 1..S, checked), or the form
-        :func:`simdesign.pilot.ranks.read_table` returns.
+        :func:`simdesign.pilot.ranks.read_table` returns. A path is read by
+        :func:`~simdesign.pilot.ranks.read_table` (as ``simdesign analyse`` reads it).
     method : {'likert', 'rank'}, optional
         Default: inferred from the columns.
-    tests : sequence
+    tests : str or sequence
         Registered analyses, by name, as ``name[option=value,...]`` or
         ``name[value]`` (:func:`parse_test_text`, e.g. ``ttest_unpaired[mc]``: Rankel
         et al.'s within-document swap threshold), or as mappings ``{name: ...,
-        option: ...}`` (as in a config's ``tests``). The first decides the groups.
+        option: ...}`` (as in a config's ``tests``); one name alone is a list of one.
+        The first decides the groups.
     adjust : {'none', 'holm', 'tukey'}
         Passed to tests with an ``adjust`` option; tests without one get Holm
         when anything but 'none' is asked.
@@ -474,24 +482,41 @@ def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS,
         Passed to tests with a ``starts`` option (``clmm_native``): the refit rule of
         :func:`simdesign.clmm.fit`. Default 'codings': a singular or unconverged fit is
         refitted from the other reference codings' optima and the best is kept.
+    columns : dict, optional
+        A path only: file column -> ours (annotator, document, system, score or rank).
+    scale : sequence of int, optional
+        Likert: the scale's values (default: the observed values, which must then be a contiguous
+        range and must not look like ranks).
 
     Returns
     -------
     Analysis
-    """
-    from simdesign.pilot.ranks import describe
 
-    _check_options(adjust, alpha, bootstrap)
-    data, info = _oriented(frame, method)
+    Raises
+    ------
+    ConfigError
+        A bad option (naming it), a test that cannot take the table's method, a single-annotator
+        study for a test that fits annotator effects.
+    DataError
+        A table that cannot be used (naming the column or line), or ``frame`` neither a table nor a path.
+
+    Examples
+    --------
+    >>> import simdesign
+    >>> result = simdesign.analyse("study.csv", tests=["ttest_doc"], bootstrap=200)   # doctest: +SKIP
+    >>> result.table                                                                  # doctest: +SKIP
+    """
+    tests = [tests] if isinstance(tests, (str, dict)) else tests
+    _check_options(adjust, alpha, bootstrap, seed, tests)
+    data, info = _read_or_oriented(frame, method, columns, scale)
     method = info["method"]
-    systems = list(systems) if systems is not None else list(pd.unique(data["system"]))
-    if sorted(map(str, systems)) != sorted(map(str, data["system"].unique())):
-        raise ConfigError(f"systems {systems} do not match the table's {sorted(data['system'].unique())}")
+    systems = _checked_systems(systems, data)
+    specs = _analysis_specs(list(tests), adjust, structure, starts)
+    _refuse_unfit_tests(specs, data, method)
     value_column = "rank" if method == "rank" else "score"
     judgements = Judgements.from_frame(data[["annotator", "document", "system", "score"]], systems=systems)
     boot_rng = np.random.default_rng(np.random.SeedSequence([seed, 1_000_003]))
     low, high, scheme = bootstrap_intervals(data, value_column, systems, int(bootstrap), boot_rng, min_blocks)
-    specs = _analysis_specs(list(tests), adjust, structure, starts)
     pairs, fits = _run_tests(judgements, specs, adjust, seed)
     primary = pairs[pairs["test"] == specs[0].label]
     sets = rank_sets(systems, primary["p_value"].to_numpy(float), primary["estimate"].to_numpy(float), alpha)
@@ -499,31 +524,114 @@ def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS,
     table = pd.DataFrame({"system": systems, "mean": grouped.mean().reindex(systems).to_numpy(),
                           "ci_low": low, "ci_high": high, "n": grouped.size().reindex(systems).to_numpy()})
     table = table.merge(sets, on="system")
-    notes = _analysis_notes(primary, specs[0].label, method)
-    details = {
+    notes = _analysis_notes(primary, specs[0].label, method) + _design_notes(specs, data)
+    details = {"bootstrap": int(bootstrap), "seed": seed, "alpha": alpha, "adjust": adjust, "fits": fits}
+    return Analysis(table=table, pairs=pairs.drop(columns="message"), method=method,
+                    info=_details(data, info, scheme, specs, details), notes=notes)
+
+
+def _checked_systems(systems, data: pd.DataFrame) -> list:
+    """The output order: given (the table's systems, each once), else the order of first appearance."""
+    if systems is None:
+        return list(pd.unique(data["system"]))
+    systems = list(systems)
+    if sorted(map(str, systems)) != sorted(map(str, data["system"].unique())):
+        strays = [s for s in systems if s not in set(data["system"])]
+        raise ConfigError(f"systems {systems} do not match the table's {sorted(data['system'].unique())}"
+                          f"{suggestions(strays, data['system'].unique())}")
+    return systems
+
+
+def _details(data: pd.DataFrame, info: dict, scheme: dict, specs, options: dict) -> dict:
+    """What :attr:`Analysis.info` records: the table, the bootstrap, the tests and the options."""
+    from simdesign.pilot.ranks import describe
+
+    return {
         "description": describe(info), "judgements": len(data), "annotators": data["annotator"].nunique(),
         "documents": data["document"].nunique(), "bootstrap_text": scheme["text"], "bootstrap_short": scheme["short"],
-        "bootstrap_scheme": scheme["name"], "blocks": scheme["blocks"], "bootstrap": int(bootstrap), "seed": seed,
-        "alpha": alpha,
-        "primary_test": specs[0].label, "tests": [s.label for s in specs], "adjust": adjust, "fits": fits,
+        "bootstrap_scheme": scheme["name"], "blocks": scheme["blocks"], **options,
+        "primary_test": specs[0].label, "tests": [s.label for s in specs],
         "rule": ("a system significantly worse than b systems and significantly better than w systems can take "
                  "ranks b+1 .. S-w"),
         **{key: value for key, value in info.items() if key != "method"},
     }
-    return Analysis(table=table, pairs=pairs.drop(columns="message"), method=method, info=details, notes=notes)
 
 
-def _check_options(adjust: str, alpha: float, bootstrap: int) -> None:
-    """Refuse bad options before any work is done."""
+def _check_options(adjust: str, alpha: float, bootstrap: int, seed=0, tests=("clmm_native",)) -> None:
+    """Refuse bad options before any work is done, each problem naming the option (all at once)."""
+    problems = []
     if adjust not in ADJUST_CHOICES:
-        raise ConfigError(f"adjust must be one of {list(ADJUST_CHOICES)}; got {adjust!r}")
-    if not 0 < alpha < 1:
-        raise ConfigError(f"alpha must be between 0 and 1; got {alpha!r}")
-    if int(bootstrap) < 100:
-        raise ConfigError(f"bootstrap must be at least 100 resamples; got {bootstrap!r}")
+        problems.append(f"adjust must be one of {list(ADJUST_CHOICES)}; got {adjust!r}"
+                        f"{did_you_mean(adjust, ADJUST_CHOICES)}")
+    if not is_number(alpha) or not 0 < alpha < 1:
+        problems.append(f"alpha must be a number between 0 and 1; got {alpha!r}")
+    if not is_integer(bootstrap, 100):
+        problems.append(f"bootstrap must be an integer of at least 100 resamples; got {bootstrap!r}")
+    if not is_integer(seed, 0):
+        problems.append(f"seed must be a non-negative integer; got {seed!r}")
+    if isinstance(tests, (str, bytes)) or not hasattr(tests, "__iter__") or not list(tests):
+        problems.append(f"tests must be a test name or a non-empty list of them; got {tests!r}")
+    if problems:
+        raise ConfigError(problems)
 
 
-def _oriented(frame: pd.DataFrame, method: str | None) -> tuple[pd.DataFrame, dict]:
+def _read_or_oriented(frame, method, columns, scale) -> tuple[pd.DataFrame, dict]:
+    """The oriented table from a DataFrame or a CSV path (read as ``simdesign analyse`` reads it)."""
+    from simdesign.pilot.ranks import read_table
+
+    if isinstance(frame, (str, os.PathLike)):
+        read, info = read_table(frame, method, columns, scale)
+        # checked by read_table (with the scale given): a second check without it would refuse a gap the scale allows
+        return (read, info) if info["method"] == "likert" else _oriented(read, "rank")
+    if not isinstance(frame, pd.DataFrame):
+        raise DataError(f"The judgements must be a pandas DataFrame or a CSV file path; got {type(frame).__name__}")
+    if columns:
+        raise ConfigError("'columns' applies to a CSV path; rename a DataFrame's columns yourself (DataFrame.rename)")
+    return _oriented(frame, method, scale)
+
+
+def _refuse_unfit_tests(specs, data: pd.DataFrame, method: str) -> None:
+    """Refuse what ``run`` and ``fit`` refuse: a test that cannot take the method, annotator effects from one.
+
+    ``fit`` refuses a single-annotator pilot: between-annotator variation cannot be estimated from one
+    annotator, so a model fitting annotator effects is singular and its p-values are not to be trusted.
+    """
+    from simdesign.analyses import ANALYSES
+
+    problems = []
+    for spec in specs:
+        info = ANALYSES.get(spec.name)
+        if info is not None and method not in info.methods:
+            takes = sorted(name for name, other in ANALYSES.items() if method in other.methods)
+            problems.append(f"The test {spec.label} does not take {method.capitalize()} judgements (it takes "
+                            f"{list(info.methods)}); tests for {method} data: {takes}")
+    annotators = data["annotator"].nunique()
+    fitting = [spec.label for spec in specs if getattr(ANALYSES.get(spec.name), "random_effects", False)]
+    if annotators < 2 and fitting:
+        problems.append(f"The study has a single annotator ({data['annotator'].iloc[0]!r}): {fitting} fit "
+                        "annotator random effects, which one annotator cannot estimate (the fit is singular and "
+                        "its p-values are not to be trusted; `simdesign fit` refuses such a pilot). Use a test "
+                        "on document means (e.g. ttest_doc) or collect judgements from several annotators")
+    if problems:
+        raise ConfigError(problems)
+
+
+def _design_notes(specs, data: pd.DataFrame) -> list:
+    """Why an answer may be unreliable: too few annotators for the random slopes a test fits."""
+    from simdesign.analyses import ANALYSES
+
+    annotators, n_systems = data["annotator"].nunique(), data["system"].nunique()
+    slopes = [spec.label for spec in specs if getattr(ANALYSES.get(spec.name), "random_effects", False)
+              and spec.options.get("structure") in ("paper", "maximal")]
+    if not slopes or annotators >= n_systems + 1:
+        return []
+    return [f"{annotators} annotators for {n_systems} systems: a full annotator covariance (random slopes, as "
+            f"{slopes} fit with their structure) needs at least systems + 1 = {n_systems + 1} annotators "
+            "(`simdesign fit` refuses fewer without --allow-reduced); expect singular fits and treat their "
+            "p-values with caution"]
+
+
+def _oriented(frame: pd.DataFrame, method: str | None, scale=None) -> tuple[pd.DataFrame, dict]:
     """The table with a 'score' column where higher is better, and what :func:`ranks.describe` needs."""
     from simdesign.pilot.ranks import orient
 
@@ -537,7 +645,7 @@ def _oriented(frame: pd.DataFrame, method: str | None) -> tuple[pd.DataFrame, di
         n_systems = frame["system"].nunique()
         return frame.copy(), {"method": "rank", "scale": tuple(range(1, n_systems + 1)),
                               "base": int(frame.attrs.get("rank_base", 1)), "n_systems": n_systems}
-    return orient(frame, method)
+    return orient(frame, method, scale=scale)
 
 
 def _analysis_notes(primary: pd.DataFrame, label: str, method: str) -> list:
@@ -561,8 +669,14 @@ class _CallableModule(types.ModuleType):
     ``import simdesign.pilot.analyse`` and ``from simdesign.pilot.analyse import Analysis`` keep working (a function
     exported under the module's name would be replaced by the module on its first import, or hide it)."""
 
+    @functools.wraps(analyse)
     def __call__(self, *args, **kwargs) -> Analysis:
         return analyse(*args, **kwargs)
 
 
+# inspect.signature(simdesign.analyse) shows analyse's own signature, not (*args, **kwargs), and its docstring
+# (what help() and inspect.getdoc show for the callable module) starts with the function's.
+__signature__ = inspect.signature(analyse)
+__doc__ = (f"{inspect.getdoc(analyse)}\n\nThe module ``simdesign.pilot.analyse``\n"
+           f"-------------------------------------\n\n{__doc__}")
 sys.modules[__name__].__class__ = _CallableModule

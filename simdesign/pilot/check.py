@@ -36,7 +36,8 @@ import numpy as np
 import pandas as pd
 
 from simdesign.core.designs import Assignment
-from simdesign.core.errors import ConfigError
+from simdesign.core.errors import ConfigError, DataError
+from simdesign.core.suggest import suggestions
 from simdesign.core.judgements import _blocks_from_shared_documents
 from simdesign.model import OrdinalMixedModel
 from simdesign.stats.reliability import UndefinedReliability, alpha_from_units, split_half_from_block_sums
@@ -97,7 +98,9 @@ def observed_design(frame: pd.DataFrame, systems) -> tuple[ObservedDesign, np.nd
     systems = list(systems)
     found = set(frame["system"].astype(str))
     if found != set(systems):
-        raise ConfigError(f"The judgements' systems {sorted(found)} differ from the model's {sorted(systems)}")
+        strays = sorted(found - set(systems))
+        raise DataError(f"The judgements' systems {sorted(found)} differ from the model's {sorted(systems)}"
+                        f"{suggestions(strays, sorted(set(systems) - found) or systems)}")
     wide = frame.assign(system=frame["system"].astype(str)).pivot(
         index=["annotator", "document"], columns="system", values="score").reindex(columns=systems)
     annotator, _ = pd.factorize(wide.index.get_level_values("annotator"), sort=True)
@@ -179,9 +182,10 @@ def predictive_check(model: OrdinalMixedModel, frame: pd.DataFrame, trials: int 
         raise ConfigError(f"The check needs at least 2 simulated studies; got {trials}")
     scale = np.asarray(model.scale)
     values = pd.to_numeric(frame["score"])
-    outside = sorted(set(values.unique()) - set(scale.tolist()))
+    outside = sorted({int(v) if float(v).is_integer() else float(v) for v in values.unique()} - set(scale.tolist()))
     if outside:
-        raise ConfigError(f"Scores {outside} are not on the model's scale {scale.tolist()}")
+        raise DataError(f"Scores {outside} are not on the model's scale {scale.tolist()}"
+                        f" ({model.name!r}); a table on another scale needs a model fitted to it")
     design, observed_scores = observed_design(frame, model.systems)
     assignment = design.assignment
     streams = np.random.SeedSequence(seed).spawn(trials + 1)

@@ -33,6 +33,8 @@ import yaml
 from simdesign import __version__ as simdesign_version
 from simdesign import clmm
 from simdesign.core.errors import ConfigError, DataError
+from simdesign.core.suggest import did_you_mean
+from simdesign.core.yamlio import load_yaml
 from simdesign.model import OrdinalMixedModel
 from simdesign.simulation.store import package_versions
 
@@ -48,6 +50,9 @@ SOFTWARE = ("numpy", "scipy", "pandas", "krippendorff")
 FIT_STARTS = "codings"
 # How many offending rows an error message lists before it says "and N more".
 EXAMPLES_SHOWN = 5
+# Scores are points of an ordinal scale; far beyond any scale a value is a typo or a unit mix-up, and
+# 1e30 would overflow the integers the fit works with.
+MAX_SCORE = 1e6
 
 
 class FitError(RuntimeError):
@@ -91,7 +96,7 @@ def parse_columns(text: str | None) -> dict:
         ours, theirs = ours.strip(), theirs.strip()
         if ours not in REQUIRED_COLUMNS or not theirs:
             raise ConfigError(f"--columns takes NAME=COLUMN items with NAME one of {list(REQUIRED_COLUMNS)}; "
-                              f"got {item!r}")
+                              f"got {item!r}{did_you_mean(ours, [*REQUIRED_COLUMNS, 'rank'])}")
         mapping[theirs] = ours
     return mapping
 
@@ -136,7 +141,7 @@ def _near_duplicate_names(frame: pd.DataFrame, column: str, fold_case: bool) -> 
     return messages
 
 
-def validate_judgements(frame: pd.DataFrame, scale=None, *, names: dict | None = None) -> tuple:
+def validate_judgements(frame: pd.DataFrame, scale=None, *, names: dict | None = None, as_ranks: bool = False) -> tuple:
     """Check a judgements table; return its scale. Every problem is reported, nothing is dropped.
 
     The one check of every command that reads judgements (``fit``, ``check``,
@@ -152,6 +157,9 @@ def validate_judgements(frame: pd.DataFrame, scale=None, *, names: dict | None =
         thresholds unidentified). Default: the observed values.
     names : dict, optional
         Our column name -> the file's, so messages name the file's columns.
+    as_ranks : bool
+        The 'score' column holds ranks (:func:`simdesign.pilot.ranks.check_ranks` reuses these checks):
+        the rules on a Likert scale's shape are left out.
 
     Returns
     -------
@@ -166,7 +174,11 @@ def validate_judgements(frame: pd.DataFrame, scale=None, *, names: dict | None =
         the same system's output for a document twice), fewer than two
         systems, a system with a single judgement, ids that differ only in
         surrounding spaces (system names also in case), scores outside the
-        scale, unused scale values.
+        scale, unused scale values; without ``scale``, observed scores that
+        are not a contiguous range of integers (a typo such as 9 on a 1..7
+        scale would become a category of its own) or that look like ranks
+        (every annotator gives each document's systems a permutation of
+        1..S: a Rank file whose column is named 'score').
     """
     names = names or {}
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
@@ -177,13 +189,69 @@ def validate_judgements(frame: pd.DataFrame, scale=None, *, names: dict | None =
         raise DataError("The judgements table has no rows")
     score = pd.to_numeric(frame["score"], errors="coerce")
     errors = _value_errors(frame, score, names) + _identity_errors(frame, names)
+    given = scale is not None
     scale, scale_errors = _scale_and_errors(frame, score, scale)
     errors += scale_errors
+    if not given and not as_ranks and not errors:
+        errors += _scale_shape_errors(frame, score, scale, names)
     if len(scale) < 2 and not errors:
         errors.append(f"The 'score' column needs at least two distinct values; got {list(scale)}")
     if errors:
         raise DataError(errors)
     return scale
+
+
+def _scale_shape_errors(frame: pd.DataFrame, score: pd.Series, scale: tuple, names: dict) -> list:
+    """Without ``--scale``: observed scores must be a contiguous range and must not look like ranks.
+
+    One rule for every command that reads Likert judgements (fit, check, reliability, analyse), so a
+    table one refuses is refused by all; ``--scale`` says what the scale is and lifts both.
+    """
+    column = _column_text("score", names)
+    counts = score.value_counts().sort_index()
+    shown = ", ".join(f"{int(value)}: {int(count)}" for value, count in counts.items())
+    if len(scale) >= 2 and scale[-1] - scale[0] + 1 != len(scale):
+        gaps = sorted(set(range(scale[0], scale[-1] + 1)) - set(scale))
+        bordering = [value for value in counts.index if value - 1 in gaps or value + 1 in gaps]
+        rare = min(bordering, key=lambda value: counts[value])  # the likeliest typo: rare, beside a gap
+        return [f"The {column} column's values are not a contiguous range of integers (counts {{{shown}}}; "
+                f"{_short_list(gaps)} never occur): a typo such as {int(rare)} (lines "
+                f"{_rows(frame, (score == rare).to_numpy())}) would become a category of its own. Correct it, "
+                "or say which values the scale has with --scale (API: scale=): it refuses scores outside it, "
+                f"and --scale {','.join(map(str, scale))} accepts every observed value"]
+    if _looks_like_ranks(frame, score):
+        n_systems = frame["system"].nunique()
+        theirs = names.get("score", "score")
+        return [f"The {column} column looks like ranks, not Likert scores: every annotator gives each document's "
+                f"{n_systems} systems the values {scale[0]}..{scale[-1]} once each (counts {{{shown}}}). Read as "
+                "Likert, a rank of 1 (best) would count as the lowest score, reversing the conclusions. If these "
+                f"are ranks, say --method rank --columns rank={theirs} (or name the column 'rank'); if they are "
+                f"Likert scores, give the scale: --scale {scale[0]}..{scale[-1]}"]
+    return []
+
+
+def _looks_like_ranks(frame: pd.DataFrame, score: pd.Series) -> bool:
+    """Every (annotator, document) scores all S systems with a permutation of 0..S-1 or 1..S (at least 3 of them).
+
+    By chance a Likert study does so with probability S!/K^S per (annotator, document) on a K-point
+    scale (0.04 for 5 systems on 5 points): three or more all doing so is not chance.
+    """
+    n_systems = frame["system"].nunique()
+    table = pd.DataFrame({"a": frame["annotator"], "d": frame["document"], "s": score})
+    groups = table.groupby(["a", "d"], sort=False)["s"]
+    if groups.ngroups < 3 or n_systems < 3:
+        return False
+    sizes, distinct, lowest, highest = groups.size(), groups.nunique(), groups.min(), groups.max()
+    complete = (sizes == n_systems) & (distinct == n_systems) & (highest - lowest == n_systems - 1) \
+        & lowest.isin([0, 1])
+    return bool(complete.all()) and lowest.nunique() == 1
+
+
+def _short_list(values: list, limit: int = 8) -> str:
+    """``[2, 3]`` or ``[2, 3, ..., 99] (97 values)`` for a message."""
+    if len(values) <= limit:
+        return str(values)
+    return f"[{', '.join(map(str, values[:limit // 2]))}, ..., {', '.join(map(str, values[-2:]))}] ({len(values)} values)"
 
 
 def _column_text(column: str, names: dict) -> str:
@@ -204,7 +272,12 @@ def _value_errors(frame: pd.DataFrame, score: pd.Series, names: dict) -> list:
     if not_numeric.any():
         errors.append(f"The {_column_text('score', names)} column has {not_numeric.sum()} non-numeric value(s) "
                       f"(lines {_rows(frame, not_numeric)}), e.g. {frame['score'][not_numeric].iloc[0]!r}")
-    fractional = (score.notna() & (score != score.round())).to_numpy()
+    huge = (score.notna() & ~(score.abs() <= MAX_SCORE)).to_numpy()  # inf and 1e30 too (NaN is caught above)
+    if huge.any():
+        errors.append(f"The {_column_text('score', names)} column has {huge.sum()} value(s) beyond +-{MAX_SCORE:g} "
+                      f"(lines {_rows(frame, huge)}), e.g. {float(score[huge].iloc[0])!r}; scores are points of "
+                      "an ordinal scale")
+    fractional = (score.notna() & (score.abs() <= MAX_SCORE) & (score != score.round())).to_numpy()
     if fractional.any():
         errors.append(f"The {_column_text('score', names)} column has {fractional.sum()} non-integer value(s) "
                       f"(lines {_rows(frame, fractional)}), e.g. {float(score[fractional].iloc[0])!r}; scores are "
@@ -237,7 +310,8 @@ def _identity_errors(frame: pd.DataFrame, names: dict) -> list:
 
 def _scale_and_errors(frame: pd.DataFrame, score: pd.Series, scale) -> tuple[tuple, list]:
     """The scale (given, else observed) and messages for scores outside it or values of it never used."""
-    observed = np.unique(score[score.notna() & (score == score.round())].to_numpy()).astype(np.int64)
+    usable = score.notna() & (score.abs() <= MAX_SCORE) & (score == score.round())
+    observed = np.unique(score[usable].to_numpy()).astype(np.int64)
     if scale is None:
         return tuple(int(v) for v in observed), []
     errors = []
@@ -734,7 +808,7 @@ def write_model(model: OrdinalMixedModel, path, header: str = "") -> Path:
 def read_provenance(model: OrdinalMixedModel) -> dict:
     """The provenance of a model written by :func:`write_model`, as a mapping ({} if it is free text)."""
     try:
-        data = yaml.safe_load(model.provenance) if model.provenance else {}
+        data = load_yaml(model.provenance) if model.provenance else {}
     except yaml.YAMLError:
         return {}
     return data if isinstance(data, dict) else {}

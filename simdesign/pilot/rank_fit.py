@@ -43,6 +43,7 @@ import pandas as pd
 from scipy import linalg, optimize, special
 
 from simdesign.core.errors import ConfigError
+from simdesign.core.suggest import did_you_mean
 from simdesign.model import RankOnlyModel
 from simdesign.pilot.check import observed_design
 
@@ -431,7 +432,8 @@ def rank_problem_from_frame(frame: pd.DataFrame, reference=None) -> RankProblem:
     systems = sorted(frame["system"].astype(str).unique())
     if reference is not None:
         if str(reference) not in systems:
-            raise ConfigError(f"--reference {reference!r} is not a system of the table; its systems are {systems}")
+            raise ConfigError(f"--reference {reference!r} is not a system of the table; its systems are {systems}"
+                              f"{did_you_mean(str(reference), systems)}")
         systems.remove(str(reference))
         systems.insert(0, str(reference))
     design, scores = observed_design(frame, systems)

@@ -123,8 +123,12 @@ def check_ranks(frame: pd.DataFrame, names: dict | None = None) -> int:
     systems = sorted(table["system"].astype(str).unique())
     groups = table.groupby(["annotator", "document"], sort=False)
     base = _rank_base(frame, table, groups, rank_column, len(systems), errors)
-    errors += _rank_value_errors(frame, table, base, len(systems))
-    errors += _incomplete_ranking_errors(frame, table, groups, systems)
+    value_errors = _rank_value_errors(frame, table, base, len(systems))
+    errors += value_errors + _incomplete_ranking_errors(frame, table, groups, systems)
+    if value_errors:
+        errors.append(f"The {rank_column!r} column looks like Likert scores rather than ranks (values "
+                      f"{sorted(int(v) for v in table['rank'].unique())[:10]} for {len(systems)} systems): if they are scores, say --method likert --columns score={rank_column} "
+                      "(or name the column 'score')")
     if errors:
         raise DataError(errors)
     return base
@@ -137,7 +141,7 @@ def _generic_rank_errors(frame: pd.DataFrame, names: dict, rank_column: str) -> 
     """
     as_scores = frame.rename(columns={"rank": "score"})
     try:
-        validate_judgements(as_scores, names={**names, "score": rank_column})
+        validate_judgements(as_scores, names={**names, "score": rank_column}, as_ranks=True)
     except ConfigError as exc:
         return [message.replace("'score'", "'rank'").replace("'rank' (file column 'rank')", "'rank'")
                 .replace("scores are points of an ordinal scale", "ranks are whole numbers")
@@ -258,6 +262,11 @@ def read_table(path, method: str | None = None, columns: dict | None = None,
     if scale is not None:
         raise ConfigError("--scale applies to Likert tables; a Rank table's scale is 1..S (S = number of systems)")
     rank_source = next((theirs for theirs, ours in columns.items() if ours == "rank"), "rank")
+    if "rank" not in {columns.get(column, column) for column in header}:
+        raise DataError(f"--method rank needs a 'rank' column; {path} has {list(header)}"
+                        + (" (its 'score' column: if it holds ranks, say --columns rank=score; if Likert scores, "
+                           "--method likert)" if "score" in header else "")
+                        + " (map another name with --columns rank=COLUMN)")
     if "score" in header and columns.get("score", "score") == "score" and "score" not in columns.values():
         columns["score"] = "likert_score_unused"  # an unrelated 'score' column must not clash with ours
     raw = read_table_csv(path, columns, required=RANK_COLUMNS)
@@ -274,7 +283,7 @@ def read_table(path, method: str | None = None, columns: dict | None = None,
     return frame, {"method": "rank", "scale": tuple(range(1, n_systems + 1)), "base": base, "n_systems": n_systems}
 
 
-def orient(frame: pd.DataFrame, method: str, base: int | None = None) -> tuple[pd.DataFrame, dict]:
+def orient(frame: pd.DataFrame, method: str, base: int | None = None, scale=None) -> tuple[pd.DataFrame, dict]:
     """An in-memory table in the form :func:`read_table` returns (checked; Rank tables get ``score`` reversed).
 
     Parameters
@@ -286,13 +295,17 @@ def orient(frame: pd.DataFrame, method: str, base: int | None = None) -> tuple[p
     method : {'likert', 'rank'}
     base : int, optional
         Rank only: the base of ``rank``; default found by :func:`check_ranks`.
+    scale : sequence of int, optional
+        Likert only: the scale's values (as ``--scale``).
     """
     method = infer_method(frame.columns, method)
     if method == "likert":
-        scale = validate_judgements(frame)
+        scale = validate_judgements(frame, scale)
         out = frame[["annotator", "document", "system", "score"]].copy()
         out["score"] = pd.to_numeric(out["score"]).round().astype(np.int64)
         return out, {"method": "likert", "scale": tuple(scale)}
+    if scale is not None:
+        raise ConfigError("A scale applies to Likert tables; a Rank table's scale is 1..S (S = number of systems)")
     found = check_ranks(frame.drop(columns=["score"], errors="ignore"))
     base = found if base is None else int(base)
     n_systems = frame["system"].nunique()

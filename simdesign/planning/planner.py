@@ -49,7 +49,6 @@ from importlib import resources
 from pathlib import Path
 
 import pandas as pd
-import yaml
 from scipy import optimize
 
 from simdesign.analyses import resolve_analysis, system_pairs
@@ -57,6 +56,8 @@ from simdesign.stats.annotation_time import DURATION_COLUMN, RULES, describe_rul
 from simdesign.simulation.config import AnalysisSpec, check_name, parse_analyses, parse_designs, read_config_mapping, resolve_model
 from simdesign.core.designs import DESIGN_KINDS, BlockDesign, PoolDesign, design_to_mapping
 from simdesign.core.errors import ConfigError
+from simdesign.core.suggest import did_you_mean, suggestions
+from simdesign.core.yamlio import load_yaml
 from simdesign.model import METHODS, OrdinalMixedModel, effect_scale
 from simdesign.planning.methods import parse_methods, store_name, tests_for_method
 
@@ -91,7 +92,7 @@ def annotation_times() -> dict:
         ``simdesign/model/presets/annotation_times.yaml`` and :mod:`simdesign.stats.annotation_time` for the rule).
     """
     text = resources.files("simdesign.model.presets").joinpath("annotation_times.yaml").read_text()
-    return yaml.safe_load(text)
+    return load_yaml(text)
 
 
 @dataclass(frozen=True)
@@ -367,7 +368,8 @@ def parse_effect(raw, model: OrdinalMixedModel | None, errors: list[str]) -> tup
         unit = raw.get("unit", "latent")
         problems = []
         if unknown:
-            problems.append(f"The 'effect' mapping has unknown key(s) {unknown}; allowed: min_difference, unit")
+            problems.append(f"The 'effect' mapping has unknown key(s) {unknown}; allowed: min_difference, unit"
+                            f"{suggestions(unknown, ('min_difference', 'unit'))}")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             problems.append(f"The 'effect.min_difference' field must be a positive number; got {value!r}")
         if unit not in EFFECT_UNITS:
@@ -481,7 +483,7 @@ def _seconds_from_table(raw: dict, base_dir, errors) -> tuple[float, str]:
     allowed = ("times", "rule", "outputs_per_item", "column")
     unknown = sorted(set(raw) - set(allowed))
     if unknown:
-        errors.append(f"Unknown '{where}' key(s) {unknown}; allowed: {list(allowed)}")
+        errors.append(f"Unknown '{where}' key(s) {unknown}; allowed: {list(allowed)}{suggestions(unknown, allowed)}")
         return 1.0, ""
     rule = raw.get("rule", "capped_mean")
     if rule not in RULES:
@@ -536,7 +538,8 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
     errors: list[str] = []
     unknown = sorted(set(raw) - set(PLAN_KEYS))
     if unknown:
-        errors.append(f"Unknown plan config key(s) {unknown}; allowed: {list(PLAN_KEYS)}")
+        errors.append(f"Unknown plan config key(s) {unknown}; allowed: {list(PLAN_KEYS)}"
+                      f"{suggestions(unknown, PLAN_KEYS)}")
     name = check_name(raw, errors)
     model, model_source = resolve_model(raw, base_dir, errors)
     effect, effect_label = parse_effect(raw.get("effect", "fitted"), model, errors)
@@ -551,6 +554,12 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
 
     goal = _parse_goal(raw, alpha, errors)
     methods = parse_methods(raw.get("search"), model, errors)
+    for spec in tests:  # before anything runs, in the plan's own keys (the engine would say 'method')
+        refused = [m for m in methods if m not in resolve_analysis(spec.name).methods]
+        if refused:
+            errors.append(f"The test {spec.label} cannot take {' or '.join(refused)} judgements (it accepts "
+                          f"{', '.join(resolve_analysis(spec.name).methods)}); remove it from 'tests' or leave "
+                          f"{refused} out of 'search.methods'")
     method_costs = {method: _parse_cost(raw, model_source, base_dir, errors, method) for method in methods}
     cost = method_costs[methods[0]]
     limits = _parse_limits(raw, errors)
@@ -624,7 +633,7 @@ def _sub_mapping(raw: dict, key: str, allowed, errors: list[str]) -> dict:
         return {}
     unknown = sorted(set(mapping) - set(allowed))
     if unknown:
-        errors.append(f"Unknown '{key}' key(s) {unknown}; allowed: {list(allowed)}")
+        errors.append(f"Unknown '{key}' key(s) {unknown}; allowed: {list(allowed)}{suggestions(unknown, allowed)}")
     return mapping
 
 
@@ -721,7 +730,8 @@ def parse_search(raw, errors: list[str]) -> list:
         return []
     unknown = sorted(set(raw) - set(SEARCH_KEYS))
     if unknown:
-        errors.append(f"Unknown 'search' key(s) {unknown}; allowed: {list(SEARCH_KEYS)}")
+        errors.append(f"Unknown 'search' key(s) {unknown}; allowed: {list(SEARCH_KEYS)}"
+                      f"{suggestions(unknown, SEARCH_KEYS)}")
     explicit_only = "designs" in raw and "shapes" not in raw
     shapes = raw.get("shapes", [] if explicit_only else ["nested", "block", "crossed"])
     if not isinstance(shapes, list) or any(s not in SHAPES for s in shapes):

@@ -28,12 +28,13 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 
 from simdesign.analyses import ANALYSES, resolve_analysis
 from simdesign.analyses.base import current_options
 from simdesign.core.designs import DESIGN_KINDS
 from simdesign.core.errors import ConfigError
+from simdesign.core.suggest import did_you_mean, suggestions
+from simdesign.core.yamlio import read_yaml_file
 from simdesign.model import PRESETS, OrdinalMixedModel, RankOnlyModel, effect_scale, load_model
 from simdesign.simulation.methods import (DEFAULT_METHODS, likert_model_digest_source, method_problems, method_specs,
                                           method_warnings, parse_methods, rank_generator, spec_method)
@@ -91,7 +92,8 @@ class AnalysisSpec:
         elif self.name in RELIABILITY_ESTIMANDS:
             problems = [] if not self.options else [f"The estimand {self.name} takes no options; got {self.options}"]
         else:
-            problems = [f"The test {self.name!r} is unknown; available: {sorted(ANALYSES)}"]
+            problems = [f"The test {self.name!r} is unknown; available: {sorted(ANALYSES)}"
+                        f"{did_you_mean(self.name, ANALYSES)}"]
         if not isinstance(self.label, str) or not self.label:
             problems.append(f"The label of test {self.name} must be a non-empty string; got {self.label!r}")
         if problems:
@@ -125,6 +127,15 @@ class AnalysisSpec:
                 for size in range(len(at_default) + 1) for left_out in itertools.combinations(at_default, size)}
 
 
+class ParsedTests(tuple):
+    """A built config's tests (AnalysisSpec objects): a tuple that says it was read back from a config.
+
+    Only :meth:`SimulationConfig._take_tests_keyword` tells it from a plain tuple.
+    """
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True)
 class FigureSpec:
     x: str = "annotators"
@@ -140,15 +151,37 @@ class SimulationConfig:
     However it is built (:func:`parse_config`, or directly in code), it is
     validated by the same rules and raises :class:`~simdesign.core.errors.ConfigError`
     with every problem found. Built in code, ``model`` may be a preset name or
-    a model file path, ``designs`` design objects or mappings and ``analyses``
-    specs, test names or mappings (as in YAML)::
+    a model file path, ``designs`` design objects or mappings and ``tests``
+    specs, test names or mappings (as in YAML).
 
-        SimulationConfig(name="demo", model="coherence", effect="fitted",
-                         designs=[{"kind": "block", "blocks": 20, "docs_per_block": 5,
-                                   "annotators_per_block": 3}],
-                         analyses=["ttest", "art_doc"], trials=100)
+    The tests' keyword is ``tests``, as the YAML key; ``analyses`` (its name before) is accepted as an
+    alias and is the attribute that holds them (``config.tests`` reads the same tuple). Messages name
+    the keyword that was written.
 
     ``parse_config(config.to_mapping()) == config`` for every config.
+
+    Parameters
+    ----------
+    name : str
+        Names the results directory (no slashes).
+    model : OrdinalMixedModel, RankOnlyModel or str
+        A model, a preset name or a model file path.
+    effect : 'zero', 'fitted' or float
+        The null hypothesis, the model's effects, or them scaled by a factor.
+    designs : sequence
+        Design objects or their config mappings.
+    tests : sequence
+        Test names, ``{name: ..., <option>: ...}`` mappings or AnalysisSpec objects (alias ``analyses``).
+    trials, alpha, seed, art_resamples, art_exact, chunk_size, figure, description, estimands, replication, \
+document_intercept_scale, methods
+        As the YAML keys of the same names (docs/config.md).
+
+    Examples
+    --------
+    >>> SimulationConfig(name="demo", model="coherence", effect="fitted",
+    ...                  designs=[{"kind": "block", "blocks": 20, "docs_per_block": 5,
+    ...                            "annotators_per_block": 3}],
+    ...                  tests=["ttest", "art_doc"], trials=100)     # doctest: +SKIP
     """
 
     name: str
@@ -169,16 +202,37 @@ class SimulationConfig:
     replication: ReplicationSettings | None = None  # exact replications (simdesign.simulation.replication)
     document_intercept_scale: float | None = None  # sets the model's (OrdinalMixedModel); None: the model's own
     methods: tuple = DEFAULT_METHODS  # annotation methods, each a dimension of the results (simulation/methods.py)
+    # The YAML's name for the tests; stored in 'analyses' (an init-only alias: see the class docstring).
+    tests: dataclasses.InitVar[object] = None
 
-    def __post_init__(self):
+    def __post_init__(self, tests=None):
         problems: list[str] = []
-        self._coerce_parts(problems)
-        problems += config_problems(self.__dict__, check_empty=not problems)
+        self._coerce_parts(problems, self._take_tests_keyword(tests, problems))
+        values = {key: value for key, value in self.__dict__.items()
+                  if not (key == "model" and value is None and problems)}  # a model that failed is reported once
+        problems += config_problems(values, check_empty=not problems)
         if problems:
             raise ConfigError(problems)
         object.__setattr__(self, "alpha", float(self.alpha))
 
-    def _coerce_parts(self, problems: list[str]) -> None:
+    def _take_tests_keyword(self, tests, problems: list[str]) -> str:
+        """Store ``tests=`` (the YAML key) in ``analyses``; returns the keyword the tests were given with.
+
+        ``dataclasses.replace`` passes both keywords, read back from the config (``config.tests`` and
+        ``config.analyses`` are :class:`ParsedTests`): a value given afresh wins over one read back, so
+        ``replace(config, tests=[...])`` and ``replace(config, analyses=[...])`` both work. Two fresh
+        values are refused rather than one silently winning.
+        """
+        given_tests = tests is not None and not (isinstance(tests, ParsedTests) and self.analyses)
+        if not given_tests:
+            return "analyses"
+        if self.analyses and not isinstance(self.analyses, ParsedTests):
+            problems.append("Give the tests as 'tests' (or its alias 'analyses'), not both")
+        else:
+            object.__setattr__(self, "analyses", tests)
+        return "tests"
+
+    def _coerce_parts(self, problems: list[str], tests_field: str = "tests") -> None:
         """Accept the YAML forms in code (a model name, design and test mappings); store the parsed objects."""
         if isinstance(self.methods, (str, list)):
             object.__setattr__(self, "methods", tuple([self.methods] if isinstance(self.methods, str) else self.methods))
@@ -193,11 +247,14 @@ class SimulationConfig:
                                                        else [item])]
         object.__setattr__(self, "designs", tuple(designs) if isinstance(designs, list) else designs)
         analyses = list(self.analyses) if isinstance(self.analyses, (list, tuple)) else self.analyses
+        if isinstance(analyses, str):  # one test name: a list of one, as in YAML
+            analyses = [analyses]
         if isinstance(analyses, list) and any(not isinstance(a, AnalysisSpec) for a in analyses):
             inherited = art_inherited(self.art_resamples, self.art_exact)
-            analyses = [a for item in analyses for a in (parse_analyses([item], problems, inherited)
-                                                         if not isinstance(item, AnalysisSpec) else [item])]
-        object.__setattr__(self, "analyses", tuple(analyses) if isinstance(analyses, list) else analyses)
+            analyses = [a for position, item in enumerate(analyses)
+                        for a in (self._parsed_test(item, position, tests_field, problems, inherited)
+                                  if not isinstance(item, AnalysisSpec) else [item])]
+        object.__setattr__(self, "analyses", ParsedTests(analyses) if isinstance(analyses, (list, tuple)) else analyses)
         if isinstance(self.estimands, (list, str)):
             object.__setattr__(self, "estimands", tuple([self.estimands] if isinstance(self.estimands, str)
                                                         else self.estimands))
@@ -205,6 +262,14 @@ class SimulationConfig:
             object.__setattr__(self, "figure", parse_figure(self.figure, problems))
         if not isinstance(self.replication, ReplicationSettings):
             object.__setattr__(self, "replication", parse_replication(self.replication, problems))
+
+    @staticmethod
+    def _parsed_test(item, position: int, tests_field: str, problems: list[str], inherited: dict) -> list:
+        """One test given in code as a name or mapping, parsed as YAML's; messages say ``<tests_field>[position]``."""
+        found: list[str] = []
+        specs = parse_analyses([item], found, inherited, field_name=tests_field)
+        problems.extend(message.replace(f"{tests_field}[0]", f"{tests_field}[{position}]") for message in found)
+        return specs
 
     def __eq__(self, other) -> bool:
         # The model compares by content (OrdinalMixedModel holds arrays and compares by identity).
@@ -336,6 +401,17 @@ def load_config(path, overrides: dict | None = None) -> SimulationConfig:
     Returns
     -------
     SimulationConfig
+
+    Raises
+    ------
+    ConfigError
+        Every problem of the file at once: not UTF-8, not YAML, a duplicated key, unknown keys (with the
+        closest allowed ones), bad values naming the field.
+
+    Examples
+    --------
+    >>> load_config("configs/quick.yaml", {"trials": 20}).trials         # doctest: +SKIP
+    20
     """
     path = Path(path)
     raw = read_config_mapping(path, "config")
@@ -344,12 +420,7 @@ def load_config(path, overrides: dict | None = None) -> SimulationConfig:
 
 def read_config_mapping(path: Path, what: str) -> dict:
     """The top-level mapping of a YAML config file, or a ConfigError saying what is wrong."""
-    if not path.is_file():
-        raise ConfigError(f"{what.capitalize()} file not found: {path}")
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"Could not parse {path} as YAML: {exc}") from exc
+    raw = read_yaml_file(path, what)  # UTF-8, no duplicated key
     if not isinstance(raw, dict):
         raise ConfigError(f"{path} must contain a mapping of {what} keys")
     return raw
@@ -429,7 +500,7 @@ def estimand_list_problems(estimands) -> list[str]:
     unknown = [item for item in estimands if item not in RELIABILITY_ESTIMANDS]
     if unknown:
         problems.append(f"The 'estimands' field names unknown estimand(s) {unknown}; "
-                        f"available: {sorted(RELIABILITY_ESTIMANDS)}")
+                        f"available: {sorted(RELIABILITY_ESTIMANDS)}{suggestions(unknown, RELIABILITY_ESTIMANDS)}")
     duplicates = sorted({item for item in estimands if list(estimands).count(item) > 1})
     if duplicates:
         problems.append(f"The 'estimands' field lists {duplicates} more than once")
@@ -504,6 +575,12 @@ def blockless_problems(designs, analyses, estimands) -> list[str]:
     """
     problems = []
     block_tests = [a.label for a in analyses if getattr(registered_analysis(a.name), "needs_blocks", False)]
+    one_block = [d.label for d in designs if d.has_blocks and getattr(d, "blocks", 2) < 2]
+    if block_tests and one_block and len(one_block) == len(designs):
+        # every trial of every design would be 'degenerate': the run would report rates of 0.0 and nothing else
+        problems.append(f"The block-level test(s) {block_tests} need two or more blocks, and every design has one "
+                        f"({one_block}): every test would fail; add designs with more blocks or use a test on "
+                        "documents (e.g. ttest_doc, art_doc)")
     for kind in dict.fromkeys(type(d) for d in designs if not d.has_blocks):
         labels = [d.label for d in designs if type(d) is kind]
         reason = getattr(kind, "no_blocks_reason", f"{kind.kind} designs have no blocks")
@@ -540,7 +617,8 @@ def check_name(raw: dict, errors: list[str]) -> str | None:
 def figure_problems(spec: FigureSpec) -> list[str]:
     problems = []
     if spec.x not in FIGURE_X:
-        problems.append(f"The 'figure.x' field must be one of {list(FIGURE_X)}; got {spec.x!r}")
+        problems.append(f"The 'figure.x' field must be one of {list(FIGURE_X)}; got {spec.x!r}"
+                        f"{did_you_mean(spec.x, FIGURE_X)}")
     if spec.colour not in FIGURE_COLOUR:
         problems.append(f"The 'figure.colour' field must be one of {list(FIGURE_COLOUR)}; got {spec.colour!r}")
     return problems
@@ -579,14 +657,52 @@ def resolve_model(raw: dict, base_dir: Path | None, errors: list[str]) -> tuple[
         return None, str(source)
 
 
+def likert_model_or_problem(model, study: str, errors: list[str]):
+    """``model`` if it generates Likert judgements; else None, with a problem naming the model (a study kind that
+    simulates Likert scores cannot use a rank-only model)."""
+    if isinstance(model, RankOnlyModel):
+        errors.append(f"The 'model' field: {study} simulates Likert judgements, and {model.name!r} is a rank-only "
+                      "model (fitted to a Rank table); use a Likert model (a preset, or a model fitted to Likert "
+                      "scores; a joint model from 'simdesign fit --likert-model' also works)")
+        return None
+    return model
+
+
 def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
-    """Validate a config mapping; see :func:`load_config`."""
+    """Validate a config mapping (the YAML form, e.g. from ``yaml.safe_load``); see :func:`load_config`.
+
+    Parameters
+    ----------
+    raw : dict
+        Config keys (:data:`TOP_LEVEL_KEYS`) to values.
+    base_dir : path-like, optional
+        Where a relative model file path is looked for (besides the working directory).
+
+    Returns
+    -------
+    SimulationConfig
+
+    Raises
+    ------
+    ConfigError
+        Every problem at once, naming the field.
+
+    Examples
+    --------
+    >>> config = parse_config({"name": "demo", "model": "coherence", "effect": "zero", "trials": 10,
+    ...                        "designs": [{"kind": "block", "blocks": 4, "docs_per_block": 5,
+    ...                                     "annotators_per_block": 3}],
+    ...                        "tests": ["ttest_doc"]})
+    >>> [d.label for d in config.designs], [t.label for t in config.tests]
+    (['block-B4-D5-A3'], ['ttest_doc'])
+    """
     if not isinstance(raw, dict):
         raise ConfigError(f"A config must be a mapping of config keys; got {type(raw).__name__}")
     errors: list[str] = []
     unknown = sorted(set(raw) - set(TOP_LEVEL_KEYS))
     if unknown:
         errors.append(f"Unknown config key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS)}"
+                      + suggestions(unknown, TOP_LEVEL_KEYS)
                       + (" (a config with 'panels' is a panel study: run it with `simdesign panels`)"
                          if "panels" in unknown else ""))
     model, model_source = resolve_model(raw, base_dir, errors)
@@ -640,12 +756,17 @@ def check_figure_estimand(estimand: str, is_null: bool, has_tests: bool, estiman
         mixed = sorted(name for name, info in ANALYSES.items() if info.random_effects)
         why = f" ('singular_rate' needs a test that fits random effects: {', '.join(mixed)})"
     errors.append(f"The 'figure.estimand' field must be one of {allowed} under 'effect' "
-                  f"{'zero' if is_null else 'non-zero'}{why}; got {estimand!r}")
+                  f"{'zero' if is_null else 'non-zero'}{why}; got {estimand!r}{'' if why else did_you_mean(estimand, allowed)}")
 
 
 def config_warnings(config: SimulationConfig) -> list[str]:
     """Settings that are legitimate but unusual enough to say so before a run."""
     found = method_warnings(config)
+    block_tests = [a.label for a in config.analyses if getattr(registered_analysis(a.name), "needs_blocks", False)]
+    one_block = [d.label for d in config.designs if d.has_blocks and getattr(d, "blocks", 2) < 2]
+    if block_tests and one_block:
+        found.append(f"The block-level test(s) {block_tests} are undefined on the one-block design(s) {one_block}: "
+                     "every such test fails ('degenerate'), its rates read 0.0 with failure_rate 1.0")
     if effect_scale(config.effect) < 0:
         found.append(f"The 'effect' field is negative ({config.effect!r}): every fitted effect changes sign, so "
                      f"the systems' ranking is reversed (power counts rejections in the reversed direction); "
@@ -686,7 +807,8 @@ def parse_designs(items, errors: list[str]) -> list:
             continue
         kind = item.get("kind")
         if kind not in DESIGN_KINDS:
-            errors.append(f"The '{where}.kind' field must be one of {list(DESIGN_KINDS)}; got {kind!r}")
+            errors.append(f"The '{where}.kind' field must be one of {list(DESIGN_KINDS)}; got {kind!r}"
+                          f"{did_you_mean(kind, DESIGN_KINDS)}")
             continue
         cls = DESIGN_KINDS[kind]
         fields = [f.name for f in dataclasses.fields(cls)]
@@ -694,7 +816,8 @@ def parse_designs(items, errors: list[str]) -> list:
         missing = [f for f in fields if f not in item]
         if extra or missing:
             errors.append(f"{where} ({kind}) needs exactly the fields {fields}"
-                          + (f"; unknown {extra}" if extra else "") + (f"; missing {missing}" if missing else ""))
+                          + (f"; unknown {extra}" if extra else "") + (f"; missing {missing}" if missing else "")
+                          + suggestions(extra, fields))
             continue
         empty = sorted(key for key, value in item.items() if isinstance(value, list) and not value)
         if empty:
@@ -724,24 +847,38 @@ def analysis_label(name: str, written: dict) -> str:
     return f"{name}[{','.join(str(written[key]) for key in sorted(written))}]"
 
 
-def parse_analyses(items, errors: list[str], art_defaults: dict) -> list[AnalysisSpec]:
-    """Test names or mappings ``{name: ..., label: ..., <option>: ...}`` -> specs."""
+def parse_analyses(items, errors: list[str], art_defaults: dict, field_name: str = "tests") -> list[AnalysisSpec]:
+    """Test names or mappings ``{name: ..., label: ..., <option>: ...}`` -> specs.
+
+    ``field_name`` is the key the user wrote (``tests`` in YAML and mappings; ``analyses`` for the keyword
+    alias of :class:`SimulationConfig`), so messages name it. One test name alone counts as a list of one.
+    """
+    if isinstance(items, str):
+        items = [items]
+    if isinstance(items, tuple):
+        items = list(items)
     if not isinstance(items, list) or not items:
-        errors.append(f"The 'tests' field must be a non-empty list; available tests: {sorted(ANALYSES)}")
+        errors.append(f"The '{field_name}' field must be a non-empty list; available tests: {sorted(ANALYSES)}")
         return []
     specs = []
     for position, item in enumerate(items):
-        where = f"tests[{position}]"
+        where = f"{field_name}[{position}]"
         if isinstance(item, str):
             item = {"name": item}
         if not isinstance(item, dict) or "name" not in item:
             errors.append(f"{where} must be a test name or a mapping with a 'name'; got {item!r}")
             continue
         name = item["name"]
-        info = registered_analysis(name)
+        try:
+            info = resolve_analysis(name) if isinstance(name, str) else None
+        except KeyError as exc:
+            info = None
+            if ":" in name:  # a plug-in that fails to import must say why, not that it is unknown
+                errors.append(f"The '{where}' test {name!r} cannot be used: {exc.args[0]}")
+                continue
         if info is None:
             errors.append(f"The '{where}' test {name!r} is unknown; available: {sorted(ANALYSES)}, or an importable "
-                          "'module:attribute' naming an AnalysisInfo")
+                          f"'module:attribute' naming an AnalysisInfo{did_you_mean(name, ANALYSES)}")
             continue
         written = {k: v for k, v in item.items() if k not in ("name", "label")}
         options = {option: written[option] if option in written
@@ -763,6 +900,8 @@ def parse_analyses(items, errors: list[str], art_defaults: dict) -> list[Analysi
 
 def registered_analysis(name: str):
     """The registry entry of ``name`` (a registered name or an importable ``module:attribute``), or None."""
+    if not isinstance(name, str):
+        return None
     try:
         return resolve_analysis(name)
     except KeyError:
@@ -783,7 +922,8 @@ def analysis_option_problems(name: str, options: dict, where: str) -> list[str]:
             problems.append(f"The '{where}.{option}' option of {name} {problem}")
     unknown = sorted(set(options) - set(info.options))
     if unknown:
-        problems.append(f"The test {name} has no option(s) {unknown}; its options: {sorted(info.options) or 'none'}")
+        problems.append(f"The test {name} has no option(s) {unknown}; its options: {sorted(info.options) or 'none'}"
+                        f"{suggestions(unknown, info.options)}")
     return problems
 
 
@@ -795,7 +935,8 @@ def parse_figure(raw, errors: list[str]) -> FigureSpec:
         return FigureSpec()
     unknown = sorted(set(raw) - {"x", "estimand", "colour", "log_x"})
     if unknown:
-        errors.append(f"Unknown 'figure' key(s) {unknown}; allowed: x, estimand, colour, log_x")
+        errors.append(f"Unknown 'figure' key(s) {unknown}; allowed: x, estimand, colour, log_x"
+                      f"{suggestions(unknown, ('x', 'estimand', 'colour', 'log_x'))}")
     return FigureSpec(**{k: v for k, v in raw.items() if k in ("x", "estimand", "colour", "log_x")})
 
 
@@ -824,3 +965,9 @@ def model_with_overrides(source: dict, base_dir: Path | None, errors: list[str])
     except ConfigError as exc:
         errors.extend(exc.messages)
         return None
+
+
+# ``config.tests``: the YAML's name for ``config.analyses``. Set after the class body because the dataclass
+# needs the class attribute 'tests' as the init-only keyword's default while it builds __init__.
+SimulationConfig.tests = property(lambda self: self.analyses,
+                                  doc="The tests (AnalysisSpec tuple); the same as ``analyses``.")

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simdesign.analyses import resolve_analysis
+from simdesign.core.suggest import suggestions
 from simdesign.model import METHODS
 
 DEFAULT_METHODS = ("likert",)
@@ -120,7 +121,8 @@ def method_problems(methods, model, analyses) -> list[str]:
     field_name = "method" if len(methods) == 1 else "methods"
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
-        return [f"The '{field_name}' field must name methods from {list(METHODS)}; got {list(unknown)!r}"]
+        return [f"The '{field_name}' field must name methods from {list(METHODS)}; got {list(unknown)!r}"
+                f"{suggestions(unknown, METHODS)}"]
     problems = []
     repeated = sorted({m for m in methods if methods.count(m) > 1})
     if repeated:

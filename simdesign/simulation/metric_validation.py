@@ -49,6 +49,7 @@ Each finished chunk of trials is stored at once
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -64,7 +65,8 @@ from simdesign.core.errors import ConfigError, from_mapping
 from simdesign.core.seeds import analysis_rng, data_rng
 from simdesign.model.metric import (MetricGenerator, MetricSpec, SystemPopulation, exchangeable_moments,
                                     human_scores, population_model, sample_with_quality)
-from simdesign.simulation.config import read_config_mapping, resolve_model
+from simdesign.core.suggest import suggestions
+from simdesign.simulation.config import likert_model_or_problem, read_config_mapping, resolve_model
 from simdesign.simulation.metric_store import ROW_COLUMNS, MetricValidationStore
 from simdesign.simulation.metric_targets import summary_level_target
 from simdesign.stats.metric_correlation import (METHODS, SCHEMES, bootstrap_system_level, percentile_interval,
@@ -133,13 +135,36 @@ def _mapping(raw: dict, key: str, cls, problems: list[str]):
     return value
 
 
+def resample_problems(raw: dict, sizes: dict) -> list[str]:
+    """Too few resamples for the rates to mean anything (1 bootstrap resample gives coverage 0).
+
+    A percentile interval at confidence c needs at least 1 / (1 - c) resamples for each tail to hold
+    half a resample (20 at 95%); a permutation p-value is at least 1 / (B + 1), so B >= 1 / alpha
+    (20 at 0.05) for a rejection to be possible at all.
+    """
+    confidence, alpha = raw.get("confidence", 0.95), raw.get("alpha", 0.05)
+    problems = []
+    for key, level, what in (("bootstrap_resamples", confidence, "confidence"), ("permutation_resamples", alpha,
+                                                                                 "alpha")):
+        if not is_number(level) or not 0 < level < 1:
+            continue  # reported by its own rule
+        least = math.ceil(1 / (1 - level) - 1e-9) if key == "bootstrap_resamples" else math.ceil(1 / level - 1e-9)
+        if sizes[key][0] < least:
+            why = ("for each tail of the percentile interval to hold a resample" if key == "bootstrap_resamples"
+                   else "for a permutation p-value (at least 1/(B+1)) to fall below alpha")
+            problems.append(f"The '{key}' field must be at least {least} at {what} {level} ({why}); "
+                            f"got {sizes[key][0]}")
+    return problems
+
+
 def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValidationConfig:
     """Validate a metric-validation mapping; every problem is reported at once (ConfigError)."""
     problems = []
     unknown = sorted(set(raw) - set(KEYS))
     if unknown:
-        problems.append(f"Unknown key(s) {unknown}; allowed: {list(KEYS)}")
+        problems.append(f"Unknown key(s) {unknown}; allowed: {list(KEYS)}{suggestions(unknown, KEYS)}")
     model, _ = resolve_model(raw, base_dir, problems)
+    model = likert_model_or_problem(model, "metric validation", problems)
     population = _mapping(raw, "population", SystemPopulation, problems)
     metrics = [_mapping(raw, "metric", MetricSpec, problems)]
     if raw.get("second_metric") is not None:
@@ -162,6 +187,11 @@ def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValida
     error_correlation = raw.get("error_correlation", 0.0)
     if not is_number(error_correlation) or not -1 <= error_correlation <= 1:
         problems.append(f"The 'error_correlation' field must be a number in [-1, 1]; got {error_correlation!r}")
+    elif error_correlation != 0 and raw.get("second_metric") is None:
+        problems.append(f"The 'error_correlation' field ({error_correlation!r}) correlates the errors of two metrics, "
+                        "and this config has one: add a 'second_metric' or remove 'error_correlation' (it would be "
+                        "ignored)")
+    problems += resample_problems(raw, sizes)
     if problems or None in metrics or population is None:
         raise ConfigError(problems or ["invalid metric-validation config"])
     try:

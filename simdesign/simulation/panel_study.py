@@ -48,7 +48,8 @@ from simdesign.core.errors import ConfigError, StoreError
 from simdesign.core.seeds import analysis_rng, data_rng
 from simdesign.model import OrdinalMixedModel, effect_scale
 from simdesign.model.panels import PanelSpec, expected_output_scores, parse_panels, sample_panels
-from simdesign.simulation.config import read_config_mapping, resolve_model
+from simdesign.core.suggest import suggestions
+from simdesign.simulation.config import likert_model_or_problem, read_config_mapping, resolve_model
 from simdesign.simulation.panel_tests import PANEL_TESTS, TRIAL_COLUMNS, significance_rows, true_differences
 from simdesign.simulation.store import atomic_write_bytes
 from simdesign.stats.aggregation import AGGREGATIONS
@@ -148,8 +149,9 @@ def _pool_problems(panels: dict, docs) -> list[str]:
 def _sensitivity_problems(grid) -> list[str]:
     if not isinstance(grid, dict):
         return [f"The 'sensitivity' field must be a mapping from {list(SENSITIVITY_KEYS)} to lists; got {grid!r}"]
-    problems = [f"Unknown 'sensitivity' key(s) {sorted(set(grid) - set(SENSITIVITY_KEYS))}; allowed: "
-                f"{list(SENSITIVITY_KEYS)}"] if set(grid) - set(SENSITIVITY_KEYS) else []
+    unknown = sorted(set(grid) - set(SENSITIVITY_KEYS), key=str)
+    problems = [f"Unknown 'sensitivity' key(s) {unknown}; allowed: {list(SENSITIVITY_KEYS)}"
+                f"{suggestions(unknown, SENSITIVITY_KEYS)}"] if unknown else []
     for key, values in grid.items():
         if key in SENSITIVITY_KEYS and (not isinstance(values, list) or not values):
             problems.append(f"The 'sensitivity.{key}' field must be a non-empty list of values; got {values!r}")
@@ -193,11 +195,13 @@ def parse_panel_study(raw: dict, base_dir: Path | None = None) -> PanelStudyConf
     errors: list[str] = []
     unknown = sorted(set(raw) - set(STUDY_KEYS))
     if unknown:
-        errors.append(f"Unknown panel-study key(s) {unknown}; allowed: {list(STUDY_KEYS)}")
+        errors.append(f"Unknown panel-study key(s) {unknown}; allowed: {list(STUDY_KEYS)}"
+                      f"{suggestions(unknown, STUDY_KEYS)}")
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\"):
         errors.append(f"The 'name' field must be a non-empty string without slashes; got {name!r}")
     model, _ = resolve_model(raw, base_dir, errors)
+    model = likert_model_or_problem(model, "a panel study", errors)
     try:
         effect_scale(raw.get("effect", "fitted"))
     except ConfigError as exc:

@@ -32,6 +32,7 @@ import pandas as pd
 from simdesign.analyses import run_analysis, system_pairs
 from simdesign.analyses.base import FAILURES, OK
 from simdesign.core.judgements import Judgements
+from simdesign.core.suggest import suggestions
 from simdesign.core.seeds import analysis_rng, replication_rng
 from simdesign.stats.montecarlo import mean_interval, wilson_interval
 from simdesign.stats.replication import (matching_accuracy, score_correlation, significance_decisions,
@@ -89,7 +90,8 @@ def parse_replication(value, errors: list[str]) -> ReplicationSettings | None:
         return None
     unknown = sorted(set(value) - set(REPLICATION_KEYS))
     if unknown:
-        errors.append(f"Unknown 'replication' key(s) {unknown}; allowed: {list(REPLICATION_KEYS)}")
+        errors.append(f"Unknown 'replication' key(s) {unknown}; allowed: {list(REPLICATION_KEYS)}"
+                      f"{suggestions(unknown, REPLICATION_KEYS)}")
     tolerance = value.get("tolerance", 0.0)
     if not is_number(tolerance) or not math.isfinite(tolerance) \
             or tolerance < 0:

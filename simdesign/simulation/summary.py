@@ -361,6 +361,11 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
     -------
     pandas.DataFrame
         Columns :data:`SUMMARY_COLUMNS`.
+
+    Examples
+    --------
+    >>> result = simdesign.simulate("configs/quick.yaml", trials=20)        # doctest: +SKIP
+    >>> summarise(result.config, result.trials)                              # doctest: +SKIP
     """
     rows = []
     n_systems = config.model.n_systems

@@ -25,6 +25,7 @@ import pandas as pd
 
 from simdesign.core.errors import ConfigError
 from simdesign.core.seeds import analysis_rng
+from simdesign.core.suggest import suggestions
 from simdesign.simulation.config import TOP_LEVEL_KEYS, parse_config, read_config_mapping
 from simdesign.simulation.engine import run_simulation
 from simdesign.simulation.summary import size_adjusted_power, summarise
@@ -51,6 +52,10 @@ def sweep_runs(raw: dict) -> list[tuple[dict, dict]]:
                  for key, values in sweep.items() if not isinstance(values, list) or not values]
     if problems:
         raise ConfigError(problems)
+    overridden = sorted(key for key in sweep if key in raw)
+    if overridden:
+        raise ConfigError(f"The top-level key(s) {overridden} are swept too ('sweep.{overridden[0]}'), so the "
+                          "top-level value would be ignored in every run: remove it, or put it in the sweep's list")
     base = {key: value for key, value in raw.items() if key != "sweep"}
     runs = []
     for combination in itertools.product(*sweep.values()):
@@ -76,7 +81,8 @@ def load_sweep(path, trials: int | None = None) -> tuple[dict, list]:
     raw = read_config_mapping(path, "sweep config")
     unknown = sorted(set(raw) - set(TOP_LEVEL_KEYS) - {"sweep"})
     if unknown:
-        raise ConfigError(f"Unknown config key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS) + ['sweep']}")
+        raise ConfigError(f"Unknown config key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS) + ['sweep']}"
+                          f"{suggestions(unknown, [*TOP_LEVEL_KEYS, 'sweep'])}")
     if trials is not None:
         raw = {**raw, "trials": trials}
     configs = [(values, mapping, parse_config(mapping, base_dir=path.parent)) for values, mapping in sweep_runs(raw)]
