@@ -187,6 +187,11 @@ class CandidateResult:
     confirm_type1_trials: int = 0
     indicators: np.ndarray | None = field(default=None, repr=False)
 
+    def __repr__(self) -> str:
+        from simdesign.planning.plan_views import candidate_repr
+
+        return candidate_repr(self)
+
 
 @dataclass
 class PlanResult:

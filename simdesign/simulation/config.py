@@ -162,6 +162,15 @@ class SimulationConfig:
     document_intercept_scale: float | None = None  # sets the model's (OrdinalMixedModel); None: the model's own
     methods: tuple = DEFAULT_METHODS  # annotation methods, each a dimension of the results (simulation/methods.py)
 
+    def __repr__(self) -> str:
+        # short: the model's covariances and every test option are in to_mapping()
+        designs = [d.label for d in self.designs]
+        shown = ", ".join(designs[:4]) + (f", ... ({len(designs)} in all)" if len(designs) > 4 else "")
+        work = [a.label for a in self.analyses] + list(self.estimands)
+        return (f"<SimulationConfig {self.name!r}: model {getattr(self.model, 'name', self.model)!r}, effect "
+                f"{self.effect!r}; designs {shown}; tests {', '.join(work)}; {self.trials} trials, alpha "
+                f"{self.alpha:g}, seed {self.seed}>")
+
     def __post_init__(self):
         problems: list[str] = []
         self._coerce_parts(problems)

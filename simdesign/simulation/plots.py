@@ -6,6 +6,7 @@ from pathlib import Path
 
 import matplotlib
 import matplotlib.ticker
+import numpy as np
 import pandas as pd
 # Figures are drawn on matplotlib.figure.Figure objects, never through pyplot: library code neither needs nor
 # switches a backend (savefig renders files by itself; a notebook shows a returned Figure with its own backend).
@@ -144,11 +145,15 @@ def _rows_on_x_axis(rows: pd.DataFrame, x: str) -> tuple[pd.DataFrame, list, lis
 
 
 def _draw_lines(ax, rows: pd.DataFrame, figure: FigureSpec, estimand: str) -> None:
-    """One line with its interval band per (shape or kind, test), styled so kinds are never joined."""
+    """Per (shape or kind, test): lines with interval bands along real series, labelled points otherwise.
+
+    Kinds are never joined (each has its own style), and within a kind only a real series is
+    (:func:`design_series`)."""
     tests = list(dict.fromkeys(rows["test"]))
     shapes = list(dict.fromkeys(rows["shape"]))
     kinds = list(dict.fromkeys(rows["kind"]))
     colours = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    labelled: set = set()  # designs drawn as points whose label is already written
     if figure.colour == "shape":
         groups = [(shape, None, test) for shape in shapes for test in tests]
     else:
@@ -173,10 +178,59 @@ def _draw_lines(ax, rows: pd.DataFrame, figure: FigureSpec, estimand: str) -> No
             label = test or estimand
             if len(kinds) > 1:
                 label = f"{label} ({kind})"
-        x = part[figure.x].astype(float).to_numpy()
-        ax.plot(x, part["rate"], style, marker=marker, markersize=3.5, color=colour, label=label)
-        ax.fill_between(x, part["ci_low"].astype(float), part["ci_high"].astype(float), color=colour, alpha=0.15,
-                        linewidth=0)
+        lines, points = design_series(part, figure.x)
+        for series in lines:
+            x = series[figure.x].astype(float).to_numpy()
+            ax.plot(x, series["rate"], style, marker=marker, markersize=3.5, color=colour, label=label)
+            ax.fill_between(x, series["ci_low"].astype(float), series["ci_high"].astype(float), color=colour,
+                            alpha=0.15, linewidth=0)
+            label = None  # one legend entry per group
+        if not points.empty:
+            _draw_points(ax, points, figure.x, colour, marker, label, labelled)
+
+
+def design_series(rows: pd.DataFrame, x: str) -> tuple[list, pd.DataFrame]:
+    """Split one test's rows into real series (drawn as lines) and single designs (drawn as points).
+
+    A line claims a trend along ``x``, so it joins only designs of one kind that differ in one size:
+    the same judgements per output (annotators per item, the design's shape within its kind) and the
+    same value of one other size, the one that holds the most designs together (documents in total, as
+    in the paper's Figure 4; documents per block, as in its Figure 7; or annotators in total), with
+    distinct values on ``x``. A crossed design with 3 annotators and a nested one with 20 share no
+    such series: they are drawn as labelled points, not joined by a trend that does not exist.
+
+    Returns
+    -------
+    lines : list of pandas.DataFrame
+        Each series sorted by ``x`` (at least two designs).
+    points : pandas.DataFrame
+        The designs in no series.
+    """
+    best: list = []
+    for held in ("docs", "docs_per_block", "annotators"):
+        if held == x or held not in rows or rows[held].isna().any():
+            continue
+        groups = [group.sort_values(x) for _, group in rows.groupby(["kind", "judgements_per_output", held], sort=False)
+                  if len(group) > 1 and group[x].nunique() == len(group)]
+        if sum(map(len, groups)) > sum(map(len, best)):
+            best = groups
+    joined = {design for group in best for design in group["design"]}
+    return best, rows[~rows["design"].isin(joined)]
+
+
+def _draw_points(ax, points: pd.DataFrame, x: str, colour, marker: str, label, labelled: set) -> None:
+    """Single designs: a marker with its interval as an error bar, and the design's label beside it (once)."""
+    xs = points[x].astype(float).to_numpy()
+    rates = points["rate"].astype(float).to_numpy()
+    below = np.clip(rates - points["ci_low"].astype(float).to_numpy(), 0, None)
+    above = np.clip(points["ci_high"].astype(float).to_numpy() - rates, 0, None)
+    ax.errorbar(xs, rates, yerr=[below, above], fmt=marker, markersize=4, color=colour, elinewidth=0.8, capsize=2,
+                linestyle="none", label=label)
+    for design, x_value, rate in zip(points["design"], xs, rates):
+        if design not in labelled and np.isfinite(rate):
+            labelled.add(design)
+            ax.annotate(design, (x_value, rate), xytext=(4, 4), textcoords="offset points", fontsize=6,
+                        color="dimgrey")
 
 
 def _label_axes(ax, rows: pd.DataFrame, figure: FigureSpec, estimand: str, title: str, left_out: list) -> None:
