@@ -113,6 +113,14 @@ def test_plan_pick_repr_is_one_line():
     text = repr(result.recommended)
     assert "\n" not in text and len(text) < 300 and "array" not in text
     assert result.recommended.candidate.design.label in text and "power 0.700" in text and "confirmed" in text
+    # a finished plan in a notebook: the answer in words, then the ranked candidates
+    from simdesign.api import PlanOutcome
+    from simdesign.planning.plan_report import plan_table, recommendation_text
+
+    outcome = PlanOutcome(result, plan_table(result), recommendation_text(result), result.recommended)
+    page = outcome._repr_html_()
+    assert page.index("the recommended study is") < page.index("<table")
+    assert result.recommended.candidate.design.label in page and "recommended</td>" in page
 
 
 def test_fit_repr_is_short():
@@ -167,3 +175,30 @@ def test_the_papers_series_stay_lines(path, series):
     config = load_config(path)
     figure, _ = draw_summary(summary, config.figure, "power", "t")
     assert len(drawn_lines(figure)) == 2 * series and len(figure.axes[0].texts) == 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The analysed study
+
+
+def test_analysed_study_table_is_in_rank_order_unless_an_order_is_given():
+    from simdesign.core.designs import BlockDesign
+    from simdesign.model import load_model
+    from simdesign.pilot.analyse import analyse
+
+    frame = load_model("coherence").sample(BlockDesign(12, 3, 2), np.random.default_rng(5)).to_frame()
+    frame = frame.drop(columns="block")
+    result = analyse(frame, tests=["ttest_doc"], seed=3, bootstrap=200)
+    means = frame.groupby("system")["score"].mean()
+    assert result.table["system"].tolist() == means.sort_values(ascending=False).index.tolist()
+    np.testing.assert_allclose(result.table.set_index("system")["mean"], means.reindex(result.table["system"]))
+    given = sorted(means.index)
+    assert analyse(frame, tests=["ttest_doc"], seed=3, bootstrap=200, systems=given).table["system"].tolist() == given
+    text = repr(result)
+    assert "\n" not in text and result.table["system"].iloc[0] in text.split("groups: ")[1].split(" ")[0]
+    assert "<table" in result._repr_html_()
+    # Rank data: the lowest mean rank (1 = best) first
+    ranks = frame.assign(rank=frame.groupby(["annotator", "document"])["score"].rank(method="first",
+                                                                                     ascending=False))
+    ranked = analyse(ranks.drop(columns="score"), tests=["ttest_doc"], seed=3, bootstrap=200)
+    assert ranked.table["mean"].is_monotonic_increasing

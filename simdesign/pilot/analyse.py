@@ -92,6 +92,23 @@ class Analysis:
     info: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        # short: the tables are in .table and .pairs, the whole report in .summary()
+        order = ", ".join(f"{r.system} {r.mean:.2f} ({r.groups})" for r in self.table.itertuples())
+        return (f"<Analysis {self.method}, {self.info.get('primary_test', '')} groups: {order}; "
+                f".table, .pairs, .summary()>")
+
+    def _repr_html_(self) -> str:
+        import html
+
+        info = self.info
+        head = (f"<p>{html.escape(str(info.get('description', self.method)))}: {info.get('judgements')} "
+                f"judgements, {info.get('annotators')} annotators, {info.get('documents')} documents. "
+                f"{html.escape(self.value_name)} with 95% intervals ({html.escape(str(info.get('bootstrap_text')))}"
+                f"); groups: ranks each system can take ({html.escape(str(info.get('primary_test')))}, p &lt; "
+                f"{info.get('alpha')}).</p>")
+        return head + self.table.to_html(index=False, float_format=lambda v: f"{v:.3f}")
+
     @property
     def value_name(self) -> str:
         return "mean rank (1 = best)" if self.method == "rank" else "mean score"
@@ -390,7 +407,8 @@ def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS,
     bootstrap : int
         Bootstrap resamples.
     systems : sequence of str, optional
-        Output order; default the order of first appearance.
+        Output order of ``table``; default rank order (best first: highest mean score, or lowest
+        mean rank). The pairs follow this order, or the order of first appearance by default.
     min_blocks : int
         Fewest blocks for the block bootstrap.
 
@@ -403,7 +421,8 @@ def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS,
     _check_options(adjust, alpha, bootstrap)
     data, info = _oriented(frame, method)
     method = info["method"]
-    systems = list(systems) if systems is not None else list(pd.unique(data["system"]))
+    given_order = systems is not None
+    systems = list(systems) if given_order else list(pd.unique(data["system"]))
     if sorted(map(str, systems)) != sorted(map(str, data["system"].unique())):
         raise ConfigError(f"systems {systems} do not match the table's {sorted(data['system'].unique())}")
     value_column = "rank" if method == "rank" else "score"
@@ -418,6 +437,8 @@ def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS,
     table = pd.DataFrame({"system": systems, "mean": grouped.mean().reindex(systems).to_numpy(),
                           "ci_low": low, "ci_high": high, "n": grouped.size().reindex(systems).to_numpy()})
     table = table.merge(sets, on="system")
+    if not given_order:  # a reader looks for the best system first: rank order, unless the caller set one
+        table = table.sort_values("mean", ascending=method == "rank", kind="stable").reset_index(drop=True)
     notes = _analysis_notes(primary, specs[0].label, method)
     details = {
         "description": describe(info), "judgements": len(data), "annotators": data["annotator"].nunique(),
