@@ -96,7 +96,8 @@ class SimulationResult:
         config = self.config if alpha is None else dataclasses.replace(self.config, alpha=alpha)
         return summarise(config, self.trials)
 
-    def table(self, estimand: str | None = None, digits: int = 3, alpha: float | None = None) -> pd.DataFrame:
+    def table(self, estimand: str | None = None, digits: int = 3, alpha: float | None = None,
+              design_info: bool = False) -> pd.DataFrame:
         """One estimand as designs (rows) by tests (columns), cells "rate [low, high]" (95% interval).
 
         Parameters
@@ -108,6 +109,8 @@ class SimulationResult:
             Decimals shown.
         alpha : float, optional
             Significance level (default the config's).
+        design_info : bool
+            Also show each design's kind, annotators, documents and judgements (first columns).
 
         Returns
         -------
@@ -121,7 +124,7 @@ class SimulationResult:
         from simdesign.simulation.views import default_estimand, wide_table
 
         summary = self.summary(alpha)
-        return wide_table(summary, estimand or default_estimand(summary, self.config.effect), digits)
+        return wide_table(summary, estimand or default_estimand(summary, self.config.effect), digits, design_info)
 
     def _repr_html_(self) -> str:
         from simdesign.simulation.views import result_html

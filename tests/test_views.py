@@ -50,6 +50,10 @@ def test_table_is_designs_by_tests_with_the_summary_rates_and_intervals(quick):
             f"{row['rate']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]")
     # the default estimand of a null run is the type I error; other estimands and precisions on request
     pd.testing.assert_frame_equal(quick.table(), table)
+    described = quick.table("type1", design_info=True)
+    assert list(described.columns[:3]) == ["kind", "annotators", "docs"]
+    assert described["annotators"].tolist() == [3, 60, 100]
+    pd.testing.assert_frame_equal(described[table.columns], table)
     familywise = quick.table("familywise", digits=2)
     row = summary[(summary["estimand"] == "familywise") & (summary["test"] == "art")].iloc[0]
     assert familywise.loc[row["design"], "art"] == f"{row['rate']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
@@ -113,6 +117,9 @@ def test_plan_pick_repr_is_one_line():
     text = repr(result.recommended)
     assert "\n" not in text and len(text) < 300 and "array" not in text
     assert result.recommended.candidate.design.label in text and "power 0.700" in text and "confirmed" in text
+    for short in (repr(config), repr(config.candidates[0])):
+        assert "\n" not in short and len(short) < 300 and "array" not in short
+    assert "budget 10000" in repr(config) and "2 to simulate" in repr(config)
     # a finished plan in a notebook: the answer in words, then the ranked candidates
     from simdesign.api import PlanOutcome
     from simdesign.planning.plan_report import plan_table, recommendation_text
