@@ -164,7 +164,8 @@ class SimulationResult:
         estimand = figure_estimands(self.config, estimand)[0]
         level = alpha if alpha is not None else self.config.alpha
         figure, _ = draw_summary(summary, self.config.figure, estimand, figure_title(self.config),
-                                 alpha=level if estimand in ("type1", "familywise") else None)
+                                 alpha=level if estimand in ("type1", "familywise") else None,
+                                 designs={design.label: design for design in self.config.designs})
         if path is None:
             return figure
         paths = []

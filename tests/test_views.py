@@ -209,3 +209,26 @@ def test_analysed_study_table_is_in_rank_order_unless_an_order_is_given():
                                                                                      ascending=False))
     ranked = analyse(ranks.drop(columns="score"), tests=["ttest_doc"], seed=3, bootstrap=200)
     assert ranked.table["mean"].is_monotonic_increasing
+
+
+def test_a_ladder_of_overlap_designs_is_two_series_by_their_own_fields():
+    # configs/replication.yaml: unique documents grow with 3 annotators, then annotators grow with 30 unique
+    # documents each; no summary column other than the design's own fields holds either series together
+    config = load_config("configs/replication.yaml")
+    rows = pd.DataFrame([{**d.columns(), "judgements": d.judgements(5)} for d in config.designs])
+    assert design_series(rows, "judgements")[0] == []  # without the design objects: all points
+    lines, points = design_series(rows, "judgements", {d.label: d for d in config.designs})
+    assert [line["design"].tolist() for line in lines] == [
+        ["overlap-S10-U0-A3", "overlap-S10-U3-A3", "overlap-S10-U10-A3", "overlap-S10-U30-A3"],
+        ["overlap-S10-U30-A3", "overlap-S10-U30-A6", "overlap-S10-U30-A12", "overlap-S10-U30-A24"]]
+    assert points.empty
+
+
+def test_a_grid_of_designs_is_not_drawn_as_a_mesh():
+    # nested and crossed blocks of 5 documents at two sizes each: two lines along the blocks, not four
+    designs = [simdesign.BlockDesign(b, 5, a) for b, a in ((10, 1), (20, 1), (10, 3), (20, 3))]
+    rows = pd.DataFrame([{**d.columns(), "judgements": d.judgements(5)} for d in designs])
+    lines, points = design_series(rows, "annotators", {d.label: d for d in designs})
+    assert sorted(line["design"].tolist() for line in lines) == [
+        ["block-B10-D5-A1", "block-B20-D5-A1"], ["block-B10-D5-A3", "block-B20-D5-A3"]]
+    assert points.empty
