@@ -191,7 +191,8 @@ def _draw_lines(ax, rows: pd.DataFrame, figure: FigureSpec, estimand: str, desig
         if not points.empty:
             # each test's points a little apart, so that tests of one design at one x do not hide each other
             shift = (tests.index(test) - (len(tests) - 1) / 2) * 4
-            _draw_points(ax, points, figure.x, colour, marker, label, labelled, shift, rows[figure.x].max())
+            _draw_points(ax, points, figure.x, colour, marker, label, labelled, shift,
+                         (rows[figure.x].min(), rows[figure.x].max()))
 
 
 # Sizes a series may hold fixed besides the annotators per output: documents in total (the paper's
@@ -255,16 +256,18 @@ def _series_of(rows: pd.DataFrame, x: str, keys: list) -> list:
 
 
 def _draw_points(ax, points: pd.DataFrame, x: str, colour, marker: str, label, labelled: set, shift: float,
-                 x_max: float) -> None:
+                 x_range: tuple) -> None:
     """Single designs: a marker with its interval as an error bar, shifted ``shift`` points sideways, and the
-    design's label above it (once per design; ending at the rightmost designs, so it stays inside the axes)."""
+    design's label above it (once per design; starting at the leftmost designs and ending at the rightmost,
+    so that it stays inside the axes)."""
     xs = points[x].astype(float).to_numpy()
     rates = points["rate"].astype(float).to_numpy()
     below = np.clip(rates - points["ci_low"].astype(float).to_numpy(), 0, None)
     above = np.clip(points["ci_high"].astype(float).to_numpy() - rates, 0, None)
     moved = matplotlib.transforms.offset_copy(ax.transData, fig=ax.figure, x=shift, units="points")
-    ax.errorbar(xs, rates, yerr=[below, above], fmt=marker, markersize=4, color=colour, elinewidth=0.8, capsize=2,
-                linestyle="none", label=label, transform=moved)
+    ax.errorbar(xs, rates, yerr=[below, above], fmt="none", ecolor=colour, elinewidth=0.8, capsize=2,
+                transform=moved)
+    ax.plot(xs, rates, marker=marker, markersize=4, color=colour, linestyle="none", label=label, transform=moved)
     # artists drawn through a shifted transform do not extend the data limits by themselves
     corners = np.column_stack([np.r_[xs, xs], np.r_[rates - below, rates + above]])
     ax.update_datalim(corners[np.isfinite(corners).all(axis=1)])
@@ -272,8 +275,10 @@ def _draw_points(ax, points: pd.DataFrame, x: str, colour, marker: str, label, l
     for design, x_value, top in zip(points["design"], xs, rates + above):
         if design not in labelled and np.isfinite(top):
             labelled.add(design)
+            align = "right" if x_value >= x_range[1] else "left" if x_value <= x_range[0] else "center"
             ax.annotate(design, (x_value, top), xytext=(0, 4), textcoords="offset points", fontsize=6,
-                        color="dimgrey", ha="right" if x_value >= x_max else "center")
+                        color="dimgrey", ha=align, bbox={"facecolor": "white", "alpha": 0.7, "edgecolor": "none",
+                                                         "pad": 0.5})
 
 
 def _label_axes(ax, rows: pd.DataFrame, figure: FigureSpec, estimand: str, title: str, left_out: list) -> None:
