@@ -109,8 +109,9 @@ def trials_to_decide(r, max_type1: float) -> float:
     Examples
     --------
     >>> from types import SimpleNamespace
+    >>> # 800 x (0.02 / 0.015)^2 = 1422.2, rounded up
     >>> trials_to_decide(SimpleNamespace(type1=0.06, type1_low=0.05, type1_high=0.08, type1_trials=800), 0.075)
-    1422.0
+    1423.0
     """
     gap = abs(r.type1 - max_type1)
     if gap == 0:
@@ -209,6 +210,8 @@ def _no_recommendation_text(config, goal: str, active: list, failed_confirmation
 
 def _no_budget_answer_text(config, goal: str, active: list) -> str:
     """Budget goal, nothing recommended: which candidate came closest to holding its level, what would decide it."""
+    if config.max_type1 is None:  # without a type I check only an empty search space leaves no answer
+        return f"{goal}, no affordable design was simulated."
     text = (f"{goal}, no affordable design could be recommended: none was shown to hold its level "
             f"(type I error at most {config.max_type1:g}).")
     stalled = [r for r in active if r.decision == UNDECIDED and type1_stalled(config, r)]
