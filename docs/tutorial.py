@@ -50,13 +50,6 @@ from simdesign.outputs import precomputed_curves
 if Path.cwd().name == "docs":  # opened from docs/: work from the repository root
     os.chdir("..")
 JOBS = 2  # parallel workers; the results do not depend on it
-COLUMNS = ["design", "annotators", "docs", "judgements", "test", "rate", "ci_low", "ci_high"]
-
-
-def show(result, estimand):
-    """The rows of one estimand, with the columns that matter here."""
-    summary = result.summary()
-    return summary[summary["estimand"] == estimand][COLUMNS].round(3).reset_index(drop=True)
 
 
 # %% [markdown]
@@ -89,11 +82,12 @@ figure4 = {
     "seed": 2021,
 }
 null_run = simdesign.simulate(figure4, jobs=JOBS, progress=False)
-show(null_run, "type1")
+null_run.table("type1", design_info=True)
 
 # %% [markdown]
-# `rate` is the share of tests that rejected a true null hypothesis (over 200 studies x 10 pairs of
-# systems), with its 95% interval. With 3 annotators the tests say "significant" in roughly 40% of
+# `table` shows one estimand, designs by tests. Each cell is the share of tests that rejected a true
+# null hypothesis (over 200 studies x 10 pairs of systems), with its 95% interval in brackets
+# (`null_run.summary()` has every number: Monte-Carlo standard errors, failed tests, other estimands). With 3 annotators the tests say "significant" in roughly 40% of
 # the comparisons where nothing differs, eight times the 5% they promise. With 60 annotators it is
 # much better, and only with one document per annotator (300 annotators) are the per-document tests
 # near 5%.
@@ -136,7 +130,7 @@ figure5 = {
     "art_resamples": 200,
 }
 power_run = simdesign.simulate(figure5, jobs=JOBS, progress=False)
-show(power_run, "power")
+power_run.table("power", design_info=True)
 
 # %% [markdown]
 # The same number of judgements (so about the same pay), but power grows with the number of
@@ -174,7 +168,7 @@ figure7 = {
     "figure": {"x": "judgements", "estimand": "power", "colour": "shape"},
 }
 nested_run = simdesign.simulate(figure7, jobs=JOBS, progress=False)
-show(nested_run, "power")
+nested_run.table("power", design_info=True)
 
 # %%
 nested_run.plot()
@@ -306,9 +300,9 @@ def planned_study(model):
     )
 
 
-pd.concat({"planned from the pilot's fit": show(simdesign.simulate(planned_study(fit.model), jobs=JOBS,
-                                                                    progress=False), "power"),
-           "true": show(simdesign.simulate(planned_study(truth), jobs=JOBS, progress=False), "power")})
+pd.concat({"planned from the pilot's fit": simdesign.simulate(planned_study(fit.model), jobs=JOBS,
+                                                              progress=False).table("power"),
+           "true": simdesign.simulate(planned_study(truth), jobs=JOBS, progress=False).table("power")})
 
 # %% [markdown]
 # The power planned from a pilot inherits the pilot's errors, in the system effects and in how much

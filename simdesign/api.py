@@ -150,6 +150,41 @@ class SimulationResult:
         config = self.config if alpha is None else dataclasses.replace(self.config, alpha=alpha)
         return summarise(config, self.trials)
 
+    def table(self, estimand: str | None = None, digits: int = 3, alpha: float | None = None,
+              design_info: bool = False) -> pd.DataFrame:
+        """One estimand as designs (rows) by tests (columns), cells "rate [low, high]" (95% interval).
+
+        Parameters
+        ----------
+        estimand : str, optional
+            'type1', 'power', 'familywise', 'failure_rate', a reliability estimand...; default type I
+            error under the null, power otherwise.
+        digits : int
+            Decimals shown.
+        alpha : float, optional
+            Significance level (default the config's).
+        design_info : bool
+            Also show each design's kind, annotators, documents and judgements (first columns).
+
+        Returns
+        -------
+        pandas.DataFrame
+            See :func:`simdesign.simulation.views.wide_table`; ``summary()`` has every number.
+
+        Examples
+        --------
+        >>> simdesign.simulate("configs/quick.yaml", trials=100).table("type1")   # doctest: +SKIP
+        """
+        from simdesign.simulation.views import default_estimand, wide_table
+
+        summary = self.summary(alpha)
+        return wide_table(summary, estimand or default_estimand(summary, self.config.effect), digits, design_info)
+
+    def _repr_html_(self) -> str:
+        from simdesign.simulation.views import result_html
+
+        return result_html(self)
+
     def failures(self) -> pd.DataFrame:
         """Design x test combinations with failed tests (see :func:`simdesign.outputs.failure_table`)."""
         return failure_table(self.summary())
@@ -183,7 +218,8 @@ class SimulationResult:
         estimand = figure_estimands(self.config, estimand)[0]
         level = alpha if alpha is not None else self.config.alpha
         figure, _ = draw_summary(summary, self.config.figure, estimand, figure_title(self.config),
-                                 alpha=level if estimand in ("type1", "familywise") else None)
+                                 alpha=level if estimand in ("type1", "familywise") else None,
+                                 designs={design.label: design for design in self.config.designs})
         if path is None:
             return figure
         paths = []
@@ -349,6 +385,11 @@ class PlanOutcome:
         pick = "nothing recommended" if self.recommended is None else \
             f"recommended {self.recommended.candidate.design.label} / {self.recommended.candidate.test.label}"
         return f"<PlanOutcome {self.result.config.name!r}: {len(self.table)} candidates, {pick}>"
+
+    def _repr_html_(self) -> str:
+        from simdesign.planning.plan_views import plan_html
+
+        return plan_html(self)
 
     def plot(self, path) -> list[Path]:
         """Draw cost against power (as ``simdesign plan``): ``path`` without suffix; returns the files written."""
@@ -562,6 +603,11 @@ class Reliability:
     @property
     def shr(self) -> float | None:
         return None if self.split_half is None else self.split_half.value
+
+    def __repr__(self) -> str:
+        from simdesign.simulation.views import reliability_text
+
+        return reliability_text(self)
 
 
 def reliability(frame_or_path, *, method: str | None = None, columns: dict | None = None, scale=None,

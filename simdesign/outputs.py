@@ -57,7 +57,8 @@ def write_figures(config: SimulationConfig, summary: pd.DataFrame, base: Path) -
     for position, estimand in enumerate(figure_estimands(config)):
         out_base = base if position == 0 else base.with_name(f"{base.name}-{estimand}")
         alpha = config.alpha if estimand in ("type1", "familywise") else None
-        paths += plot_summary(summary, config.figure, estimand, figure_title(config), out_base, alpha=alpha)
+        paths += plot_summary(summary, config.figure, estimand, figure_title(config), out_base, alpha=alpha,
+                              designs={design.label: design for design in config.designs})
     return paths
 
 

@@ -210,6 +210,13 @@ class ClmmResult:
         return (f"{self.starts_tried} tried (rule '{self.starts}'); kept the optimum from {self.start_kept} "
                 f"(log-likelihood +{self.start_gain:.4g} over the default start)")
 
+    def __repr__(self) -> str:
+        # short: print(result.summary()) shows the coefficient and random-effect tables
+        reference = self.systems[0] if self.systems else "-"
+        return (f"<ClmmResult {self.status}{'' if self.converged else ' (not converged)'}: {self.n_obs} judgements, "
+                f"{len(self.systems)} systems (reference {reference}), random terms "
+                f"{', '.join(self.terms) or 'none'}, log-likelihood {self.loglik:.2f}; .summary() for the tables>")
+
     def summary(self) -> ClmmSummary:
         """A statsmodels-style summary: model, counts, diagnostics, coefficient table, random effects.
 

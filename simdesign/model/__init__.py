@@ -90,6 +90,12 @@ class OrdinalMixedModel:
     _annotator_loading: np.ndarray = field(init=False, repr=False)
     _document_loading: np.ndarray = field(init=False, repr=False)
 
+    def __repr__(self) -> str:
+        # short: the parameters (two S x S covariances among them) are in to_dict() and the model file
+        scale = f"{self.scale[0]}..{self.scale[-1]}"
+        return (f"<OrdinalMixedModel {self.name!r}: {len(self.systems)} systems ({', '.join(self.systems)}), "
+                f"scale {scale}" + (", Likert and Rank" if self.rank_noise is not None else "") + ">")
+
     def __post_init__(self):
         errors: list[str] = []
         scale = tuple(self.scale)

@@ -104,6 +104,23 @@ class Analysis:
     info: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        # short: the tables are in .table and .pairs, the whole report in .summary()
+        order = ", ".join(f"{r.system} {r.mean:.2f} ({r.groups})" for r in self.table.itertuples())
+        return (f"<Analysis {self.method}, {self.info.get('primary_test', '')} groups: {order}; "
+                f".table, .pairs, .summary()>")
+
+    def _repr_html_(self) -> str:
+        import html
+
+        info = self.info
+        head = (f"<p>{html.escape(str(info.get('description', self.method)))}: {info.get('judgements')} "
+                f"judgements, {info.get('annotators')} annotators, {info.get('documents')} documents. "
+                f"{html.escape(self.value_name)} with 95% intervals ({html.escape(str(info.get('bootstrap_text')))}"
+                f"); groups: ranks each system can take ({html.escape(str(info.get('primary_test')))}, p &lt; "
+                f"{info.get('alpha')}).</p>")
+        return head + self.table.to_html(index=False, float_format=lambda v: f"{v:.3f}")
+
     @property
     def value_name(self) -> str:
         return "mean rank (1 = best)" if self.method == "rank" else "mean score"
@@ -475,7 +492,8 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     bootstrap : int
         Bootstrap resamples.
     systems : sequence of str, optional
-        Output order; default the order of first appearance.
+        Output order of ``table``; default rank order (best first: highest mean score, or lowest
+        mean rank). The pairs follow this order, or the order of first appearance by default.
     min_blocks : int
         Fewest blocks for the block bootstrap.
     starts : {'codings', 'single'}, optional
@@ -510,6 +528,7 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     _check_options(adjust, alpha, bootstrap, seed, tests)
     data, info = _read_or_oriented(frame, method, columns, scale)
     method = info["method"]
+    given_order = systems is not None
     systems = _checked_systems(systems, data)
     specs = _analysis_specs(list(tests), adjust, structure, starts)
     _refuse_unfit_tests(specs, data, method)
@@ -524,6 +543,8 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     table = pd.DataFrame({"system": systems, "mean": grouped.mean().reindex(systems).to_numpy(),
                           "ci_low": low, "ci_high": high, "n": grouped.size().reindex(systems).to_numpy()})
     table = table.merge(sets, on="system")
+    if not given_order:  # a reader looks for the best system first: rank order, unless the caller set one
+        table = table.sort_values("mean", ascending=method == "rank", kind="stable").reset_index(drop=True)
     notes = _analysis_notes(primary, specs[0].label, method) + _design_notes(specs, data)
     details = {"bootstrap": int(bootstrap), "seed": seed, "alpha": alpha, "adjust": adjust, "fits": fits}
     return Analysis(table=table, pairs=pairs.drop(columns="message"), method=method,

@@ -498,6 +498,14 @@ class FitOutcome:
     result: object
     provenance: dict
 
+    def __repr__(self) -> str:
+        # short: .model, .result.summary() and .provenance hold the parameters, tables and sources
+        status = getattr(self.result, "status", "?")
+        loglik = getattr(self.result, "loglik", float("nan"))
+        return (f"<FitOutcome {self.model.name!r}: {len(self.model.systems)} systems, scale "
+                f"{self.model.scale[0]}..{self.model.scale[-1]}; fit {status}, log-likelihood {loglik:.2f}; "
+                f".model to simulate from, .result.summary(), .provenance>")
+
 
 def _full_covariance(result, term: str, n_systems: int) -> np.ndarray:
     """The S x S covariance of (intercept, slopes) for a term, zeros for what was not fitted.

@@ -9,7 +9,7 @@ from matplotlib.figure import Figure  # never pyplot: library code neither needs
 
 from simdesign.core.designs import DESIGN_KINDS
 from simdesign.planning.plan_search import (BEST, FAIL, LIBERAL, NOT_CONFIRMED, NOT_NEEDED, PASS, TIED,
-                                   UNDECIDED, WORSE, PlanResult, run_plan)
+                                   UNDECIDED, WORSE, PlanResult, run_plan, type1_stalled)
 from simdesign.planning.methods import method_sentence
 from simdesign.planning.planner import PlanConfig, max_judgements_per_annotator
 
@@ -60,7 +60,7 @@ def plan_table(result: PlanResult) -> pd.DataFrame:
             "confirm_type1_trials": r.confirm_type1_trials, "decision": decision, "weakest_pair": r.weakest_pair,
             "seconds_per_judgement": config.method_costs.get(r.candidate.method, config.cost).seconds_per_judgement,
             "seconds_source": config.method_costs.get(r.candidate.method, config.cost).seconds_source,
-            "note": r.candidate.excluded or _not_simulated_note(config, r),
+            "note": r.candidate.excluded or _not_simulated_note(config, r) or _stalled_note(config, r),
         })
     table = pd.DataFrame(rows)
     secondary = "cost" if config.goal == "target_power" else "power"
@@ -79,6 +79,68 @@ def _not_simulated_note(config, r) -> str:
         return ""
     return (f"not simulated: costs more than the cheapest candidate that passed the search (confirmed or not) "
             f"plus cost_tolerance ({config.cost_tolerance:g})")
+
+
+def _stalled_note(config, r) -> str:
+    """Why a candidate whose type I error stayed undecided cannot be recommended, or ''."""
+    if r.decision != UNDECIDED or config.max_type1 is None or not type1_stalled(config, r):
+        return ""
+    return (f"type I error undecided at {r.type1_trials} trials: [{r.type1_low:.1%}, {r.type1_high:.1%}] "
+            f"contains max_type1 {config.max_type1:g}")
+
+
+def trials_to_decide(r, max_type1: float) -> float:
+    """About how many null studies would show on which side of ``max_type1`` a candidate's type I error lies.
+
+    If the true rate were the estimate, the interval's half-width on the side of ``max_type1`` (which
+    shrinks as one over the square root of the trials) must fall below the distance between them.
+
+    Parameters
+    ----------
+    r : CandidateResult
+        With a type I estimate and interval from ``r.type1_trials`` studies.
+    max_type1 : float
+
+    Returns
+    -------
+    float
+        Null studies in all (at least ``r.type1_trials``); infinite when the estimate equals ``max_type1``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> # 800 x (0.02 / 0.015)^2 = 1422.2, rounded up
+    >>> trials_to_decide(SimpleNamespace(type1=0.06, type1_low=0.05, type1_high=0.08, type1_trials=800), 0.075)
+    1423.0
+    """
+    gap = abs(r.type1 - max_type1)
+    if gap == 0:
+        return float("inf")
+    half_width = (r.type1_high - r.type1) if r.type1 < max_type1 else (r.type1 - r.type1_low)
+    return float(max(r.type1_trials, np.ceil(r.type1_trials * (half_width / gap) ** 2)))
+
+
+def _deciding_phrase(config, r) -> str:
+    """What would decide an undecided type I check, in words."""
+    needed = trials_to_decide(r, config.max_type1)
+    if not np.isfinite(needed):
+        return "its estimate equals max_type1, so no number of trials is likely to decide it"
+    side = ("show it to hold its level" if r.type1 < config.max_type1
+            else "most likely show it to be liberal, since its estimate is above max_type1")
+    return (f"about {_round_up(needed):,} null studies (max_trials) would {side}")
+
+
+def _round_up(value: float) -> int:
+    """Up to two significant digits: a trial count to suggest, not to read as exact."""
+    magnitude = 10 ** max(0, int(np.floor(np.log10(value))) - 1)
+    return int(np.ceil(value / magnitude) * magnitude)
+
+
+def _candidate_phrase(config, r) -> str:
+    """'DESIGN with TEST (cost, power [ci], type I error [ci] from N studies)'."""
+    return (f"{r.candidate.design.label} with {r.candidate.test.label} ({_money(config, r.candidate.total_cost)}, "
+            f"power {r.power:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}], type I error {r.type1:.1%} "
+            f"[{r.type1_low:.1%}, {r.type1_high:.1%}] from {r.type1_trials} studies)")
 
 
 def _money(config, value: float) -> str:
@@ -136,9 +198,7 @@ def _no_recommendation_text(config, goal: str, active: list, failed_confirmation
                   "recommendation keeps its guarantee. The candidates near the target are too close to call: raise "
                   "max_trials and confirm_trials, lower the target, or widen the search space.")
     if config.goal == "budget":
-        return (f"{goal}, no affordable design could be recommended: none was shown to hold its level "
-                f"(type I error at most {config.max_type1:g}) among those that might be the most powerful. "
-                "Raise max_trials, widen the search space, or reconsider the tests.")
+        return _no_budget_answer_text(config, goal, active)
     undecided = [r for r in active if r.decision == UNDECIDED]
     return (f"{goal}, no design in the search space was shown to reach the target at {confidence}. "
             f"{len(undecided)} candidate(s) stayed undecided at {config.max_trials} trials"
@@ -146,6 +206,32 @@ def _no_recommendation_text(config, goal: str, active: list, failed_confirmation
                f"power {max(r.power for r in undecided):.2f})" if undecided else "")
             + "; the rest fall short. Widen the search space (more documents, annotators or blocks), "
               "lower the target, or raise max_trials.")
+
+
+def _no_budget_answer_text(config, goal: str, active: list) -> str:
+    """Budget goal, nothing recommended: which candidate came closest to holding its level, what would decide it."""
+    if config.max_type1 is None:  # without a type I check only an empty search space leaves no answer
+        return f"{goal}, no affordable design was simulated."
+    text = (f"{goal}, no affordable design could be recommended: none was shown to hold its level "
+            f"(type I error at most {config.max_type1:g}).")
+    stalled = [r for r in active if r.decision == UNDECIDED and type1_stalled(config, r)]
+    liberal = [r for r in active if r.decision == LIBERAL]
+    if stalled:
+        # closest: the one whose interval reaches lowest, i.e. the nearest to being shown to hold max_type1
+        closest = min(stalled, key=lambda r: (r.type1_high, -r.power))
+        text += (f" {len(stalled)} candidate(s) stayed undecided at {config.max_trials} null studies; the closest "
+                 f"to holding it: {_candidate_phrase(config, closest)}: {_deciding_phrase(config, closest)}.")
+        strongest = max(stalled, key=lambda r: r.power)
+        if strongest is not closest:
+            text += (f" The most powerful of them: {_candidate_phrase(config, strongest)}: "
+                     f"{_deciding_phrase(config, strongest)}.")
+    if liberal:
+        least = min(liberal, key=lambda r: r.type1)
+        text += (f" {len(liberal)} candidate(s) were shown to reject a true null hypothesis too often (the least "
+                 f"liberal: {_candidate_phrase(config, least)}).")
+    return text + (" Raise max_trials as suggested, add tests that hold their level on these designs (block-level "
+                   "tests such as art_block), or widen the search space (more annotators, each judging fewer "
+                   "documents).")
 
 
 def _recommended_text(config, goal: str, best) -> str:
@@ -226,17 +312,29 @@ def _alternatives_text(config, best, active: list) -> str:
 
 def _budget_rivals_text(config, best, active: list, confidence: str) -> str:
     """How the other affordable candidates compare (budget goal): less power, liberal, or tied."""
-    tied = [r for r in active if r is not best and r.decision in (TIED, UNDECIDED)]
+    stalled = [r for r in active if r.decision == UNDECIDED and config.max_type1 is not None
+               and type1_stalled(config, r)]
+    tied = [r for r in active if r is not best and r.decision in (TIED, UNDECIDED) and r not in stalled]
     worse = sum(r.decision == WORSE for r in active)
-    liberal = sum(r.decision == LIBERAL for r in active)
+    liberal = [r for r in active if r.decision == LIBERAL]
     text = (f" {worse} affordable candidate(s) were shown to have less power at {confidence}")
     if liberal:
-        text += (f" and {liberal} to reject a true null hypothesis too often (type I error above "
+        text += (f" and {len(liberal)} to reject a true null hypothesis too often (type I error above "
                  f"{config.max_type1:.1%})")
+        stronger = [r for r in liberal if r.power > best.power]
+        if stronger:
+            top = max(stronger, key=lambda r: r.power)
+            text += (f"; {len(stronger)} of those had more power, which is not real (the most powerful: "
+                     f"{_candidate_phrase(config, top)})")
+    if stalled:
+        top = max(stalled, key=lambda r: r.power)
+        text += (f"; {len(stalled)} could not be shown to hold their level in {config.max_trials} null studies "
+                 f"and cannot be recommended (the most powerful: {_candidate_phrase(config, top)}: "
+                 f"{_deciding_phrase(config, top)})")
     if tied:
         cheapest = min(tied, key=lambda r: r.candidate.total_cost)
         text += (f"; {len(tied)} could not be told apart from it (within {config.power_tolerance:.0%} "
-                 f"power or undecided), the cheapest of them {cheapest.candidate.design.label} with "
+                 f"power, or its power undecided), the cheapest of them {cheapest.candidate.design.label} with "
                  f"{cheapest.candidate.test.label} at {_money(config, cheapest.candidate.total_cost)} "
                  f"(power {cheapest.power:.2f})")
     return text + "."

@@ -10,10 +10,15 @@ whose decision still matters and is not yet made:
   ``cost_tolerance``, so that near-ties in cost get decided too) need a
   decision; costlier ones keep their screening estimate ("not_needed").
 * goal ``budget``: a candidate is *worse* when its upper end is below the
-  best lower end among the affordable candidates; the rest are refined
+  best lower end among the *contenders*: the affordable candidates not
+  shown to be liberal whose type I error holds max_type1 or may still be
+  shown to (a candidate whose type I error is still undecided at
+  ``max_trials`` can never be recommended, so it sets no bar: the search
+  then refines the next most powerful ones). The rest are refined
   until their intervals are narrower than ``power_tolerance``. The pick is
-  the cheapest of those whose power estimate is within ``power_tolerance``
-  of the highest (more power than that cannot be told apart, less money can).
+  the cheapest of those shown to hold their level whose power estimate is
+  within ``power_tolerance`` of the highest of them (more power than that
+  cannot be told apart, less money can).
 
 A candidate still open at ``max_trials`` is *undecided*, never passing.
 
@@ -181,6 +186,11 @@ class CandidateResult:
     confirm_type1_high: float = float("nan")
     confirm_type1_trials: int = 0
     indicators: np.ndarray | None = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        from simdesign.planning.plan_views import candidate_repr
+
+        return candidate_repr(self)
 
 
 @dataclass
@@ -828,21 +838,37 @@ def _eligible_for_budget(config: PlanConfig, active: list) -> list:
     return [r for r in active if _type1_status(config, r) != LIBERAL and r.confirmation != NOT_CONFIRMED]
 
 
+def type1_stalled(config: PlanConfig, r: CandidateResult) -> bool:
+    """Its type I error is still open at ``max_trials``: this search can never show it to hold its level."""
+    return _type1_status(config, r) == OPEN and r.type1_trials >= config.max_trials
+
+
+def _budget_contenders(config: PlanConfig, active: list) -> list:
+    """The budget goal's contenders: eligible candidates shown to hold their level, or that still may be.
+
+    Only they set the bar (the best lower power bound) below which a candidate is *worse*: a candidate
+    that can never be recommended (liberal, not confirmed, or its type I error undecided at
+    ``max_trials``) must not stop the search from refining the less powerful ones that might hold
+    their level, else the answer is "nothing" while a valid design was in reach (issue 33).
+    """
+    return [r for r in _eligible_for_budget(config, active) if not type1_stalled(config, r)]
+
+
 def _next_stage(config: PlanConfig, active: list, looks: list) -> tuple[dict, dict]:
     """Which candidates need more power trials, and which need (more) null trials.
 
     Target goal: the candidates no costlier than the cheapest passing one
     (plus ``cost_tolerance``) whose decision is still open. Budget goal:
-    the candidates that may still be the most powerful (upper end at or
-    above the best lower end among those not shown to be liberal).
+    the contenders (:func:`_budget_contenders`) that may still be the most
+    powerful (upper end at or above the best lower end among the contenders).
     """
     if config.goal == "target_power":
         threshold = cost_threshold(config, active)
         needed = [r for r in active if r.candidate.total_cost <= threshold and _overall(config, r) == OPEN]
     else:
-        eligible = _eligible_for_budget(config, active)
-        best_low = max((r.ci_low for r in eligible), default=np.inf)
-        needed = [r for r in eligible if r.ci_high >= best_low
+        contenders = _budget_contenders(config, active)
+        best_low = max((r.ci_low for r in contenders), default=-np.inf)  # no contender: no bar
+        needed = [r for r in contenders if r.ci_high >= best_low
                   and (_power_status(config, r) == OPEN or _type1_status(config, r) in (OPEN, "unchecked"))]
     power_pending, null_pending = {}, {}
     for r in needed:
@@ -874,7 +900,7 @@ def _decide(config: PlanConfig, active: list):
         passing = _by_cost([r for r in active if r.decision == PASS])
         return passing[0] if passing else None
     eligible = _eligible_for_budget(config, active)
-    best_low = max((r.ci_low for r in eligible), default=np.inf)
+    best_low = max((r.ci_low for r in _budget_contenders(config, active)), default=-np.inf)
     for r in active:
         if r.confirmation == NOT_CONFIRMED:
             r.decision = NOT_CONFIRMED

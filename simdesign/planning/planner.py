@@ -202,6 +202,10 @@ class Candidate:
     excluded: str = ""
     method: str = "likert"  # annotation method (search.methods); rank candidates' test labels end in '@rank'
 
+    def __repr__(self) -> str:
+        return (f"<Candidate {self.design.label} / {self.test.label}: cost {self.total_cost:.2f}"
+                + (f", not simulated ({self.excluded})" if self.excluded else "") + ">")
+
     @property
     def key(self) -> tuple[str, str]:
         return (self.design.label, self.test.label)
@@ -247,6 +251,15 @@ class PlanConfig:
     methods: tuple = ("likert",)
     method_costs: dict = field(default_factory=dict, repr=False, compare=False)  # method -> CostModel
     screening: str = "eager"
+
+    def __repr__(self) -> str:
+        # short: the model's covariances and every candidate are in .model and .candidates
+        goal = (f"target power {self.target_power:g}" if self.target_power is not None
+                else f"budget {self.budget:g}{' ' + self.cost.currency if self.cost.currency else ''}")
+        simulated = sum(1 for c in self.candidates if not c.excluded)
+        return (f"<PlanConfig {self.name!r}: model {self.model.name!r}, {self.effect_label}; {goal}; tests "
+                f"{', '.join(t.label for t in self.tests)}; {len(self.candidates)} candidates, {simulated} to "
+                f"simulate; {self.screen_trials}-{self.max_trials} trials, max_type1 {self.max_type1}>")
 
     @property
     def goal(self) -> str:

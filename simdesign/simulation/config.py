@@ -205,6 +205,15 @@ document_intercept_scale, methods
     # The YAML's name for the tests; stored in 'analyses' (an init-only alias: see the class docstring).
     tests: dataclasses.InitVar[object] = None
 
+    def __repr__(self) -> str:
+        # short: the model's covariances and every test option are in to_mapping()
+        designs = [d.label for d in self.designs]
+        shown = ", ".join(designs[:4]) + (f", ... ({len(designs)} in all)" if len(designs) > 4 else "")
+        work = [a.label for a in self.analyses] + list(self.estimands)
+        return (f"<SimulationConfig {self.name!r}: model {getattr(self.model, 'name', self.model)!r}, effect "
+                f"{self.effect!r}; designs {shown}; tests {', '.join(work)}; {self.trials} trials, alpha "
+                f"{self.alpha:g}, seed {self.seed}>")
+
     def __post_init__(self, tests=None):
         problems: list[str] = []
         self._coerce_parts(problems, self._take_tests_keyword(tests, problems))

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import matplotlib
 import matplotlib.ticker
+import matplotlib.transforms
+import numpy as np
 import pandas as pd
 # Figures are drawn on matplotlib.figure.Figure objects, never through pyplot: library code neither needs nor
 # switches a backend (savefig renders files by itself; a notebook shows a returned Figure with its own backend).
@@ -46,7 +48,7 @@ def design_shape(row) -> str:
 
 
 def plot_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title: str, out_base: Path,
-                 alpha: float | None = None) -> list[Path]:
+                 alpha: float | None = None, designs: dict | None = None) -> list[Path]:
     """Draw ``estimand`` against ``figure.x``, one line per test (or per shape and test).
 
     Parameters
@@ -61,13 +63,15 @@ def plot_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title
         (:func:`figure_rows`) as ``out_base.csv``.
     alpha : float, optional
         Draws the nominal level as a horizontal line (type I error figures).
+    designs : dict, optional
+        Design label -> design object: lets :func:`design_series` join designs by their kind's fields.
 
     Returns
     -------
     list of Path
         The PNG, the PDF and the CSV.
     """
-    fig, notes = draw_summary(summary, figure, estimand, title, alpha)
+    fig, notes = draw_summary(summary, figure, estimand, title, alpha, designs)
     paths = []
     out_base.parent.mkdir(parents=True, exist_ok=True)
     for suffix in (".png", ".pdf"):
@@ -96,7 +100,7 @@ def write_figure_table(summary: pd.DataFrame, figure: FigureSpec, estimand: str,
 
 
 def draw_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title: str,
-                 alpha: float | None = None) -> tuple[Figure, list[str]]:
+                 alpha: float | None = None, designs: dict | None = None) -> tuple[Figure, list[str]]:
     """The figure of :func:`plot_summary`, not yet saved, and notes on designs it leaves out.
 
     Designs of different kinds (block, pool) are never joined by one line:
@@ -120,7 +124,7 @@ def draw_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title
     rows, left_out, notes = _rows_on_x_axis(rows, figure.x)
     fig = Figure(figsize=(6.4, 4.4), constrained_layout=True)
     ax = fig.subplots()
-    _draw_lines(ax, rows, figure, estimand)
+    _draw_lines(ax, rows, figure, estimand, designs)
     if alpha is not None:
         ax.axhline(alpha, color="black", linewidth=0.8, linestyle=":", label=f"nominal {alpha:g}")
     _label_axes(ax, rows, figure, estimand, title, left_out)
@@ -143,12 +147,16 @@ def _rows_on_x_axis(rows: pd.DataFrame, x: str) -> tuple[pd.DataFrame, list, lis
     return rows, left_out, notes
 
 
-def _draw_lines(ax, rows: pd.DataFrame, figure: FigureSpec, estimand: str) -> None:
-    """One line with its interval band per (shape or kind, test), styled so kinds are never joined."""
+def _draw_lines(ax, rows: pd.DataFrame, figure: FigureSpec, estimand: str, designs: dict | None) -> None:
+    """Per (shape or kind, test): lines with interval bands along real series, labelled points otherwise.
+
+    Kinds are never joined (each has its own style), and within a kind only a real series is
+    (:func:`design_series`)."""
     tests = list(dict.fromkeys(rows["test"]))
     shapes = list(dict.fromkeys(rows["shape"]))
     kinds = list(dict.fromkeys(rows["kind"]))
     colours = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    labelled: set = set()  # designs drawn as points whose label is already written
     if figure.colour == "shape":
         groups = [(shape, None, test) for shape in shapes for test in tests]
     else:
@@ -173,10 +181,104 @@ def _draw_lines(ax, rows: pd.DataFrame, figure: FigureSpec, estimand: str) -> No
             label = test or estimand
             if len(kinds) > 1:
                 label = f"{label} ({kind})"
-        x = part[figure.x].astype(float).to_numpy()
-        ax.plot(x, part["rate"], style, marker=marker, markersize=3.5, color=colour, label=label)
-        ax.fill_between(x, part["ci_low"].astype(float), part["ci_high"].astype(float), color=colour, alpha=0.15,
-                        linewidth=0)
+        lines, points = design_series(part, figure.x, designs)
+        for series in lines:
+            x = series[figure.x].astype(float).to_numpy()
+            ax.plot(x, series["rate"], style, marker=marker, markersize=3.5, color=colour, label=label)
+            ax.fill_between(x, series["ci_low"].astype(float), series["ci_high"].astype(float), color=colour,
+                            alpha=0.15, linewidth=0)
+            label = None  # one legend entry per group
+        if not points.empty:
+            # each test's points a little apart, so that tests of one design at one x do not hide each other
+            shift = (tests.index(test) - (len(tests) - 1) / 2) * 4
+            _draw_points(ax, points, figure.x, colour, marker, label, labelled, shift,
+                         (rows[figure.x].min(), rows[figure.x].max()))
+
+
+# Sizes a series may hold fixed besides the annotators per output: documents in total (the paper's
+# Figure 4: blocks and documents per block vary together), documents per block (its Figure 7), annotators.
+HELD_SIZES = ("docs", "docs_per_block", "annotators")
+
+
+def design_series(rows: pd.DataFrame, x: str, designs: dict | None = None) -> tuple[list, pd.DataFrame]:
+    """Split one test's rows into real series (drawn as lines) and single designs (drawn as points).
+
+    A line claims a trend along ``x``, so it joins only designs of one kind that differ in one size,
+    with distinct values on ``x``: either the same judgements per output and the same value of one
+    of :data:`HELD_SIZES`, or (given ``designs``) every field of their kind but one the same (an
+    overlap design's shared documents and annotators, say). Ways of grouping are taken greedily, the
+    one that joins the most designs not yet on a line first; a design may end two lines (a ladder that
+    turns a corner) but no grouping is drawn that joins no new design, so a grid is not drawn as a
+    mesh. A crossed design with 3 annotators and a nested one with 20 share no series: they are drawn
+    as labelled points, not joined by a trend that does not exist.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Summary rows of one test (and one kind).
+    x : str
+        The figure's x column.
+    designs : dict, optional
+        Design label -> design object, for the kinds' own fields.
+
+    Returns
+    -------
+    lines : list of pandas.DataFrame
+        Each series sorted by ``x`` (at least two designs).
+    points : pandas.DataFrame
+        The designs on no line.
+    """
+    candidates = [_series_of(rows, x, [rows["kind"], rows["judgements_per_output"], rows[held]])
+                  for held in HELD_SIZES if held != x and held in rows and rows[held].notna().all()]
+    for kind in dict.fromkeys(rows["kind"]) if designs else ():
+        fields = DESIGN_KINDS[kind].fields
+        for varying in fields:
+            keys = [rows["design"].map(lambda label, f=f: getattr(designs.get(label), f, label))
+                    for f in fields if f != varying]
+            candidates.append(_series_of(rows[rows["kind"] == kind], x, keys))
+    lines, joined = [], set()
+    while candidates:
+        gains = [len({d for group in found for d in group["design"]} - joined) for found in candidates]
+        best = max(range(len(candidates)), key=lambda i: gains[i])  # first of the largest: HELD_SIZES order
+        if gains[best] == 0:
+            break
+        found = candidates.pop(best)
+        lines += [group for group in found if not set(group["design"]) <= joined]
+        joined |= {d for group in found for d in group["design"]}
+    return lines, rows[~rows["design"].isin(joined)]
+
+
+def _series_of(rows: pd.DataFrame, x: str, keys: list) -> list:
+    """The groups of ``rows`` with equal ``keys`` that can be lines: two designs or more, distinct x values."""
+    keys = [key.loc[rows.index] for key in keys]
+    return [group.sort_values(x) for _, group in rows.groupby(keys, sort=False, dropna=False)
+            if len(group) > 1 and group[x].notna().all() and group[x].nunique() == len(group)]
+
+
+def _draw_points(ax, points: pd.DataFrame, x: str, colour, marker: str, label, labelled: set, shift: float,
+                 x_range: tuple) -> None:
+    """Single designs: a marker with its interval as an error bar, shifted ``shift`` points sideways, and the
+    design's label above it (once per design; starting at the leftmost designs and ending at the rightmost,
+    so that it stays inside the axes)."""
+    xs = points[x].astype(float).to_numpy()
+    rates = points["rate"].astype(float).to_numpy()
+    below = np.clip(rates - points["ci_low"].astype(float).to_numpy(), 0, None)
+    above = np.clip(points["ci_high"].astype(float).to_numpy() - rates, 0, None)
+    moved = matplotlib.transforms.offset_copy(ax.transData, fig=ax.figure, x=shift, units="points")
+    ax.errorbar(xs, rates, yerr=[below, above], fmt="none", ecolor=colour, elinewidth=0.8, capsize=2,
+                transform=moved)
+    ax.plot(xs, rates, marker=marker, markersize=4, color=colour, linestyle="none", label=label, transform=moved)
+    # artists drawn through a shifted transform do not extend the data limits by themselves
+    corners = np.column_stack([np.r_[xs, xs], np.r_[rates - below, rates + above]])
+    ax.update_datalim(corners[np.isfinite(corners).all(axis=1)])
+    ax.autoscale_view()
+    for design, x_value, top in zip(points["design"], xs, rates + above):
+        if design not in labelled and np.isfinite(top):
+            labelled.add(design)
+            align = "right" if x_value >= x_range[1] else "left" if x_value <= x_range[0] else "center"
+            ax.annotate(design, (x_value, top), xytext=(0, 4), textcoords="offset points", fontsize=6,
+                        color="dimgrey", ha=align, bbox={"facecolor": "white", "alpha": 0.7, "edgecolor": "none",
+                                                         "pad": 0.5})
 
 
 def _label_axes(ax, rows: pd.DataFrame, figure: FigureSpec, estimand: str, title: str, left_out: list) -> None:
