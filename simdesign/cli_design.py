@@ -34,7 +34,7 @@ def add_parser(subparsers) -> None:
         kinds = [kind for kind, cls in DESIGN_KINDS.items() if field in cls.fields]
         parser.add_argument(f"--{field.replace('_', '-')}", dest=f"field_{field}", metavar="N",
                             help=f"with --kind {' or '.join(kinds)}")
-    parser.add_argument("--out", required=True, help="picture file: .png or .pdf")
+    parser.add_argument("--out", required=True, help="picture file: .png, .pdf or .svg")
     parser.add_argument("--systems", type=int, default=5,
                         help="systems whose outputs each assigned pair judges, for the judgement counts (default 5)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the draw for random designs (pool)")

@@ -83,7 +83,7 @@ def test_bad_designs_exit_2_with_the_configs_message(argv, design, field, tmp_pa
 
 def test_bad_picture_paths_exit_2_naming_the_option(tmp_path, capsys):
     design = "{kind: block, blocks: 2, docs_per_block: 2, annotators_per_block: 2}"
-    assert cli.main(["draw-design", "--design", design, "--out", str(tmp_path / "d.svg")]) == 2
+    assert cli.main(["draw-design", "--design", design, "--out", str(tmp_path / "d.gif")]) == 2
     assert "--out" in capsys.readouterr().err
     assert cli.main(["draw-design", "--design", design, "--out", str(tmp_path / "no" / "d.png")]) == 2
     assert "does not exist" in capsys.readouterr().err
@@ -108,5 +108,37 @@ def test_a_huge_design_is_drawn_coarser_not_cell_by_cell():
     matrix = assignment_matrix(design.assign(None), max_side=600)
     assert matrix.shape == (600, 600)
     assert (np.diag(matrix) > 0).all() and (matrix > 0).sum() == 600  # still the diagonal, nothing else
+    figure = draw_designs([design])  # a picture of 3000 blocks shows its first blocks, all alike
+    assert figure.axes[0].get_xlim() == (-0.5, 11.5) and "first 12 of 3000 blocks" in figure.axes[0].get_title()
+    pool = PoolDesign(docs=3000, annotators=2000, judgements_per_output=1)  # no blocks: drawn coarser
+    assert assignment_matrix(pool.assign(np.random.default_rng(0))).shape == (600, 600)
+
+
+def test_captions_count_in_words_and_from_one():
+    figure = draw_designs([BlockDesign(blocks=4, docs_per_block=1, annotators_per_block=1),
+                           PoolDesign(docs=12, annotators=6, judgements_per_output=1)])
+    texts = " ".join(" ".join(ax.get_title() for ax in figure.axes).split())  # titles are wrapped
+    assert "(s)" not in texts and "1 document" in texts and "1 judgement per output" in texts
+    figure.canvas.draw()  # tick labels exist once drawn
+    labels = [label.get_text() for label in figure.axes[0].get_yticklabels() if label.get_text()]
+    assert labels and labels[0] == "1"  # annotators are numbered from 1, as people count them
+    note = figure.texts[0].get_text()
+    assert "colours: blocks" in note
+    pool_only = draw_designs([PoolDesign(docs=12, annotators=6, judgements_per_output=3)])
+    assert "blocks" not in pool_only.texts[0].get_text()  # a pool has no blocks to colour
+
+
+def test_many_blocks_are_drawn_as_their_first_blocks_not_a_hairline(tmp_path):
+    design = BlockDesign(blocks=200, docs_per_block=5, annotators_per_block=3)
     figure = draw_designs([design])
-    assert figure.axes[0].get_xlim() == (-0.5, 2999.5)  # axes in annotator and document ids
+    title = figure.axes[0].get_title()
+    assert "first 12 of 200 blocks" in title
+    assert "600 annotators x 1000 documents" in title  # the totals are the whole design's
+    image = figure.axes[0].images[0].get_array()
+    assert image.shape == (36, 60)  # 12 blocks x 3 annotators, 12 blocks x 5 documents: one cell per pair
+    assert (image > 0).sum() == 12 * 3 * 5
+
+
+def test_svg_pictures_are_written(tmp_path):
+    path = write_design_picture([BlockDesign(blocks=2, docs_per_block=2, annotators_per_block=2)], tmp_path / "d.svg")
+    assert path.read_text().lstrip().startswith(("<?xml", "<svg"))

@@ -161,8 +161,8 @@ class BlockDesign:
     def describe(self) -> str:
         """One phrase for reports (docs/designs.md)."""
         if self.shape == "nested":
-            return (f"nested: {self.annotators} annotators, each judging their own {self.docs_per_block} "
-                    f"document(s)")
+            documents = "document" if self.docs_per_block == 1 else "documents"
+            return f"nested: {self.annotators} annotators, each judging their own {self.docs_per_block} {documents}"
         if self.blocks == 1:
             return f"fully crossed: {self.annotators} annotators all judging the same {self.docs} documents"
         return (f"{self.blocks} blocks of {self.docs_per_block} documents, {self.annotators_per_block} "
@@ -298,8 +298,9 @@ class PoolDesign(_WithoutBlocks):
 
     def describe(self) -> str:
         """One phrase for reports (docs/designs.md)."""
+        annotators = "annotator" if self.judgements_per_output == 1 else "annotators"
         return (f"a pool of {self.annotators} annotators sharing {self.docs} documents, "
-                f"{self.judgements_per_output} annotator(s) per document")
+                f"{self.judgements_per_output} {annotators} per document")
 
     def assign(self, rng: np.random.Generator) -> Assignment:
         """Draw k distinct annotators per document with loads differing by at most one.
@@ -429,8 +430,10 @@ class OverlapDesign(_WithoutBlocks):
 
     def describe(self) -> str:
         """One phrase for reports (docs/designs.md)."""
-        return (f"{self.annotators} annotators all judging the same {self.shared_docs} shared document(s), "
-                f"plus {self.unique_docs_per_annotator} document(s) each of their own ({self.docs} in all)")
+        shared = "document" if self.shared_docs == 1 else "documents"
+        own = "document" if self.unique_docs_per_annotator == 1 else "documents"
+        return (f"{self.annotators} annotators all judging the same {self.shared_docs} shared {shared}, "
+                f"plus {self.unique_docs_per_annotator} {own} each of their own ({self.docs} in all)")
 
     def assign(self, rng: np.random.Generator) -> Assignment:
         """The fixed layout (``rng`` is unused): documents 0..S-1 are shared, then each annotator's own."""

@@ -29,7 +29,9 @@ EMPTY_COLOUR = "#F4F4F4"
 MAX_GRIDDED_CELLS = 40
 # Longest side drawn cell by cell (a figure has fewer pixels than this anyway).
 MAX_SIDE = 600
-PICTURE_FORMATS = (".png", ".pdf")
+PICTURE_FORMATS = (".png", ".pdf", ".svg")
+# A design of many blocks drawn whole is a hairline diagonal: its first blocks are drawn (all blocks are alike).
+MAX_DRAWN_BLOCKS = 12
 
 
 def assignment_matrix(assignment, max_side: int = MAX_SIDE) -> np.ndarray:
@@ -53,8 +55,20 @@ def design_facts(design, assignment, n_systems: int) -> str:
     per_document = np.bincount(assignment.document, minlength=assignment.n_documents)
     k = (f"{per_document.min()}" if per_document.min() == per_document.max()
          else f"{per_document.min()}-{per_document.max()}")
-    return (f"{assignment.n_annotators} annotators x {assignment.n_documents} documents, {k} judgement(s) per "
+    judgements = "judgement" if k == "1" else "judgements"
+    return (f"{assignment.n_annotators} annotators x {assignment.n_documents} documents, {k} {judgements} per "
             f"output: {design.judgements(n_systems):,} judgements of {n_systems} systems")
+
+
+def first_blocks(assignment, blocks: int = MAX_DRAWN_BLOCKS):
+    """The pairs of the first ``blocks`` blocks, ids renumbered densely (the assignment itself if it has fewer)."""
+    if assignment.n_blocks <= blocks:
+        return assignment
+    keep = assignment.block < blocks
+    annotators, annotator = np.unique(assignment.annotator[keep], return_inverse=True)
+    documents, document = np.unique(assignment.document[keep], return_inverse=True)
+    return type(assignment)(annotator=annotator, document=document, block=assignment.block[keep],
+                            n_annotators=len(annotators), n_documents=len(documents), n_blocks=blocks)
 
 
 def draw_design_on(ax, design, n_systems: int = 5, seed: int = 0, title: str | None = None) -> None:
@@ -71,7 +85,8 @@ def draw_design_on(ax, design, n_systems: int = 5, seed: int = 0, title: str | N
     title : str, optional
         Default: the design's label and its description.
     """
-    assignment = design.assign(np.random.default_rng(seed))
+    whole = design.assign(np.random.default_rng(seed))
+    assignment = first_blocks(whole)
     matrix = assignment_matrix(assignment)
     has_blocks = bool(assignment.n_blocks)
     colours = [EMPTY_COLOUR, *(BLOCK_COLOURS if has_blocks else (NO_BLOCK_COLOUR,))]
@@ -87,11 +102,15 @@ def draw_design_on(ax, design, n_systems: int = 5, seed: int = 0, title: str | N
         ax.tick_params(which="minor", length=0)
     ax.set_xlabel("documents")
     ax.set_ylabel("annotators")
-    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=6))
-    ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=6))
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=6))
+        # ids are 0-based inside, but people count annotators and documents from 1
+        axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f"{int(round(value)) + 1}"))
     drawn = "" if has_blocks or not _is_random(design) else f" (one random draw, seed {seed})"
+    if assignment is not whole:
+        drawn += f" (first {assignment.n_blocks} of {whole.n_blocks} blocks, all alike)"
     heading = title if title is not None else f"{design.label}{drawn}"
-    ax.set_title(f"{heading}\n{_wrap(design.describe())}\n{_wrap(design_facts(design, assignment, n_systems))}",
+    ax.set_title(f"{heading}\n{_wrap(design.describe())}\n{_wrap(design_facts(design, whole, n_systems))}",
                  fontsize=8)
 
 
@@ -141,8 +160,9 @@ def draw_designs(designs, n_systems: int = 5, seed: int = 0, columns: int | None
         draw_design_on(ax, design, n_systems=n_systems, seed=seed)
     for ax in axes.ravel()[len(designs):]:
         ax.set_visible(False)
-    note = _wrap("a filled cell: that annotator judges the outputs of every system for that document; colours: "
-                 "blocks", 55 * columns)
+    with_blocks = any(design.assign(np.random.default_rng(seed)).n_blocks for design in designs)
+    note = _wrap("a filled cell: that annotator judges the outputs of every system for that document"
+                 + ("; colours: blocks" if with_blocks else ""), 55 * columns)
     figure.text(0.5, 0.005, note, ha="center", va="bottom", fontsize=8, color="#444444")
     figure.tight_layout(rect=(0, 0.025 * (note.count("\n") + 1.5) / rows, 1, 1))
     return figure
@@ -162,7 +182,7 @@ def as_designs(designs) -> list:
 
 
 def check_picture_path(path) -> Path:
-    """The picture's path, refused (ConfigError) when its suffix is not .png/.pdf or its folder does not exist."""
+    """The picture's path, refused (ConfigError) when its suffix is not .png/.pdf/.svg or its folder does not exist."""
     path = Path(path)
     if path.suffix.lower() not in PICTURE_FORMATS:
         raise ConfigError(f"The picture file (--out) must end in one of {list(PICTURE_FORMATS)}; got {str(path)!r}")
@@ -172,7 +192,7 @@ def check_picture_path(path) -> Path:
 
 
 def write_design_picture(designs, path, n_systems: int = 5, seed: int = 0, columns: int | None = None) -> Path:
-    """Draw ``designs`` (one design or a sequence) into ``path`` (PNG or PDF, by its suffix); returns the path."""
+    """Draw ``designs`` (one design or a sequence) into ``path`` (PNG, PDF or SVG, by its suffix); returns the path."""
     path = check_picture_path(path)
     figure = draw_designs(designs, n_systems=n_systems, seed=seed, columns=columns)
     figure.savefig(path, dpi=150)
