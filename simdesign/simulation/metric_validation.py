@@ -239,6 +239,24 @@ def simulate_study(config: MetricValidationConfig, n_systems: int, n_documents: 
     return config.generator.scores(quality, rng), human_scores(judgements), quality
 
 
+def example_table(config: MetricValidationConfig, n_systems: int, n_documents: int, trial: int = 0,
+                  names=("metric_a", "metric_b"), decimals: int = 4) -> pd.DataFrame:
+    """One simulated study as the long table ``simdesign analyse-metrics`` reads (examples/metric_scores.csv).
+
+    Columns ``system, input``, one per metric of the config (named by ``names``) and ``human`` (each
+    output's mean judgement), scores rounded to ``decimals``; the study is trial ``trial`` of the cell
+    (n_systems, n_documents), as :func:`simulate_study` draws it.
+    """
+    metric, human, _ = simulate_study(config, n_systems, n_documents, trial)
+    systems, documents = np.meshgrid(np.arange(n_systems), np.arange(n_documents), indexing="ij")
+    table = pd.DataFrame({"system": [f"system{s:02d}" for s in systems.ravel()],
+                          "input": [f"doc{d:03d}" for d in documents.ravel()]})
+    for name, scores in zip(names, metric):
+        table[name] = scores.ravel().round(decimals)
+    table["human"] = human.ravel().round(decimals)
+    return table
+
+
 def one_trial(config: MetricValidationConfig, n_systems: int, n_documents: int, trial: int,
               targets: dict) -> list[dict]:
     """Per-trial values of every estimand (module docstring) for one cell."""
