@@ -9,7 +9,7 @@ import pytest
 from simdesign.simulation.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = sorted((ROOT / "docs").glob("*.md"))
+DOCS = sorted((ROOT / "docs").rglob("*.md"))
 MARKDOWN = [ROOT / "README.md", *DOCS]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 

@@ -26,7 +26,7 @@ Which test to read. Deutsch et al. recommend PERM-BOTH, one-sided (marked
 which is exact only when the scores are exchangeable output by output: when each
 metric has its own system biases (a metric that favours some systems whatever
 their quality, the common case), PERM-BOTH rejects a true null far too often
-(simdesign's metric validation: 28-31% at alpha 0.05,
+(simdesign's metric validation: about 28% at alpha 0.05,
 configs/metric_validation_null.yaml). PERM-SYSTEMS swaps whole systems, which
 keeps each system's bias with its metric, and holds its level there; it is the
 default (marked ``default``), two-sided because which metric is better is
