@@ -300,3 +300,45 @@ def test_a_dataframe_with_bad_values_raises_dataerror_with_row_lines():
                           "m": [1.0, 2.0, np.inf, 1.0, 0.5, 0.1], "human": [1, 2, 3, 4, 5, 6]})
     with pytest.raises(simdesign.DataError, match=r"'m' column must hold finite numbers, but line\(s\) 4 hold"):
         simdesign.analyse_metrics(frame)
+
+
+# ---------------------------------------------------------------------------------------------
+# The Fisher baseline and the comparison tests in the metric-validation study
+# ---------------------------------------------------------------------------------------------
+
+def test_fisher_interval_covers_a_bivariate_normal_correlation_at_its_level():
+    """Known answer: for n normal pairs the Fisher interval of Pearson's r covers rho about 95% of the time."""
+    rng, trials, rho, n = np.random.default_rng(21), 4000, 0.6, 15
+    pairs = rng.multivariate_normal([0, 0], [[1, rho], [rho, 1]], size=(trials, n))
+    centred = pairs - pairs.mean(axis=1, keepdims=True)
+    r = (centred[..., 0] * centred[..., 1]).sum(axis=1) / np.sqrt((centred ** 2).sum(axis=1).prod(axis=1))
+    covered = [low <= rho <= high for low, high in (fisher_interval(value, n) for value in r)]
+    assert within_mcse(np.mean(covered), 0.95, np.sqrt(0.95 * 0.05 / trials))
+
+
+def test_williams_test_holds_its_level_for_equal_correlations_with_the_human_scores():
+    """Known answer: normal triples with r12 = r13 = 0.5, r23 = 0.6: Williams rejects about 5% at alpha 0.05."""
+    rng, trials, n = np.random.default_rng(22), 4000, 20
+    cov = np.array([[1, 0.5, 0.5], [0.5, 1, 0.6], [0.5, 0.6, 1]])
+    triples = rng.multivariate_normal(np.zeros(3), cov, size=(trials, n))
+    rejected = []
+    for x in triples:
+        r = np.corrcoef(x.T)
+        rejected.append(williams_test(r[0, 1], r[0, 2], r[1, 2], n)[1] < 0.05)
+    assert within_mcse(np.mean(rejected), 0.05, np.sqrt(0.05 * 0.95 / trials))
+
+
+def test_a_validation_trial_has_the_fisher_baseline_and_every_comparison_test():
+    from simdesign.simulation.metric_validation import one_trial, parse_metric_config, system_level_targets
+
+    config = parse_metric_config({"name": "t", "model": "coherence",
+                                  "metric": {"system_correlation": 0.8, "summary_correlation": 0.5},
+                                  "second_metric": {"system_correlation": 0.6, "summary_correlation": 0.5},
+                                  "systems": [6], "documents": [8], "bootstrap_resamples": 50,
+                                  "permutation_resamples": 50, "methods": ["pearson", "kendall"]})
+    rows = pd.DataFrame(one_trial(config, 6, 8, 0, system_level_targets(config)))
+    found = set(zip(rows["estimand"], rows["scheme"]))
+    assert {("coverage", "fisher"), ("width", "fisher"), ("permutation_power", "systems"),
+            ("permutation_power", "inputs"), ("permutation_power", "both"), ("paired_bootstrap_power", "both"),
+            ("williams_power", "")} <= found
+    assert rows.loc[rows["estimand"].str.endswith("power"), "value"].isin([0.0, 1.0]).all()

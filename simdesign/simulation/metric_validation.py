@@ -27,13 +27,20 @@ automatic metrics, and computes
   its population value: rho_sum times the within-document correlation of
   the latent quality with the human score, a few-dimensional integral over
   the model (:mod:`simdesign.simulation.metric_targets`);
+* ``coverage`` and ``width`` with scheme ``Fisher``: the Fisher z interval of
+  the same correlation (n = systems; Bonett and Wright's variances for
+  Spearman and Kendall; :func:`simdesign.stats.metric_comparison.fisher_interval`),
+  the baseline the bootstrap intervals are compared with;
 * ``permutation_power``: the share of trials in which the permutation test
-  (PERM-SYSTEMS, swapping whole systems, and PERM-BOTH, swapping single
-  outputs) finds the two metrics' system-level Pearson correlations with
-  the human scores different at ``alpha`` (its type I error when both
-  metrics have the same targets; PERM-BOTH is not valid when the metrics
-  have system biases of their own, see
-  :func:`simdesign.stats.metric_correlation.permutation_test`).
+  (PERM-SYSTEMS, swapping whole systems, PERM-INPUTS, whole documents, and
+  PERM-BOTH, single outputs) finds the two metrics' system-level Pearson
+  correlations with the human scores different at ``alpha``, two-sided (its
+  type I error when both metrics have the same targets; PERM-BOTH is not
+  valid when the metrics have system biases of their own, see
+  :func:`simdesign.stats.metric_correlation.permutation_test`);
+  ``paired_bootstrap_power`` and ``williams_power`` the same for the paired
+  bootstrap test on BOOT-BOTH resamples and Williams' test
+  (:mod:`simdesign.stats.metric_comparison`).
 
 scripts/check_bootstrap_coverage.py checks a different interval (``simdesign analyse``'s intervals
 of each system's mean score); the conventions are shared: the trial (study) is the unit, rates get
@@ -67,6 +74,7 @@ from simdesign.model.metric import (MetricGenerator, MetricSpec, SystemPopulatio
 from simdesign.simulation.config import read_config_mapping, resolve_model
 from simdesign.simulation.metric_store import ROW_COLUMNS, MetricValidationStore
 from simdesign.simulation.metric_targets import summary_level_target
+from simdesign.stats.metric_comparison import fisher_interval, paired_bootstrap_test, williams_test
 from simdesign.stats.metric_correlation import (METHODS, SCHEMES, bootstrap_system_level, percentile_interval,
                                                 permutation_test, summary_level, system_level)
 from simdesign.stats.montecarlo import mean_interval, wilson_interval
@@ -77,8 +85,14 @@ KEYS = ("name", "description", "model", "population", "metric", "second_metric",
         "documents", "annotators_per_document", "methods", "trials", "bootstrap_resamples",
         "permutation_resamples", "confidence", "alpha", "seed", "summary_intervals")
 SUMMARY_TARGET = "summary:pearson"
-SCHEME_NAMES = {"systems": "BOOT-SYSTEMS", "inputs": "BOOT-INPUTS", "both": "BOOT-BOTH"}
-PERMUTATION_NAMES = {"systems": "PERM-SYSTEMS", "both": "PERM-BOTH"}
+SCHEME_NAMES = {"systems": "BOOT-SYSTEMS", "inputs": "BOOT-INPUTS", "both": "BOOT-BOTH", "fisher": "Fisher"}
+PERMUTATION_NAMES = {"systems": "PERM-SYSTEMS", "inputs": "PERM-INPUTS", "both": "PERM-BOTH"}
+# The tests comparing the two metrics: estimand -> the names of its schemes in the summary.
+COMPARISON_ESTIMANDS = {"permutation_power": PERMUTATION_NAMES, "paired_bootstrap_power": {"both": "BOOT-BOTH"},
+                        "williams_power": {"": ""}}
+# Which estimands a trial computes; part of the store's fingerprint, so that stores of trials computed
+# before the Fisher baseline and the comparison tests were added are refused, not mixed in.
+ESTIMANDS_VERSION = 2
 
 
 @dataclass(frozen=True, eq=False)
@@ -275,16 +289,44 @@ def one_trial(config: MetricValidationConfig, n_systems: int, n_documents: int, 
             covered = float(low <= target <= high) if np.isfinite(target) and np.isfinite(low) else np.nan
             rows.append(("coverage", method, scheme, covered))
             rows.append(("width", method, scheme, high - low))
+    rows += fisher_rows(config, metric[0], human, targets)
     if config.summary_intervals:
         rows += summary_interval_rows(config, metric[0], human, label, trial, targets[SUMMARY_TARGET])
     if len(config.metrics) > 1:
-        for scheme in ("systems", "both"):
-            rng = analysis_rng(config.seed, label, trial, f"perm-{scheme}")
-            _, p_value = permutation_test(metric[0], metric[1], human, rng, config.permutation_resamples,
-                                          scheme=scheme)
-            rows.append(("permutation_power", "pearson", scheme, float(p_value < config.alpha)))
+        rows += comparison_rows(config, metric, human, label, trial)
     return [{"systems": n_systems, "documents": n_documents, "trial": trial, "estimand": estimand,
              "method": method, "scheme": scheme, "value": value} for estimand, method, scheme, value in rows]
+
+
+def fisher_rows(config: MetricValidationConfig, metric: np.ndarray, human: np.ndarray, targets: dict) -> list[tuple]:
+    """Coverage and width of the Fisher z interval of the system-level correlation (n = systems), per method."""
+    rows = []
+    for method in config.methods:
+        low, high = fisher_interval(system_level(metric, human, method), metric.shape[0], method, config.confidence)
+        target = targets[method]
+        covered = float(low <= target <= high) if np.isfinite(target) and np.isfinite(low) else np.nan
+        rows += [("coverage", method, "fisher", covered), ("width", method, "fisher", high - low)]
+    return rows
+
+
+def comparison_rows(config: MetricValidationConfig, metric: np.ndarray, human: np.ndarray, label: str,
+                    trial: int) -> list[tuple]:
+    """Rejections (p < alpha, two-sided) of H0 'equal system-level Pearson correlations' by each test."""
+    rows = []
+    for scheme in SCHEMES:
+        rng = analysis_rng(config.seed, label, trial, f"perm-{scheme}")
+        _, p_value = permutation_test(metric[0], metric[1], human, rng, config.permutation_resamples, scheme=scheme)
+        rows.append(("permutation_power", "pearson", scheme, float(p_value < config.alpha)))
+    # the same resamples for both metrics: two generators in the same state (metric_comparison's docstring)
+    boot = [bootstrap_system_level(scores, human, "both", analysis_rng(config.seed, label, trial, "paired-boot"),
+                                   config.bootstrap_resamples, ("pearson",))["pearson"] for scores in metric[:2]]
+    first, second = system_level(metric[0], human), system_level(metric[1], human)
+    p_value = paired_bootstrap_test(first - second, boot[0], boot[1], ("two-sided",))["p_two-sided"]
+    rows.append(("paired_bootstrap_power", "pearson", "both", float(p_value < config.alpha)
+                 if np.isfinite(p_value) else np.nan))
+    _, p_value = williams_test(first, second, system_level(metric[0], metric[1]), metric.shape[1])
+    rows.append(("williams_power", "pearson", "", float(p_value < config.alpha) if np.isfinite(p_value) else np.nan))
+    return rows
 
 
 def summary_interval_rows(config: MetricValidationConfig, metric: np.ndarray, human: np.ndarray, label: str,
@@ -315,7 +357,8 @@ def stored_settings(config: MetricValidationConfig) -> dict:
             "annotators_per_document": config.annotators_per_document, "methods": list(config.methods),
             "bootstrap_resamples": config.bootstrap_resamples,
             "permutation_resamples": config.permutation_resamples, "confidence": config.confidence,
-            "alpha": config.alpha, "seed": config.seed, "summary_intervals": config.summary_intervals}
+            "alpha": config.alpha, "seed": config.seed, "summary_intervals": config.summary_intervals,
+            "estimands_version": ESTIMANDS_VERSION}
 
 
 def missing_chunks(config: MetricValidationConfig, store: MetricValidationStore,
@@ -387,10 +430,11 @@ def summarise_metric_validation(rows: pd.DataFrame, config: MetricValidationConf
         values = values[np.isfinite(values)]
         n = values.size
         mean, mcse, low, high = mean_interval(values)
-        if estimand in ("coverage", "summary_coverage", "permutation_power") and n:
+        if (estimand in ("coverage", "summary_coverage") or estimand in COMPARISON_ESTIMANDS) and n:
             low, high = wilson_interval(mean, mcse, n, n)
         out.append({"systems": s, "documents": d, "estimand": estimand, "method": method,
-                    "scheme": (PERMUTATION_NAMES if estimand == "permutation_power" else SCHEME_NAMES).get(scheme, ""), "value": mean, "ci_low": low, "ci_high": high,
+                    "scheme": COMPARISON_ESTIMANDS.get(estimand, SCHEME_NAMES).get(scheme, ""), "value": mean,
+                    "ci_low": low, "ci_high": high,
                     "mcse": mcse, "trials": n,
                     "target": (targets[method] if estimand in ("coverage", "width") else targets.get(SUMMARY_TARGET)
                                if estimand in ("summary_coverage", "summary_width") else np.nan),
