@@ -45,7 +45,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    """Run ``simdesign analyse-metrics``; bad input raises DataError/ConfigError (exit 2 in :func:`simdesign.cli.main`)."""
+    """Run ``simdesign analyse-metrics``; bad input raises DataError (exit 2 in :func:`simdesign.cli.main`)."""
     from simdesign.api import analyse_metrics
 
     result = analyse_metrics(args.table, metrics=_names(args.metrics, "--metrics"), human=args.human,
