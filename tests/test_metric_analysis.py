@@ -342,3 +342,18 @@ def test_a_validation_trial_has_the_fisher_baseline_and_every_comparison_test():
             ("permutation_power", "inputs"), ("permutation_power", "both"), ("paired_bootstrap_power", "both"),
             ("williams_power", "")} <= found
     assert rows.loc[rows["estimand"].str.endswith("power"), "value"].isin([0.0, 1.0]).all()
+
+
+def test_power_curves_run_per_difference_and_draw(tmp_path):
+    from simdesign.simulation.metric_power import plot_power_curves, run_power_curve
+
+    raw = {"name": "p", "model": "coherence", "metric": {"system_correlation": 0.8, "summary_correlation": 0.5},
+           "second_metric": {"system_correlation": 0.8, "summary_correlation": 0.5}, "systems": [5],
+           "documents": [6], "trials": 3, "bootstrap_resamples": 20, "permutation_resamples": 20,
+           "methods": ["pearson"]}
+    curves = run_power_curve(raw, [0.8, 0.6], tmp_path / "runs")
+    assert set(curves["test"]) == {"PERM-SYSTEMS", "PERM-INPUTS", "PERM-BOTH", "paired bootstrap", "Williams"}
+    by_value = curves.groupby("second_system_correlation")["difference"].first()
+    assert by_value[0.8] == pytest.approx(0.0, abs=1e-12) and by_value[0.6] > 0.15
+    assert (tmp_path / "runs" / "p-r0.6" / "manifest.json").is_file()
+    assert plot_power_curves(curves, tmp_path / "figure", curves[curves["difference"] == 0]).is_file()
