@@ -26,11 +26,12 @@ Which test to read. Deutsch et al. recommend PERM-BOTH, one-sided (marked
 which is exact only when the scores are exchangeable output by output: when each
 metric has its own system biases (a metric that favours some systems whatever
 their quality, the common case), PERM-BOTH rejects a true null far too often
-(simdesign's metric validation: about 28% at alpha 0.05,
-configs/metric_validation_null.yaml). PERM-SYSTEMS swaps whole systems, which
-keeps each system's bias with its metric, and holds its level there; it is the
-default (marked ``default``), two-sided because which metric is better is
-rarely known beforehand.
+(simdesign's metric validation: 26-30% at alpha 0.05, PERM-INPUTS 31-34%;
+configs/metric_validation_null.yaml, figures/metric_comparison_power.png).
+PERM-SYSTEMS swaps whole systems, which keeps each system's bias with its
+metric, and holds its level there (as does Williams' test); it is the default
+(marked ``default``), two-sided because which metric is better is rarely known
+beforehand.
 
 The input table (CSV, one row per output; docs/how-to/analyse-metrics.md)::
 
