@@ -357,3 +357,16 @@ def test_power_curves_run_per_difference_and_draw(tmp_path):
     assert by_value[0.8] == pytest.approx(0.0, abs=1e-12) and by_value[0.6] > 0.15
     assert (tmp_path / "runs" / "p-r0.6" / "manifest.json").is_file()
     assert plot_power_curves(curves, tmp_path / "figure", curves[curves["difference"] == 0]).is_file()
+
+
+def test_kendall_in_pieces_and_by_scipy_for_many_pairs_is_the_same_tau_b(monkeypatch):
+    """Large tables (the global level of thousands of outputs) cannot hold all pairs at once."""
+    from simdesign.stats import metric_correlation
+
+    rng = np.random.default_rng(23)
+    x = rng.normal(size=(6, 40)).round(1)  # ties, so tau-b's correction matters
+    y = (x + rng.normal(size=(6, 40))).round(1)
+    expected = [stats.kendalltau(a, b).statistic for a, b in zip(x, y)]
+    for budget in (10 ** 6, 1000, 100):  # all at once, rows in pieces, row by row with scipy
+        monkeypatch.setattr(metric_correlation, "KENDALL_PAIRS_AT_ONCE", budget)
+        np.testing.assert_allclose(metric_correlation.correlation(x, y, "kendall"), expected, rtol=1e-12)

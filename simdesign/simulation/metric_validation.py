@@ -476,7 +476,7 @@ def plot_coverage(summary: pd.DataFrame, config: MetricValidationConfig, out_bas
                 axis.set_xlabel("systems")
     axes[0][0].legend(fontsize=7)
     spec = config.metrics[0]
-    fig.suptitle(f"{config.name}: 95% bootstrap intervals of the system-level correlation, metric with "
+    fig.suptitle(f"{config.name}: 95% bootstrap and Fisher intervals of the system-level correlation, metric with "
                  f"rho_sys {spec.system_correlation:g}, rho_sum {spec.summary_correlation:g}; "
                  f"{config.trials} trials per point, {config.bootstrap_resamples} resamples (Wilson bands)",
                  fontsize=9)

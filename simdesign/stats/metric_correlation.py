@@ -38,6 +38,8 @@ scipy's pearsonr, spearmanr and kendalltau (tau-b), which the tests check.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy import stats
 
@@ -45,6 +47,9 @@ METHODS = ("pearson", "spearman", "kendall")
 LEVELS = ("system", "summary", "global")
 ALTERNATIVES = ("two-sided", "greater", "less")
 SCHEMES = ("systems", "inputs", "both")
+# Kendall's tau compares all pairs: at most this many pair comparisons are held in memory at once (about 32 MB
+# per float64 array); beyond, rows are taken in pieces, or one by one with scipy's O(n log n) algorithm.
+KENDALL_PAIRS_AT_ONCE = 4_000_000
 
 
 def _pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -56,6 +61,27 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _kendall_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b along the last axis, in pieces that keep the pair arrays within KENDALL_PAIRS_AT_ONCE."""
+    x, y = np.broadcast_arrays(x, y)
+    n = x.shape[-1]
+    pairs = max(n * (n - 1) // 2, 1)
+    if pairs * x[..., :1].size <= KENDALL_PAIRS_AT_ONCE:
+        return _kendall_pairs(x, y)
+    flat_x, flat_y = x.reshape(-1, n), y.reshape(-1, n)
+    if pairs <= KENDALL_PAIRS_AT_ONCE:
+        step = KENDALL_PAIRS_AT_ONCE // pairs
+        out = np.concatenate([_kendall_pairs(flat_x[i:i + step], flat_y[i:i + step])
+                              for i in range(0, len(flat_x), step)])
+    else:
+        # one row's pairs alone are too many (e.g. the global level of a large table): scipy's
+        # O(n log n) algorithm, row by row (the same tau-b; undefined, NaN, for a constant row)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", stats.ConstantInputWarning)
+            out = np.array([stats.kendalltau(a, b).statistic for a, b in zip(flat_x, flat_y)], float)
+    return out.reshape(x.shape[:-1])
+
+
+def _kendall_pairs(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     # over the pairs i < j only; the (..., n(n-1)/2) comparison arrays are the cost
     first, second = np.triu_indices(x.shape[-1], k=1)
     sx = np.sign(x[..., first] - x[..., second])
