@@ -370,3 +370,23 @@ def test_kendall_in_pieces_and_by_scipy_for_many_pairs_is_the_same_tau_b(monkeyp
     for budget in (10 ** 6, 1000, 100):  # all at once, rows in pieces, row by row with scipy
         monkeypatch.setattr(metric_correlation, "KENDALL_PAIRS_AT_ONCE", budget)
         np.testing.assert_allclose(metric_correlation.correlation(x, y, "kendall"), expected, rtol=1e-12)
+
+
+def test_the_heldout_protocol_scores_every_interval_against_an_independent_study():
+    from simdesign.core.errors import ConfigError
+    from simdesign.simulation.metric_validation import (HELDOUT_STREAM, one_trial, parse_metric_config,
+                                                        simulate_study, system_level_targets)
+
+    raw = {"name": "h", "model": "coherence", "metric": {"system_correlation": 0.8, "summary_correlation": 0.5},
+           "systems": [6], "documents": [8], "bootstrap_resamples": 50, "methods": ["pearson"], "heldout": True}
+    config = parse_metric_config(raw)
+    study, heldout = simulate_study(config, 6, 8, 0), simulate_study(config, 6, 8, 0, HELDOUT_STREAM)
+    assert study[1].shape == heldout[1].shape and not np.allclose(study[1], heldout[1])
+    rows = pd.DataFrame(one_trial(config, 6, 8, 0, system_level_targets(config)))
+    heldout_rows = rows[rows["estimand"] == "heldout_coverage"]
+    assert sorted(heldout_rows["scheme"]) == ["both", "fisher", "inputs", "systems"]
+    target = rows.loc[rows["estimand"] == "heldout_correlation", "value"].item()
+    from simdesign.stats.metric_correlation import system_level
+    assert target == pytest.approx(system_level(heldout[0][0], heldout[1]))
+    with pytest.raises(ConfigError, match="'heldout' field must be true or false"):
+        parse_metric_config({**raw, "heldout": "yes"})
