@@ -22,8 +22,8 @@ Layers (a module imports only its own layer and those listed before it; ``tests/
 4. ``analyses``: the registered tests (+ ``rsession``, the R session they run in);
 5. ``simulation``: config, engine, backends, store, summary, plots;
 6. ``planning`` and ``pilot``: two clients of simulation that ignore each other;
-7. ``outputs``, ``api``, ``cli``, ``cli_analyse``, ``cli_design``, ``cli_explore``, ``explore`` (the web
-   explorer): user-facing entry points, flat at the top so
+7. ``outputs``, ``api``, ``cli``, ``cli_analyse``, ``cli_metrics``, ``cli_design``, ``cli_explore``, ``explore``
+   (the web explorer): user-facing entry points, flat at the top so
    ``python -m simdesign.cli`` and the ``simdesign`` console script keep their paths.
 
 Folders are named ``simulation`` and ``planning`` (not ``simulate``/``plan``) so they never shadow the

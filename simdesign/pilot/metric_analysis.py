@@ -208,6 +208,7 @@ def metric_scores(frame: pd.DataFrame, metrics=None, human: str = DEFAULT_HUMAN,
         Every problem at once, naming columns and lines: missing columns, empty ids, scores that are
         not finite numbers, repeated (system, input) pairs, missing cells, fewer than 3 systems or 2 inputs.
     """
+    inferred = metrics is None
     metrics, problems = _column_errors(frame, metrics, human)
     if problems:
         raise DataError(problems)
@@ -215,6 +216,9 @@ def metric_scores(frame: pd.DataFrame, metrics=None, human: str = DEFAULT_HUMAN,
     for column in ID_COLUMNS:
         frame[column] = frame[column].astype("string").str.strip()
     values, problems = _value_errors(frame, [*metrics, human])
+    if problems and inferred:
+        problems.append(f"Every column but system, input and {human!r} was taken as a metric ({metrics}); "
+                        "--metrics (metrics=) names the metric columns")
     if problems:
         raise DataError(problems)
     systems, inputs, problems, notes = _completeness(frame, drop_incomplete_inputs)
