@@ -183,11 +183,14 @@ def test_permutation_p_values_agree_with_nlpstats_on_the_example(example, level,
 @pytest.mark.slow
 @pytest.mark.parametrize("level,scheme", [("summary", "both"), ("summary", "systems"), ("global", "both")])
 def test_summary_and_global_intervals_and_p_values_agree_with_nlpstats(example, level, scheme):
-    """The slower levels of nlpstats' loops: a correlation per input per resample (summary), all outputs (global)."""
+    """The slower levels of nlpstats' loops: a correlation per input per resample (summary), all outputs (global).
+
+    On the example's first 15 inputs: nlpstats computes the summary level input by input in Python."""
     correlations = _oracle()
-    a, b, human = example.metrics["metric_a"], example.metrics["metric_b"], example.human
+    a, b, human = (matrix[:, :15] for matrix in (example.metrics["metric_a"], example.metrics["metric_b"],
+                                                  example.human))
     oracle_level = "input" if level == "summary" else level
-    resamples = 1000
+    resamples = 800
     np.random.seed(12)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
