@@ -50,6 +50,9 @@ SCHEMES = ("systems", "inputs", "both")
 # Kendall's tau compares all pairs: at most this many pair comparisons are held in memory at once (about 32 MB
 # per float64 array); beyond, rows are taken in pieces, or one by one with scipy's O(n log n) algorithm.
 KENDALL_PAIRS_AT_ONCE = 4_000_000
+# Rows longer than this go to scipy's O(n log n) tau-b one by one (measured: 0.5 ms a row against 0.7 ms for
+# all pairs of 120 values, 0.8 against 115 ms at 1600).
+KENDALL_SCIPY_FROM = 100
 
 
 def _pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -65,16 +68,17 @@ def _kendall_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     x, y = np.broadcast_arrays(x, y)
     n = x.shape[-1]
     pairs = max(n * (n - 1) // 2, 1)
-    if pairs * x[..., :1].size <= KENDALL_PAIRS_AT_ONCE:
+    if pairs * x[..., :1].size <= KENDALL_PAIRS_AT_ONCE and n <= KENDALL_SCIPY_FROM:
         return _kendall_pairs(x, y)
     flat_x, flat_y = x.reshape(-1, n), y.reshape(-1, n)
-    if pairs <= KENDALL_PAIRS_AT_ONCE:
+    if pairs <= KENDALL_PAIRS_AT_ONCE and n <= KENDALL_SCIPY_FROM:
         step = KENDALL_PAIRS_AT_ONCE // pairs
         out = np.concatenate([_kendall_pairs(flat_x[i:i + step], flat_y[i:i + step])
                               for i in range(0, len(flat_x), step)])
     else:
-        # one row's pairs alone are too many (e.g. the global level of a large table): scipy's
-        # O(n log n) algorithm, row by row (the same tau-b; undefined, NaN, for a constant row)
+        # long rows (e.g. the global level of a table): scipy's O(n log n) algorithm, row by row, is
+        # faster than comparing all pairs beyond about 100 values (and needs no n^2 memory); the same
+        # tau-b, undefined (NaN) for a constant row
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", stats.ConstantInputWarning)
             out = np.array([stats.kendalltau(a, b).statistic for a, b in zip(flat_x, flat_y)], float)
