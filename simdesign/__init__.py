@@ -10,7 +10,8 @@ The Python API (:mod:`simdesign.api`)::
     result = simdesign.simulate("configs/quick.yaml", trials=50)
     result.summary()
 
-``simdesign.analyse`` is the module :mod:`simdesign.pilot.analyse` and, called, its :func:`analyse`.
+``simdesign.analyse`` is the module :mod:`simdesign.pilot.analyse` and, called, its :func:`analyse`;
+``simdesign.analyse_metrics`` compares automatic metrics with human scores (:mod:`simdesign.pilot.metric_analysis`).
 
 Layers (a module imports only its own layer and those listed before it; ``tests/test_architecture.py`` checks):
 
@@ -21,8 +22,8 @@ Layers (a module imports only its own layer and those listed before it; ``tests/
 4. ``analyses``: the registered tests (+ ``rsession``, the R session they run in);
 5. ``simulation``: config, engine, backends, store, summary, plots;
 6. ``planning`` and ``pilot``: two clients of simulation that ignore each other;
-7. ``outputs``, ``api``, ``cli``, ``cli_analyse``, ``cli_design``, ``cli_explore``, ``explore`` (the web
-   explorer): user-facing entry points, flat at the top so
+7. ``outputs``, ``api``, ``cli``, ``cli_analyse``, ``cli_metrics``, ``cli_design``, ``cli_explore``, ``explore``
+   (the web explorer): user-facing entry points, flat at the top so
    ``python -m simdesign.cli`` and the ``simdesign`` console script keep their paths.
 
 Folders are named ``simulation`` and ``planning`` (not ``simulate``/``plan``) so they never shadow the
@@ -35,8 +36,8 @@ from simdesign.model import OrdinalMixedModel, load_model
 from simdesign.simulation.config import SimulationConfig, load_config, parse_config
 from simdesign.simulation.engine import replay_trial, run_simulation
 from simdesign.simulation.summary import summarise
-from simdesign.api import (PlanOutcome, Reliability, SimulationResult, check_model, fit_model, load_results, plan,
-                           reliability, simulate)
+from simdesign.api import (PlanOutcome, Reliability, SimulationResult, analyse_metrics, check_model, fit_model,
+                           load_results, plan, reliability, simulate)
 from simdesign.pilot import analyse  # a callable module: simdesign.analyse(frame) runs simdesign.pilot.analyse.analyse
 
 
@@ -70,4 +71,4 @@ __version__ = "0.1.0"
 __all__ = ["BlockDesign", "PoolDesign", "OverlapDesign", "ConfigError", "DataError", "StoreError", "Judgements", "OrdinalMixedModel",
            "load_model", "SimulationConfig", "load_config", "parse_config", "replay_trial", "run_simulation",
            "summarise", "simulate", "SimulationResult", "load_results", "plan", "PlanOutcome", "fit_model",
-           "check_model", "reliability", "Reliability", "analyse", "draw_designs"]
+           "check_model", "reliability", "Reliability", "analyse", "analyse_metrics", "draw_designs"]

@@ -9,7 +9,9 @@
   results directory back;
 * :func:`plan` -> :class:`PlanOutcome` (``table``, ``recommendation``, ``plot()``);
 * :func:`fit_model`, :func:`check_model`, :func:`reliability` on a judgements
-  table or CSV; ``simdesign.analyse(...)`` analyses a real study.
+  table or CSV; ``simdesign.analyse(...)`` analyses a real study;
+* :func:`analyse_metrics`: automatic metrics against human scores on real data (correlations with
+  bootstrap and Fisher intervals, tests comparing metrics).
 
 Bad input raises :class:`~simdesign.core.errors.ConfigError` (configs),
 :class:`~simdesign.core.errors.DataError` (tables) or
@@ -659,3 +661,28 @@ def reliability_of_checked(frame: pd.DataFrame, scale, seed: int = 0) -> Reliabi
     except ConfigError as exc:  # UndefinedReliability, or a table that is not complete (annotator, document) pairs
         notes.append(f"split-half reliability: undefined ({exc})")
     return Reliability(alpha, split, notes)
+
+
+def analyse_metrics(table, *, metrics=None, human: str = "human", levels=("system", "summary", "global"),
+                    methods=("pearson", "spearman", "kendall"), resamples: int = 1000, seed: int = 0,
+                    confidence: float = 0.95, drop_incomplete_inputs: bool = False):
+    """Correlations of automatic metrics with human scores and tests comparing metrics (Deutsch et al. 2021).
+
+    ``simdesign analyse-metrics`` in Python; all parameters as
+    :func:`simdesign.pilot.metric_analysis.analyse_metrics` (the table: a CSV path or a DataFrame with
+    columns system, input, one per metric and the human score; docs/how-to/analyse-metrics.md).
+
+    Returns
+    -------
+    simdesign.pilot.metric_analysis.MetricAnalysis
+        ``correlations`` and ``comparisons`` tables, ``summary()``, ``plot()``, ``save(out_dir)``.
+
+    Raises
+    ------
+    DataError
+        A table or option that cannot be used, naming columns and file lines.
+    """
+    from simdesign.pilot.metric_analysis import analyse_metrics as analyse
+
+    return analyse(table, metrics=metrics, human=human, levels=levels, methods=methods, resamples=resamples,
+                   seed=seed, confidence=confidence, drop_incomplete_inputs=drop_incomplete_inputs)

@@ -27,13 +27,28 @@ automatic metrics, and computes
   its population value: rho_sum times the within-document correlation of
   the latent quality with the human score, a few-dimensional integral over
   the model (:mod:`simdesign.simulation.metric_targets`);
+* with ``heldout: true``, ``heldout_coverage``: Deutsch et al.'s held-out
+  protocol, the share of trials in which each interval (the three bootstrap
+  ones and Fisher's) covers the system-level correlation of an independent
+  study of new systems and documents of the same sizes
+  (``heldout_correlation``); it answers "will a replication's correlation
+  fall in my interval?", while ``coverage`` answers "does my interval hold
+  the population correlation?". The held-out correlation varies from study
+  to study, so the held-out protocol asks more of an interval;
+* ``coverage`` and ``width`` with scheme ``Fisher``: the Fisher z interval of
+  the same correlation (n = systems; Bonett and Wright's variances for
+  Spearman and Kendall; :func:`simdesign.stats.metric_comparison.fisher_interval`),
+  the baseline the bootstrap intervals are compared with;
 * ``permutation_power``: the share of trials in which the permutation test
-  (PERM-SYSTEMS, swapping whole systems, and PERM-BOTH, swapping single
-  outputs) finds the two metrics' system-level Pearson correlations with
-  the human scores different at ``alpha`` (its type I error when both
-  metrics have the same targets; PERM-BOTH is not valid when the metrics
-  have system biases of their own, see
-  :func:`simdesign.stats.metric_correlation.permutation_test`).
+  (PERM-SYSTEMS, swapping whole systems, PERM-INPUTS, whole documents, and
+  PERM-BOTH, single outputs) finds the two metrics' system-level Pearson
+  correlations with the human scores different at ``alpha``, two-sided (its
+  type I error when both metrics have the same targets; PERM-BOTH is not
+  valid when the metrics have system biases of their own, see
+  :func:`simdesign.stats.metric_correlation.permutation_test`);
+  ``paired_bootstrap_power`` and ``williams_power`` the same for the paired
+  bootstrap test on BOOT-BOTH resamples and Williams' test
+  (:mod:`simdesign.stats.metric_comparison`).
 
 scripts/check_bootstrap_coverage.py checks a different interval (``simdesign analyse``'s intervals
 of each system's mean score); the conventions are shared: the trial (study) is the unit, rates get
@@ -69,6 +84,7 @@ from simdesign.core.suggest import suggestions
 from simdesign.simulation.config import likert_model_or_problem, read_config_mapping, resolve_model
 from simdesign.simulation.metric_store import ROW_COLUMNS, MetricValidationStore
 from simdesign.simulation.metric_targets import summary_level_target
+from simdesign.stats.metric_comparison import fisher_interval, paired_bootstrap_test, williams_test
 from simdesign.stats.metric_correlation import (METHODS, SCHEMES, bootstrap_system_level, percentile_interval,
                                                 permutation_test, summary_level, system_level)
 from simdesign.stats.montecarlo import mean_interval, wilson_interval
@@ -77,10 +93,18 @@ from simdesign.core.checks import is_integer, is_number
 
 KEYS = ("name", "description", "model", "population", "metric", "second_metric", "error_correlation", "systems",
         "documents", "annotators_per_document", "methods", "trials", "bootstrap_resamples",
-        "permutation_resamples", "confidence", "alpha", "seed", "summary_intervals")
+        "permutation_resamples", "confidence", "alpha", "seed", "summary_intervals", "heldout")
 SUMMARY_TARGET = "summary:pearson"
-SCHEME_NAMES = {"systems": "BOOT-SYSTEMS", "inputs": "BOOT-INPUTS", "both": "BOOT-BOTH"}
-PERMUTATION_NAMES = {"systems": "PERM-SYSTEMS", "both": "PERM-BOTH"}
+SCHEME_NAMES = {"systems": "BOOT-SYSTEMS", "inputs": "BOOT-INPUTS", "both": "BOOT-BOTH", "fisher": "Fisher"}
+PERMUTATION_NAMES = {"systems": "PERM-SYSTEMS", "inputs": "PERM-INPUTS", "both": "PERM-BOTH"}
+# The tests comparing the two metrics: estimand -> the names of its schemes in the summary.
+COMPARISON_ESTIMANDS = {"permutation_power": PERMUTATION_NAMES, "paired_bootstrap_power": {"both": "BOOT-BOTH"},
+                        "williams_power": {"": ""}}
+HELDOUT_STREAM = "/heldout"
+COVERAGE_ESTIMANDS = ("coverage", "summary_coverage", "heldout_coverage")
+# Which estimands a trial computes; part of the store's fingerprint, so that stores of trials computed
+# before the Fisher baseline and the comparison tests were added are refused, not mixed in.
+ESTIMANDS_VERSION = 2
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,6 +127,7 @@ class MetricValidationConfig:
     alpha: float = 0.05
     seed: int = 0
     summary_intervals: bool = False
+    heldout: bool = False
     description: str = ""
     generator: MetricGenerator = field(init=False, repr=False)
 
@@ -182,8 +207,9 @@ def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValida
         value = raw.get(key, default)
         if not is_number(value) or not 0 < value < 1:
             problems.append(f"The '{key}' field must be in (0, 1); got {value!r}")
-    if not isinstance(raw.get("summary_intervals", False), bool):
-        problems.append(f"The 'summary_intervals' field must be true or false; got {raw['summary_intervals']!r}")
+    for key in ("summary_intervals", "heldout"):
+        if not isinstance(raw.get(key, False), bool):
+            problems.append(f"The '{key}' field must be true or false; got {raw[key]!r}")
     error_correlation = raw.get("error_correlation", 0.0)
     if not is_number(error_correlation) or not -1 <= error_correlation <= 1:
         problems.append(f"The 'error_correlation' field must be a number in [-1, 1]; got {error_correlation!r}")
@@ -203,7 +229,8 @@ def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValida
             trials=sizes["trials"][0], bootstrap_resamples=sizes["bootstrap_resamples"][0],
             permutation_resamples=sizes["permutation_resamples"][0], confidence=float(raw.get("confidence", 0.95)),
             alpha=float(raw.get("alpha", 0.05)), seed=sizes["seed"][0],
-            summary_intervals=raw.get("summary_intervals", False), description=str(raw.get("description", "")))
+            summary_intervals=raw.get("summary_intervals", False), heldout=raw.get("heldout", False),
+            description=str(raw.get("description", "")))
     except ConfigError as exc:
         raise ConfigError([m.replace("'metric.", "'metric or second_metric.") for m in exc.messages]) from exc
 
@@ -260,13 +287,36 @@ def cell_label(n_systems: int, n_documents: int) -> str:
     return f"S{n_systems}-D{n_documents}"
 
 
-def simulate_study(config: MetricValidationConfig, n_systems: int, n_documents: int, trial: int):
-    """One trial's study: (metric scores (k, S, D), human scores (S, D), latent quality (D, S))."""
-    rng = data_rng(config.seed, cell_label(n_systems, n_documents), trial)
+def simulate_study(config: MetricValidationConfig, n_systems: int, n_documents: int, trial: int,
+                   stream: str = ""):
+    """One trial's study: (metric scores (k, S, D), human scores (S, D), latent quality (D, S)).
+
+    ``stream`` '' is the study itself; HELDOUT_STREAM an independent study of new systems and documents
+    of the same sizes (the held-out protocol's), from its own data stream.
+    """
+    rng = data_rng(config.seed, cell_label(n_systems, n_documents) + stream, trial)
     effects = config.population.draw(np.asarray(config.model.effects, float), n_systems, rng)
     model = population_model(config.model, n_systems, effects)
     judgements, quality = sample_with_quality(model, BlockDesign(n_documents, 1, config.annotators_per_document), rng)
     return config.generator.scores(quality, rng), human_scores(judgements), quality
+
+
+def example_table(config: MetricValidationConfig, n_systems: int, n_documents: int, trial: int = 0,
+                  names=("metric_a", "metric_b"), decimals: int = 4) -> pd.DataFrame:
+    """One simulated study as the long table ``simdesign analyse-metrics`` reads (examples/metric_scores.csv).
+
+    Columns ``system, input``, one per metric of the config (named by ``names``) and ``human`` (each
+    output's mean judgement), scores rounded to ``decimals``; the study is trial ``trial`` of the cell
+    (n_systems, n_documents), as :func:`simulate_study` draws it.
+    """
+    metric, human, _ = simulate_study(config, n_systems, n_documents, trial)
+    systems, documents = np.meshgrid(np.arange(n_systems), np.arange(n_documents), indexing="ij")
+    table = pd.DataFrame({"system": [f"system{s:02d}" for s in systems.ravel()],
+                          "input": [f"doc{d:03d}" for d in documents.ravel()]})
+    for name, scores in zip(names, metric):
+        table[name] = scores.ravel().round(decimals)
+    table["human"] = human.ravel().round(decimals)
+    return table
 
 
 def one_trial(config: MetricValidationConfig, n_systems: int, n_documents: int, trial: int,
@@ -278,25 +328,68 @@ def one_trial(config: MetricValidationConfig, n_systems: int, n_documents: int, 
     for method in config.methods:
         rows.append(("system_correlation", method, "", system_level(metric[0], human, method)))
         rows.append(("summary_correlation", method, "", summary_level(metric[0], human, method)))
+    intervals = {}
     for scheme in SCHEMES:
         rng = analysis_rng(config.seed, label, trial, f"boot-{scheme}")
         boot = bootstrap_system_level(metric[0], human, scheme, rng, config.bootstrap_resamples, config.methods)
         for method in config.methods:
-            low, high = percentile_interval(boot[method], config.confidence)
-            target = targets[method]
-            covered = float(low <= target <= high) if np.isfinite(target) and np.isfinite(low) else np.nan
-            rows.append(("coverage", method, scheme, covered))
-            rows.append(("width", method, scheme, high - low))
+            intervals[method, scheme] = percentile_interval(boot[method], config.confidence)
+    for method in config.methods:
+        intervals[method, "fisher"] = fisher_interval(system_level(metric[0], human, method), n_systems, method,
+                                                      config.confidence)
+    for (method, scheme), (low, high) in intervals.items():
+        rows.append(("coverage", method, scheme, _covers(low, high, targets[method])))
+        rows.append(("width", method, scheme, high - low))
+    if config.heldout:
+        rows += heldout_rows(config, n_systems, n_documents, trial, intervals)
     if config.summary_intervals:
         rows += summary_interval_rows(config, metric[0], human, label, trial, targets[SUMMARY_TARGET])
     if len(config.metrics) > 1:
-        for scheme in ("systems", "both"):
-            rng = analysis_rng(config.seed, label, trial, f"perm-{scheme}")
-            _, p_value = permutation_test(metric[0], metric[1], human, rng, config.permutation_resamples,
-                                          scheme=scheme)
-            rows.append(("permutation_power", "pearson", scheme, float(p_value < config.alpha)))
+        rows += comparison_rows(config, metric, human, label, trial)
     return [{"systems": n_systems, "documents": n_documents, "trial": trial, "estimand": estimand,
              "method": method, "scheme": scheme, "value": value} for estimand, method, scheme, value in rows]
+
+
+def _covers(low: float, high: float, target: float) -> float:
+    return float(low <= target <= high) if np.isfinite(target) and np.isfinite(low) else np.nan
+
+
+def heldout_rows(config: MetricValidationConfig, n_systems: int, n_documents: int, trial: int,
+                 intervals: dict) -> list[tuple]:
+    """Deutsch et al.'s held-out protocol: does the interval cover the correlation of an independent study?
+
+    The held-out study has new systems (from the same population) and new documents, as many as the
+    study's (the paper splits its systems and inputs into halves); its system-level correlation, not
+    the population value, is the target.
+    """
+    metric, human, _ = simulate_study(config, n_systems, n_documents, trial, HELDOUT_STREAM)
+    rows = []
+    for method in config.methods:
+        target = system_level(metric[0], human, method)
+        rows.append(("heldout_correlation", method, "", target))
+        for scheme in (*SCHEMES, "fisher"):
+            rows.append(("heldout_coverage", method, scheme, _covers(*intervals[method, scheme], target)))
+    return rows
+
+
+def comparison_rows(config: MetricValidationConfig, metric: np.ndarray, human: np.ndarray, label: str,
+                    trial: int) -> list[tuple]:
+    """Rejections (p < alpha, two-sided) of H0 'equal system-level Pearson correlations' by each test."""
+    rows = []
+    for scheme in SCHEMES:
+        rng = analysis_rng(config.seed, label, trial, f"perm-{scheme}")
+        _, p_value = permutation_test(metric[0], metric[1], human, rng, config.permutation_resamples, scheme=scheme)
+        rows.append(("permutation_power", "pearson", scheme, float(p_value < config.alpha)))
+    # the same resamples for both metrics: two generators in the same state (metric_comparison's docstring)
+    boot = [bootstrap_system_level(scores, human, "both", analysis_rng(config.seed, label, trial, "paired-boot"),
+                                   config.bootstrap_resamples, ("pearson",))["pearson"] for scores in metric[:2]]
+    first, second = system_level(metric[0], human), system_level(metric[1], human)
+    p_value = paired_bootstrap_test(first - second, boot[0], boot[1], ("two-sided",))["p_two-sided"]
+    rows.append(("paired_bootstrap_power", "pearson", "both", float(p_value < config.alpha)
+                 if np.isfinite(p_value) else np.nan))
+    _, p_value = williams_test(first, second, system_level(metric[0], metric[1]), metric.shape[1])
+    rows.append(("williams_power", "pearson", "", float(p_value < config.alpha) if np.isfinite(p_value) else np.nan))
+    return rows
 
 
 def summary_interval_rows(config: MetricValidationConfig, metric: np.ndarray, human: np.ndarray, label: str,
@@ -327,7 +420,9 @@ def stored_settings(config: MetricValidationConfig) -> dict:
             "annotators_per_document": config.annotators_per_document, "methods": list(config.methods),
             "bootstrap_resamples": config.bootstrap_resamples,
             "permutation_resamples": config.permutation_resamples, "confidence": config.confidence,
-            "alpha": config.alpha, "seed": config.seed, "summary_intervals": config.summary_intervals}
+            "alpha": config.alpha, "seed": config.seed, "summary_intervals": config.summary_intervals,
+            "heldout": config.heldout,
+            "estimands_version": ESTIMANDS_VERSION}
 
 
 def missing_chunks(config: MetricValidationConfig, store: MetricValidationStore,
@@ -399,52 +494,63 @@ def summarise_metric_validation(rows: pd.DataFrame, config: MetricValidationConf
         values = values[np.isfinite(values)]
         n = values.size
         mean, mcse, low, high = mean_interval(values)
-        if estimand in ("coverage", "summary_coverage", "permutation_power") and n:
+        if (estimand in COVERAGE_ESTIMANDS or estimand in COMPARISON_ESTIMANDS) and n:
             low, high = wilson_interval(mean, mcse, n, n)
         out.append({"systems": s, "documents": d, "estimand": estimand, "method": method,
-                    "scheme": (PERMUTATION_NAMES if estimand == "permutation_power" else SCHEME_NAMES).get(scheme, ""), "value": mean, "ci_low": low, "ci_high": high,
+                    "scheme": COMPARISON_ESTIMANDS.get(estimand, SCHEME_NAMES).get(scheme, ""), "value": mean,
+                    "ci_low": low, "ci_high": high,
                     "mcse": mcse, "trials": n,
                     "target": (targets[method] if estimand in ("coverage", "width") else targets.get(SUMMARY_TARGET)
                                if estimand in ("summary_coverage", "summary_width") else np.nan),
-                    "nominal": config.confidence if estimand in ("coverage", "summary_coverage") else np.nan,
+                    "nominal": config.confidence if estimand in COVERAGE_ESTIMANDS else np.nan,
                     "note": "" if n else "undefined: no target for rank correlations with resampled effects"})
     return pd.DataFrame(out)
 
 
 def plot_coverage(summary: pd.DataFrame, config: MetricValidationConfig, out_base: Path) -> Path:
-    """Coverage of the three bootstrap intervals against the number of systems: a panel per method and documents."""
+    """Coverage of the intervals against the number of systems: a panel per method and documents.
+
+    Solid lines: coverage of the population correlation; with ``heldout``, dashed lines (hollow
+    markers): coverage of a held-out study's correlation (the paper's protocol), colours as the solid ones.
+    """
     import matplotlib.ticker
     from matplotlib.figure import Figure
 
     from simdesign.simulation.plots import save_png
 
-    coverage = summary[(summary["estimand"] == "coverage") & (summary["trials"] > 0)]
-    methods = [m for m in config.methods if (coverage["method"] == m).any()]
-    documents = sorted(coverage["documents"].unique())
+    shown = summary[summary["estimand"].isin(["coverage", "heldout_coverage"]) & (summary["trials"] > 0)]
+    methods = [m for m in config.methods if (shown["method"] == m).any()]
+    documents = sorted(shown["documents"].unique())
     fig = Figure(figsize=(3.6 * len(documents), 3.2 * len(methods)))
     axes = fig.subplots(len(methods), len(documents), squeeze=False, sharex=True, sharey=True)
     for row, method in enumerate(methods):
         for column, n_documents in enumerate(documents):
             axis = axes[row][column]
-            cell = coverage[(coverage["method"] == method) & (coverage["documents"] == n_documents)]
-            for scheme in SCHEME_NAMES.values():
-                line = cell[cell["scheme"] == scheme].sort_values("systems")
-                drawn, = axis.plot(line["systems"], line["value"], marker="o", label=scheme)
-                axis.fill_between(line["systems"], line["ci_low"], line["ci_high"], color=drawn.get_color(),
-                                  alpha=0.15)
-            axis.axhline(config.confidence, color="grey", linestyle="--", linewidth=1, label="nominal")
+            cell = shown[(shown["method"] == method) & (shown["documents"] == n_documents)]
+            for colour, scheme in enumerate(SCHEME_NAMES.values()):
+                for estimand, style, face in (("coverage", "-", None), ("heldout_coverage", "--", "white")):
+                    line = cell[(cell["scheme"] == scheme) & (cell["estimand"] == estimand)].sort_values("systems")
+                    if line.empty:
+                        continue
+                    label = scheme if estimand == "coverage" else f"{scheme}, held-out"
+                    axis.plot(line["systems"], line["value"], marker="o", linestyle=style, color=f"C{colour}",
+                              mfc=face, label=label)
+                    axis.fill_between(line["systems"], line["ci_low"], line["ci_high"], color=f"C{colour}",
+                                      alpha=0.15 if estimand == "coverage" else 0.08)
+            axis.axhline(config.confidence, color="grey", linestyle=":", linewidth=1, label="nominal")
             axis.set_xscale("log")
             axis.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             axis.set_xticks(list(config.systems), [str(s) for s in config.systems])
             axis.set_title(f"{method}, {n_documents} documents", fontsize=9)
             axis.grid(alpha=0.3)
             if column == 0:
-                axis.set_ylabel("coverage of the population correlation")
+                axis.set_ylabel("coverage of the population correlation"
+                                + ("\n(dashed: of a held-out study's)" if config.heldout else ""))
             if row == len(methods) - 1:
                 axis.set_xlabel("systems")
-    axes[0][0].legend(fontsize=7)
+    axes[0][0].legend(fontsize=6 if config.heldout else 7)
     spec = config.metrics[0]
-    fig.suptitle(f"{config.name}: 95% bootstrap intervals of the system-level correlation, metric with "
+    fig.suptitle(f"{config.name}: 95% bootstrap and Fisher intervals of the system-level correlation,\nmetric with "
                  f"rho_sys {spec.system_correlation:g}, rho_sum {spec.summary_correlation:g}; "
                  f"{config.trials} trials per point, {config.bootstrap_resamples} resamples (Wilson bands)",
                  fontsize=9)
