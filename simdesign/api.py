@@ -668,9 +668,27 @@ def analyse_metrics(table, *, metrics=None, human: str = "human", levels=("syste
                     confidence: float = 0.95, drop_incomplete_inputs: bool = False):
     """Correlations of automatic metrics with human scores and tests comparing metrics (Deutsch et al. 2021).
 
-    ``simdesign analyse-metrics`` in Python; all parameters as
-    :func:`simdesign.pilot.metric_analysis.analyse_metrics` (the table: a CSV path or a DataFrame with
-    columns system, input, one per metric and the human score; docs/how-to/analyse-metrics.md).
+    ``simdesign analyse-metrics`` in Python (docs/how-to/analyse-metrics.md).
+
+    Parameters
+    ----------
+    table : path-like or pandas.DataFrame
+        One row per (system, input): columns ``system``, ``input``, one column per metric and the human score.
+    metrics : sequence of str, optional
+        The metric columns (default: all but system, input and ``human``).
+    human : str
+        The human score's column.
+    levels : sequence of {'system', 'summary', 'global'}
+        Correlation levels: over system means, within each input (averaged), over all outputs.
+    methods : sequence of {'pearson', 'spearman', 'kendall'}
+    resamples : int
+        Bootstrap resamples and permutations.
+    seed : int
+        Seeds every resampling (numpy SeedSequence), so the output is reproducible.
+    confidence : float
+        Level of the intervals.
+    drop_incomplete_inputs : bool
+        Keep only the inputs every system has (default: a missing (system, input) cell is an error).
 
     Returns
     -------
@@ -681,6 +699,12 @@ def analyse_metrics(table, *, metrics=None, human: str = "human", levels=("syste
     ------
     DataError
         A table or option that cannot be used, naming columns and file lines.
+
+    Examples
+    --------
+    >>> import simdesign
+    >>> result = simdesign.analyse_metrics("examples/metric_scores.csv", resamples=200)   # doctest: +SKIP
+    >>> result.correlations                                                              # doctest: +SKIP
     """
     from simdesign.pilot.metric_analysis import analyse_metrics as analyse
 

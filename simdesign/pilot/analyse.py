@@ -468,18 +468,13 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     Parameters
     ----------
     frame : pandas.DataFrame or path-like
-        Likert: ``annotator, document, system, score``. Rank: ``annotator,
-        document, system, rank`` (0..S-1 or 1..S, checked), or the form
-        :func:`simdesign.pilot.ranks.read_table` returns. A path is read by
-        :func:`~simdesign.pilot.ranks.read_table` (as ``simdesign analyse`` reads it).
+        Likert: ``annotator, document, system, score``; Rank: ``annotator, document, system, rank``
+        (0..S-1 or 1..S, checked). A path is read by :func:`~simdesign.pilot.ranks.read_table`.
     method : {'likert', 'rank'}, optional
         Default: inferred from the columns.
     tests : str or sequence
-        Registered analyses, by name, as ``name[option=value,...]`` or
-        ``name[value]`` (:func:`parse_test_text`, e.g. ``ttest_unpaired[mc]``: Rankel
-        et al.'s within-document swap threshold), or as mappings ``{name: ...,
-        option: ...}`` (as in a config's ``tests``); one name alone is a list of one.
-        The first decides the groups.
+        Registered analyses: names, ``name[option=value,...]`` or ``name[value]`` (:func:`parse_test_text`,
+        e.g. ``ttest_unpaired[mc]``), or mappings as in a config's ``tests``. The first decides the groups.
     adjust : {'none', 'holm', 'tukey'}
         Passed to tests with an ``adjust`` option; tests without one get Holm
         when anything but 'none' is asked.
@@ -487,8 +482,7 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
         Passed to tests with a ``structure`` option (default 'paper').
     alpha : float
     seed : int
-        Seeds the bootstrap and any randomised test (SeedSequence keyed by
-        seed and purpose), so the output is reproducible.
+        Seeds the bootstrap and any randomised test (SeedSequence keyed by seed and purpose).
     bootstrap : int
         Bootstrap resamples.
     systems : sequence of str, optional
@@ -498,8 +492,7 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
         Fewest blocks for the block bootstrap.
     starts : {'codings', 'single'}, optional
         Passed to tests with a ``starts`` option (``clmm_native``): the refit rule of
-        :func:`simdesign.clmm.fit`. Default 'codings': a singular or unconverged fit is
-        refitted from the other reference codings' optima and the best is kept.
+        :func:`simdesign.clmm.fit` (default 'codings': the best of the reference codings' optima).
     columns : dict, optional
         A path only: file column -> ours (annotator, document, system, score or rank).
     scale : sequence of int, optional
@@ -539,16 +532,24 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     pairs, fits = _run_tests(judgements, specs, adjust, seed)
     primary = pairs[pairs["test"] == specs[0].label]
     sets = rank_sets(systems, primary["p_value"].to_numpy(float), primary["estimate"].to_numpy(float), alpha)
-    grouped = data.groupby("system")[value_column]
-    table = pd.DataFrame({"system": systems, "mean": grouped.mean().reindex(systems).to_numpy(),
-                          "ci_low": low, "ci_high": high, "n": grouped.size().reindex(systems).to_numpy()})
-    table = table.merge(sets, on="system")
-    if not given_order:  # a reader looks for the best system first: rank order, unless the caller set one
-        table = table.sort_values("mean", ascending=method == "rank", kind="stable").reset_index(drop=True)
+    table = _system_table(data[["system", value_column]], systems, low, high, sets,
+                          rank_order=not given_order, best_is_low=method == "rank")
     notes = _analysis_notes(primary, specs[0].label, method) + _design_notes(specs, data)
     details = {"bootstrap": int(bootstrap), "seed": seed, "alpha": alpha, "adjust": adjust, "fits": fits}
     return Analysis(table=table, pairs=pairs.drop(columns="message"), method=method,
                     info=_details(data, info, scheme, specs, details), notes=notes)
+
+
+def _system_table(values: pd.DataFrame, systems, low, high, sets: pd.DataFrame, rank_order: bool,
+                  best_is_low: bool) -> pd.DataFrame:
+    """Means with intervals and rank groups, one row per system; in rank order (best first) when asked."""
+    grouped = values.groupby("system")[values.columns[1]]
+    table = pd.DataFrame({"system": systems, "mean": grouped.mean().reindex(systems).to_numpy(),
+                          "ci_low": low, "ci_high": high, "n": grouped.size().reindex(systems).to_numpy()})
+    table = table.merge(sets, on="system")
+    if rank_order:  # a reader looks for the best system first, unless the caller set an order
+        table = table.sort_values("mean", ascending=best_is_low, kind="stable").reset_index(drop=True)
+    return table
 
 
 def _checked_systems(systems, data: pd.DataFrame) -> list:
