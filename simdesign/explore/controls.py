@@ -41,11 +41,11 @@ MAX_REQUEST_BYTES = 64 * 1024  # the controls' JSON is well under 2 kB
 # One-click settings for a lesson (the page's "Scenarios"): control -> value, the rest left as they are.
 PAPER_TESTS = ["ttest", "ttest_doc", "art_doc"]
 SCENARIOS = [
-    {"name": "paper", "label": "Paper's design", "title": "Steen & Markert (2021): 100 documents in 20 blocks of 5, "
+    {"name": "paper", "label": "Paper", "title": "Steen & Markert (2021): 100 documents in 20 blocks of 5, "
      "3 annotators per block (60 annotators), effect zero: type I error", "values": {
          "effect": "zero", "kind": "block", "blocks": "20", "docs_per_block": "5", "annotators_per_block": "3",
          "method": "likert", "tests": PAPER_TESTS}},
-    {"name": "crossed3", "label": "Crossed, 3 annotators", "title": "Figure 4's left end: 3 annotators all judging "
+    {"name": "crossed3", "label": "Crossed 3", "title": "Figure 4's left end: 3 annotators all judging "
      "the same 100 documents (fully crossed), effect zero: the unaggregated t-test is liberal", "values": {
          "effect": "zero", "kind": "block", "blocks": "1", "docs_per_block": "100", "annotators_per_block": "3",
          "method": "likert", "tests": PAPER_TESTS}},
@@ -53,11 +53,11 @@ SCENARIOS = [
      "effect: compare each test's power with its type I error beside it", "values": {
          "effect": "fitted", "kind": "block", "blocks": "1", "docs_per_block": "100", "annotators_per_block": "3",
          "method": "likert", "tests": PAPER_TESTS}},
-    {"name": "nested20", "label": "Nested, 20 annotators", "title": "Figure 7's nested design: 20 annotators, each "
+    {"name": "nested20", "label": "Nested 20: power", "title": "Figure 7's nested design: 20 annotators, each "
      "judging their own 5 documents (100 documents, one judgement per output), fitted effect: power", "values": {
          "effect": "fitted", "kind": "block", "blocks": "20", "docs_per_block": "5", "annotators_per_block": "1",
          "method": "likert", "tests": ["ttest_doc", "art_doc", "art_block"]}},
-    {"name": "rank", "label": "Rank, paper's design", "title": "The paper's design judged by ranking the 5 outputs "
+    {"name": "rank", "label": "Rank: power", "title": "The paper's design judged by ranking the 5 outputs "
      "instead of Likert scores, fitted effect: power", "values": {
          "effect": "fitted", "kind": "block", "blocks": "20", "docs_per_block": "5", "annotators_per_block": "3",
          "method": "rank", "tests": ["ttest", "ttest_doc", "art_doc"]}},

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from simdesign.outputs import shipped_figures_folder
 from simdesign.simulation.methods import result_label
@@ -184,6 +185,12 @@ def draw_position(curves: pd.DataFrame, estimand: str, current: list[dict], anno
     if estimand == "type1":
         ax.axhline(0.05, color="grey", linestyle=":", linewidth=1)
     ax.set_xscale("log")
+    # ticks at the table's designs and the current one, written as plain numbers (3, 60, 300), not 3x10^0
+    ticks = sorted({int(a) for a in shown["annotators"]} | {int(annotators)})
+    ax.set_xticks(ticks if len(ticks) <= 12 else ticks[::len(ticks) // 12 + 1])
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.tick_params(axis="x", labelsize=7)
     ax.set_xlabel("annotators in total")
     ax.set_ylabel("type I error rate" if estimand == "type1" else "power")
     ax.set_ylim(bottom=0)
