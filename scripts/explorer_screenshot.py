@@ -1,6 +1,6 @@
 """Take the README's screenshot of the explorer (figures/explorer.png) with Debian's headless Chromium.
 
-    python scripts/explorer_screenshot.py [--out figures/explorer.png] [--figures DIR] [--trials 400] [--size 1400x1350]
+    python scripts/explorer_screenshot.py [--out figures/explorer.png] [--figures DIR] [--trials 400] [--size 1024x768]
 
 Starts ``simdesign explore`` on a free port, waits until the default setting (the paper's design under the
 null, with the trials given) is computed and the second view is drawn, saves the screenshot, stops the server.
@@ -32,7 +32,7 @@ def main() -> int:
     parser.add_argument("--out", default=str(ROOT / "figures" / "explorer.png"))
     parser.add_argument("--figures", help="folder of the precomputed curves (default: the repository's figures/)")
     parser.add_argument("--trials", default="400")
-    parser.add_argument("--size", default="1400x1350",
+    parser.add_argument("--size", default="1024x768",
                         help="window WIDTHxHEIGHT in pixels (1024x768: a classroom projector)")
     args = parser.parse_args()
     command = [sys.executable, "-m", "simdesign.cli", "explore", "--port", "0"]
@@ -45,7 +45,9 @@ def main() -> int:
         width, height = (int(part) for part in args.size.lower().split("x"))
         driver = start_chromium(window_size=(width, height), performance_log=False)
         driver.get(url)
-        wait_for(driver, "return document.getElementById('control-trials') !== null", 60)
+        # the page fills its controls once the server's options arrive, and computes the defaults: wait for their
+        # first results, or the trials typed below would be appended to the default value
+        wait_for(driver, "return document.querySelectorAll('#results tbody tr').length > 0", 600)
         field = driver.find_element("id", "control-trials")
         field.clear()
         field.send_keys(args.trials)

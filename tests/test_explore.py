@@ -462,3 +462,40 @@ def test_the_real_server_refuses_an_oversized_study_keeps_answering_and_logs_no_
     # quiet: no line per answered request (polls, checks), but a request answered with an error is logged
     assert "GET /api/run/" + key not in stderr and "POST /api/check" not in stderr, stderr
     assert "GET /api/run/nosuch" in stderr and " 404 " in stderr, stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/status"), reason="reads /proc")
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_or_a_signal_to_the_process_group_stops_the_server_and_its_workers(signal_name):
+    # Ctrl-C in a terminal sends SIGINT to the server and its workers alike ('timeout' or a service manager
+    # send SIGTERM so); an idle worker that died of it held the pool's task lock and the server hung for ever
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    process = subprocess.Popen([sys.executable, "-m", "simdesign.cli", "explore", "--port", "0", "--workers", "2"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=repo,
+                               start_new_session=True)
+    try:
+        assert "http://" in process.stdout.readline()
+        children = []
+        deadline = time.perf_counter() + 120
+        while len(children) < 2 and time.perf_counter() < deadline:  # the two workers (and the resource tracker)
+            time.sleep(0.5)
+            children = [int(pid) for pid in open(f"/proc/{process.pid}/task/{process.pid}/children").read().split()]
+        time.sleep(5)  # the workers are idle, waiting for a task
+        os.killpg(process.pid, getattr(signal, signal_name))
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    time.sleep(1)
+    alive = [pid for pid in children if os.path.exists(f"/proc/{pid}") and
+             "Z" not in open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0]]
+    assert alive == [], f"workers left running: {alive}"

@@ -289,30 +289,41 @@ def projector_page(server):
     stop_chromium(driver)
 
 
-def test_the_page_fits_a_1024x768_projector(projector_page):
-    page = projector_page
-    from selenium.webdriver.common.by import By
-
-    wait_for(page, "return document.getElementById('scenario-crossed3_power') !== null", 60, "the scenarios")
-    page.find_element(By.ID, "scenario-crossed3_power").click()  # power: the widest results table
-    wait_for(page, "return document.getElementById('results').dataset.estimand === 'power' && "
-                   "document.querySelectorAll('#results tbody td.type1').length === 3", FIRST_RESULT_TIMEOUT,
-             "the power results of the scenario")
-    assert page.execute_script("return document.getElementById('control-docs_per_block').value") == "100"
-    wait_for(page, "const i = document.getElementById('position-picture'); "
-                   "return i.complete && i.naturalWidth > 0 && i.style.display !== 'none'", 120, "the position figure")
-    # the browser's chrome takes part of the window: the viewport is what a windowed browser shows
+def in_view(page, elements) -> None:
+    """Each element is drawn whole inside the viewport (no scrolling needed to see it)."""
     width, height = page.execute_script("return [window.innerWidth, window.innerHeight]")
-    assert width <= 1024 and height <= 768
-    for element in ("results", "position-picture", "design-picture", "cancel"):
+    assert width <= 1024 and height <= 768  # the browser's own bars take part of the window, as on a projector
+    for element in elements:
         box = page.execute_script(f"const r = document.getElementById('{element}').getBoundingClientRect(); "
                                   "return [r.left, r.top, r.right, r.bottom, r.width, r.height]")
         left, top, right, bottom, w, h = box
         assert w > 0 and h > 0 and left >= 0 and top >= 0, (element, box)
         assert right <= width and bottom <= height, f"{element} is outside the {width}x{height} view: {box}"
+
+
+def test_the_page_fits_a_1024x768_projector(projector_page):
+    page = projector_page
+    from selenium.webdriver.common.by import By
+
+    picture_drawn = ("const i = document.getElementById('position-picture'); "
+                     "return i.complete && i.naturalWidth > 0 && i.style.display !== 'none'")
+    wait_for(page, "return document.querySelectorAll('#results tbody tr').length > 0", FIRST_RESULT_TIMEOUT,
+             "the first results")
+    wait_for(page, picture_drawn, 120, "the position figure")
+    in_view(page, ("results", "position-picture", "design-picture", "cancel"))
     # the position figure is drawn large enough to read, not shrunk to a stamp
     assert page.execute_script("return document.getElementById('position-picture').getBoundingClientRect()"
                                ".height") >= 220
+    # power: the widest results table (the type I error beside each power)
+    page.find_element(By.ID, "scenario-crossed3_power").click()
+    wait_for(page, "return document.getElementById('results').dataset.estimand === 'power' && "
+                   "document.querySelectorAll('#results tbody td.type1').length === 3", FIRST_RESULT_TIMEOUT,
+             "the power results of the scenario")
+    assert page.execute_script("return document.getElementById('control-docs_per_block').value") == "100"
+    wait_for(page, "return document.getElementById('position-picture').dataset.table === 'paper_fig5_coherence'",
+             120, "the position figure on the power curves")
+    wait_for(page, picture_drawn, 120, "the position figure")
+    in_view(page, ("results", "position-picture", "design-picture", "cancel"))
 
 
 def test_an_oversized_design_gets_the_servers_ceiling_next_to_its_control_and_the_server_goes_on(page):

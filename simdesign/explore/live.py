@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import multiprocessing
+import signal
 import threading
 import time
 from collections import OrderedDict
@@ -39,6 +40,7 @@ SUMMARY_INTERVAL_SECONDS = 0.4
 CANCEL_GRACE_SECONDS = 1.0
 # The first trials whose arrival time the page reports: the 2-second budget for classical tests.
 FIRST_STAGE_TRIALS = 200
+CLOSE_SECONDS = 10.0  # stopping the workers when the server ends takes at most this long
 KEPT_RUNS = 20  # finished runs kept, so going back to an earlier setting shows its results at once
 SHOWN_ESTIMANDS = ("type1", "power", "failure_rate")
 
@@ -47,6 +49,18 @@ def _warm_up() -> None:
     """Worker start-up: import the engine and the analyses once, before the first chunk arrives."""
     import simdesign.analyses  # noqa: F401
     import simdesign.simulation.engine  # noqa: F401
+
+
+def _start_worker() -> None:
+    """A worker ignores Ctrl-C, which a terminal sends to the server and its workers alike: the server stops
+    them (an idle worker dying on it would hold the pool's task lock, and the server would wait for it)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _warm_up()
+
+
+def _stop_pool(pool) -> None:
+    pool.terminate()
+    pool.join()
 
 
 def _chunk_job(payload: bytes):
@@ -89,7 +103,7 @@ class ChunkPool:
                 self._warm.clear()
                 # spawn: a fork of a threaded web server may copy a lock held by another thread
                 context = multiprocessing.get_context("spawn")
-                self._pool = context.Pool(self.workers, initializer=_warm_up)
+                self._pool = context.Pool(self.workers, initializer=_start_worker)
                 warm = self._warm
                 self._pool.apply_async(_warm_up, callback=lambda _: warm.set())
 
@@ -108,16 +122,25 @@ class ChunkPool:
         with self._lock:
             old, self._pool = self._pool, None
         if old is not None:
-            old.terminate()
-            threading.Thread(target=old.join, daemon=True).start()
+            threading.Thread(target=_stop_pool, args=(old,), daemon=True).start()
         self.start()
 
-    def close(self) -> None:
+    def close(self, timeout: float = CLOSE_SECONDS) -> None:
+        """Stop the workers (within ``timeout`` seconds, whatever happened to them)."""
         with self._lock:
             old, self._pool = self._pool, None
-        if old is not None:
-            old.terminate()
-            old.join()
+        if old is None:
+            return
+        stopper = threading.Thread(target=_stop_pool, args=(old,), daemon=True)
+        stopper.start()
+        stopper.join(timeout)
+        if stopper.is_alive():
+            # A worker was killed while waiting for a task, holding the pool's task lock (a signal to the whole
+            # process group, e.g. from 'timeout' or a service manager), and Pool.terminate waits for that lock
+            # forever: kill the workers instead.
+            for child in multiprocessing.active_children():
+                child.kill()
+                child.join(timeout)
 
 
 def is_classical(config) -> bool:
