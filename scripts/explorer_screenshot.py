@@ -56,6 +56,8 @@ def main() -> int:
         wait_for(driver, "const i = document.getElementById('position-picture'); return "
                          f"(i.complete && i.naturalWidth > 0 && i.dataset.trials === '{args.trials}') || "
                          "document.getElementById('position-message').textContent", 120)
+        # show the controls from the top (typing scrolled the trials into view); leaving the field sends nothing
+        driver.execute_script("document.activeElement.blur(); document.getElementById('controls').scrollTop = 0;")
         time.sleep(1.0)
         driver.save_screenshot(args.out)
         print(f"wrote {args.out}")

@@ -127,7 +127,8 @@ function formValues() {
 function scheduleCheck() {
   clearTimeout(state.debounce);
   state.debounce = setTimeout(check, 250);
-  $("cancel").disabled = false; // a change on its way can be cancelled too
+  // a change on its way can be cancelled too (leaving a field without changing it is none)
+  if (JSON.stringify(formValues()) !== state.sent) $("cancel").disabled = false;
 }
 
 function showErrors(errors) {
