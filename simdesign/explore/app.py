@@ -101,19 +101,7 @@ def create_app(workers: int = 2, figures_dir: Path = curves.DEFAULT_FIGURES,
     app.extensions["simdesign_pool"] = pool
     app.extensions["simdesign_runs"] = runs
 
-    @app.get("/")
-    def index():
-        return Response(_static("explorer.html"), mimetype="text/html")
-
-    @app.get("/static/<name>")
-    def static_file(name: str):
-        if name not in STATIC_FILES:
-            return jsonify(error=f"no static file {name!r}"), 404
-        return Response(_static(name), mimetype=STATIC_FILES[name])
-
-    @app.get("/favicon.ico")
-    def favicon():
-        return Response(status=204)
+    _add_page_routes(app)
 
     @app.get("/api/options")
     def api_options():
@@ -163,6 +151,24 @@ def create_app(workers: int = 2, figures_dir: Path = curves.DEFAULT_FIGURES,
         return jsonify(error=f"{type(exc).__name__}: {exc}"), 500
 
     return app
+
+
+def _add_page_routes(app: Flask) -> None:
+    """The page itself: its HTML, script and style (files of this package)."""
+
+    @app.get("/")
+    def index():
+        return Response(_static("explorer.html"), mimetype="text/html")
+
+    @app.get("/static/<name>")
+    def static_file(name: str):
+        if name not in STATIC_FILES:
+            return jsonify(error=f"no static file {name!r}"), 404
+        return Response(_static(name), mimetype=STATIC_FILES[name])
+
+    @app.get("/favicon.ico")
+    def favicon():
+        return Response(status=204)
 
 
 def check_and_start(form: dict, runs: Runs, pictures: Pictures) -> dict:
