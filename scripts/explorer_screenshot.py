@@ -1,6 +1,6 @@
 """Take the README's screenshot of the explorer (figures/explorer.png) with Debian's headless Chromium.
 
-    python scripts/explorer_screenshot.py [--out figures/explorer.png] [--figures DIR] [--trials 400]
+    python scripts/explorer_screenshot.py [--out figures/explorer.png] [--figures DIR] [--trials 400] [--size 1024x768]
 
 Starts ``simdesign explore`` on a free port, waits until the default setting (the paper's design under the
 null, with the trials given) is computed and the second view is drawn, saves the screenshot, stops the server.
@@ -32,6 +32,8 @@ def main() -> int:
     parser.add_argument("--out", default=str(ROOT / "figures" / "explorer.png"))
     parser.add_argument("--figures", help="folder of the precomputed curves (default: the repository's figures/)")
     parser.add_argument("--trials", default="400")
+    parser.add_argument("--size", default="1024x768",
+                        help="window WIDTHxHEIGHT in pixels (1024x768: a classroom projector)")
     args = parser.parse_args()
     command = [sys.executable, "-m", "simdesign.cli", "explore", "--port", "0"]
     if args.figures:
@@ -40,9 +42,12 @@ def main() -> int:
     driver = None
     try:
         url = server.stdout.readline().split(" at ", 1)[1].split()[0]
-        driver = start_chromium(window_size=(1400, 1350), performance_log=False)
+        width, height = (int(part) for part in args.size.lower().split("x"))
+        driver = start_chromium(window_size=(width, height), performance_log=False)
         driver.get(url)
-        wait_for(driver, "return document.getElementById('control-trials') !== null", 60)
+        # the page fills its controls once the server's options arrive, and computes the defaults: wait for their
+        # first results, or the trials typed below would be appended to the default value
+        wait_for(driver, "return document.querySelectorAll('#results tbody tr').length > 0", 600)
         field = driver.find_element("id", "control-trials")
         field.clear()
         field.send_keys(args.trials)
@@ -51,6 +56,8 @@ def main() -> int:
         wait_for(driver, "const i = document.getElementById('position-picture'); return "
                          f"(i.complete && i.naturalWidth > 0 && i.dataset.trials === '{args.trials}') || "
                          "document.getElementById('position-message').textContent", 120)
+        # show the controls from the top (typing scrolled the trials into view); leaving the field sends nothing
+        driver.execute_script("document.activeElement.blur(); document.getElementById('controls').scrollTop = 0;")
         time.sleep(1.0)
         driver.save_screenshot(args.out)
         print(f"wrote {args.out}")

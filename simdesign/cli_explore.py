@@ -48,7 +48,7 @@ def cmd_explore(args) -> int:
     try:
         from werkzeug.serving import make_server
 
-        from simdesign.explore.app import create_app
+        from simdesign.explore.app import QuietRequestHandler, create_app
     except ImportError as exc:
         raise MissingBackendError(
             f"simdesign explore needs Flask ({exc}); install the 'explore' extra: pip install -e '.[explore]' "
@@ -59,7 +59,8 @@ def cmd_explore(args) -> int:
     figures = Path(args.figures) if args.figures else curves.DEFAULT_FIGURES
     app = create_app(workers=args.workers, figures_dir=figures)
     try:
-        server = make_server(args.host, args.port, app, threaded=True)
+        # no log line per poll; requests answered with an error, and the server's own errors, are still logged
+        server = make_server(args.host, args.port, app, threaded=True, request_handler=QuietRequestHandler)
     except OSError as exc:
         raise ConfigError(f"Cannot listen on {args.host}:{args.port} (--host, --port): {exc}") from exc
     pool = app.extensions["simdesign_pool"]

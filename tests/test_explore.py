@@ -240,3 +240,265 @@ def test_a_table_of_two_methods_draws_one_curve_per_test_and_method():
     assert lines["ttest_doc (precomputed)"] == [0.4] * 3
     assert lines["ttest_doc@rank (precomputed)"] == [0.2] * 3
     assert "ttest_doc@rank: your design" in [t.get_text() for t in figure.axes[0].get_legend().get_texts()]
+
+
+# --- issue 33 part 5 (the explorer in class) and issue 29 BAD 5 (limits) -------------------------------------------
+
+def summary_table(estimands=("type1",)) -> pd.DataFrame:
+    """A small table with the columns of a run's summary.csv (what the figures' tables hold)."""
+    return pd.DataFrame([{"design": f"block-B{b}-D5-A3", "kind": "block", "annotators": 3 * b, "test": "ttest_doc",
+                          "estimand": estimand, "rate": 0.05, "ci_low": 0.04, "ci_high": 0.06, "mcse": 0.005,
+                          "trials": 1000} for b in (1, 2, 4) for estimand in estimands])
+
+
+def test_only_curve_tables_are_offered_by_their_columns(tmp_path):
+    figures, configs = tmp_path / "figures", tmp_path / "configs"
+    figures.mkdir()
+    configs.mkdir()
+    summary_table(("type1", "failure_rate")).to_csv(figures / "my_curves.csv", index=False)
+    # the columns of figures/crowd_knee_sensitivity.csv and figures/plan_mixed.csv: not curves
+    pd.DataFrame([{"setting": "s", "noise": 1, "method": "mace", "estimand": "accuracy", "k": 3, "trials": 10,
+                   "mean": 0.5, "ci_low": 0.4, "ci_high": 0.6}]).to_csv(figures / "crowd.csv", index=False)
+    pd.DataFrame([{"rank": 1, "design": "d", "test": "ttest_doc", "annotators": 3, "power": 0.8, "ci_low": 0.7,
+                   "ci_high": 0.9}]).to_csv(figures / "plan.csv", index=False)
+    (figures / "broken.csv").write_bytes(b"\xff\xfe not a table")
+    tables = {t["name"]: t for t in curves.curve_tables(figures, configs)}
+    assert "my_curves" in tables and tables["my_curves"]["estimands"] == ["type1"]
+    assert not {"crowd", "plan", "broken"} & set(tables)
+    # the paper's figures are named although missing (the view says how to make them), with what they hold
+    assert tables["paper_fig4_coherence"]["path"] is None
+    for name, table in tables.items():
+        if table["path"]:
+            assert curves.curve_problem(pd.read_csv(table["path"]).columns) is None
+
+
+def test_the_shipped_tables_offered_are_curves_and_the_table_follows_the_estimand():
+    tables = curves.curve_tables()
+    names = [t["name"] for t in tables]
+    assert not {"crowd_knee_sensitivity", "crowd_vs_expert", "metric_bootstrap_coverage", "plan_mixed",
+                "plan_methods_coherence", "plan_methods_repetition"} & set(names), names
+    assert names[:2] == ["paper_fig4_coherence", "paper_fig4_repetition"]  # the paper's figures first
+    assert curves.best_table(tables, "coherence", "type1") == "paper_fig4_coherence"
+    assert curves.best_table(tables, "coherence", "power") == "paper_fig5_coherence"
+    assert curves.best_table(tables, "repetition", "power") == "paper_fig5_repetition"
+    for table in tables:
+        frame = pd.read_csv(table["path"])
+        assert set(table["estimands"]) == set(frame["estimand"]) & {"type1", "power"}
+
+
+def finished(client, key, timeout=600):
+    import time
+
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        state = client.get(f"/api/run/{key}").get_json()
+        if state["status"] != "running":
+            return state
+        time.sleep(0.1)
+    raise AssertionError(f"run {key} did not finish")
+
+
+@pytest.fixture
+def shipped_client():
+    from simdesign.explore.app import create_app
+
+    app = create_app(workers=0)
+    yield app.test_client()
+    app.extensions["simdesign_pool"].close()
+
+
+def test_a_power_run_is_shown_on_power_curves_whatever_table_was_chosen_before(shipped_client):
+    client = shipped_client
+    key = client.post("/api/check", json={**FORM, "effect": "fitted", "trials": "20"}).get_json()["run"]["key"]
+    assert finished(client, key)["status"] == "done"
+    for asked in ("", "paper_fig4_coherence", "crowd_knee_sensitivity", "nosuch"):
+        view = client.get(f"/api/position/{key}?table={asked}").get_json()
+        assert (view["table"], view["estimand"], view["message"]) == ("paper_fig5_coherence", "power", ""), view
+        assert client.get(view["picture"]).data[:8] == b"\x89PNG\r\n\x1a\n"
+    # a table with power rows that was chosen is kept
+    view = client.get(f"/api/position/{key}?table=paper_fig7_coherence").get_json()
+    assert view["table"] == "paper_fig7_coherence" and view["message"] == ""
+
+
+def test_the_type1_error_beside_power_is_the_engines_for_the_same_design_with_effect_zero():
+    checked = controls.check_controls({**FORM, "effect": "fitted"})
+    run = LiveRun(checked.config, ChunkPool(workers=0), "k").start()
+    run.join(timeout=300)
+    assert run.status == "done" and run.trials_done == run.null_trials_done == 60
+    power = simdesign.simulate(checked.config, jobs=1, progress=False).summary()
+    null_config = controls.check_controls({**FORM, "effect": "zero"}).config
+    null = simdesign.simulate(null_config, jobs=1, progress=False).summary()
+    summaries_equal(run.summary, power)
+    summaries_equal(run.null_summary, null)
+    rows = run.snapshot()["rows"]
+    for estimand, engine in (("power", power), ("type1", null)):
+        shown = {r["test"]: (r["rate"], r["ci_low"], r["ci_high"]) for r in rows if r["estimand"] == estimand}
+        expected = {row.test: (row.rate, row.ci_low, row.ci_high)
+                    for row in engine[engine["estimand"] == estimand].itertuples()}
+        assert shown == expected and set(shown) == set(FORM["tests"])
+    # a run under the null computes nothing beside it
+    run = LiveRun(null_config, ChunkPool(workers=0), "n").start()
+    run.join(timeout=300)
+    assert run.null_summary is None and run.snapshot()["null_trials_done"] is None
+
+
+def test_cancel_stops_the_run_computing_now_and_a_check_can_leave_it_stopped(client):
+    answer = client.post("/api/check", json={**FORM, "tests": ["clm"], "trials": "500"}).get_json()
+    key = answer["run"]["key"]
+    assert client.post("/api/cancel").get_json() == {"cancelled": True}
+    assert finished(client, key, 120)["status"] == "cancelled"
+    assert client.post("/api/cancel").get_json() == {"cancelled": False}  # nothing runs now
+    # the page's check after Cancel (start: false): totals and picture, the cancelled run, nothing restarted
+    again = client.post("/api/check", json={**FORM, "tests": ["clm"], "trials": "500", "start": False}).get_json()
+    assert again["run"]["key"] == key and again["run"]["status"] == "cancelled" and again["totals"]
+    other = client.post("/api/check", json={**FORM, "trials": "7", "start": False}).get_json()
+    assert other["run"] is None and other["errors"] == {} and other["totals"]["design"] == "block-B4-D5-A3"
+
+
+@pytest.mark.parametrize("changes, control", [
+    ({"blocks": "100000000"}, "blocks"),  # issue 29: the server grew from 1.3 to 5 GB in 16 s
+    ({"blocks": "10001", "docs_per_block": "1", "annotators_per_block": "1"}, "blocks"),
+    # one block: a test on documents (a block-level test with one block is refused by its own rule)
+    ({"blocks": "1", "docs_per_block": "10001", "annotators_per_block": "1", "tests": "ttest_doc"},
+     "docs_per_block"),
+    ({"blocks": "1", "docs_per_block": "2", "annotators_per_block": "10001", "tests": "ttest_doc"},
+     "annotators_per_block"),
+    ({"blocks": "100", "docs_per_block": "100", "annotators_per_block": "7"}, "blocks"),  # 350,000 judgements
+    ({"kind": "pool", "docs": "20000", "annotators": "30", "judgements_per_output": "3", "tests": ["ttest"]}, "docs"),
+    ({"trials": "100001"}, "trials"), ({"trials": "10000000000000"}, "trials"),
+    ({"trials": "90000", "blocks": "100", "effect": "fitted"}, "trials"),  # 1.35e9 judgements in all
+])
+def test_a_study_beyond_the_servers_ceilings_is_refused_naming_the_field(changes, control):
+    checked = controls.check_controls({**FORM, **changes})
+    assert checked.config is None
+    assert list(checked.errors) == [control], checked.errors
+    assert "at most" in checked.errors[control][0]
+
+
+def test_the_ceilings_themselves_are_accepted():
+    at = {"blocks": "10000", "docs_per_block": "1", "annotators_per_block": "1", "trials": "1000"}
+    checked = controls.check_controls({**FORM, **at})
+    assert checked.errors == {} and checked.config.designs[0].docs == controls.CEILINGS["docs"]
+    assert controls.check_controls({**FORM, "trials": "100000"}).errors == {}
+    assert controls.check_controls({**FORM, "blocks": "100", "docs_per_block": "100", "annotators_per_block": "6"
+                                    }).errors == {}  # 300,000 judgements per trial
+
+
+@pytest.mark.parametrize("control, value", [
+    ("trials", "1e20"), ("trials", 1e20), ("trials", ".inf"), ("trials", ".nan"), ("trials", "2.5"), ("trials", 2.5),
+    ("trials", True), ("blocks", "1e3"), ("blocks", float("inf")), ("blocks", "[1, 2]"), ("seed", "1e5"),
+    ("blocks", "9" * 5000), ("currency", "x" * 1000),
+])
+def test_non_integer_non_finite_and_overlong_values_are_refused(control, value):
+    checked = controls.check_controls({**FORM, control: value})
+    assert checked.config is None
+    (messages,) = checked.errors.values()
+    assert control in " ".join(messages) or control in checked.errors, checked.errors
+
+
+def test_an_oversized_request_is_answered_with_an_error_and_the_server_goes_on(client):
+    answer = client.post("/api/check", json={**FORM, "blocks": "100000000", "trials": "1000"})
+    assert answer.status_code == 200
+    body = answer.get_json()
+    assert body["run"] is None and "at most" in body["errors"]["blocks"][0] and body["picture"] is None
+    assert client.post("/api/check", data="{" + " " * 100_000 + "}", content_type="application/json"
+                       ).status_code == 413
+    assert "error" in client.post("/api/check", json={**FORM, "blocks": "9" * 10**5}).get_json()
+    normal = client.post("/api/check", json={**FORM, "trials": "20"}).get_json()
+    assert normal["errors"] == {} and finished(client, normal["run"]["key"])["trials_done"] == 20
+
+
+def rss_mb(pid: int) -> float:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/status"), reason="reads /proc")
+def test_the_real_server_refuses_an_oversized_study_keeps_answering_and_logs_no_polls():
+    import json
+    import subprocess
+    import sys
+    import time
+    import urllib.error
+    import urllib.request
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    process = subprocess.Popen([sys.executable, "-m", "simdesign.cli", "explore", "--port", "0", "--workers", "0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=repo)
+    try:
+        url = process.stdout.readline().split(" at ", 1)[1].split()[0]
+
+        def post(path, body):
+            request = urllib.request.Request(url + path, data=json.dumps(body).encode(),
+                                             headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return json.load(response)
+
+        def get(path):
+            with urllib.request.urlopen(url + path, timeout=60) as response:
+                return json.load(response)
+
+        get("api/options")
+        before = rss_mb(process.pid)
+        started = time.perf_counter()
+        refused = post("api/check", {**FORM, "blocks": "100000000"})
+        assert refused["run"] is None and "at most" in refused["errors"]["blocks"][0]
+        assert time.perf_counter() - started < 30
+        key = post("api/check", {**FORM, "trials": "20"})["run"]["key"]
+        for _ in range(600):
+            state = get(f"api/run/{key}")  # a poll, as the page's
+            if state["status"] != "running":
+                break
+            time.sleep(0.1)
+        assert state["status"] == "done" and state["trials_done"] == 20
+        assert rss_mb(process.pid) - before < 300  # nothing of the refused study's size was built
+        try:
+            get("api/run/nosuch")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 404
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=60)
+    # quiet: no line per answered request (polls, checks), but a request answered with an error is logged
+    assert "GET /api/run/" + key not in stderr and "POST /api/check" not in stderr, stderr
+    assert "GET /api/run/nosuch" in stderr and " 404 " in stderr, stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/status"), reason="reads /proc")
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_or_a_signal_to_the_process_group_stops_the_server_and_its_workers(signal_name):
+    # Ctrl-C in a terminal sends SIGINT to the server and its workers alike ('timeout' or a service manager
+    # send SIGTERM so); an idle worker that died of it held the pool's task lock and the server hung for ever
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    process = subprocess.Popen([sys.executable, "-m", "simdesign.cli", "explore", "--port", "0", "--workers", "2"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=repo,
+                               start_new_session=True)
+    try:
+        assert "http://" in process.stdout.readline()
+        children = []
+        deadline = time.perf_counter() + 120
+        while len(children) < 2 and time.perf_counter() < deadline:  # the two workers (and the resource tracker)
+            time.sleep(0.5)
+            children = [int(pid) for pid in open(f"/proc/{process.pid}/task/{process.pid}/children").read().split()]
+        time.sleep(5)  # the workers are idle, waiting for a task
+        os.killpg(process.pid, getattr(signal, signal_name))
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    time.sleep(1)
+    alive = [pid for pid in children if os.path.exists(f"/proc/{pid}") and
+             "Z" not in open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0]]
+    assert alive == [], f"workers left running: {alive}"

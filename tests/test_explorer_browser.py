@@ -136,9 +136,10 @@ def test_changing_the_blocks_updates_the_picture_and_the_numbers(page):
     wait_for(page, "const i = document.getElementById('design-picture'); "
                    "return i.src.includes('block-B4-D5-A3') && i.complete && i.naturalWidth > 0",
              what="the new design picture")
-    wait_for(page, "const r = document.querySelector('[data-total=annotators] td'); return r && r.textContent === '12'",
+    wait_for(page, "const r = document.querySelector('[data-total=annotators] .value'); "
+                   "return r && r.textContent === '12'",
              what="the totals of 4 blocks (12 annotators)")
-    assert "300" in page.execute_script("return document.querySelector('[data-total=judgements] td').textContent")
+    assert "300" in page.execute_script("return document.querySelector('[data-total=judgements] .value').textContent")
     wait_for(page, f"const t = document.getElementById('results'); return t.dataset.key !== '{old_key}' "
                    "&& t.querySelectorAll('tbody tr').length > 0", FIRST_RESULT_TIMEOUT,
              "results of the new design")
@@ -176,7 +177,7 @@ def test_rank_is_chosen_in_the_method_control_and_a_likert_only_test_is_refused_
     assert "art" in expected and "rank" in expected
     old_key = page.execute_script("return document.getElementById('results').dataset.key")
     Select(page.find_element(By.ID, "control-method")).select_by_value("rank")
-    wait_for(page, "const r = document.querySelector('[data-total=\"annotation method\"] td'); "
+    wait_for(page, "const r = document.querySelector('[data-total=\"annotation method\"] .value'); "
                    "return r && r.textContent === 'Rank'", what="the totals of a Rank study")
     wait_for(page, f"const t = document.getElementById('results'); return t.dataset.key !== '{old_key}' "
                    "&& t.querySelectorAll('tbody tr').length > 0", FIRST_RESULT_TIMEOUT, "results of the Rank study")
@@ -185,3 +186,155 @@ def test_rank_is_chosen_in_the_method_control_and_a_likert_only_test_is_refused_
              what=f"the message {expected!r} next to the tests")
     page.find_element(By.ID, "test-art").click()
     wait_for(page, "return document.getElementById('error-tests').textContent === ''", what="the message to clear")
+
+
+# --- issue 33 part 5 (the explorer in class) and issue 29 BAD 5 (an oversized request) ---------------------------
+
+def results_of_a_new_setting(page, old_key, what: str):
+    """Wait for rows of a run other than ``old_key``; its key."""
+    return wait_for(page, f"const t = document.getElementById('results'); return t.dataset.key !== '{old_key}' && "
+                          "t.querySelectorAll('tbody tr').length > 0 && t.dataset.key", FIRST_RESULT_TIMEOUT, what)
+
+
+def switch_to_power(page, trials: str = "300"):
+    """Fewer trials, then the effect 'fitted' (the select a teacher uses); returns the power run's key."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    wait_for(page, "return document.querySelectorAll('#results tbody tr').length > 0", FIRST_RESULT_TIMEOUT,
+             "the first results")
+    old_key = page.execute_script("return document.getElementById('results').dataset.key")
+    set_control(page, "trials", trials)
+    old_key = results_of_a_new_setting(page, old_key, f"results of {trials} trials")
+    Select(page.find_element(By.ID, "control-effect")).select_by_value("fitted")
+    wait_for(page, "return document.getElementById('estimand-name').textContent.includes('power')",
+             what="the power view")
+    return results_of_a_new_setting(page, old_key, "power results")
+
+
+def test_the_power_view_shows_the_design_on_power_curves_without_an_error(page):
+    switch_to_power(page)
+    wait_for(page, "return document.getElementById('status').dataset.status === 'done'", FIRST_RESULT_TIMEOUT,
+             "the power run to finish")
+    # the second view is drawn for the finished run, or says why not: either ends the wait
+    shown = wait_for(page, "const i = document.getElementById('position-picture'); "
+                           "const m = document.getElementById('position-message').textContent; "
+                           "return (m && 'message: ' + m) || (i.complete && i.naturalWidth > 0 && "
+                           "i.getAttribute('src') && i.getAttribute('src').includes('-300.png') && 'picture')",
+                     60, "the position view of the power run")
+    assert shown == "picture", shown
+    table = page.execute_script("return document.getElementById('curve-table').value")
+    assert table == "paper_fig5_coherence"  # the paper's power curves of the same model (Figure 5)
+    offered = page.execute_script("return [...document.getElementById('curve-table').options].map(o => o.value)")
+    # only curve tables: a crowd study's settings, a plan's candidates and a bootstrap's coverage are not curves
+    assert not {"crowd_knee_sensitivity", "crowd_vs_expert", "plan_mixed", "plan_methods_coherence",
+                "metric_bootstrap_coverage"} & set(offered), offered
+    assert "paper_fig4_coherence" in offered
+
+
+def test_the_type1_error_of_the_same_design_is_shown_beside_power(page):
+    switch_to_power(page)
+    wait_for(page, "return document.getElementById('status').dataset.status === 'done'", FIRST_RESULT_TIMEOUT,
+             "the power run to finish")
+    rows = page.execute_script(
+        "return [...document.querySelectorAll('#results tbody tr')].map(tr => { const c = tr.querySelector("
+        "'td.type1'); return [tr.dataset.test, tr.dataset.rate, c && c.dataset.type1, c && c.textContent]; })")
+    assert {test for test, *_ in rows} == {"ttest", "ttest_doc", "art_doc"}, rows
+    for test, power, type1, text in rows:
+        assert type1 is not None, f"no type I error beside the power of {test}: {rows}"
+        assert 0 <= float(type1) <= 1 and float(type1) != float(power), rows
+        assert "%" in text and "[" in text  # the rate with its 95% interval
+    # the paper's design under the null: the unaggregated t-test is the liberal one (the page flags it when
+    # its whole interval is above alpha; 300 trials at about 10% give [7%, 14%])
+    ttest = next(text for test, *_, text in rows if test == "ttest")
+    assert "liberal" in ttest, rows
+
+
+def test_cancel_with_the_focus_in_an_edited_field_stays_cancelled(page):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    wait_for(page, "return document.querySelectorAll('#results tbody tr').length > 0", FIRST_RESULT_TIMEOUT,
+             "the first results")
+    old_key = page.execute_script("return document.getElementById('results').dataset.key")
+    set_control(page, "trials", "60000")  # minutes of work; the focus stays in the field
+    key = results_of_a_new_setting(page, old_key, "the long run's first results")
+    assert page.execute_script("return document.activeElement.id") == "control-trials"
+    page.find_element(By.ID, "cancel").click()  # the field loses the focus: a 'change' event
+    wait_for(page, f"return document.getElementById('status').dataset.status === 'cancelled' && "
+                   f"document.getElementById('results').dataset.key === '{key}'", 30, "the run to be cancelled")
+    time.sleep(3)  # the debounce (250 ms) and several polls (300 ms) later
+    status, shown = page.execute_script("return [document.getElementById('status').dataset.status, "
+                                        "document.getElementById('results').dataset.key]")
+    assert (status, shown) == ("cancelled", key), (status, shown)
+    # an edit not sent yet (Cancel within the 250 ms debounce) is not computed either
+    page.find_element(By.ID, "control-trials").send_keys(Keys.BACKSPACE + "1")  # 60001
+    page.find_element(By.ID, "cancel").click()
+    time.sleep(3)
+    status = page.execute_script("return document.getElementById('status').dataset.status")
+    assert status == "cancelled", page.execute_script("return document.getElementById('status').textContent")
+    # and Run computes the setting shown
+    page.find_element(By.ID, "run-again").click()
+    wait_for(page, "return document.getElementById('status').dataset.status === 'running' && "
+                   "document.getElementById('results').dataset.key", 30, "Run to start the edited setting")
+    page.find_element(By.ID, "cancel").click()
+    wait_for(page, "return document.getElementById('status').dataset.status === 'cancelled'", 30, "the last cancel")
+
+
+@pytest.fixture
+def projector_page(server):
+    driver = start_chromium(window_size=(1024, 768), performance_log=False)
+    driver.get(server)
+    yield driver
+    stop_chromium(driver)
+
+
+def in_view(page, elements) -> None:
+    """Each element is drawn whole inside the viewport (no scrolling needed to see it)."""
+    width, height = page.execute_script("return [window.innerWidth, window.innerHeight]")
+    assert width <= 1024 and height <= 768  # the browser's own bars take part of the window, as on a projector
+    for element in elements:
+        box = page.execute_script(f"const r = document.getElementById('{element}').getBoundingClientRect(); "
+                                  "return [r.left, r.top, r.right, r.bottom, r.width, r.height]")
+        left, top, right, bottom, w, h = box
+        assert w > 0 and h > 0 and left >= 0 and top >= 0, (element, box)
+        assert right <= width and bottom <= height, f"{element} is outside the {width}x{height} view: {box}"
+
+
+def test_the_page_fits_a_1024x768_projector(projector_page):
+    page = projector_page
+    from selenium.webdriver.common.by import By
+
+    picture_drawn = ("const i = document.getElementById('position-picture'); "
+                     "return i.complete && i.naturalWidth > 0 && i.style.display !== 'none'")
+    wait_for(page, "return document.querySelectorAll('#results tbody tr').length > 0", FIRST_RESULT_TIMEOUT,
+             "the first results")
+    wait_for(page, picture_drawn, 120, "the position figure")
+    in_view(page, ("results", "position-picture", "design-picture", "cancel"))
+    # the position figure is drawn large enough to read, not shrunk to a stamp
+    assert page.execute_script("return document.getElementById('position-picture').getBoundingClientRect()"
+                               ".height") >= 220
+    # power: the widest results table (the type I error beside each power)
+    page.find_element(By.ID, "scenario-crossed3_power").click()
+    wait_for(page, "return document.getElementById('results').dataset.estimand === 'power' && "
+                   "document.querySelectorAll('#results tbody td.type1').length === 3", FIRST_RESULT_TIMEOUT,
+             "the power results of the scenario")
+    assert page.execute_script("return document.getElementById('control-docs_per_block').value") == "100"
+    wait_for(page, "return document.getElementById('position-picture').dataset.table === 'paper_fig5_coherence'",
+             120, "the position figure on the power curves")
+    wait_for(page, picture_drawn, 120, "the position figure")
+    in_view(page, ("results", "position-picture", "design-picture", "cancel"))
+
+
+def test_an_oversized_design_gets_the_servers_ceiling_next_to_its_control_and_the_server_goes_on(page):
+    wait_for(page, "return document.querySelectorAll('#results tbody tr').length > 0", FIRST_RESULT_TIMEOUT,
+             "the first results")
+    old_key = page.execute_script("return document.getElementById('results').dataset.key")
+    set_control(page, "blocks", "100000000")
+    message = wait_for(page, "return document.getElementById('error-blocks').textContent.includes('at most') && "
+                             "document.getElementById('error-blocks').textContent", 30, "the ceiling's message")
+    assert "100,000,000 blocks" in message and "10,000 blocks" in message
+    assert page.execute_script("return document.getElementById('status').dataset.status") == "invalid"
+    set_control(page, "blocks", "4")
+    wait_for(page, "return document.getElementById('error-blocks').textContent === ''", 30, "the message to clear")
+    results_of_a_new_setting(page, old_key, "results of 4 blocks")

@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from flask import Flask, Response, jsonify, request
+from werkzeug.serving import WSGIRequestHandler
 
 from simdesign.explore import controls, curves
 from simdesign.explore.live import KEPT_RUNS, ChunkPool, Runs
@@ -24,6 +25,19 @@ KEPT_PICTURES = 64
 MAX_DRAWN_PAIRS = 2_000_000  # (annotator, document) pairs; larger designs are not drawn
 # pyplot keeps global state: one drawing at a time across the server's threads.
 DRAWING = threading.Lock()
+
+
+class QuietRequestHandler(WSGIRequestHandler):
+    """Werkzeug's request handler without a log line per answered request (the page polls several times a
+    second); requests answered with an error (4xx, 5xx) are still logged, and so are the server's own errors."""
+
+    def log_request(self, code="-", size="-"):
+        try:
+            status = int(getattr(code, "value", code))
+        except (TypeError, ValueError):
+            status = 0  # not a status: log it, as werkzeug would
+        if status == 0 or status >= 400:
+            super().log_request(code, size)
 
 
 def _static(name: str) -> str:
@@ -80,25 +94,14 @@ def create_app(workers: int = 2, figures_dir: Path = curves.DEFAULT_FIGURES,
         With ``app.extensions['simdesign_runs']`` (the live runs) and ``['simdesign_pool']``.
     """
     app = Flask(__name__, static_folder=None)
+    app.config["MAX_CONTENT_LENGTH"] = controls.MAX_REQUEST_BYTES  # a larger body is answered 413 unread
     pool = ChunkPool(workers)
     runs = Runs(pool)
     pictures = Pictures()
     app.extensions["simdesign_pool"] = pool
     app.extensions["simdesign_runs"] = runs
 
-    @app.get("/")
-    def index():
-        return Response(_static("explorer.html"), mimetype="text/html")
-
-    @app.get("/static/<name>")
-    def static_file(name: str):
-        if name not in STATIC_FILES:
-            return jsonify(error=f"no static file {name!r}"), 404
-        return Response(_static(name), mimetype=STATIC_FILES[name])
-
-    @app.get("/favicon.ico")
-    def favicon():
-        return Response(status=204)
+    _add_page_routes(app)
 
     @app.get("/api/options")
     def api_options():
@@ -121,6 +124,11 @@ def create_app(workers: int = 2, figures_dir: Path = curves.DEFAULT_FIGURES,
     @app.post("/api/cancel/<key>")
     def api_cancel(key: str):
         return jsonify(cancelled=runs.cancel(key))
+
+    @app.post("/api/cancel")
+    def api_cancel_current():
+        """Cancel whatever is computing (the page's Cancel: also a run whose start the page has not heard of)."""
+        return jsonify(cancelled=runs.cancel_current())
 
     @app.get("/picture/<name>.png")
     def picture(name: str):
@@ -145,8 +153,31 @@ def create_app(workers: int = 2, figures_dir: Path = curves.DEFAULT_FIGURES,
     return app
 
 
+def _add_page_routes(app: Flask) -> None:
+    """The page itself: its HTML, script and style (files of this package)."""
+
+    @app.get("/")
+    def index():
+        return Response(_static("explorer.html"), mimetype="text/html")
+
+    @app.get("/static/<name>")
+    def static_file(name: str):
+        if name not in STATIC_FILES:
+            return jsonify(error=f"no static file {name!r}"), 404
+        return Response(_static(name), mimetype=STATIC_FILES[name])
+
+    @app.get("/favicon.ico")
+    def favicon():
+        return Response(status=204)
+
+
 def check_and_start(form: dict, runs: Runs, pictures: Pictures) -> dict:
-    """Check the controls; when they are good, draw the design and start (or find) its live run."""
+    """Check the controls; when they are good, draw the design and start (or find) its live run.
+
+    ``form['start'] = False`` (after the page's Cancel) checks and draws without starting a run: a kept
+    run of the same setting is shown, otherwise ``run`` is None.
+    """
+    start = form.get("start", True) is not False
     checked = controls.check_controls(form)
     answer = {"errors": checked.errors, "totals": None, "picture": None, "run": None, "methods": checked.methods,
               "warnings": checked.warnings}
@@ -154,10 +185,11 @@ def check_and_start(form: dict, runs: Runs, pictures: Pictures) -> dict:
         answer["picture"] = design_picture_only(checked, pictures)
         return answer
     config = checked.config
-    run = runs.start(stable_digest(config.to_mapping()), config)
+    key = stable_digest(config.to_mapping())
+    run = runs.start(key, config) if start else runs.get(key)
     answer["totals"] = controls.totals(config, checked.cost)
     answer["picture"] = draw_picture(config.designs[0], config.model.n_systems, config.seed, pictures)
-    answer["run"] = run.snapshot()
+    answer["run"] = None if run is None else run.snapshot()
     return answer
 
 
@@ -179,6 +211,8 @@ def design_picture_only(checked, pictures: Pictures) -> str | None:
     from simdesign.simulation.config import parse_designs
 
     errors: list[str] = []
+    if "designs" not in checked.mapping:
+        return None  # the controls were refused unread (a value too long)
     try:
         designs = parse_designs(checked.mapping["designs"], errors)
     except ConfigError:
@@ -189,28 +223,32 @@ def design_picture_only(checked, pictures: Pictures) -> str | None:
 
 
 def position(key: str, table_name: str, runs: Runs, pictures: Pictures, figures_dir, configs_dir) -> dict:
-    """The second view: which curve tables exist, and the picture of the current design on the chosen one."""
+    """The second view: which curve tables exist, and the picture of the current design on one of them.
+
+    The table follows the run's estimand: the one asked for (the page's choice) when it has rows of the
+    estimand, else :func:`curves.best_table`'s.
+    """
     run = runs.get(key)
     tables = curves.curve_tables(figures_dir, configs_dir)
     if run is None:
         return {"tables": tables, "table": None, "picture": None, "message": "no results yet"}
     config = run.config
-    chosen = table_name or curves.best_table(tables, config.model_source, config.is_null)
-    entry = next((t for t in tables if t["name"] == chosen), None)
-    if entry is None or entry["path"] is None:
-        return {"tables": tables, "table": chosen, "picture": None,
-                "message": (f"No precomputed table figures/{chosen}.csv; make it with 'simdesign run "
-                            f"configs/{chosen}.yaml' (which writes the figure's summary table beside it)"
-                            if chosen else "No precomputed tables (figures/*.csv) were found")}
     estimand = "type1" if config.is_null else "power"
+    asked = next((t for t in tables if t["name"] == table_name), None)
+    chosen = (table_name if asked is not None and estimand in asked["estimands"]
+              else curves.best_table(tables, config.model_source, estimand))
+    entry = next((t for t in tables if t["name"] == chosen), None)
+    answer = {"tables": tables, "table": chosen, "estimand": estimand, "picture": None}
+    what = "type I error" if estimand == "type1" else "power"
+    if entry is None:
+        return {**answer, "message": f"No precomputed curves of {what} (figures/*.csv) were found"}
+    if entry["path"] is None:
+        return {**answer, "message": f"No precomputed table figures/{chosen}.csv; make it with 'simdesign run "
+                                     f"configs/{chosen}.yaml' (which writes the figure's summary table beside it)"}
     try:
         table = curves.read_curves(entry["path"])
     except (OSError, ValueError) as exc:
-        return {"tables": tables, "table": chosen, "picture": None, "message": f"cannot read {entry['path']}: {exc}"}
-    if not (table["estimand"] == estimand).any():
-        other = "a non-zero effect" if config.is_null else "effect zero"
-        return {"tables": tables, "table": chosen, "picture": None,
-                "message": f"{chosen} has no {estimand} rows (it was run with {other}); choose another table"}
+        return {**answer, "message": f"cannot read {entry['path']}: {exc}"}
     snapshot = run.snapshot()
     design = config.designs[0]
     method = ", ".join(controls.METHOD_LABELS.get(m, m) for m in config.methods)
@@ -220,5 +258,4 @@ def position(key: str, table_name: str, runs: Runs, pictures: Pictures, figures_
         png = curves.position_png(table, estimand, snapshot["rows"], design.annotators, title)
     name = f"position-{key[:16]}-{chosen}-{snapshot['trials_done']}"
     pictures.put(name, png)
-    return {"tables": tables, "table": chosen, "picture": f"/picture/{name}.png", "message": "",
-            "trials": snapshot["trials_done"]}
+    return {**answer, "picture": f"/picture/{name}.png", "message": "", "trials": snapshot["trials_done"]}

@@ -29,6 +29,45 @@ EFFECT_CHOICES = ("zero", "fitted", "scale")
 COST_CONTROLS = ("pay_per_hour", "seconds_per_judgement", "per_annotator")
 METHOD_LABELS = {"likert": "Likert", "rank": "Rank"}
 
+# The server's ceilings (docs/explorer.md): one request's study must fit in the server and its workers and
+# answer within a lesson, while the server goes on answering. 'simdesign run' has none of these.
+# Measured on the paper's design with ttest, ttest_doc and art_doc: one trial of n judgements peaks at
+# about 460 bytes per judgement in the process computing it, at 2-5e5 judgements per second per core.
+CEILINGS = {"blocks": 10_000, "docs": 10_000, "annotators": 10_000, "trials": 100_000}
+MAX_JUDGEMENTS_PER_TRIAL = 300_000  # ~140 MB at the peak of a trial, in each of the (up to 3) processes computing
+MAX_JUDGEMENTS_IN_ALL = 1_000_000_000  # trials x judgements (x2 beside power): about half an hour on 2 cores
+MAX_CONTROL_CHARS = 200  # no control needs more; a longer value (a number of a million digits) is refused as is
+MAX_REQUEST_BYTES = 64 * 1024  # the controls' JSON is well under 2 kB
+
+# One-click settings for a lesson (the page's "Scenarios"): control -> value, the rest left as they are.
+PAPER_TESTS = ["ttest", "ttest_doc", "art_doc"]
+SCENARIOS = [
+    {"name": "paper", "label": "Paper", "title": "Steen & Markert (2021): 100 documents in 20 blocks of 5, "
+     "3 annotators per block (60 annotators), effect zero: type I error", "values": {
+         "effect": "zero", "kind": "block", "blocks": "20", "docs_per_block": "5", "annotators_per_block": "3",
+         "method": "likert", "tests": PAPER_TESTS}},
+    {"name": "crossed3", "label": "Crossed 3", "title": "Figure 4's left end: 3 annotators all judging "
+     "the same 100 documents (fully crossed), effect zero: the unaggregated t-test is liberal", "values": {
+         "effect": "zero", "kind": "block", "blocks": "1", "docs_per_block": "100", "annotators_per_block": "3",
+         "method": "likert", "tests": PAPER_TESTS}},
+    {"name": "crossed3_power", "label": "Crossed 3: power", "title": "The same fully crossed design with the fitted "
+     "effect: compare each test's power with its type I error beside it", "values": {
+         "effect": "fitted", "kind": "block", "blocks": "1", "docs_per_block": "100", "annotators_per_block": "3",
+         "method": "likert", "tests": PAPER_TESTS}},
+    {"name": "nested20", "label": "Nested 20: power", "title": "Figure 7's nested design: 20 annotators, each "
+     "judging their own 5 documents (100 documents, one judgement per output), fitted effect: power", "values": {
+         "effect": "fitted", "kind": "block", "blocks": "20", "docs_per_block": "5", "annotators_per_block": "1",
+         "method": "likert", "tests": ["ttest_doc", "art_doc", "art_block"]}},
+    {"name": "rank", "label": "Rank: power", "title": "The paper's design judged by ranking the 5 outputs "
+     "instead of Likert scores, fitted effect: power", "values": {
+         "effect": "fitted", "kind": "block", "blocks": "20", "docs_per_block": "5", "annotators_per_block": "3",
+         "method": "rank", "tests": ["ttest", "ttest_doc", "art_doc"]}},
+    {"name": "crowd", "label": "Crowd pool", "title": "A crowd pool: 100 documents, 30 workers, 3 judgements per "
+     "output, drawn anew in every trial, effect zero: type I error", "values": {
+         "effect": "zero", "kind": "pool", "docs": "100", "annotators": "30", "judgements_per_output": "3",
+         "method": "likert", "tests": PAPER_TESTS}},
+]
+
 
 def design_controls() -> dict:
     """Design kind -> its fields and default values (a kind without defaults starts empty)."""
@@ -47,7 +86,9 @@ def test_controls() -> list[dict]:
 def options() -> dict:
     """What the page's controls offer (sent to the browser once)."""
     return {"presets": list(PRESETS), "designs": design_controls(), "tests": test_controls(),
-            "effects": list(EFFECT_CHOICES), "defaults": DEFAULTS,
+            "effects": list(EFFECT_CHOICES), "defaults": DEFAULTS, "scenarios": SCENARIOS,
+            "ceilings": {**CEILINGS, "judgements_per_trial": MAX_JUDGEMENTS_PER_TRIAL,
+                         "judgements_in_all": MAX_JUDGEMENTS_IN_ALL},
             "methods": [{"name": name, "label": METHOD_LABELS.get(name, name)} for name in METHODS]}
 
 
@@ -61,7 +102,7 @@ def yaml_value(text):
         return None
     try:
         return load_yaml(text)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError):  # ValueError: an integer of more digits than Python converts
         return text  # not YAML: the field's own rule then names it as the string it is
 
 
@@ -134,11 +175,18 @@ def check_controls(form: dict) -> Checked:
     from simdesign.simulation.config import config_warnings, parse_config
     from simdesign.simulation.engine import check_backends
 
+    too_long = long_values(form)
+    if too_long:  # refused before reading them as YAML (a number of a million digits costs seconds to read)
+        checked = Checked()
+        checked.add(too_long)
+        return checked
     checked = Checked(mapping=config_mapping(form))
     try:
         checked.config = parse_config(checked.mapping)
     except ConfigError as exc:
         checked.add(exc.messages)
+    if checked.config is not None:
+        checked.add(ceiling_problems(checked.config))
     if form.get("effect", DEFAULTS["effect"]) not in EFFECT_CHOICES:
         checked.add([f"The 'effect' control must be one of {list(EFFECT_CHOICES)}; got {form.get('effect')!r}"])
     cost_errors: list[str] = []
@@ -164,6 +212,60 @@ def check_controls(form: dict) -> Checked:
     if checked.errors:
         checked.config = None
     return checked
+
+
+def long_values(form: dict) -> list[str]:
+    """Messages for control values longer than any control needs (:data:`MAX_CONTROL_CHARS`)."""
+    values = [(name, value) for name, value in form.items() if name != "tests"]
+    values += [("tests", name) for name in (form.get("tests") or []) if isinstance(form.get("tests"), list)]
+    return [f"The '{name}' field holds {len(str(value)):,} characters; the explorer takes at most "
+            f"{MAX_CONTROL_CHARS}" for name, value in values if len(str(value)) > MAX_CONTROL_CHARS]
+
+
+def ceiling_problems(config) -> list[str]:
+    """Messages for a study larger than the server takes (:data:`CEILINGS`), each naming the field to lower.
+
+    Only sizes are read (the design's counts are arithmetic): nothing of the study's size is built. A size
+    made of several fields names them largest first, so the largest is marked on the page.
+    """
+    design = config.designs[0]
+    fields = sorted(DESIGN_KINDS[design.kind].fields, key=lambda name: -getattr(design, name))
+    named = " x ".join(f"'{name}'" for name in fields)
+    advice = "; 'simdesign run' takes larger studies"
+    problems = []
+    if len(config.designs) > 1:
+        problems.append(f"The explorer shows one design at a time; the fields {named} describe "
+                        f"{len(config.designs)} (give one number in each)")
+    sizes = [(getattr(design, "blocks", None), CEILINGS["blocks"], "blocks"),
+             (design.docs, CEILINGS["docs"], "documents"), (design.annotators, CEILINGS["annotators"], "annotators"),
+             (design.judgements(config.model.n_systems), MAX_JUDGEMENTS_PER_TRIAL, "judgements per trial")]
+    over = [(value, ceiling, what) for value, ceiling, what in sizes if value is not None and value > ceiling]
+    if over:
+        problems.append(f"The design has {_and(f'{_count(value)} {what}' for value, _, what in over)} (from {named}, "
+                        f"{config.model.n_systems} systems); the explorer's server takes at most "
+                        f"{_and(f'{ceiling:,} {what}' for _, ceiling, what in over)}{advice}")
+    judgements = design.judgements(config.model.n_systems)
+    if config.trials > CEILINGS["trials"]:
+        problems.append(f"The 'trials' field is {_count(config.trials)}; the explorer's server takes at most "
+                        f"{CEILINGS['trials']:,}{advice}")
+    runs = 1 if config.is_null else 2  # a power run computes its type I error beside it
+    work = config.trials * judgements * runs
+    if not problems and work > MAX_JUDGEMENTS_IN_ALL:
+        problems.append(f"The 'trials' field asks for {work:,} judgements in all ({config.trials:,} trials x "
+                        f"{judgements:,} judgements" + (" x 2 for the type I error beside power" if runs == 2 else "")
+                        + f"); the explorer's server takes at most {MAX_JUDGEMENTS_IN_ALL:,}: fewer trials or a "
+                          f"smaller design{advice}")
+    return problems
+
+
+def _count(value: int) -> str:
+    """A count for a message: with thousands separators, or in powers of ten when it is astronomical."""
+    return f"{value:,}" if value < 10**15 else f"about 10^{len(str(value)) - 1}"  # (a float may overflow)
+
+
+def _and(items) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def model_methods(checked: Checked) -> list | None:

@@ -4,9 +4,11 @@ The curves are the summary tables committed beside the paper's figures, ``figure
 (the columns of a run's ``summary.csv``, written by ``simdesign run``/``plot``). They are read from
 the tables shipped with the package (:func:`simdesign.outputs.precomputed_curve_names`: the committed
 ``figures/*.csv``; ``simdesign explore --figures DIR`` reads another folder), and a
-table's config, ``configs/<name>.yaml`` when it exists, says its model and effect, so the view
-offers the curves that match the current model and effect first. A missing table is not an error:
-the view says which file it would read and how to make it.
+table's config, ``configs/<name>.yaml`` when it exists, says its model. Only curve tables are offered (one rule, by
+their columns: :func:`curve_problem`), and the view follows the run's estimand: it shows a table
+with rows of that estimand (type I error or power) made with the same model, the paper's figures
+first. A missing paper table is not an error: the view says which file it would read and how to
+make it.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from simdesign.core.yamlio import load_yaml
 from simdesign.outputs import shipped_figures_folder
@@ -28,19 +31,74 @@ DEFAULT_CONFIGS = REPOSITORY / "configs"
 # The paper's figures whose tables the lesson uses: Figure 4 (type I error), 5 (power), 7 (nested vs crossed).
 PAPER_CURVES = ("paper_fig4_{model}", "paper_fig5_{model}", "paper_fig7_{model}")
 CURVE_COLUMNS = ("design", "annotators", "test", "estimand", "rate", "ci_low", "ci_high")
+VIEW_ESTIMANDS = ("type1", "power")  # what a live run shows: effect zero gives type I errors, others power
+
+
+def curve_problem(columns) -> str | None:
+    """Why a table with these columns is not a curve table (None when it is): the one rule for "curve table".
+
+    A curve table is a run's summary (``summary.csv``, a figure's ``figures/<name>.csv``): one row per design
+    and test with the design's annotators and the estimand's rate and 95% interval, which is what the view
+    draws. Other tables beside the figures (a plan's candidates, a crowd study's settings, a bootstrap's
+    coverage) lack some of these columns and are not offered.
+    """
+    missing = [column for column in CURVE_COLUMNS if column not in set(columns)]
+    return f"lacks the summary column(s) {missing}" if missing else None
 
 
 def curve_tables(figures_dir: Path = DEFAULT_FIGURES, configs_dir: Path = DEFAULT_CONFIGS) -> list[dict]:
-    """The curve tables the view can offer: name, path (None when missing), model, effect, description."""
-    names = {path.stem for path in Path(figures_dir).glob("*.csv")}
+    """The curve tables the view can offer: name, path (None when missing), model, effect, description, estimands.
+
+    Present tables are offered when they are curve tables (:func:`curve_problem`); the paper's figures are
+    also named when their table is missing, so that the view can say which file to make. ``estimands`` lists
+    which of 'type1' and 'power' a table has rows of (for a missing table, what its config's effect gives).
+    """
+    folder = Path(figures_dir)
+    tables = []
+    names = {path.stem for path in folder.glob("*.csv")}
     for model in ("coherence", "repetition"):
         names |= {pattern.format(model=model) for pattern in PAPER_CURVES}
-    tables = []
-    for name in sorted(names):
-        path = Path(figures_dir) / f"{name}.csv"
+    for name in sorted(names, key=_offer_order):
+        path = folder / f"{name}.csv"
         info = _config_info(Path(configs_dir) / f"{name}.yaml")
-        tables.append({"name": name, "path": str(path) if path.is_file() else None, **info})
+        if path.is_file():
+            estimands = _curve_estimands(path)
+            if estimands is None:
+                continue  # not a curve table
+        else:
+            path = None
+            estimands = [] if info["effect"] is None else ["type1" if info["effect"] == "zero" else "power"]
+        tables.append({"name": name, "path": None if path is None else str(path), **info, "estimands": estimands})
     return tables
+
+
+def _offer_order(name: str) -> tuple:
+    """The paper's figures first (Figure 4, 5, 7), then the other tables by name."""
+    for rank, pattern in enumerate(PAPER_CURVES):
+        if name.startswith(pattern.split("{")[0]):
+            return (0, rank, name)
+    return (1, 0, name)
+
+
+_ESTIMANDS_CACHE: dict = {}  # (path, mtime, size) -> estimands, or None for a table that is not a curve table
+
+
+def _curve_estimands(path: Path) -> list | None:
+    """The view's estimands ('type1', 'power') a table has rows of; None when it is not a curve table."""
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if key not in _ESTIMANDS_CACHE:
+        try:
+            header = pd.read_csv(path, nrows=0).columns
+            if curve_problem(header):
+                found = None
+            else:
+                present = set(pd.read_csv(path, usecols=["estimand"])["estimand"])
+                found = [estimand for estimand in VIEW_ESTIMANDS if estimand in present]
+        except (OSError, ValueError):
+            found = None  # unreadable: not offered (a table that cannot be read cannot be drawn)
+        _ESTIMANDS_CACHE[key] = found
+    return _ESTIMANDS_CACHE[key]
 
 
 def _config_info(path: Path) -> dict:
@@ -50,37 +108,40 @@ def _config_info(path: Path) -> dict:
     try:
         text = path.read_text()
         raw = load_yaml(text) or {}
-    except (OSError, yaml.YAMLError):
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return {"model": None, "effect": None, "description": ""}
+    if not isinstance(raw, dict):
         return {"model": None, "effect": None, "description": ""}
     # The config's first comment names the figure ("Steen & Markert (2021), Figure 4: type I error of ...").
     comment = next((line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("#")), "")
     comment = comment.split(":", 1)[0]
     return {"model": raw.get("model") if isinstance(raw.get("model"), str) else None,
-            "effect": raw.get("effect"), "description": comment}
+            "effect": raw.get("effect") if isinstance(raw.get("effect"), (str, int, float)) else None,
+            "description": comment}
 
 
-def best_table(tables: list[dict], model_source: str, is_null: bool) -> str | None:
-    """The table for the same model and hypothesis (null or not), present ones first; else any present one.
+def best_table(tables: list[dict], model_source: str, estimand: str) -> str | None:
+    """The table to show for a run of ``estimand`` ('type1' or 'power') with the model ``model_source``.
 
-    A matching table that is missing is still named, so that the view can say which file to make.
+    The first table (in :func:`curve_tables`' order: the paper's figures first) that has rows of the
+    estimand and was made with the same model, a present one before a missing one (a missing one is still
+    named, so that the view can say which file to make); else any present table with rows of the estimand;
+    None when no table has any.
     """
-    matching = [t for t in tables if t["model"] and Path(str(model_source)).name.startswith(t["model"])
-                and (t["effect"] == "zero") == is_null]
-    present = [t for t in tables if t["path"]]
-    for table in matching:
-        if table["path"]:
-            return table["name"]
-    if matching:
-        return matching[0]["name"]
-    return present[0]["name"] if present else None
+    with_estimand = [t for t in tables if estimand in t["estimands"]]
+    matching = [t for t in with_estimand if t["model"] and Path(str(model_source)).name.startswith(t["model"])]
+    for candidates in ([t for t in matching if t["path"]], matching, [t for t in with_estimand if t["path"]]):
+        if candidates:
+            return candidates[0]["name"]
+    return None
 
 
 def read_curves(path) -> pd.DataFrame:
-    """A figure's summary table, checked for the columns the view draws."""
+    """A figure's summary table, checked to be a curve table (:func:`curve_problem`)."""
     table = pd.read_csv(path)
-    missing = [c for c in CURVE_COLUMNS if c not in table.columns]
-    if missing:
-        raise ValueError(f"{path} lacks the summary column(s) {missing}")
+    problem = curve_problem(table.columns)
+    if problem:
+        raise ValueError(f"{path} {problem}")
     return table
 
 
@@ -125,6 +186,12 @@ def draw_position(curves: pd.DataFrame, estimand: str, current: list[dict], anno
     if estimand == "type1":
         ax.axhline(0.05, color="grey", linestyle=":", linewidth=1)
     ax.set_xscale("log")
+    # ticks at the table's designs and the current one, written as plain numbers (3, 60, 300), not 3x10^0
+    ticks = sorted({int(a) for a in shown["annotators"]} | {int(annotators)})
+    ax.set_xticks(ticks if len(ticks) <= 12 else ticks[::len(ticks) // 12 + 1])
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.tick_params(axis="x", labelsize=7)
     ax.set_xlabel("annotators in total")
     ax.set_ylabel("type I error rate" if estimand == "type1" else "power")
     ax.set_ylim(bottom=0)

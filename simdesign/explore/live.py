@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import multiprocessing
+import signal
 import threading
 import time
 from collections import OrderedDict
@@ -39,6 +40,7 @@ SUMMARY_INTERVAL_SECONDS = 0.4
 CANCEL_GRACE_SECONDS = 1.0
 # The first trials whose arrival time the page reports: the 2-second budget for classical tests.
 FIRST_STAGE_TRIALS = 200
+CLOSE_SECONDS = 10.0  # stopping the workers when the server ends takes at most this long
 KEPT_RUNS = 20  # finished runs kept, so going back to an earlier setting shows its results at once
 SHOWN_ESTIMANDS = ("type1", "power", "failure_rate")
 
@@ -47,6 +49,18 @@ def _warm_up() -> None:
     """Worker start-up: import the engine and the analyses once, before the first chunk arrives."""
     import simdesign.analyses  # noqa: F401
     import simdesign.simulation.engine  # noqa: F401
+
+
+def _start_worker() -> None:
+    """A worker ignores Ctrl-C, which a terminal sends to the server and its workers alike: the server stops
+    them (an idle worker dying on it would hold the pool's task lock, and the server would wait for it)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _warm_up()
+
+
+def _stop_pool(pool) -> None:
+    pool.terminate()
+    pool.join()
 
 
 def _chunk_job(payload: bytes):
@@ -89,7 +103,7 @@ class ChunkPool:
                 self._warm.clear()
                 # spawn: a fork of a threaded web server may copy a lock held by another thread
                 context = multiprocessing.get_context("spawn")
-                self._pool = context.Pool(self.workers, initializer=_warm_up)
+                self._pool = context.Pool(self.workers, initializer=_start_worker)
                 warm = self._warm
                 self._pool.apply_async(_warm_up, callback=lambda _: warm.set())
 
@@ -108,16 +122,25 @@ class ChunkPool:
         with self._lock:
             old, self._pool = self._pool, None
         if old is not None:
-            old.terminate()
-            threading.Thread(target=old.join, daemon=True).start()
+            threading.Thread(target=_stop_pool, args=(old,), daemon=True).start()
         self.start()
 
-    def close(self) -> None:
+    def close(self, timeout: float = CLOSE_SECONDS) -> None:
+        """Stop the workers (within ``timeout`` seconds, whatever happened to them)."""
         with self._lock:
             old, self._pool = self._pool, None
-        if old is not None:
-            old.terminate()
-            old.join()
+        if old is None:
+            return
+        stopper = threading.Thread(target=_stop_pool, args=(old,), daemon=True)
+        stopper.start()
+        stopper.join(timeout)
+        if stopper.is_alive():
+            # A worker was killed while waiting for a task, holding the pool's task lock (a signal to the whole
+            # process group, e.g. from 'timeout' or a service manager), and Pool.terminate waits for that lock
+            # forever: kill the workers instead.
+            for child in multiprocessing.active_children():
+                child.kill()
+                child.join(timeout)
 
 
 def is_classical(config) -> bool:
@@ -125,8 +148,49 @@ def is_classical(config) -> bool:
     return all(spec.name in CLASSICAL_TESTS for spec in config.analyses)
 
 
+def null_companion(config):
+    """The same study under the null (effect zero): its type I errors are shown beside a run's power.
+
+    Same design, tests, method, seed and trials; only the effect differs, so its rates are those of
+    ``simdesign run`` with ``effect: zero`` and the same seed. A liberal test's power means little.
+    """
+    return dataclasses.replace(config, effect="zero")
+
+
+class _Stream:
+    """The trials of one config within a live run, gathered in trial order and summarised."""
+
+    def __init__(self, config):
+        self.config = config
+        self.frames: dict[int, tuple] = {}  # first trial -> (stop trial, rows) of finished chunks
+        self.next_trial = 0  # the trials 0..next_trial-1 are in the prefix
+        self.prefix: list[pd.DataFrame] = []
+        self.summary: pd.DataFrame | None = None
+        self.trials_done = 0
+
+    def extend_prefix(self) -> bool:
+        """Move finished chunks that continue the trials 0..n-1 into the prefix."""
+        grew = False
+        while self.next_trial in self.frames:
+            stop, frame = self.frames.pop(self.next_trial)
+            self.prefix.append(frame)
+            self.next_trial = stop
+            grew = True
+        return grew
+
+    def summarise(self):
+        """The summary of the trials in the prefix (None when it is the one already made)."""
+        done = self.next_trial
+        if done == 0 or (done == self.trials_done and self.summary is not None):
+            return None
+        return summarise(dataclasses.replace(self.config, trials=done), pd.concat(self.prefix, ignore_index=True))
+
+
 class LiveRun:
     """One config's trials, computed in order and summarised as they arrive.
+
+    A run with an effect (power) also computes its :func:`null_companion`, chunk for chunk alongside,
+    so the page shows each test's type I error beside its power.
 
     Parameters
     ----------
@@ -150,9 +214,9 @@ class LiveRun:
         self.first_stage_seconds: float | None = None
         self.trials_done = 0
         self.summary: pd.DataFrame | None = None
-        self._frames: dict[int, tuple] = {}  # first trial -> (stop trial, rows) of finished chunks
-        self._next_trial = 0
-        self._prefix: list[pd.DataFrame] = []
+        self.null_trials_done = 0
+        self.null_summary: pd.DataFrame | None = None  # the companion's (power runs only)
+        self._streams = [_Stream(config)] + ([] if config.is_null else [_Stream(null_companion(config))])
         self._after: LiveRun | None = None
         self._cancel = threading.Event()
         self._lock = threading.Lock()
@@ -174,13 +238,15 @@ class LiveRun:
         return self.status == "running"
 
     def _chunks(self):
-        """The engine's chunks of a run with nothing stored (as ``plan_chunks(config, None, trials)``), made
-        one at a time, so that a huge number of trials costs no memory before it is computed."""
+        """(stream, chunk) pairs: the engine's chunks of a run with nothing stored (as ``plan_chunks(config,
+        None, trials)``) for each stream, the streams' chunks of the same trials one after the other; made one
+        at a time, so that a huge number of trials costs no memory before it is computed."""
         size = CLASSICAL_CHUNK_TRIALS if self.classical else SLOW_CHUNK_TRIALS
         work = tuple(self.config.work_specs)  # one item per (test, method), as the engine's plan_chunks
         for design in self.config.designs:
             for start in range(0, self.config.trials, size):
-                yield Chunk(design, start, min(start + size, self.config.trials), work)
+                for stream in self._streams:
+                    yield stream, Chunk(design, start, min(start + size, self.config.trials), work)
 
     def _run(self) -> None:
         try:
@@ -206,58 +272,53 @@ class LiveRun:
                 self._finish("cancelled", f"cancelled after {self.trials_done} of {self.config.trials} trials")
                 return
             while upcoming is not None and len(in_flight) < limit:
-                chunk, upcoming = upcoming, next(pending, None)
-                args = (self.config.model, self.config.effect, self.config.seed, chunk, chunk_registry(chunk.analyses))
-                in_flight.append((chunk, self.pool.submit(args)))
-            done = [(chunk, result) for chunk, result in in_flight if result.ready()]
+                (stream, chunk), upcoming = upcoming, next(pending, None)
+                config = stream.config
+                args = (config.model, config.effect, config.seed, chunk, chunk_registry(chunk.analyses))
+                in_flight.append((stream, chunk, self.pool.submit(args)))
+            done = [item for item in in_flight if item[2].ready()]
             if not done:
                 time.sleep(0.02)
                 continue
             for item in done:
                 in_flight.remove(item)
-                chunk, result = item
-                self._frames[chunk.first_trial] = (chunk.stop_trial, result.get())
-            grew = self._extend_prefix()
+                stream, chunk, result = item
+                stream.frames[chunk.first_trial] = (chunk.stop_trial, result.get())
+            grew = [stream.extend_prefix() for stream in self._streams]
             now = time.perf_counter()
-            if grew and (now - last_summary >= SUMMARY_INTERVAL_SECONDS or self.first_result_seconds is None
-                         or (self.first_stage_seconds is None and self._next_trial >= self._first_stage())):
+            if any(grew) and (now - last_summary >= SUMMARY_INTERVAL_SECONDS or self.first_result_seconds is None
+                              or (self.first_stage_seconds is None
+                                  and self._streams[0].next_trial >= self._first_stage())):
                 self._summarise()
                 last_summary = time.perf_counter()
         self._summarise()
-        self._prefix = []  # the summary is all a finished run shows
+        for stream in self._streams:
+            stream.prefix = []  # the summary is all a finished run shows
         self._finish("done", "")
 
     def _first_stage(self) -> int:
         return min(FIRST_STAGE_TRIALS, self.config.trials)
 
-    def _extend_prefix(self) -> bool:
-        """Move finished chunks that continue the trials 0..n-1 into the prefix."""
-        grew = False
-        while self._next_trial in self._frames:
-            stop, frame = self._frames.pop(self._next_trial)
-            self._prefix.append(frame)
-            self._next_trial = stop
-            grew = True
-        return grew
-
     def _summarise(self) -> None:
-        done = self._next_trial
-        if done == 0 or (done == self.trials_done and self.summary is not None):
-            return
-        table = pd.concat(self._prefix, ignore_index=True)
-        summary = summarise(dataclasses.replace(self.config, trials=done), table)
+        summaries = [stream.summarise() for stream in self._streams]
         elapsed = time.perf_counter() - self.started
         with self._lock:
-            self.summary, self.trials_done = summary, done
-            if self.first_result_seconds is None:
+            for stream, summary in zip(self._streams, summaries):
+                if summary is not None:
+                    stream.summary, stream.trials_done = summary, stream.next_trial
+            main = self._streams[0]
+            self.summary, self.trials_done = main.summary, main.trials_done
+            if len(self._streams) > 1:
+                self.null_summary, self.null_trials_done = self._streams[1].summary, self._streams[1].trials_done
+            if self.trials_done and self.first_result_seconds is None:
                 self.first_result_seconds = elapsed
-            if self.first_stage_seconds is None and done >= self._first_stage():
+            if self.first_stage_seconds is None and self.trials_done >= self._first_stage():
                 self.first_stage_seconds = elapsed
 
     def _drop(self, in_flight) -> None:
         deadline = time.perf_counter() + CANCEL_GRACE_SECONDS
         while in_flight and time.perf_counter() < deadline:
-            in_flight = [(chunk, result) for chunk, result in in_flight if not result.ready()]
+            in_flight = [item for item in in_flight if not item[2].ready()]
             time.sleep(0.02)
         if in_flight:
             self.pool.restart()
@@ -268,16 +329,24 @@ class LiveRun:
             self.finished_at = time.perf_counter()
 
     def snapshot(self) -> dict:
-        """The run's state for the page: progress, timings and the rates with their 95% intervals."""
+        """The run's state for the page: progress, timings and the rates with their 95% intervals.
+
+        ``rows`` holds the run's rows and, for a power run, the type I error rows of its null companion
+        (``null_trials_done`` of them so far).
+        """
         with self._lock:
-            summary, done = self.summary, self.trials_done
+            summary, null_summary, done = self.summary, self.null_summary, self.trials_done
             elapsed = (self.finished_at or time.perf_counter()) - self.started
             state = {"key": self.key, "status": self.status, "message": self.message, "trials_done": done,
                      "trials_total": self.config.trials, "elapsed": round(elapsed, 2),
                      "first_result_seconds": self.first_result_seconds,
                      "first_stage_seconds": self.first_stage_seconds, "classical": self.classical,
-                     "estimand": "type1" if self.config.is_null else "power"}
-        state["rows"] = rate_rows(summary)
+                     "estimand": "type1" if self.config.is_null else "power",
+                     "null_trials_done": self.null_trials_done if not self.config.is_null else None}
+        rows = rate_rows(summary)
+        if null_summary is not None:
+            rows += [row for row in rate_rows(null_summary) if row["estimand"] == "type1"]
+        state["rows"] = rows
         return state
 
 
@@ -325,6 +394,15 @@ class Runs:
 
     def cancel(self, key: str) -> bool:
         run = self.get(key)
+        if run is None or not run.running:
+            return False
+        run.cancel()
+        return True
+
+    def cancel_current(self) -> bool:
+        """Cancel the run computing now, if any (True when one was)."""
+        with self._lock:
+            run = self._current
         if run is None or not run.running:
             return False
         run.cancel()
