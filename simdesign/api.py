@@ -151,9 +151,12 @@ class SimulationResult:
         directory = Path(directory)
         store = ResultsStore(directory)
         store.prepare(self.config)
-        for design, frame in self.trials.groupby("design", sort=False):
-            stop = int(frame["trial"].max()) + 1
-            store.write_chunk(design, 0, stop, sorted(frame["test"].unique()), frame.reset_index(drop=True))
+        try:
+            for design, frame in self.trials.groupby("design", sort=False):
+                stop = int(frame["trial"].max()) + 1
+                store.write_chunk(design, 0, stop, sorted(frame["test"].unique()), frame.reset_index(drop=True))
+        finally:
+            store.release()
         write_outputs(self.config, self.summary(), directory)
         return directory
 

@@ -47,7 +47,8 @@ def test_pool_size_reads_jobs_as_joblib_does():
     from joblib import cpu_count  # what loky's -1 means (it respects CPU affinity and quotas)
 
     cores = cpu_count()
-    assert pool_size(3) == 3
+    assert pool_size(1) == 1 and pool_size(cores) == cores
+    assert pool_size(cores + 3) == cores  # more workers than cores are capped (issue 29)
     assert pool_size(-1) == cores
     assert pool_size(-cores - 5) == 1
 

@@ -120,16 +120,19 @@ def test_cli_panels_writes_summary_and_figure(tmp_path, capsys):
     assert "panels.crowd.noise" in capsys.readouterr().err
 
 
-def test_a_store_fingerprinted_with_its_chunk_size_still_resumes(tmp_path):
-    """Stores written before chunk_size left the fingerprint hold it in theirs: they resume, others do not."""
+def test_a_store_of_the_old_format_is_refused_and_another_config_too(tmp_path):
+    """Stores written before chunks carried their fingerprint are refused with one message saying to re-run."""
     import json
 
+    from simdesign.runner.stores import release_store
     from simdesign.simulation.panel_study import _prepare_store
 
     config = parse_panel_study(small_study())
-    old = config.fingerprint(ignored=("trials", "bootstrap", "description"))
-    assert old != config.fingerprint()
-    (tmp_path / "manifest.json").write_text(json.dumps({"fingerprint": old}))
-    assert _prepare_store(config, tmp_path) == tmp_path / "chunks"
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "manifest.json").write_text(json.dumps({"fingerprint": config.fingerprint()}))
+    with pytest.raises(StoreError, match="older simdesign.*re-run"):
+        _prepare_store(config, tmp_path / "old")
+    assert _prepare_store(config, tmp_path / "new") == tmp_path / "new" / "chunks"
+    release_store(tmp_path / "new")
     with pytest.raises(StoreError, match="different panel-study config"):
-        _prepare_store(parse_panel_study(small_study(seed=6)), tmp_path)
+        _prepare_store(parse_panel_study(small_study(seed=6)), tmp_path / "new")

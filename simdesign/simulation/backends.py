@@ -49,6 +49,7 @@ from typing import Iterable, Iterator
 from joblib import Parallel, parallel_config
 
 from simdesign.core.errors import ConfigError, MissingBackendError
+from simdesign.runner.workers import available_cores, local_jobs, watch_coordinator
 from simdesign.simulation.forked_pool import fork_available, forked_results
 
 BACKENDS = ("loky", "threading", "dask", "fork")
@@ -326,7 +327,8 @@ class ChunkExecutor:
             # One thread per worker process: R-backed tests need it, and numpy-heavy chunks
             # gain nothing from threads that compete for the GIL. Port 0: never clash with another cluster.
             self._cluster = self._stack.enter_context(LocalCluster(
-                n_workers=self.spec.workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
+                n_workers=local_jobs(self.spec.workers or available_cores(), "Dask LocalCluster"),
+                threads_per_worker=1, processes=True,
                 dashboard_address=":0"))
             self.client = self._stack.enter_context(Client(self._cluster, set_as_default=False))
         try:
@@ -386,6 +388,10 @@ class ChunkExecutor:
                                     return_as="generator_unordered")(tasks)
         elif self.spec.name == "fork":
             yield from forked_results(tasks, self.spec.jobs)
+        elif self.spec.name == "loky":
+            # Every worker ends by itself once the coordinator is gone (a SIGKILLed coordinator cannot stop it).
+            with parallel_config(backend="loky", initializer=watch_coordinator, initargs=(os.getpid(),)):
+                yield from Parallel(n_jobs=local_jobs(self.spec.jobs, "loky"), return_as="generator_unordered")(tasks)
         else:
-            yield from Parallel(n_jobs=self.spec.jobs, backend=self.spec.name,
+            yield from Parallel(n_jobs=local_jobs(self.spec.jobs, self.spec.name), backend=self.spec.name,
                                 return_as="generator_unordered")(tasks)

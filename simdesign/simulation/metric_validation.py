@@ -344,6 +344,15 @@ def run_metric_validation(config: MetricValidationConfig, out_dir, jobs: int = 1
     """
     store = MetricValidationStore(out_dir)
     store.prepare(stored_settings(config), config.seed)
+    try:
+        return _run_missing_chunks(config, store, jobs, chunk_trials, progress)
+    finally:
+        store.release()
+
+
+def _run_missing_chunks(config: MetricValidationConfig, store: MetricValidationStore, jobs: int,
+                        chunk_trials: int, progress: bool) -> pd.DataFrame:
+    """Compute and store the chunks ``store`` misses (the store claimed); return every stored row."""
     targets = system_level_targets(config)
     chunks = missing_chunks(config, store, chunk_trials)
     cells = [cell_label(s, d) for s, d in config.cells()]

@@ -31,9 +31,11 @@ with its own random streams (keyed by the setting's label).
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import itertools
 import json
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -50,7 +52,9 @@ from simdesign.model import OrdinalMixedModel, effect_scale
 from simdesign.model.panels import PanelSpec, expected_output_scores, parse_panels, sample_panels
 from simdesign.simulation.config import read_config_mapping, resolve_model
 from simdesign.simulation.panel_tests import PANEL_TESTS, TRIAL_COLUMNS, significance_rows, true_differences
-from simdesign.simulation.store import atomic_write_bytes
+from simdesign.runner.stores import (MANIFEST, atomic_write_bytes, claim_store, damaged_chunk, read_manifest,
+                                     refuse_orphan_chunks, release_store, remove_leftovers, short_fingerprint,
+                                     write_manifest)
 from simdesign.stats.aggregation import AGGREGATIONS
 from simdesign.core.checks import is_integer, is_number
 
@@ -321,34 +325,59 @@ def _write_csv(frame: pd.DataFrame, path: Path) -> None:
 
 
 def _prepare_store(config: PanelStudyConfig, out_dir: Path) -> Path:
-    """The chunk directory of ``out_dir``, after checking that stored trials belong to this config."""
-    chunks = out_dir / "chunks"
-    chunks.mkdir(parents=True, exist_ok=True)
-    manifest = out_dir / "manifest.json"
-    fingerprint = config.fingerprint()
-    if manifest.exists():
-        stored = json.loads(manifest.read_text()).get("fingerprint")
-        # stores written before chunk_size was left out of the fingerprint hold it in theirs
-        if stored not in (fingerprint, config.fingerprint(ignored=("trials", "bootstrap", "description"))):
-            raise StoreError(f"{out_dir} holds trials of a different panel-study config (model, panels, seed, "
-                             f"docs, subsamples, aggregations or tests changed); use another --out or delete it")
-    else:
-        # atomic, as every chunk: a run killed while writing must not leave a manifest that cannot be read
-        atomic_write_bytes(manifest, json.dumps({"fingerprint": fingerprint, "config": config.raw}, indent=2,
-                                                default=str).encode())
+    """Claim ``out_dir`` and return its chunk directory, after checking that stored trials belong to this config.
+
+    The claim (:mod:`simdesign.runner.stores`) lasts until ``release_store(out_dir)`` or the process ends.
+
+    Raises
+    ------
+    StoreError
+        Another run holds the store; it has chunks but no manifest, an older format, or another config's trials.
+    """
+    claim_store(out_dir)
+    try:
+        remove_leftovers(out_dir)
+        refuse_orphan_chunks(out_dir, ["chunks", "significance"], "*.csv")
+        chunks = out_dir / "chunks"
+        chunks.mkdir(parents=True, exist_ok=True)
+        manifest = out_dir / MANIFEST
+        fingerprint = config.fingerprint()
+        if manifest.exists():
+            if read_manifest(manifest).get("fingerprint") != fingerprint:
+                raise StoreError(f"{out_dir} holds trials of a different panel-study config (model, panels, seed, "
+                                 f"docs, subsamples, aggregations or tests changed); use another --out or delete it")
+        else:
+            write_manifest(manifest, {"kind": "panel-study", "fingerprint": fingerprint, "config": config.raw})
+    except BaseException:
+        release_store(out_dir)
+        raise
     return chunks
 
 
-def _chunk_path(chunks_dir: Path, label: str, first: int, stop: int) -> Path:
-    return chunks_dir / f"{label}-{first:06d}-{stop:06d}.csv"
+def _chunk_path(chunks_dir: Path, config: PanelStudyConfig, label: str, first: int, stop: int) -> Path:
+    """A chunk's file: its setting, trial range and the config's fingerprint (a store reads only its own)."""
+    return chunks_dir / f"{label}-{first:06d}-{stop:06d}-{short_fingerprint(config.fingerprint())}.csv"
 
 
-def _stored_trials(chunks_dir: Path, label: str) -> set[int]:
-    """Trials of one setting held by stored chunks (their bounds are in their names)."""
+def _chunk_files(directory: Path, config: PanelStudyConfig, label: str | None = None) -> dict[Path, tuple]:
+    """The chunk files of this config's fingerprint (of one setting, or all): path -> (setting, first, stop)."""
+    key = re.escape(short_fingerprint(config.fingerprint()))
+    labels = [label] if label is not None else [name for name, _ in config.settings()]
+    found = {}
+    for name in labels:
+        pattern = re.compile(rf"{re.escape(name)}-(\d{{6}})-(\d{{6}})-{key}\.csv")
+        for path in directory.glob(f"{glob.escape(name)}-*.csv"):
+            match = pattern.fullmatch(path.name)
+            if match:
+                found[path] = (name, int(match.group(1)), int(match.group(2)))
+    return dict(sorted(found.items()))
+
+
+def _stored_trials(chunks_dir: Path, config: PanelStudyConfig, label: str) -> set[int]:
+    """Trials of one setting held by stored chunks of this config (their bounds are in their names)."""
     done = set()
-    for path in chunks_dir.glob(f"{label}-*.csv"):
-        first, stop = path.stem[len(label) + 1:].split("-")
-        done.update(range(int(first), int(stop)))
+    for _, first, stop in _chunk_files(chunks_dir, config, label).values():
+        done.update(range(first, stop))
     return done
 
 
@@ -377,11 +406,22 @@ def run_panel_study(config: PanelStudyConfig, out_dir, jobs: int = 1, progress: 
     """
     out_dir = Path(out_dir)
     chunks_dir = _prepare_store(config, out_dir)
+    try:
+        _run_missing_chunks(config, out_dir, chunks_dir, jobs, progress)
+    finally:
+        release_store(out_dir)
+    return _read_chunks(config, chunks_dir, ["setting", "trial", "method", "target", "k"])
+
+
+def _run_missing_chunks(config: PanelStudyConfig, out_dir: Path, chunks_dir: Path, jobs: int,
+                        progress: bool) -> None:
+    """Compute and store the chunks the claimed store misses."""
     tests_dir = out_dir / "significance"
     if config.tests:
         tests_dir.mkdir(exist_ok=True)
     work = [(label, panels, first, stop) for label, panels in config.settings()
-            for first, stop in _missing_runs(_stored_trials(chunks_dir, label), config.trials, config.chunk_size)]
+            for first, stop in _missing_runs(_stored_trials(chunks_dir, config, label), config.trials,
+                                             config.chunk_size)]
     total = len(config.settings()) * config.trials
     missing = sum(stop - first for _, _, first, stop in work)
     with tqdm(total=total, initial=total - missing, unit="trial", desc=config.name, disable=not progress,
@@ -390,21 +430,26 @@ def run_panel_study(config: PanelStudyConfig, out_dir, jobs: int = 1, progress: 
             delayed(_chunk)(config, label, panels, first, stop) for label, panels, first, stop in work)
         for label, first, stop, rows, tests in finished:
             if config.tests:
-                _write_csv(tests, _chunk_path(tests_dir, label, first, stop))
-            _write_csv(rows, _chunk_path(chunks_dir, label, first, stop))
+                _write_csv(tests, _chunk_path(tests_dir, config, label, first, stop))
+            _write_csv(rows, _chunk_path(chunks_dir, config, label, first, stop))
             bar.update(stop - first)
-    return _read_chunks(config, chunks_dir, ["setting", "trial", "method", "target", "k"])
 
 
 def _read_chunks(config: PanelStudyConfig, directory: Path, keys: list[str]) -> pd.DataFrame:
-    labels = {label for label, _ in config.settings()}
-    frames = [pd.read_csv(path) for path in sorted(directory.glob("*.csv"))]
+    frames = [_read_csv_chunk(path) for path in _chunk_files(directory, config)]
     frames = [frame for frame in frames if len(frame)]
     if not frames:
         return pd.DataFrame(columns=keys)
     # chunks never overlap (only missing trials are computed); dropping duplicates is a safeguard
     trials = pd.concat(frames, ignore_index=True).drop_duplicates(keys)
-    return trials[trials["setting"].isin(labels) & (trials["trial"] < config.trials)].reset_index(drop=True)
+    return trials[trials["trial"] < config.trials].reset_index(drop=True)
+
+
+def _read_csv_chunk(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:  # EmptyDataError is a ValueError
+        raise damaged_chunk(path, exc) from None
 
 
 def read_significance(config: PanelStudyConfig, out_dir) -> pd.DataFrame:
