@@ -10,7 +10,7 @@ from simdesign.core.errors import ConfigError
 from simdesign.simulation.backends import BackendSpec, check_backend
 from simdesign.simulation.config import parse_config
 from simdesign.simulation.engine import run_simulation
-from simdesign.simulation.forked_pool import fork_available, pool_size
+from simdesign.runner.forked_pool import fork_available, pool_size
 
 pytestmark = pytest.mark.skipif(not fork_available(), reason="the fork backend needs Linux")
 

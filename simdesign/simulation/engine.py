@@ -25,8 +25,8 @@ from tqdm.auto import tqdm
 
 from simdesign.analyses import ANALYSES, run_analysis, system_pairs
 from simdesign.analyses.base import BACKEND_CHECKS, DEGENERATE, OK, AnalysisInfo, resolve_analysis
-from simdesign.simulation.backends import (DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, describe_error,
-                                 lost_worker_errors, r_backed)
+from simdesign.runner.execute import run_chunks
+from simdesign.simulation.backends import DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, r_backed
 from simdesign.simulation.config import AnalysisSpec, SimulationConfig
 from simdesign.core.designs import Design
 from simdesign.core.errors import ConfigError, MissingBackendError
@@ -300,32 +300,15 @@ def largest_first(chunks: Iterable[Chunk], n_systems: int) -> Iterator[Chunk]:
 def execute_chunks(executor: ChunkExecutor, model: OrdinalMixedModel, effect, root_seed: int, plan, save,
                    retries: int = DEFAULT_RETRIES) -> None:
     """Compute the chunks ``plan()`` returns (any iterable) on ``executor``; ``save(chunk, frame)`` each as it
-    finishes.
+    finishes (the runner's loop, :func:`simdesign.runner.execute.run_chunks`, for ``run`` and ``plan``).
 
-    The one chunk loop of ``run`` and ``plan``. After losing workers made the
-    backend fail, the chunks not yet saved are planned anew (``plan()`` must
-    consult what ``save`` stored) and resubmitted, at most ``retries`` times.
     Each chunk carries the registry entries of its analyses
     (:func:`chunk_registry`), so user-registered analyses run on every backend.
     """
-    lost_worker = lost_worker_errors()
-    retried = 0
     n_systems = model.n_systems
-    while True:
-        tasks = (delayed(_chunk_task)(model, effect, root_seed, chunk, chunk_registry(chunk.analyses))
-                 for chunk in largest_first(plan(), n_systems))
-        try:
-            # Only this process writes chunks, so a chunk is stored once however often it was computed.
-            for chunk, frame in executor.run(tasks):
-                save(chunk, frame)
-            return
-        except lost_worker as exc:
-            if retried >= retries:
-                raise
-            retried += 1
-            # The store knows exactly what is saved: plan the rest anew rather than track futures.
-            log.warning("Lost a worker (%s); resubmitting the %d unsaved chunk(s), retry %d of %d",
-                        describe_error(exc), sum(1 for _ in plan()), retried, retries)
+    run_chunks(executor, plan,
+               lambda chunk: delayed(_chunk_task)(model, effect, root_seed, chunk, chunk_registry(chunk.analyses)),
+               save, retries, order=lambda chunks: largest_first(chunks, n_systems))
 
 
 def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: int = -1,

@@ -54,7 +54,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
+from joblib import delayed
 from scipy import special
 from simdesign.core.threads import single_threaded
 from tqdm.auto import tqdm
@@ -65,6 +65,9 @@ from simdesign.core.seeds import analysis_rng, data_rng
 from simdesign.model.metric import (MetricGenerator, MetricSpec, SystemPopulation, exchangeable_moments,
                                     human_scores, population_model, sample_with_quality)
 from simdesign.simulation.config import read_config_mapping, resolve_model
+from simdesign.runner.backends import BackendSpec, ChunkExecutor
+from simdesign.runner.execute import backend_spec, run_chunks
+from simdesign.runner.limits import check_trial_count
 from simdesign.simulation.metric_store import ROW_COLUMNS, MetricValidationStore
 from simdesign.simulation.metric_targets import summary_level_target
 from simdesign.stats.metric_correlation import (METHODS, SCHEMES, bootstrap_system_level, percentile_interval,
@@ -284,10 +287,11 @@ def summary_interval_rows(config: MetricValidationConfig, metric: np.ndarray, hu
 
 
 def _chunk(config, n_systems, n_documents, first, stop, targets):
+    """One chunk's (chunk, rows), as the runner's loop wants it."""
     with single_threaded():  # the arrays of one trial are small: BLAS threads only compete
         rows = [row for trial in range(first, stop) for row in one_trial(config, n_systems, n_documents, trial,
                                                                            targets)]
-    return (n_systems, n_documents), first, stop, pd.DataFrame(rows, columns=list(ROW_COLUMNS))
+    return (n_systems, n_documents, first, stop), pd.DataFrame(rows, columns=list(ROW_COLUMNS))
 
 
 def stored_settings(config: MetricValidationConfig) -> dict:
@@ -318,7 +322,7 @@ def missing_chunks(config: MetricValidationConfig, store: MetricValidationStore,
 
 
 def run_metric_validation(config: MetricValidationConfig, out_dir, jobs: int = 1, chunk_trials: int = 20,
-                          progress: bool = False) -> pd.DataFrame:
+                          progress: bool = False, backend="loky") -> pd.DataFrame:
     """Every cell's trials not yet stored in ``out_dir``; return all rows (one per trial and estimand).
 
     Each finished chunk of trials is stored at once (:mod:`simdesign.simulation.metric_store`), so
@@ -331,40 +335,47 @@ def run_metric_validation(config: MetricValidationConfig, out_dir, jobs: int = 1
     out_dir : path-like
         The results directory (created if needed).
     jobs : int
-        Parallel worker processes (joblib).
+        Parallel workers (local backends).
     chunk_trials : int
         Trials per stored chunk.
     progress : bool
         Show a tqdm bar (trials done, rate, ETA).
+    backend : {'loky', 'threading', 'fork', 'dask'} or BackendSpec
+        Where chunks are computed (:mod:`simdesign.runner.backends`); the rows do not depend on it.
 
     Raises
     ------
     StoreError
         If ``out_dir`` holds trials computed with other settings.
     """
+    spec = backend_spec(backend, jobs)
+    check_trial_count(config.trials)
     store = MetricValidationStore(out_dir)
     store.prepare(stored_settings(config), config.seed)
     try:
-        return _run_missing_chunks(config, store, jobs, chunk_trials, progress)
+        return _run_missing_chunks(config, store, spec, chunk_trials, progress)
     finally:
         store.release()
 
 
-def _run_missing_chunks(config: MetricValidationConfig, store: MetricValidationStore, jobs: int,
+def _run_missing_chunks(config: MetricValidationConfig, store: MetricValidationStore, spec: BackendSpec,
                         chunk_trials: int, progress: bool) -> pd.DataFrame:
-    """Compute and store the chunks ``store`` misses (the store claimed); return every stored row."""
+    """Compute and store the chunks ``store`` misses (the store claimed), through the runner's loop; return
+    every stored row."""
     targets = system_level_targets(config)
-    chunks = missing_chunks(config, store, chunk_trials)
     cells = [cell_label(s, d) for s, d in config.cells()]
-    total, stored = len(cells) * config.trials, sum(stop - first for _, _, first, stop in chunks)
+    total = len(cells) * config.trials
+    stored = sum(stop - first for _, _, first, stop in missing_chunks(config, store, chunk_trials))
+
+    def save(chunk: tuple, rows: pd.DataFrame) -> None:
+        n_systems, n_documents, first, stop = chunk
+        store.write_chunk(cell_label(n_systems, n_documents), first, stop, rows)
+        bar.update(stop - first)
+
     with tqdm(total=total, initial=total - stored, unit="trial", desc=config.name, disable=not progress,
-              smoothing=0.05) as bar:
-        # Unordered: each chunk is stored as soon as it finishes, whichever worker ran it.
-        finished = Parallel(n_jobs=jobs, return_as="generator_unordered")(
-            delayed(_chunk)(config, s, d, first, stop, targets) for s, d, first, stop in chunks)
-        for (n_systems, n_documents), first, stop, rows in finished:
-            store.write_chunk(cell_label(n_systems, n_documents), first, stop, rows)
-            bar.update(stop - first)
+              smoothing=0.05) as bar, ChunkExecutor(spec) as executor:
+        run_chunks(executor, lambda: missing_chunks(config, store, chunk_trials),
+                   lambda chunk: delayed(_chunk)(config, *chunk, targets), save, spec.retries)
     return store.read(cells, config.trials)
 
 

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
+from joblib import delayed
 from scipy import stats
 from simdesign.core.threads import single_threaded
 from tqdm.auto import tqdm
@@ -52,6 +52,9 @@ from simdesign.model import OrdinalMixedModel, effect_scale
 from simdesign.model.panels import PanelSpec, expected_output_scores, parse_panels, sample_panels
 from simdesign.simulation.config import read_config_mapping, resolve_model
 from simdesign.simulation.panel_tests import PANEL_TESTS, TRIAL_COLUMNS, significance_rows, true_differences
+from simdesign.runner.backends import BackendSpec, ChunkExecutor
+from simdesign.runner.execute import backend_spec, run_chunks
+from simdesign.runner.limits import check_trial_count
 from simdesign.runner.stores import (MANIFEST, atomic_write_bytes, claim_store, damaged_chunk, read_manifest,
                                      refuse_orphan_chunks, release_store, remove_leftovers, short_fingerprint,
                                      write_manifest)
@@ -314,10 +317,11 @@ def simulate_trial_with_tests(config: PanelStudyConfig, label: str, panels: dict
 
 
 def _chunk(config: PanelStudyConfig, label: str, panels: dict, first: int, stop: int):
+    """One chunk's (chunk, (Spearman rows, test rows)), as the runner's loop wants it."""
     with single_threaded():
         parts = [simulate_trial_with_tests(config, label, panels, trial) for trial in range(first, stop)]
-    return (label, first, stop, pd.concat([rows for rows, _ in parts], ignore_index=True),
-            pd.concat([tests for _, tests in parts], ignore_index=True))
+    return (label, first, stop), (pd.concat([rows for rows, _ in parts], ignore_index=True),
+                                  pd.concat([tests for _, tests in parts], ignore_index=True))
 
 
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:
@@ -393,46 +397,61 @@ def _missing_runs(done: set[int], trials: int, chunk_size: int) -> list[tuple[in
     return runs
 
 
-def run_panel_study(config: PanelStudyConfig, out_dir, jobs: int = 1, progress: bool = False) -> pd.DataFrame:
+def run_panel_study(config: PanelStudyConfig, out_dir, jobs: int = 1, progress: bool = False,
+                    backend="loky") -> pd.DataFrame:
     """Simulate every trial of every crowd setting not yet stored in ``out_dir``; return all per-trial rows.
 
     Each chunk of trials is written as its own CSV (atomically, by rename) as
     soon as it finishes, so an interrupted run resumes where it stopped,
     losing at most the chunks in flight. Results do not depend on ``jobs``
-    (streams are keyed by setting label and trial). The significance-test
+    or ``backend`` (streams are keyed by setting label and trial). The significance-test
     rows of a chunk (with ``tests``) go to ``significance/`` under the same
     name, written first, so that a stored chunk always has them
     (:func:`read_significance`).
+
+    Parameters
+    ----------
+    backend : {'loky', 'threading', 'fork', 'dask'} or BackendSpec
+        Where chunks are computed (:mod:`simdesign.runner.backends`).
     """
     out_dir = Path(out_dir)
+    spec = backend_spec(backend, jobs)
+    check_trial_count(config.trials)
     chunks_dir = _prepare_store(config, out_dir)
     try:
-        _run_missing_chunks(config, out_dir, chunks_dir, jobs, progress)
+        _run_missing_chunks(config, out_dir, chunks_dir, spec, progress)
     finally:
         release_store(out_dir)
     return _read_chunks(config, chunks_dir, ["setting", "trial", "method", "target", "k"])
 
 
-def _run_missing_chunks(config: PanelStudyConfig, out_dir: Path, chunks_dir: Path, jobs: int,
+def _run_missing_chunks(config: PanelStudyConfig, out_dir: Path, chunks_dir: Path, spec: BackendSpec,
                         progress: bool) -> None:
-    """Compute and store the chunks the claimed store misses."""
+    """Compute and store the chunks the claimed store misses, through the runner's loop."""
     tests_dir = out_dir / "significance"
     if config.tests:
         tests_dir.mkdir(exist_ok=True)
-    work = [(label, panels, first, stop) for label, panels in config.settings()
-            for first, stop in _missing_runs(_stored_trials(chunks_dir, config, label), config.trials,
-                                             config.chunk_size)]
-    total = len(config.settings()) * config.trials
-    missing = sum(stop - first for _, _, first, stop in work)
+    settings = dict(config.settings())
+
+    def plan() -> list[tuple[str, int, int]]:
+        return [(label, first, stop) for label in settings
+                for first, stop in _missing_runs(_stored_trials(chunks_dir, config, label), config.trials,
+                                                 config.chunk_size)]
+
+    def save(chunk: tuple, result: tuple) -> None:
+        label, first, stop = chunk
+        rows, tests = result
+        if config.tests:
+            _write_csv(tests, _chunk_path(tests_dir, config, label, first, stop))
+        _write_csv(rows, _chunk_path(chunks_dir, config, label, first, stop))
+        bar.update(stop - first)
+
+    total = len(settings) * config.trials
+    missing = sum(stop - first for _, first, stop in plan())
     with tqdm(total=total, initial=total - missing, unit="trial", desc=config.name, disable=not progress,
-              smoothing=0.05) as bar:
-        finished = Parallel(n_jobs=jobs, return_as="generator_unordered")(
-            delayed(_chunk)(config, label, panels, first, stop) for label, panels, first, stop in work)
-        for label, first, stop, rows, tests in finished:
-            if config.tests:
-                _write_csv(tests, _chunk_path(tests_dir, config, label, first, stop))
-            _write_csv(rows, _chunk_path(chunks_dir, config, label, first, stop))
-            bar.update(stop - first)
+              smoothing=0.05) as bar, ChunkExecutor(spec) as executor:
+        run_chunks(executor, plan, lambda chunk: delayed(_chunk)(config, chunk[0], settings[chunk[0]], *chunk[1:]),
+                   save, spec.retries)
 
 
 def _read_chunks(config: PanelStudyConfig, directory: Path, keys: list[str]) -> pd.DataFrame:

@@ -9,7 +9,7 @@ chunk); results are the same whichever backend runs them (seeds are per design a
 
 Not offered where ``fork`` is unsafe or absent: on macOS and Windows, and for tests that run
 embedded R (an R session does not survive a fork). A worker that dies breaks the pool
-(``BrokenProcessPool``, one of :func:`simdesign.simulation.backends.lost_worker_errors`): the engine
+(``BrokenProcessPool``, one of :func:`simdesign.runner.backends.lost_worker_errors`): the engine
 then plans the unsaved chunks again and resubmits them to a new pool, as for a lost loky worker.
 """
 from __future__ import annotations
