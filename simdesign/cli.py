@@ -37,6 +37,32 @@ def write_and_report(config: SimulationConfig, summary: pd.DataFrame, out_dir: P
 
 
 def cmd_run(args) -> int:
+    """``simdesign run CONFIG``: every study kind (:mod:`simdesign.simulation.study_kinds`)."""
+    from simdesign.simulation.config import read_config_mapping
+    from simdesign.simulation.study_kinds import ENGINE_KINDS, study_kind
+
+    kind = study_kind(read_config_mapping(Path(args.config), "config"))
+    if kind not in ENGINE_KINDS:
+        return run_other_kind(kind, args)
+    return run_rates(args)
+
+
+def run_other_kind(kind: str, args) -> int:
+    """Run a panel study, a sweep or a metric validation with ``run``'s arguments."""
+    from simdesign import cli_literature, cli_panels
+    from simdesign.cli_study import check_study_arguments
+
+    check_study_arguments(args)
+    if args.chunk_size is not None:
+        print(f"warning: --chunk-size applies to rate studies; a {kind} config is chunked by its own settings "
+              "(ignored)", file=sys.stderr)
+    command = {"panels": cli_panels.run, "sweep": cli_literature.cmd_sweep,
+               "metric-validation": cli_literature.cmd_metric_validation}[kind]
+    return command(args)
+
+
+def run_rates(args) -> int:
+    """``run`` for a rate (or replication) study: the engine, summary, figure and table."""
     from simdesign.simulation.engine import default_out_dir
 
     overrides = {key: value for key, value in (("trials", args.trials), ("chunk_size", args.chunk_size))
@@ -49,6 +75,8 @@ def cmd_run(args) -> int:
                           scheduler=args.scheduler, workers=args.workers, retries=args.retries)
     summary = result.summary()
     write_and_report(config, summary, out_dir)
+    if args.figure:
+        result.plot(args.figure)
     if not args.quiet:
         show = summary[summary["estimand"].isin(["type1", "power", "familywise", *config.estimands,
                                                  *(REPLICATION_ESTIMANDS[:3] if config.replication else ())])]
@@ -296,7 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="simdesign", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="simulate a config (resumes stored trials) and write summary and figure")
+    run = sub.add_parser("run", help="simulate a config of any study kind (rates, replication, panels, metric-validation, "
+                                     "sweep: its 'study' field or its keys say which; resumes stored trials) and "
+                                     "write summary and figure")
     run.add_argument("config")
     run.add_argument("--out", help="results directory (default results/<config name>)")
     run.add_argument("--jobs", type=int, default=-1, help="parallel workers (default: all cores)")
@@ -305,6 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="override the config's chunk_size: trials per unit of work (results do not depend on it)")
     backend_options(run)
     run.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    run.add_argument("--figure", help="also write the figure and its table as FIGURE.png and FIGURE.csv")
     run.set_defaults(func=cmd_run)
 
     plot = sub.add_parser("plot", help="redraw summary and figures from stored results, without simulating")

@@ -8,13 +8,14 @@ from __future__ import annotations
 import sys
 import time
 
-from simdesign.cli_study import add_study_arguments, check_study_arguments, study_out_dir, write_study_figures
+from simdesign.cli_study import (add_study_arguments, check_study_arguments, study_backend, study_out_dir,
+                                 warn_if_deprecated, write_study_figures)
 
 
 def add_parser(subparsers) -> None:
     """Add the ``panels`` subcommand to the CLI's subparsers."""
     parser = subparsers.add_parser(
-        "panels", help="panel study: Spearman's rho of k crowd workers' aggregate with an expert panel (and the "
+        "panels", help="deprecated, use `simdesign run CONFIG`: panel study: Spearman's rho of k crowd workers' aggregate with an expert panel (and the "
                        "truth) for k = 1..per_output, per aggregation method, with the knee of each curve")
     add_study_arguments(parser, "a panel-study config with a 'panels' key, e.g. configs/crowd_vs_expert.yaml",
                         out_help="; a re-run resumes",
@@ -33,11 +34,12 @@ def run(args) -> int:
     from simdesign.simulation.panel_tests import summarise_significance
     from simdesign.simulation.panel_summary import summarise_panel_study
 
+    warn_if_deprecated(args, "panels")
     check_study_arguments(args)
     config = load_panel_study(args.config, {"trials": args.trials} if args.trials is not None else None)
     out_dir = study_out_dir(args, config.name)
     started = time.perf_counter()
-    trials = run_panel_study(config, out_dir, jobs=args.jobs, progress=not args.quiet)
+    trials = run_panel_study(config, out_dir, jobs=args.jobs, progress=not args.quiet, backend=study_backend(args))
     summary = summarise_panel_study(config, trials)
     seconds = time.perf_counter() - started
     summary.to_csv(out_dir / "summary.csv", index=False)

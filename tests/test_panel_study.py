@@ -100,8 +100,8 @@ def test_bad_panel_study_names_every_field():
         parse_panel_study(small_study(crowd="expert", reference="crowd"))
 
 
-def test_simulation_config_points_panels_to_the_panels_command():
-    with pytest.raises(ConfigError, match="simdesign panels"):
+def test_simulation_config_points_panels_to_the_run_command():
+    with pytest.raises(ConfigError, match="panel study: run it with `simdesign run`"):
         parse_config({**small_study(), "designs": [], "tests": ["ttest"]})
 
 

@@ -32,6 +32,7 @@ import yaml
 
 from simdesign.analyses import ANALYSES, resolve_analysis
 from simdesign.core.designs import DESIGN_KINDS
+from simdesign.simulation.study_kinds import ENGINE_KINDS, study_field_problems
 from simdesign.core.errors import ConfigError
 from simdesign.model import PRESETS, OrdinalMixedModel, RankOnlyModel, effect_scale, load_model
 from simdesign.simulation.methods import (DEFAULT_METHODS, likert_model_digest_source, method_problems, method_specs,
@@ -43,7 +44,7 @@ from simdesign.core.checks import is_integer, is_number
 
 TOP_LEVEL_KEYS = ("name", "model", "effect", "designs", "tests", "trials", "alpha", "seed", "art_resamples",
                   "art_exact", "chunk_size", "figure", "description", "estimands", "replication",
-                  "document_intercept_scale", "method", "methods")
+                  "document_intercept_scale", "method", "methods", "study")
 MODEL_TYPES = (OrdinalMixedModel, RankOnlyModel)  # a Likert (or joint Likert/Rank) model, or a rank-only one
 FIGURE_X = ("annotators", "judgements", "docs", "blocks", "annotators_per_block", "judgements_per_output")
 FIGURE_COLOUR = ("test", "shape")
@@ -579,8 +580,9 @@ def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
     unknown = sorted(set(raw) - set(TOP_LEVEL_KEYS))
     if unknown:
         errors.append(f"Unknown config key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS)}"
-                      + (" (a config with 'panels' is a panel study: run it with `simdesign panels`)"
+                      + (" (a config with 'panels' is a panel study: run it with `simdesign run`)"
                          if "panels" in unknown else ""))
+    errors += study_field_problems(raw, ENGINE_KINDS)
     model, model_source = resolve_model(raw, base_dir, errors)
     values = {key: raw.get(key, default) for key, default in SCALAR_DEFAULTS.items()}
     values.update(name=raw.get("name"), effect=raw.get("effect", "fitted"), description=str(raw.get("description", "")))

@@ -68,6 +68,7 @@ from simdesign.simulation.config import read_config_mapping, resolve_model
 from simdesign.runner.backends import BackendSpec, ChunkExecutor
 from simdesign.runner.execute import backend_spec, run_chunks
 from simdesign.runner.limits import check_trial_count
+from simdesign.simulation.study_kinds import study_field_problems
 from simdesign.simulation.metric_store import ROW_COLUMNS, MetricValidationStore
 from simdesign.simulation.metric_targets import summary_level_target
 from simdesign.stats.metric_correlation import (METHODS, SCHEMES, bootstrap_system_level, percentile_interval,
@@ -78,7 +79,7 @@ from simdesign.core.checks import is_integer, is_number
 
 KEYS = ("name", "description", "model", "population", "metric", "second_metric", "error_correlation", "systems",
         "documents", "annotators_per_document", "methods", "trials", "bootstrap_resamples",
-        "permutation_resamples", "confidence", "alpha", "seed", "summary_intervals")
+        "permutation_resamples", "confidence", "alpha", "seed", "summary_intervals", "study")
 SUMMARY_TARGET = "summary:pearson"
 SCHEME_NAMES = {"systems": "BOOT-SYSTEMS", "inputs": "BOOT-INPUTS", "both": "BOOT-BOTH"}
 PERMUTATION_NAMES = {"systems": "PERM-SYSTEMS", "both": "PERM-BOTH"}
@@ -142,6 +143,7 @@ def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValida
     unknown = sorted(set(raw) - set(KEYS))
     if unknown:
         problems.append(f"Unknown key(s) {unknown}; allowed: {list(KEYS)}")
+    problems += study_field_problems(raw, ("metric-validation",))
     model, _ = resolve_model(raw, base_dir, problems)
     population = _mapping(raw, "population", SystemPopulation, problems)
     metrics = [_mapping(raw, "metric", MetricSpec, problems)]

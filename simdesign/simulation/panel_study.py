@@ -51,6 +51,7 @@ from simdesign.core.seeds import analysis_rng, data_rng
 from simdesign.model import OrdinalMixedModel, effect_scale
 from simdesign.model.panels import PanelSpec, expected_output_scores, parse_panels, sample_panels
 from simdesign.simulation.config import read_config_mapping, resolve_model
+from simdesign.simulation.study_kinds import study_field_problems
 from simdesign.simulation.panel_tests import PANEL_TESTS, TRIAL_COLUMNS, significance_rows, true_differences
 from simdesign.runner.backends import BackendSpec, ChunkExecutor
 from simdesign.runner.execute import backend_spec, run_chunks
@@ -62,10 +63,11 @@ from simdesign.stats.aggregation import AGGREGATIONS
 from simdesign.core.checks import is_integer, is_number
 
 STUDY_KEYS = ("name", "description", "model", "effect", "docs", "panels", "reference", "crowd", "aggregations",
-              "subsamples", "trials", "seed", "chunk_size", "bootstrap", "sensitivity", "tests", "test_k", "alpha")
+              "subsamples", "trials", "seed", "chunk_size", "bootstrap", "sensitivity", "tests", "test_k", "alpha",
+              "study")
 TARGETS = ("expert", "truth")
 SENSITIVITY_KEYS = ("noise", "spammer_share", "slope_sd")
-RESULT_FREE_KEYS = ("trials", "bootstrap", "description", "chunk_size")
+RESULT_FREE_KEYS = ("trials", "bootstrap", "description", "chunk_size", "study")
 SUMMARY_COLUMNS = ("setting", "noise", "slope_sd", "spammer_share", "method", "target", "estimand", "k", "trials",
                    "mean", "ci_low", "ci_high", "mcse", "n_undefined")
 
@@ -201,6 +203,7 @@ def parse_panel_study(raw: dict, base_dir: Path | None = None) -> PanelStudyConf
     unknown = sorted(set(raw) - set(STUDY_KEYS))
     if unknown:
         errors.append(f"Unknown panel-study key(s) {unknown}; allowed: {list(STUDY_KEYS)}")
+    errors += study_field_problems(raw, ("panels",))
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\"):
         errors.append(f"The 'name' field must be a non-empty string without slashes; got {name!r}")

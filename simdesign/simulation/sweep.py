@@ -24,8 +24,10 @@ import numpy as np
 import pandas as pd
 
 from simdesign.core.errors import ConfigError
+from simdesign.runner.stores import claim_store, release_stores_under
 from simdesign.simulation.config import TOP_LEVEL_KEYS, parse_config, read_config_mapping
 from simdesign.simulation.engine import run_simulation
+from simdesign.simulation.study_kinds import study_field_problems
 from simdesign.simulation.summary import summarise
 
 # Keys a sweep may vary: those that change the data or the tests' behaviour, not the run's identity.
@@ -50,7 +52,11 @@ def sweep_runs(raw: dict) -> list[tuple[dict, dict]]:
                  for key, values in sweep.items() if not isinstance(values, list) or not values]
     if problems:
         raise ConfigError(problems)
-    base = {key: value for key, value in raw.items() if key != "sweep"}
+    problems = study_field_problems(raw, ("sweep",))
+    if problems:
+        raise ConfigError(problems)
+    # each run is a rate study: the sweep's own keys are not its
+    base = {key: value for key, value in raw.items() if key not in ("sweep", "study")}
     runs = []
     for combination in itertools.product(*sweep.values()):
         values = dict(zip(sweep, combination))
@@ -83,7 +89,7 @@ def load_sweep(path, trials: int | None = None) -> tuple[dict, list]:
 
 
 def run_sweep(path, out_dir=None, jobs: int = 1, trials: int | None = None,
-              progress: bool = False) -> tuple[pd.DataFrame, dict]:
+              progress: bool = False, backend="loky") -> tuple[pd.DataFrame, dict]:
     """Run every combination of a sweep config and stack the summaries.
 
     Parameters
@@ -96,6 +102,8 @@ def run_sweep(path, out_dir=None, jobs: int = 1, trials: int | None = None,
     trials : int, optional
         Overrides the config's trials.
     progress : bool
+    backend : {'loky', 'threading', 'fork', 'dask'} or BackendSpec
+        Where every run's chunks are computed; the results do not depend on it.
 
     Returns
     -------
@@ -108,10 +116,20 @@ def run_sweep(path, out_dir=None, jobs: int = 1, trials: int | None = None,
     """
     raw, configs = load_sweep(path, trials)
     out_dir = Path(out_dir) if out_dir else Path("results") / str(raw.get("name"))
+    claim_store(out_dir)  # the whole sweep is one run: a second one into the same --out is refused at once
+    try:
+        return _run_combinations(configs, out_dir, jobs, progress, backend), raw
+    finally:
+        release_stores_under(out_dir)
+
+
+def _run_combinations(configs: list, out_dir: Path, jobs: int, progress: bool, backend) -> pd.DataFrame:
+    """Every combination's run (each its own store under ``out_dir``), summaries stacked."""
     tables = []
     for values, mapping, config in configs:
         started = time.perf_counter()
-        store = run_simulation(config, out_dir / run_label(values), mapping, jobs=jobs, progress=progress)
+        store = run_simulation(config, out_dir / run_label(values), mapping, jobs=jobs, progress=progress,
+                               backend=backend)
         table = summarise(config, store.read_trials(trials=config.trials))
         for key, value in values.items():
             if key not in table.columns:  # the summary has 'effect' and 'alpha' already
@@ -120,7 +138,7 @@ def run_sweep(path, out_dir=None, jobs: int = 1, trials: int | None = None,
         table["shared_document_covariance"] = shared_document_covariance(config.model)
         table["run_seconds"] = time.perf_counter() - started
         tables.append(table)
-    return pd.concat(tables, ignore_index=True), raw
+    return pd.concat(tables, ignore_index=True)
 
 
 AXIS_LABELS = {"shared_document_covariance": "document difficulty shared by the systems\n"
