@@ -56,9 +56,28 @@ def run_other_kind(kind: str, args) -> int:
     if args.chunk_size is not None:
         print(f"warning: --chunk-size applies to rate studies; a {kind} config is chunked by its own settings "
               "(ignored)", file=sys.stderr)
-    command = {"panels": cli_panels.run, "sweep": cli_literature.cmd_sweep,
-               "metric-validation": cli_literature.cmd_metric_validation}[kind]
-    return command(args)
+    commands = {"panels": cli_panels.run, "sweep": cli_literature.cmd_sweep,
+                "metric-validation": cli_literature.cmd_metric_validation}
+    if kind in commands:
+        return commands[kind](args)
+    return run_registered_kind(args)
+
+
+def run_registered_kind(args) -> int:
+    """``run`` for a plug-in study kind: simulate, then write summary.csv and the figure into the results."""
+    from simdesign.cli_study import study_backend, study_out_dir, write_study_figures
+
+    kind, config = api.study_of(args.config, args.trials)
+    out_dir = study_out_dir(args, kind.config_name(config))
+    result = api.StudyResult(kind, config, kind.run(config, out_dir, study_backend(args), not args.quiet), out_dir)
+    summary = result.summary()
+    summary.to_csv(result.out_dir / "summary.csv", index=False)
+    paths = write_study_figures(args, result.out_dir, result.kind.config_name(result.config), summary,
+                                lambda base: result.kind.plot(result.config, summary, base))
+    print(f"wrote {result.out_dir / 'summary.csv'} and {', '.join(str(p) for p in paths)}", file=sys.stderr)
+    if not args.quiet:
+        print(summary.to_string(index=False))
+    return 0
 
 
 def run_rates(args) -> int:

@@ -29,7 +29,7 @@ def add_parser(subparsers) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from simdesign.simulation.sweep import plot_sweep, run_sweep
+    from simdesign.simulation.sweep import draw_sweep, run_sweep
 
     warn_if_deprecated(args, "sweep")
     check_study_arguments(args)
@@ -37,17 +37,9 @@ def cmd_sweep(args) -> int:
     summary, raw = run_sweep(args.config, out_dir=args.out, jobs=args.jobs, trials=args.trials,
                              progress=not args.quiet, backend=study_backend(args))
     out_dir = study_out_dir(args, raw["name"])
-    # the shared part of document difficulty (what a paired test cancels), not the intercept variance alone:
-    # the paper's models have intercepts negatively correlated with the slopes (simdesign.simulation.sweep)
-    x = "shared_document_covariance" if "document_intercept_scale" in raw["sweep"] else next(iter(raw["sweep"]))
-    trials = int(summary["trials"].max())
-    designs = ", ".join(summary["design"].unique())
-    title = (f"{raw['name']}: model {raw['model']}, {designs}; {trials} trials per point "
-             f"(95% Wilson bands; power at effect {[v for v in raw['sweep'].get('effect', []) if v != 'zero']})")
     paths = [out_dir / "summary.csv"]
     summary.to_csv(paths[0], index=False)
-    paths += write_study_figures(args, out_dir, raw["name"], summary,
-                                 lambda base: plot_sweep(summary, x, title, base, alpha=float(raw.get("alpha", 0.05))))
+    paths += write_study_figures(args, out_dir, raw["name"], summary, lambda base: draw_sweep(raw, summary, base))
     print(f"wrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - started:.0f} s")
     if not args.quiet:
         show = summary[summary["estimand"].isin(["type1", "power"])]

@@ -29,7 +29,7 @@ def run(args) -> int:
     """Run ``simdesign panels``; bad input raises ConfigError (exit code 2 in :func:`simdesign.cli.main`)."""
     import pandas as pd
 
-    from simdesign.simulation.panel_plots import plot_curves, plot_knee_sensitivity
+    from simdesign.simulation.panel_plots import draw_panel_study
     from simdesign.simulation.panel_study import load_panel_study, read_significance, run_panel_study
     from simdesign.simulation.panel_tests import summarise_significance
     from simdesign.simulation.panel_summary import summarise_panel_study
@@ -46,16 +46,8 @@ def run(args) -> int:
     significance = summarise_significance(read_significance(config, out_dir), config.alpha)
     if config.tests:
         significance.to_csv(out_dir / "significance.csv", index=False)
-    settings = config.settings()
-    title = (f"{config.name}: model {config.model.name}, {config.docs} documents x {config.model.n_systems} systems, "
-             f"{config.trials} trials x {config.subsamples} subsamples")
-
-    def draw(base):
-        if len(settings) > 1:
-            return plot_knee_sensitivity(summary, title + f", {len(settings)} crowd settings", base)
-        return plot_curves(summary, title + "\n" + crowd_description(config), base)
-
-    paths = write_study_figures(args, out_dir, config.name, summary, draw)
+    paths = write_study_figures(args, out_dir, config.name, summary,
+                                lambda base: draw_panel_study(config, summary, base))
     print(f"wrote {out_dir / 'summary.csv'} and {', '.join(str(p) for p in paths)} ({seconds:.0f} s)",
           file=sys.stderr)
     if not args.quiet:
@@ -67,14 +59,3 @@ def run(args) -> int:
                 print(significance[["setting", "method", "test", "k", "estimand", "rate", "ci_low", "ci_high",
                                     "mcse"]].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     return 0
-
-
-def crowd_description(config) -> str:
-    """One line naming the panels' settings, for figure titles."""
-    parts = []
-    for name, spec in config.panels.items():
-        size = (f"{spec.annotators} judging all" if spec.judges_all
-                else f"pool {spec.pool}, {spec.per_output} per output")
-        parts.append(f"{name}: {size}, noise {spec.noise:g}, slope_sd {spec.slope_sd:g}, "
-                     f"spammers {spec.spammer_share:g}")
-    return "; ".join(parts)

@@ -10,6 +10,7 @@ import yaml
 
 from simdesign.cli import main
 from simdesign.core.errors import ConfigError
+import plugin_study_kind  # noqa: F401 -- registers the coin-flips kind (a plug-in)
 from simdesign.simulation.study_kinds import study_kind
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +37,7 @@ def test_the_kind_is_the_study_field_or_recognised_from_the_keys(mapping, kind):
 
 
 @pytest.mark.parametrize("mapping, message", [
-    ({**RATES, "study": "panel"}, "The 'study' field must be one of ['rates', 'replication', 'panels'"),
+    ({**RATES, "study": "panel"}, "The 'study' field must be one of ['rates', 'replication', "),
     ({**RATES, "study": "panels", "sweep": {"effect": [0]}}, "says 'study: panels' but has keys of a sweep study"),
     ({**PANEL, "population": {}}, "keys of several study kinds (panels, metric-validation)"),
 ])
@@ -76,3 +77,44 @@ def test_run_writes_the_figure_of_a_rate_study_with_figure(tmp_path):
     assert main(["run", str(path), "--out", str(tmp_path / "r"), "--jobs", "1", "--quiet",
                  "--figure", str(tmp_path / "fig")]) == 0
     assert (tmp_path / "fig.png").is_file() and (tmp_path / "fig.csv").is_file()
+
+
+def test_a_plug_in_study_kind_runs_end_to_end(tmp_path, capsys):
+    """Registered from a test module, without editing the package: simulate, summarise, plot, resume, run."""
+    import numpy as np
+
+    import simdesign
+    from plugin_study_kind import CALLS
+
+    config = {"name": "coins", "coins": [0.2, 0.7], "flips": 50, "trials": 30, "seed": 4}
+    assert study_kind(config) == "coin-flips"
+    short = simdesign.simulate({**config, "trials": 10}, out_dir=tmp_path / "store", jobs=1, progress=False)
+    assert len(short.rows) == 20
+    CALLS["trials"] = 0
+    result = simdesign.simulate(config, out_dir=tmp_path / "store", jobs=1, progress=False)
+    assert CALLS["trials"] == 2 * 20  # resumed: only the 20 new trials of each coin
+    summary = result.summary()
+    assert summary["trials"].tolist() == [30, 30]
+    # each coin's mean share of heads within 4 MCSE of its bias (a fixed seed)
+    assert (np.abs(summary["mean"] - [0.2, 0.7]) < 4 * summary["mcse"]).all()
+    fresh = simdesign.simulate(config, jobs=1, progress=False, backend="threading")
+    pd.testing.assert_frame_equal(fresh.rows, result.rows)  # results do not depend on chunking, backend or resume
+    assert [p.name for p in result.plot(tmp_path / "figure")] == ["figure.png"]
+    assert (result.save(tmp_path / "saved") / "summary.csv").is_file()
+    path = tmp_path / "coins.yaml"
+    path.write_text(yaml.safe_dump({**config, "study": "coin-flips"}))
+    assert main(["run", str(path), "--out", str(tmp_path / "cli"), "--jobs", "1", "--quiet"]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "cli" / "summary.csv"),
+                                  pd.read_csv(tmp_path / "saved" / "summary.csv"))
+    assert (tmp_path / "cli" / "coins.png").is_file()
+
+
+@pytest.mark.parametrize("mapping", [PANEL, METRIC, SWEEP], ids=["panels", "metric-validation", "sweep"])
+def test_simulate_runs_every_kind(tmp_path, mapping):
+    import simdesign
+
+    result = simdesign.simulate(mapping, out_dir=tmp_path / "out", jobs=1, progress=False)
+    assert len(result.summary()) and result.plot(tmp_path / "figure")[0].is_file()
+    again = simdesign.simulate(mapping, jobs=1, progress=False, trials=mapping["trials"])
+    pd.testing.assert_frame_equal(again.summary().drop(columns=["run_seconds", "mean_fit_seconds"], errors="ignore"),
+                                  result.summary().drop(columns=["run_seconds", "mean_fit_seconds"], errors="ignore"))

@@ -32,7 +32,7 @@ import yaml
 
 from simdesign.analyses import ANALYSES, resolve_analysis
 from simdesign.core.designs import DESIGN_KINDS
-from simdesign.simulation.study_kinds import ENGINE_KINDS, study_field_problems
+from simdesign.runner.study import study_field_problems
 from simdesign.core.errors import ConfigError
 from simdesign.model import PRESETS, OrdinalMixedModel, RankOnlyModel, effect_scale, load_model
 from simdesign.simulation.methods import (DEFAULT_METHODS, likert_model_digest_source, method_problems, method_specs,
@@ -582,7 +582,7 @@ def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
         errors.append(f"Unknown config key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS)}"
                       + (" (a config with 'panels' is a panel study: run it with `simdesign run`)"
                          if "panels" in unknown else ""))
-    errors += study_field_problems(raw, ENGINE_KINDS)
+    errors += study_field_problems(raw, ("rates", "replication"))
     model, model_source = resolve_model(raw, base_dir, errors)
     values = {key: raw.get(key, default) for key, default in SCALAR_DEFAULTS.items()}
     values.update(name=raw.get("name"), effect=raw.get("effect", "fitted"), description=str(raw.get("description", "")))

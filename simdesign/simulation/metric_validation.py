@@ -68,7 +68,7 @@ from simdesign.simulation.config import read_config_mapping, resolve_model
 from simdesign.runner.backends import BackendSpec, ChunkExecutor
 from simdesign.runner.execute import backend_spec, run_chunks
 from simdesign.runner.limits import check_trial_count
-from simdesign.simulation.study_kinds import study_field_problems
+from simdesign.runner.study import study_field_problems
 from simdesign.simulation.metric_store import ROW_COLUMNS, MetricValidationStore
 from simdesign.simulation.metric_targets import summary_level_target
 from simdesign.stats.metric_correlation import (METHODS, SCHEMES, bootstrap_system_level, percentile_interval,

@@ -51,7 +51,7 @@ from simdesign.core.seeds import analysis_rng, data_rng
 from simdesign.model import OrdinalMixedModel, effect_scale
 from simdesign.model.panels import PanelSpec, expected_output_scores, parse_panels, sample_panels
 from simdesign.simulation.config import read_config_mapping, resolve_model
-from simdesign.simulation.study_kinds import study_field_problems
+from simdesign.runner.study import study_field_problems
 from simdesign.simulation.panel_tests import PANEL_TESTS, TRIAL_COLUMNS, significance_rows, true_differences
 from simdesign.runner.backends import BackendSpec, ChunkExecutor
 from simdesign.runner.execute import backend_spec, run_chunks

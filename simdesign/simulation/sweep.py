@@ -27,7 +27,7 @@ from simdesign.core.errors import ConfigError
 from simdesign.runner.stores import claim_store, release_stores_under
 from simdesign.simulation.config import TOP_LEVEL_KEYS, parse_config, read_config_mapping
 from simdesign.simulation.engine import run_simulation
-from simdesign.simulation.study_kinds import study_field_problems
+from simdesign.runner.study import study_field_problems
 from simdesign.simulation.summary import summarise
 
 # Keys a sweep may vary: those that change the data or the tests' behaviour, not the run's identity.
@@ -79,12 +79,17 @@ def load_sweep(path, trials: int | None = None) -> tuple[dict, list]:
     """
     path = Path(path)
     raw = read_config_mapping(path, "sweep config")
+    if trials is not None:
+        raw = {**raw, "trials": trials}
+    return parse_sweep(raw, path.parent)
+
+
+def parse_sweep(raw: dict, base_dir: Path | None = None) -> tuple[dict, list]:
+    """Validate a sweep mapping: itself and (swept values, mapping, SimulationConfig) per run (ConfigError)."""
     unknown = sorted(set(raw) - set(TOP_LEVEL_KEYS) - {"sweep"})
     if unknown:
         raise ConfigError(f"Unknown config key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS) + ['sweep']}")
-    if trials is not None:
-        raw = {**raw, "trials": trials}
-    configs = [(values, mapping, parse_config(mapping, base_dir=path.parent)) for values, mapping in sweep_runs(raw)]
+    configs = [(values, mapping, parse_config(mapping, base_dir=base_dir)) for values, mapping in sweep_runs(raw)]
     return raw, configs
 
 
@@ -115,10 +120,16 @@ def run_sweep(path, out_dir=None, jobs: int = 1, trials: int | None = None,
         The config mapping as read.
     """
     raw, configs = load_sweep(path, trials)
+    return run_parsed_sweep(raw, configs, out_dir, jobs, progress, backend), raw
+
+
+def run_parsed_sweep(raw: dict, configs: list, out_dir=None, jobs: int = 1, progress: bool = False,
+                     backend="loky") -> pd.DataFrame:
+    """:func:`run_sweep` of a sweep already read (:func:`parse_sweep`): the stacked summaries."""
     out_dir = Path(out_dir) if out_dir else Path("results") / str(raw.get("name"))
     claim_store(out_dir)  # the whole sweep is one run: a second one into the same --out is refused at once
     try:
-        return _run_combinations(configs, out_dir, jobs, progress, backend), raw
+        return _run_combinations(configs, out_dir, jobs, progress, backend)
     finally:
         release_stores_under(out_dir)
 
@@ -187,3 +198,15 @@ def plot_sweep(summary: pd.DataFrame, x: str, title: str, out_base: Path, estima
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return [save_png(fig, out_base)]
+
+
+def draw_sweep(raw: dict, summary: pd.DataFrame, out_base: Path) -> list[Path]:
+    """The sweep's figure: rates against the first swept key (or the shared document covariance)."""
+    # the shared part of document difficulty (what a paired test cancels), not the intercept variance alone:
+    # the paper's models have intercepts negatively correlated with the slopes (shared_document_covariance)
+    x = "shared_document_covariance" if "document_intercept_scale" in raw["sweep"] else next(iter(raw["sweep"]))
+    trials = int(summary["trials"].max())
+    designs = ", ".join(summary["design"].unique())
+    title = (f"{raw['name']}: model {raw['model']}, {designs}; {trials} trials per point "
+             f"(95% Wilson bands; power at effect {[v for v in raw['sweep'].get('effect', []) if v != 'zero']})")
+    return plot_sweep(summary, x, title, out_base, alpha=float(raw.get("alpha", 0.05)))
