@@ -32,6 +32,7 @@ import yaml
 
 from simdesign.analyses import ANALYSES, resolve_analysis
 from simdesign.core.designs import DESIGN_KINDS
+from simdesign.core.fields import count_problem, field_problem
 from simdesign.runner.study import study_field_problems
 from simdesign.core.errors import ConfigError
 from simdesign.model import PRESETS, OrdinalMixedModel, RankOnlyModel, effect_scale, load_model
@@ -349,28 +350,20 @@ def read_config_mapping(path: Path, what: str) -> dict:
 
 
 def _name_problem(name) -> str | None:
-    """The 'name' field names results directories: non-empty, no slashes."""
-    if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\"):
-        return f"The 'name' field must be a non-empty string without slashes; got {name!r}"
-    return None
+    """The 'name' field names results directories (the shared rule, :mod:`simdesign.core.fields`)."""
+    return field_problem("name", name)
 
 
 def _positive_int_problem(key: str, value) -> str | None:
-    if not is_integer(value, 1):
-        return f"The '{key}' field must be a positive integer; got {value!r}"
-    return None
+    return count_problem(key, value, 1)
 
 
 def _seed_problem(seed) -> str | None:
-    if not is_integer(seed, 0):
-        return f"The 'seed' field must be a non-negative integer; got {seed!r}"
-    return None
+    return field_problem("seed", seed)
 
 
 def _alpha_problem(alpha) -> str | None:
-    if not is_number(alpha) or not 0 < alpha < 1:
-        return f"The 'alpha' field must be in (0, 1); got {alpha!r}"
-    return None
+    return field_problem("alpha", alpha)
 
 
 def _art_exact_problem(value) -> str | None:

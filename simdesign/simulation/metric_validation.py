@@ -76,6 +76,7 @@ from simdesign.stats.metric_correlation import (METHODS, SCHEMES, bootstrap_syst
 from simdesign.stats.montecarlo import mean_interval, wilson_interval
 from simdesign.stats.summary_bootstrap import bootstrap_summary_level
 from simdesign.core.checks import is_integer, is_number
+from simdesign.core.fields import field_problem
 
 KEYS = ("name", "description", "model", "population", "metric", "second_metric", "error_correlation", "systems",
         "documents", "annotators_per_document", "methods", "trials", "bootstrap_resamples",
@@ -119,13 +120,14 @@ class MetricValidationConfig:
 def _integers(raw: dict, key: str, default, problems: list[str]) -> tuple:
     """A positive integer (non-negative for 'seed'), or for 'systems' and 'documents' a list of them."""
     value = raw.get(key, default)
-    values = list(value) if isinstance(value, (list, tuple)) and key in ("systems", "documents") else [value]
-    least = 0 if key == "seed" else 1
-    if not values or any(not is_integer(v, least) for v in values):
-        kind = "non-negative" if key == "seed" else "positive"
-        lists = " or a list of them" if key in ("systems", "documents") else ""
-        problems.append(f"The '{key}' field must be a {kind} integer{lists}; got {value!r}")
-        return tuple(default) if isinstance(default, (list, tuple)) else (default,)
+    if key not in ("systems", "documents"):  # a shared field: its one rule
+        problem = field_problem(key, value)
+        problems += [problem] if problem else []
+        return (default,) if problem else (value,)
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not values or any(not is_integer(v, 1) for v in values):
+        problems.append(f"The '{key}' field must be a positive integer or a list of them; got {value!r}")
+        return tuple(default)
     return tuple(values)
 
 
@@ -144,6 +146,7 @@ def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValida
     if unknown:
         problems.append(f"Unknown key(s) {unknown}; allowed: {list(KEYS)}")
     problems += study_field_problems(raw, ("metric-validation",))
+    problems += [problem for problem in (field_problem("name", raw.get("name", "metric-validation")),) if problem]
     model, _ = resolve_model(raw, base_dir, problems)
     population = _mapping(raw, "population", SystemPopulation, problems)
     metrics = [_mapping(raw, "metric", MetricSpec, problems)]
@@ -158,10 +161,8 @@ def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValida
     methods = raw.get("methods", ["pearson", "kendall"])
     if not isinstance(methods, list) or not methods or any(m not in METHODS for m in methods):
         problems.append(f"The 'methods' field must be a non-empty list from {list(METHODS)}; got {methods!r}")
-    for key, default in (("confidence", 0.95), ("alpha", 0.05)):
-        value = raw.get(key, default)
-        if not is_number(value) or not 0 < value < 1:
-            problems.append(f"The '{key}' field must be in (0, 1); got {value!r}")
+    problems += [problem for key, default in (("confidence", 0.95), ("alpha", 0.05))
+                 if (problem := field_problem(key, raw.get(key, default)))]
     if not isinstance(raw.get("summary_intervals", False), bool):
         problems.append(f"The 'summary_intervals' field must be true or false; got {raw['summary_intervals']!r}")
     error_correlation = raw.get("error_correlation", 0.0)

@@ -60,7 +60,8 @@ from simdesign.runner.stores import (MANIFEST, atomic_write_bytes, claim_store, 
                                      refuse_orphan_chunks, release_store, remove_leftovers, short_fingerprint,
                                      write_manifest)
 from simdesign.stats.aggregation import AGGREGATIONS
-from simdesign.core.checks import is_integer, is_number
+from simdesign.core.checks import is_integer
+from simdesign.core.fields import field_problem
 
 STUDY_KEYS = ("name", "description", "model", "effect", "docs", "panels", "reference", "crowd", "aggregations",
               "subsamples", "trials", "seed", "chunk_size", "bootstrap", "sensitivity", "tests", "test_k", "alpha",
@@ -123,12 +124,6 @@ class PanelStudyConfig:
         return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _count_problem(key: str, value, minimum: int = 1) -> str | None:
-    if not is_integer(value, minimum):
-        return f"The '{key}' field must be an integer >= {minimum}; got {value!r}"
-    return None
-
-
 def _role_problems(panels: dict, reference, crowd) -> list[str]:
     problems = []
     if reference not in panels:
@@ -181,9 +176,7 @@ def _test_problems(raw: dict, panels: dict, crowd) -> list[str]:
                                            or (per_output and k > per_output) for k in test_k):
         problems.append(f"The 'test_k' field must be a list of integers in 1..per_output ({per_output}); "
                         f"got {test_k!r}")
-    alpha = raw.get("alpha", 0.05)
-    if not is_number(alpha) or not 0 < alpha < 1:
-        problems.append(f"The 'alpha' field must be in (0, 1); got {alpha!r}")
+    problems += [problem for problem in (field_problem("alpha", raw.get("alpha", 0.05)),) if problem]
     return problems
 
 
@@ -205,8 +198,7 @@ def parse_panel_study(raw: dict, base_dir: Path | None = None) -> PanelStudyConf
         errors.append(f"Unknown panel-study key(s) {unknown}; allowed: {list(STUDY_KEYS)}")
     errors += study_field_problems(raw, ("panels",))
     name = raw.get("name")
-    if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\"):
-        errors.append(f"The 'name' field must be a non-empty string without slashes; got {name!r}")
+    errors += [problem for problem in (field_problem("name", name),) if problem]
     model, _ = resolve_model(raw, base_dir, errors)
     try:
         effect_scale(raw.get("effect", "fitted"))
@@ -215,8 +207,7 @@ def parse_panel_study(raw: dict, base_dir: Path | None = None) -> PanelStudyConf
     panels = parse_panels(raw.get("panels"), errors)
     values = {"docs": 10, "subsamples": 20, "trials": 200, "seed": 0, "chunk_size": 10, "bootstrap": 1000}
     values.update({key: raw[key] for key in values if key in raw})
-    errors += [problem for key, value in values.items()
-               if (problem := _count_problem(key, value, 0 if key == "seed" else 1))]
+    errors += [problem for key, value in values.items() if (problem := field_problem(key, value))]
     reference, crowd = raw.get("reference", "expert"), raw.get("crowd", "crowd")
     if panels:
         errors += _role_problems(panels, reference, crowd) + _pool_problems(panels, values["docs"])
