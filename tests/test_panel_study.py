@@ -136,3 +136,13 @@ def test_a_store_of_the_old_format_is_refused_and_another_config_too(tmp_path):
     release_store(tmp_path / "new")
     with pytest.raises(StoreError, match="different panel-study config"):
         _prepare_store(parse_panel_study(small_study(seed=6)), tmp_path / "new")
+
+
+def test_panels_in_another_order_are_another_fingerprint():
+    """The panels draw from one stream in their order: reordered, they make other trials, so another store."""
+    config = parse_panel_study(small_study())
+    reordered = parse_panel_study({**small_study(), "panels": dict(reversed(list(small_study()["panels"].items())))})
+    assert list(reordered.panels) == list(reversed(list(config.panels)))
+    label, panels = config.settings()[0]
+    assert not simulate_trial(config, label, panels, 0).equals(simulate_trial(reordered, *reordered.settings()[0], 0))
+    assert config.fingerprint() != reordered.fingerprint()

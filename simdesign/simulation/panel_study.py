@@ -121,6 +121,9 @@ class PanelStudyConfig:
         """
         content = {key: value for key, value in self.raw.items() if key not in ignored}
         content["model"] = self.model.to_dict()
+        # The panels draw from one stream in their order (model.panels.sample_panels), which the sorted JSON
+        # below would lose: the same panels in another order are other trials.
+        content["panel_order"] = list(self.panels)
         return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
 
 
