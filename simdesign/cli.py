@@ -343,7 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="simdesign", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="simulate a config of any study kind (rates, replication, panels, metric-validation, "
+    run = sub.add_parser("run", help="simulate a config of any study kind (rates, replication, panels, "
+                                     "metric-validation, "
                                      "sweep: its 'study' field or its keys say which; resumes stored trials) and "
                                      "write summary and figure")
     run.add_argument("config")

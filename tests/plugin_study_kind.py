@@ -22,7 +22,8 @@ class CoinFlips(StudyKind):
         problems = [f"Unknown key(s) {sorted(set(mapping) - {'name', 'coins', 'flips', 'trials', 'seed', 'study'})}"
                     ] if set(mapping) - {"name", "coins", "flips", "trials", "seed", "study"} else []
         if not isinstance(mapping.get("coins"), list) or not mapping["coins"]:
-            problems.append(f"The 'coins' field must be a non-empty list of probabilities; got {mapping.get('coins')!r}")
+            problems.append(f"The 'coins' field must be a non-empty list of probabilities; "
+                            f"got {mapping.get('coins')!r}")
         if problems:
             raise ConfigError(problems)
         return dict(name=mapping.get("name", "coins"), coins=tuple(mapping["coins"]),

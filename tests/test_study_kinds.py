@@ -56,7 +56,8 @@ def test_run_runs_every_kind_as_its_old_command_did(tmp_path, capsys, mapping, c
     assert main([command, str(path), "--out", str(tmp_path / "old"), "--quiet"]) == 0
     err = capsys.readouterr().err
     assert f"`simdesign {command}` is deprecated" in err and f"use `simdesign run {path}`" in err
-    summary = pd.read_csv(tmp_path / "run" / "summary.csv").drop(columns=["run_seconds", "mean_fit_seconds"], errors="ignore")
+    timing = ["run_seconds", "mean_fit_seconds"]
+    summary = pd.read_csv(tmp_path / "run" / "summary.csv").drop(columns=timing, errors="ignore")
     pd.testing.assert_frame_equal(summary, pd.read_csv(tmp_path / "old" / "summary.csv").drop(
         columns=["run_seconds", "mean_fit_seconds"], errors="ignore"))
 

@@ -120,7 +120,8 @@ def register_study_kind(kind: StudyKind) -> StudyKind:
     if not isinstance(kind, StudyKind) or not kind.name:
         raise ConfigError(f"A study kind must be a named StudyKind instance; got {kind!r}")
     if kind.name in REGISTERED and type(REGISTERED[kind.name]) is not type(kind):
-        raise ConfigError(f"The study kind {kind.name!r} is registered already ({type(REGISTERED[kind.name]).__name__})")
+        raise ConfigError(f"The study kind {kind.name!r} is registered already "
+                          f"({type(REGISTERED[kind.name]).__name__})")
     REGISTERED[kind.name] = kind
     return kind
 
