@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 # How often a worker checks that its coordinator is alive; it ends within about this many seconds.
 WATCH_SECONDS = 0.5
 _watching = False
+_noted: set = set()  # (jobs, backend) already noted
 
 
 def available_cores() -> int:
@@ -42,8 +43,10 @@ def local_jobs(jobs: int, backend: str = "loky") -> int:
     """
     cores = available_cores()
     if jobs > cores:
-        log.warning("--jobs %d is more than the %d core(s) of this machine: using %d %s workers (more would only "
-                    "compete for the same cores)", jobs, cores, cores, backend)
+        if (jobs, backend) not in _noted:  # once per process: a plan opens its pool many times
+            _noted.add((jobs, backend))
+            log.warning("--jobs %d is more than the %d core(s) of this machine: using %d %s workers (more would "
+                        "only compete for the same cores)", jobs, cores, cores, backend)
         return cores
     return jobs
 
