@@ -207,6 +207,29 @@ class StudyResult:
         return directory
 
 
+def load_study(out_dir) -> StudyResult:
+    """The stored results of a study of another kind than rates (its manifest's config), simulating nothing.
+
+    Raises
+    ------
+    StoreError
+        ``out_dir`` is not a results directory of a registered kind, or does not record its config.
+    """
+    from simdesign.core.errors import StoreError
+    from simdesign.runner.stores import MANIFEST, read_manifest
+    from simdesign.runner.study import REGISTERED
+
+    import simdesign.simulation.study_kinds  # noqa: F401 -- registers the built-in kinds
+
+    manifest = read_manifest(Path(out_dir) / MANIFEST)
+    kind = REGISTERED.get(manifest.get("kind"))
+    if kind is None or not isinstance(manifest.get("config"), dict):
+        raise StoreError(f"{out_dir} holds a {manifest.get('kind')!r} study that cannot be redrawn here (kinds: "
+                         f"{sorted(REGISTERED)}); run its config again with `simdesign run`")
+    config = kind.parse(manifest["config"])
+    return StudyResult(kind, config, kind.stored_rows(config, Path(out_dir)), Path(out_dir))
+
+
 def study_of(config, trials: int | None = None):
     """``(kind, config)``: the registered study kind of ``config`` and its parsed config; kind None for a rate
     (or replication) study, whose config is a :class:`SimulationConfig`."""

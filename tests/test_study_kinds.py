@@ -119,3 +119,21 @@ def test_simulate_runs_every_kind(tmp_path, mapping):
     again = simdesign.simulate(mapping, jobs=1, progress=False, trials=mapping["trials"])
     pd.testing.assert_frame_equal(again.summary().drop(columns=["run_seconds", "mean_fit_seconds"], errors="ignore"),
                                   result.summary().drop(columns=["run_seconds", "mean_fit_seconds"], errors="ignore"))
+
+
+@pytest.mark.parametrize("mapping", [PANEL, METRIC, {"name": "coins", "coins": [0.3], "flips": 5, "trials": 9}],
+                         ids=["panels", "metric-validation", "coin-flips"])
+def test_plot_redraws_every_kind_from_its_store_without_simulating(tmp_path, capsys, mapping):
+    import simdesign
+    from plugin_study_kind import CALLS
+
+    result = simdesign.simulate(mapping, out_dir=tmp_path / "out", jobs=1, progress=False)
+    (tmp_path / "out" / "summary.csv").unlink(missing_ok=True)
+    CALLS["trials"] = 0
+    assert main(["plot", str(tmp_path / "out"), "--out", str(tmp_path / "figure")]) == 0
+    assert CALLS["trials"] == 0
+    assert (tmp_path / "figure.png").is_file()
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "out" / "summary.csv"),
+                                  pd.read_csv(pd.io.common.StringIO(result.summary().to_csv(index=False))))
+    loaded = simdesign.api.load_study(tmp_path / "out")
+    pd.testing.assert_frame_equal(loaded.rows.reset_index(drop=True), result.rows.reset_index(drop=True))

@@ -98,6 +98,17 @@ class StudyKind:
         """Compute what ``out_dir`` misses and return every stored row (default: :func:`run_trials`)."""
         return run_trials(self, config, out_dir, backend, progress)
 
+    def to_mapping(self, config) -> dict | None:
+        """The mapping ``config`` was read from (kept in the store's manifest, so ``simdesign plot`` can redraw
+        it); default: the config itself if it is a mapping, else its ``raw`` attribute."""
+        return config if isinstance(config, dict) else getattr(config, "raw", None)
+
+    def stored_rows(self, config, out_dir: Path) -> pd.DataFrame:
+        """Every stored row of ``config`` in ``out_dir``, computing nothing (default: the generic store's)."""
+        store = TrialStore(out_dir)
+        store.open(self.name, self.fingerprint(config))
+        return store.read(self.cells(config), self.trials(config))
+
     def summarise(self, config, rows: pd.DataFrame) -> pd.DataFrame:
         raise NotImplementedError
 
@@ -153,7 +164,14 @@ class TrialStore:
         self.directory = Path(directory)
         self.key = ""
 
-    def prepare(self, kind: str, fingerprint) -> None:
+    def open(self, kind: str, fingerprint) -> None:
+        """Read a store without claiming it (to redraw its results); refuse another kind or fingerprint."""
+        manifest = read_manifest(self.directory / MANIFEST)
+        if (manifest.get("kind"), manifest.get("fingerprint")) != (kind, digest(fingerprint)):
+            raise StoreError(f"{self.directory} holds trials of another {manifest.get('kind')} config")
+        self.key = short_fingerprint(manifest["fingerprint"])
+
+    def prepare(self, kind: str, fingerprint, config: dict | None = None) -> None:
         """Claim the store and create or check its manifest (released by :meth:`release`).
 
         Raises
@@ -172,9 +190,9 @@ class TrialStore:
                 if (manifest.get("kind"), manifest.get("fingerprint")) != (kind, wanted):
                     raise StoreError(f"{self.directory} holds trials of another {manifest.get('kind')} config; they "
                                      "must not be mixed: write elsewhere with --out DIR, or delete the directory")
-            else:
-                write_manifest(path, {"kind": kind, "fingerprint": wanted, "settings": fingerprint,
-                                      "created": now_utc(), "versions": package_versions()})
+            # the latest run's config (its trial count), from which `simdesign plot` redraws the study
+            write_manifest(path, {"kind": kind, "fingerprint": wanted, "settings": fingerprint, "config": config,
+                                  "updated": now_utc(), "versions": package_versions()})
             self.key = short_fingerprint(wanted)
         except BaseException:
             self.release()
@@ -260,7 +278,7 @@ def run_trials(kind: StudyKind, config, out_dir, backend=None, progress: bool = 
     trials, cells, chunk = kind.trials(config), kind.cells(config), kind.chunk_trials(config)
     check_trial_count(trials)
     store = TrialStore(out_dir)
-    store.prepare(kind.name, kind.fingerprint(config))
+    store.prepare(kind.name, kind.fingerprint(config), kind.to_mapping(config))
     try:
         def plan():
             return [(cell, first, stop) for cell in cells

@@ -46,7 +46,7 @@ class MetricValidationStore:
         self.directory = Path(directory)
         self._key: str | None = None  # the fingerprint's digest in chunk names, from the manifest
 
-    def prepare(self, settings: dict, root_seed: int) -> None:
+    def prepare(self, settings: dict, root_seed: int, config: dict | None = None) -> None:
         """Claim the store, create or check the manifest for a run whose trials are determined by ``settings``.
 
         The claim lasts until :meth:`release` (or the process ends).
@@ -59,7 +59,7 @@ class MetricValidationStore:
         """
         claim_store(self.directory)
         try:
-            self._prepare(settings, root_seed)
+            self._prepare(settings, root_seed, config)
         except BaseException:
             self.release()
             raise
@@ -68,7 +68,7 @@ class MetricValidationStore:
         """Give back the claim :meth:`prepare` took."""
         release_store(self.directory)
 
-    def _prepare(self, settings: dict, root_seed: int) -> None:
+    def _prepare(self, settings: dict, root_seed: int, config: dict | None) -> None:
         remove_leftovers(self.directory)
         refuse_orphan_chunks(self.directory, [TRIALS_DIR], "*/*.parquet")
         fingerprint = stable_digest(settings)
@@ -83,7 +83,7 @@ class MetricValidationStore:
                     "population, metrics, methods, resamples, levels or seed); they must not be mixed. "
                     "Write elsewhere with --out DIR, or delete the directory to start over.")
         manifest.update({"kind": "metric-validation", "fingerprint": fingerprint, "root_seed": root_seed,
-                         "settings": settings, "updated": now, "versions": package_versions(),
+                         "settings": settings, "config": config, "updated": now, "versions": package_versions(),
                          "git_commit": git_commit()})
         write_manifest(path, manifest)
         self._key = short_fingerprint(fingerprint)

@@ -107,6 +107,7 @@ class MetricValidationConfig:
     seed: int = 0
     summary_intervals: bool = False
     description: str = ""
+    raw: dict = field(default_factory=dict, repr=False)  # the mapping it was read from (the store's manifest)
     generator: MetricGenerator = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -179,7 +180,8 @@ def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValida
             trials=sizes["trials"][0], bootstrap_resamples=sizes["bootstrap_resamples"][0],
             permutation_resamples=sizes["permutation_resamples"][0], confidence=float(raw.get("confidence", 0.95)),
             alpha=float(raw.get("alpha", 0.05)), seed=sizes["seed"][0],
-            summary_intervals=raw.get("summary_intervals", False), description=str(raw.get("description", "")))
+            summary_intervals=raw.get("summary_intervals", False), description=str(raw.get("description", "")),
+            raw=dict(raw))
     except ConfigError as exc:
         raise ConfigError([m.replace("'metric.", "'metric or second_metric.") for m in exc.messages]) from exc
 
@@ -354,7 +356,7 @@ def run_metric_validation(config: MetricValidationConfig, out_dir, jobs: int = 1
     spec = backend_spec(backend, jobs)
     check_trial_count(config.trials)
     store = MetricValidationStore(out_dir)
-    store.prepare(stored_settings(config), config.seed)
+    store.prepare(stored_settings(config), config.seed, config.raw)
     try:
         return _run_missing_chunks(config, store, spec, chunk_trials, progress)
     finally:

@@ -343,12 +343,11 @@ def _prepare_store(config: PanelStudyConfig, out_dir: Path) -> Path:
         chunks.mkdir(parents=True, exist_ok=True)
         manifest = out_dir / MANIFEST
         fingerprint = config.fingerprint()
-        if manifest.exists():
-            if read_manifest(manifest).get("fingerprint") != fingerprint:
-                raise StoreError(f"{out_dir} holds trials of a different panel-study config (model, panels, seed, "
-                                 f"docs, subsamples, aggregations or tests changed); use another --out or delete it")
-        else:
-            write_manifest(manifest, {"kind": "panel-study", "fingerprint": fingerprint, "config": config.raw})
+        if manifest.exists() and read_manifest(manifest).get("fingerprint") != fingerprint:
+            raise StoreError(f"{out_dir} holds trials of a different panel-study config (model, panels, seed, "
+                             f"docs, subsamples, aggregations or tests changed); use another --out or delete it")
+        # the latest run's config (its trial count), from which `simdesign plot` redraws the study
+        write_manifest(manifest, {"kind": "panels", "fingerprint": fingerprint, "config": config.raw})
     except BaseException:
         release_store(out_dir)
         raise
@@ -449,6 +448,20 @@ def _run_missing_chunks(config: PanelStudyConfig, out_dir: Path, chunks_dir: Pat
               smoothing=0.05) as bar, ChunkExecutor(spec) as executor:
         run_chunks(executor, plan, lambda chunk: delayed(_chunk)(config, chunk[0], settings[chunk[0]], *chunk[1:]),
                    save, spec.retries)
+
+
+def stored_trials(config: PanelStudyConfig, out_dir) -> pd.DataFrame:
+    """The stored per-trial rows of ``config`` in ``out_dir``, computing nothing.
+
+    Raises
+    ------
+    StoreError
+        ``out_dir`` is not a results directory of this panel-study config.
+    """
+    out_dir = Path(out_dir)
+    if read_manifest(out_dir / MANIFEST).get("fingerprint") != config.fingerprint():
+        raise StoreError(f"{out_dir} holds trials of a different panel-study config")
+    return _read_chunks(config, out_dir / "chunks", ["setting", "trial", "method", "target", "k"])
 
 
 def _read_chunks(config: PanelStudyConfig, directory: Path, keys: list[str]) -> pd.DataFrame:

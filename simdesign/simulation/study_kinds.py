@@ -46,6 +46,11 @@ class PanelStudies(StudyKind):
 
         return run_panel_study(config, out_dir, progress=progress, backend=backend)
 
+    def stored_rows(self, config, out_dir):
+        from simdesign.simulation.panel_study import stored_trials
+
+        return stored_trials(config, out_dir)
+
     def summarise(self, config, rows):
         from simdesign.simulation.panel_summary import summarise_panel_study
 
@@ -71,6 +76,12 @@ class MetricValidation(StudyKind):
         from simdesign.simulation.metric_validation import run_metric_validation
 
         return run_metric_validation(config, out_dir, progress=progress, backend=backend)
+
+    def stored_rows(self, config, out_dir):
+        from simdesign.simulation.metric_store import MetricValidationStore
+        from simdesign.simulation.metric_validation import cell_label
+
+        return MetricValidationStore(out_dir).read([cell_label(s, d) for s, d in config.cells()], config.trials)
 
     def summarise(self, config, rows):
         from simdesign.simulation.metric_validation import summarise_metric_validation
