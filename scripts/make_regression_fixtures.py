@@ -5,7 +5,8 @@
 Run it only when a change is *meant* to alter results (and say so in the commit): the test exists so
 that a restructuring of the code that should change nothing is seen to change nothing. The cases are
 committed configs at small trial counts (the classical tests, the native mixed model, a pool design
-with wilcoxon_doc under an effect) and a small plan.
+with wilcoxon_doc under an effect), the other study kinds (a Rank config, a replication, a panel study
+with its tests, a metric validation, a sweep) and a small plan.
 """
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from test_regression import FIXTURES, PLAN_COLUMNS, plan_case, summary_cases  # noqa: E402
+import tempfile  # noqa: E402
+
+from test_regression import FIXTURES, PLAN_COLUMNS, plan_case, study_cases, summary_cases  # noqa: E402
 
 
 def main() -> int:
@@ -24,6 +27,10 @@ def main() -> int:
     for name, summary in summary_cases().items():
         summary.to_csv(FIXTURES / f"{name}.csv", index=False)
         print(f"wrote {FIXTURES / f'{name}.csv'} ({len(summary)} rows)")
+    with tempfile.TemporaryDirectory(prefix="simdesign-regression-") as directory:
+        for name, summary in study_cases(Path(directory)).items():
+            summary.to_csv(FIXTURES / f"{name}.csv", index=False)
+            print(f"wrote {FIXTURES / f'{name}.csv'} ({len(summary)} rows)")
     table, recommendation = plan_case()
     table[list(PLAN_COLUMNS)].to_csv(FIXTURES / "plan.csv", index=False)
     (FIXTURES / "plan_recommendation.txt").write_text(recommendation + "\n")

@@ -15,7 +15,8 @@ The Python API (:mod:`simdesign.api`)::
 
 Layers (a module imports only its own layer and those listed before it; ``tests/test_architecture.py`` checks):
 
-0. ``core``: errors, seeds, designs, judgements (the vocabulary every layer speaks);
+0. ``core``: errors, seeds, designs, judgements (the vocabulary every layer speaks); ``runner``: chunks,
+   workers, backends, stores and study kinds, for every kind of study (it imports only ``core``);
 1. ``model``: the ordinal mixed model that generates judgements, with its ``presets``;
 2. ``stats``: pure statistics (contrasts, reliability, annotation time);
 3. ``clmm`` (+ ``_clmm_numba``, left in place so its on-disk numba cache stays valid): the native mixed model;
@@ -36,7 +37,8 @@ from simdesign.model import OrdinalMixedModel, load_model
 from simdesign.simulation.config import SimulationConfig, load_config, parse_config
 from simdesign.simulation.engine import replay_trial, run_simulation
 from simdesign.simulation.summary import summarise
-from simdesign.api import (PlanOutcome, Reliability, SimulationResult, analyse_metrics, check_model, fit_model,
+from simdesign.api import (PlanOutcome, Reliability, SimulationResult, StudyResult, analyse_metrics, check_model,
+                           fit_model,
                            load_results, plan, reliability, simulate)
 from simdesign.pilot import analyse  # a callable module: simdesign.analyse(frame) runs simdesign.pilot.analyse.analyse
 
@@ -70,5 +72,5 @@ def draw_designs(designs, **options):
 __version__ = "0.1.0"
 __all__ = ["BlockDesign", "PoolDesign", "OverlapDesign", "ConfigError", "DataError", "StoreError", "Judgements", "OrdinalMixedModel",
            "load_model", "SimulationConfig", "load_config", "parse_config", "replay_trial", "run_simulation",
-           "summarise", "simulate", "SimulationResult", "load_results", "plan", "PlanOutcome", "fit_model",
+           "summarise", "simulate", "SimulationResult", "StudyResult", "load_results", "plan", "PlanOutcome", "fit_model",
            "check_model", "reliability", "Reliability", "analyse", "analyse_metrics", "draw_designs"]

@@ -243,21 +243,119 @@ class SimulationResult:
         directory = Path(directory)
         store = ResultsStore(directory)
         store.prepare(self.config)
-        for design, frame in self.trials.groupby("design", sort=False):
-            stop = int(frame["trial"].max()) + 1
-            store.write_chunk(design, 0, stop, sorted(frame["test"].unique()), frame.reset_index(drop=True))
+        try:
+            for design, frame in self.trials.groupby("design", sort=False):
+                stop = int(frame["trial"].max()) + 1
+                store.write_chunk(design, 0, stop, sorted(frame["test"].unique()), frame.reset_index(drop=True))
+        finally:
+            store.release()
         write_outputs(self.config, self.summary(), directory)
         return directory
 
 
+@dataclass
+class StudyResult:
+    """The stored rows of a study of another kind than rates (a panel study, a metric validation, a sweep or
+    a plug-in kind) and what can be computed from them (the kind's summary and figure).
+
+    Attributes
+    ----------
+    kind : simdesign.runner.study.StudyKind
+    config : the kind's config
+    rows : pandas.DataFrame
+        The per-trial rows (for a sweep: the stacked summaries of its runs).
+    out_dir : Path or None
+    """
+
+    kind: object = field(repr=False)
+    config: object = field(repr=False)
+    rows: pd.DataFrame = field(repr=False)
+    out_dir: Path | None = None
+
+    def __repr__(self) -> str:
+        where = f"stored in {self.out_dir}" if self.out_dir else "in memory"
+        return f"<StudyResult {self.kind.name} {self.kind.config_name(self.config)!r}: {len(self.rows)} rows, {where}>"
+
+    @property
+    def trials(self) -> pd.DataFrame:
+        """The per-trial rows (as :attr:`SimulationResult.trials`)."""
+        return self.rows
+
+    def summary(self) -> pd.DataFrame:
+        """The kind's summary (means or rates with their intervals and MCSE)."""
+        return self.kind.summarise(self.config, self.rows)
+
+    def plot(self, path) -> list[Path]:
+        """Draw the kind's figure as ``path.png`` (``path`` without suffix); returns the written files."""
+        return self.kind.plot(self.config, self.summary(), Path(path))
+
+    def save(self, directory) -> Path:
+        """Write ``summary.csv`` and the figure into ``directory`` (the trials stay in the run's store)."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        summary = self.summary()
+        summary.to_csv(directory / "summary.csv", index=False)
+        self.kind.plot(self.config, summary, directory / self.kind.config_name(self.config))
+        return directory
+
+
+def load_study(out_dir) -> StudyResult:
+    """The stored results of a study of another kind than rates (its manifest's config), simulating nothing.
+
+    Raises
+    ------
+    StoreError
+        ``out_dir`` is not a results directory of a registered kind, or does not record its config.
+    """
+    from simdesign.core.errors import StoreError
+    from simdesign.runner.stores import MANIFEST, read_manifest
+    from simdesign.runner.study import REGISTERED
+
+    import simdesign.simulation.study_kinds  # noqa: F401 -- registers the built-in kinds
+
+    manifest = read_manifest(Path(out_dir) / MANIFEST)
+    kind = REGISTERED.get(manifest.get("kind"))
+    if kind is None or not isinstance(manifest.get("config"), dict):
+        raise StoreError(f"{out_dir} holds a {manifest.get('kind')!r} study that cannot be redrawn here (kinds: "
+                         f"{sorted(REGISTERED)}); run its config again with `simdesign run`")
+    config = kind.parse(manifest["config"])
+    return StudyResult(kind, config, kind.stored_rows(config, Path(out_dir)), Path(out_dir))
+
+
+def study_of(config, trials: int | None = None, tests=None):
+    """``(kind, config)``: the registered study kind of ``config`` and its parsed config; kind None for a rate
+    (or replication) study, whose config is a :class:`SimulationConfig` (``tests`` replacing its tests)."""
+    from simdesign.runner.study import REGISTERED, StudyKind
+    from simdesign.simulation.config import read_config_mapping
+    from simdesign.simulation.study_kinds import ENGINE_KINDS, study_kind
+
+    if isinstance(config, (str, Path)):
+        mapping, base_dir = read_config_mapping(Path(config), "config"), Path(config).parent
+    elif isinstance(config, dict):
+        mapping, base_dir = config, None
+    else:
+        return None, as_config(config, trials, tests)
+    name = study_kind(mapping)
+    if name in ENGINE_KINDS:
+        return None, as_config(config, trials, tests)
+    if tests is not None:
+        raise ConfigError(f"tests= replaces a rate study's tests; this config is a {name!r} study: give its own keys")
+    kind: StudyKind = REGISTERED[name]
+    parsed = kind.parse(mapping, base_dir)
+    return kind, (parsed if trials is None else kind.with_trials(parsed, trials))
+
+
 def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", trials: int | None = None,
-             tests=None, progress: bool = True, **backend_options) -> SimulationResult:
-    """Simulate a config: every (design, trial, test) it asks for.
+             tests=None, progress: bool = True, **backend_options):
+    """Simulate a config of any study kind: for rates, every (design, trial, test) it asks for.
 
     Parameters
     ----------
     config : str, path-like, dict or SimulationConfig
-        A YAML file, a mapping in the same form, or a config object.
+        A YAML file, a mapping in the same form, or a config object. The study kind is the config's
+        ``study`` field or recognised from its keys (:mod:`simdesign.simulation.study_kinds`): rates and
+        replication give a :class:`SimulationResult`, every other kind (panels, metric-validation, sweep,
+        a registered plug-in) a :class:`StudyResult`; both have ``summary()``, ``plot()`` and ``save()``.
     out_dir : path-like, optional
         Results directory, created or resumed (only missing trials are
         simulated). Without it the run is kept in memory: a temporary
@@ -277,7 +375,8 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
 
     Returns
     -------
-    SimulationResult
+    SimulationResult or StudyResult
+        A rate study's result, or the stored rows of another kind (panels, metric validation, a sweep).
 
     Raises
     ------
@@ -292,10 +391,12 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
     """
     from simdesign.simulation.engine import run_simulation
 
-    config = as_config(config, trials, tests)
     jobs = check_jobs(DEFAULT_JOBS if jobs is None else jobs)
     out_dir = check_directory_option(out_dir, "out_dir")
     check_scheduler_reachable(backend, backend_options)
+    kind, config = study_of(config, trials, tests)
+    if kind is not None:
+        return _simulate_kind(kind, config, out_dir, jobs, backend, progress, backend_options)
     if out_dir is not None:
         run_simulation(config, Path(out_dir), config.to_mapping(), jobs=jobs, progress=progress, backend=backend,
                        **backend_options)
@@ -304,6 +405,17 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
         run_simulation(config, Path(temporary), config.to_mapping(), jobs=jobs, progress=progress, backend=backend,
                        **backend_options)
         return SimulationResult(config, read_config_trials(ResultsStore(temporary), config))
+
+
+def _simulate_kind(kind, config, out_dir, jobs: int, backend, progress: bool, backend_options: dict) -> StudyResult:
+    """:func:`simulate` of a kind other than rates, through the kind's runner."""
+    from simdesign.runner.backends import BackendSpec
+
+    spec = backend if isinstance(backend, BackendSpec) else BackendSpec(backend, jobs, **backend_options)
+    if out_dir is not None:
+        return StudyResult(kind, config, kind.run(config, Path(out_dir), spec, progress), Path(out_dir))
+    with tempfile.TemporaryDirectory(prefix="simdesign-") as temporary:
+        return StudyResult(kind, config, kind.run(config, Path(temporary), spec, progress))
 
 
 def read_config_trials(store: ResultsStore, config: SimulationConfig) -> pd.DataFrame:

@@ -38,6 +38,51 @@ def write_and_report(config: SimulationConfig, summary: pd.DataFrame, out_dir: P
 
 
 def cmd_run(args) -> int:
+    """``simdesign run CONFIG``: every study kind (:mod:`simdesign.simulation.study_kinds`)."""
+    from simdesign.simulation.config import read_config_mapping
+    from simdesign.simulation.study_kinds import ENGINE_KINDS, study_kind
+
+    kind = study_kind(read_config_mapping(Path(args.config), "config"))
+    if kind not in ENGINE_KINDS:
+        return run_other_kind(kind, args)
+    return run_rates(args)
+
+
+def run_other_kind(kind: str, args) -> int:
+    """Run a panel study, a sweep or a metric validation with ``run``'s arguments."""
+    from simdesign import cli_literature, cli_panels
+    from simdesign.cli_study import check_study_arguments
+
+    check_study_arguments(args)
+    if args.chunk_size is not None:
+        print(f"warning: --chunk-size applies to rate studies; a {kind} config is chunked by its own settings "
+              "(ignored)", file=sys.stderr)
+    commands = {"panels": cli_panels.run, "sweep": cli_literature.cmd_sweep,
+                "metric-validation": cli_literature.cmd_metric_validation}
+    if kind in commands:
+        return commands[kind](args)
+    return run_registered_kind(args)
+
+
+def run_registered_kind(args) -> int:
+    """``run`` for a plug-in study kind: simulate, then write summary.csv and the figure into the results."""
+    from simdesign.cli_study import study_backend, study_out_dir, write_study_figures
+
+    kind, config = api.study_of(args.config, args.trials)
+    out_dir = study_out_dir(args, kind.config_name(config))
+    result = api.StudyResult(kind, config, kind.run(config, out_dir, study_backend(args), not args.quiet), out_dir)
+    summary = result.summary()
+    summary.to_csv(result.out_dir / "summary.csv", index=False)
+    paths = write_study_figures(args, result.out_dir, result.kind.config_name(result.config), summary,
+                                lambda base: result.kind.plot(result.config, summary, base))
+    print(f"wrote {result.out_dir / 'summary.csv'} and {', '.join(str(p) for p in paths)}", file=sys.stderr)
+    if not args.quiet:
+        print(summary.to_string(index=False))
+    return 0
+
+
+def run_rates(args) -> int:
+    """``run`` for a rate (or replication) study: the engine, summary, figure and table."""
     from simdesign.simulation.engine import default_out_dir
 
     overrides = {key: value for key, value in (("trials", args.trials), ("chunk_size", args.chunk_size))
@@ -50,6 +95,8 @@ def cmd_run(args) -> int:
                           scheduler=args.scheduler, workers=args.workers, retries=args.retries)
     summary = result.summary()
     write_and_report(config, summary, out_dir)
+    if args.figure:
+        result.plot(args.figure)
     if not args.quiet:
         show = summary[summary["estimand"].isin(["type1", "power", "familywise", *config.estimands,
                                                  *(REPLICATION_ESTIMANDS[:3] if config.replication else ())])]
@@ -61,9 +108,25 @@ def cmd_run(args) -> int:
 
 
 def cmd_plot(args) -> int:
+    from simdesign.runner.stores import MANIFEST, read_manifest
+
     out_dir = Path(args.results)
+    kind = read_manifest(out_dir / MANIFEST).get("kind") if (out_dir / MANIFEST).is_file() else None
+    if kind not in (None, "rates"):
+        return plot_other_kind(out_dir, Path(args.out) if args.out else None)
     result = api.load_results(out_dir)
     write_and_report(result.config, result.summary(), out_dir, Path(args.out) if args.out else None)
+    return 0
+
+
+def plot_other_kind(out_dir: Path, figure: Path | None) -> int:
+    """``plot`` of a study of another kind: its summary and figure from the stored rows, simulating nothing."""
+    result = api.load_study(out_dir)
+    summary = result.summary()
+    summary.to_csv(out_dir / "summary.csv", index=False)
+    name = result.kind.config_name(result.config)
+    paths = result.plot(figure or out_dir / name)
+    print(f"wrote {out_dir / 'summary.csv'} and {', '.join(str(p) for p in paths)}", file=sys.stderr)
     return 0
 
 
@@ -305,7 +368,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="simdesign", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="simulate a config (resumes stored trials) and write summary and figure")
+    run = sub.add_parser("run", help="simulate a config of any study kind (rates, replication, panels, "
+                                     "metric-validation, "
+                                     "sweep: its 'study' field or its keys say which; resumes stored trials) and "
+                                     "write summary and figure")
     run.add_argument("config")
     run.add_argument("--out", help="results directory (default results/<config name>)")
     run.add_argument("--jobs", type=int, default=-1, help="parallel workers (default: all cores)")
@@ -314,6 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="override the config's chunk_size: trials per unit of work (results do not depend on it)")
     backend_options(run)
     run.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    run.add_argument("--figure", help="also write the figure and its table as FIGURE.png and FIGURE.csv")
     run.set_defaults(func=cmd_run)
 
     plot = sub.add_parser("plot", help="redraw summary and figures from stored results, without simulating")

@@ -8,19 +8,20 @@ import time
 
 import pandas as pd
 
-from simdesign.cli_study import add_study_arguments, check_study_arguments, study_out_dir, write_study_figures
+from simdesign.cli_study import (add_study_arguments, check_study_arguments, study_backend, study_out_dir,
+                                 warn_if_deprecated, write_study_figures)
 
 
 def add_parser(subparsers) -> None:
     """Add the ``sweep`` and ``metric-validation`` subcommands to the CLI's subparsers."""
     sweep = subparsers.add_parser(
-        "sweep", help="run a config at every combination of its 'sweep' settings (e.g. effect and "
+        "sweep", help="deprecated, use `simdesign run CONFIG`: run a config at every combination of its 'sweep' settings (e.g. effect and "
                       "document_intercept_scale) and draw the rates against the swept setting")
     add_study_arguments(sweep, jobs_help="parallel workers per run (default 1)", quiet_help="no progress bars or table")
     sweep.set_defaults(func=cmd_sweep)
 
     metric = subparsers.add_parser(
-        "metric-validation", help="validate an automatic metric against simulated human judgements: correlations, "
+        "metric-validation", help="deprecated, use `simdesign run CONFIG`: validate an automatic metric against simulated human judgements: correlations, "
                                   "bootstrap interval coverage (systems, inputs, both), permutation test power")
     add_study_arguments(metric, figure_help="also write the coverage figure and its table as FIGURE.png and FIGURE.csv",
                         quiet_help="no progress bar or table")
@@ -28,24 +29,17 @@ def add_parser(subparsers) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from simdesign.simulation.sweep import plot_sweep, run_sweep
+    from simdesign.simulation.sweep import draw_sweep, run_sweep
 
+    warn_if_deprecated(args, "sweep")
     check_study_arguments(args)
     started = time.perf_counter()
     summary, raw = run_sweep(args.config, out_dir=args.out, jobs=args.jobs, trials=args.trials,
-                             progress=not args.quiet)
+                             progress=not args.quiet, backend=study_backend(args))
     out_dir = study_out_dir(args, raw["name"])
-    # the shared part of document difficulty (what a paired test cancels), not the intercept variance alone:
-    # the paper's models have intercepts negatively correlated with the slopes (simdesign.simulation.sweep)
-    x = "shared_document_covariance" if "document_intercept_scale" in raw["sweep"] else next(iter(raw["sweep"]))
-    trials = int(summary["trials"].max())
-    designs = ", ".join(summary["design"].unique())
-    title = (f"{raw['name']}: model {raw['model']}, {designs}; {trials} trials per point "
-             f"(95% bands; power at effect {[v for v in raw['sweep'].get('effect', []) if v != 'zero']})")
     paths = [out_dir / "summary.csv"]
     summary.to_csv(paths[0], index=False)
-    paths += write_study_figures(args, out_dir, raw["name"], summary,
-                                 lambda base: plot_sweep(summary, x, title, base, alpha=float(raw.get("alpha", 0.05))))
+    paths += write_study_figures(args, out_dir, raw["name"], summary, lambda base: draw_sweep(raw, summary, base))
     print(f"wrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - started:.0f} s")
     if not args.quiet:
         show = summary[summary["estimand"].isin(["type1", "power", "power_size_adjusted"])]
@@ -60,11 +54,13 @@ def cmd_metric_validation(args) -> int:
     from simdesign.simulation.metric_validation import (load_metric_config, plot_coverage, run_metric_validation,
                                                         summarise_metric_validation)
 
+    warn_if_deprecated(args, "metric-validation")
     check_study_arguments(args)
     started = time.perf_counter()
     config = load_metric_config(args.config, args.trials)
     out_dir = study_out_dir(args, config.name)
-    rows = run_metric_validation(config, out_dir, jobs=args.jobs, progress=not args.quiet)
+    rows = run_metric_validation(config, out_dir, jobs=args.jobs, progress=not args.quiet,
+                                 backend=study_backend(args))
     summary = summarise_metric_validation(rows, config)
     rows.to_csv(out_dir / "trials.csv", index=False)
     summary.to_csv(out_dir / "summary.csv", index=False)

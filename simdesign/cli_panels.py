@@ -8,13 +8,14 @@ from __future__ import annotations
 import sys
 import time
 
-from simdesign.cli_study import add_study_arguments, check_study_arguments, study_out_dir, write_study_figures
+from simdesign.cli_study import (add_study_arguments, check_study_arguments, study_backend, study_out_dir,
+                                 warn_if_deprecated, write_study_figures)
 
 
 def add_parser(subparsers) -> None:
     """Add the ``panels`` subcommand to the CLI's subparsers."""
     parser = subparsers.add_parser(
-        "panels", help="panel study: Spearman's rho of k crowd workers' aggregate with an expert panel (and the "
+        "panels", help="deprecated, use `simdesign run CONFIG`: panel study: Spearman's rho of k crowd workers' aggregate with an expert panel (and the "
                        "truth) for k = 1..per_output, per aggregation method, with the knee of each curve")
     add_study_arguments(parser, "a panel-study config with a 'panels' key, e.g. configs/crowd_vs_expert.yaml",
                         out_help="; a re-run resumes",
@@ -28,32 +29,25 @@ def run(args) -> int:
     """Run ``simdesign panels``; bad input raises ConfigError (exit code 2 in :func:`simdesign.cli.main`)."""
     import pandas as pd
 
-    from simdesign.simulation.panel_plots import plot_curves, plot_knee_sensitivity
+    from simdesign.simulation.panel_plots import draw_panel_study
     from simdesign.simulation.panel_study import load_panel_study, read_significance, run_panel_study
     from simdesign.simulation.panel_tests import summarise_significance
     from simdesign.simulation.panel_summary import summarise_panel_study
 
+    warn_if_deprecated(args, "panels")
     check_study_arguments(args)
     config = load_panel_study(args.config, {"trials": args.trials} if args.trials is not None else None)
     out_dir = study_out_dir(args, config.name)
     started = time.perf_counter()
-    trials = run_panel_study(config, out_dir, jobs=args.jobs, progress=not args.quiet)
+    trials = run_panel_study(config, out_dir, jobs=args.jobs, progress=not args.quiet, backend=study_backend(args))
     summary = summarise_panel_study(config, trials)
     seconds = time.perf_counter() - started
     summary.to_csv(out_dir / "summary.csv", index=False)
     significance = summarise_significance(read_significance(config, out_dir), config.alpha)
     if config.tests:
         significance.to_csv(out_dir / "significance.csv", index=False)
-    settings = config.settings()
-    title = (f"{config.name}: model {config.model.name}, {config.docs} documents x {config.model.n_systems} systems, "
-             f"{config.trials} trials x {config.subsamples} subsamples")
-
-    def draw(base):
-        if len(settings) > 1:
-            return plot_knee_sensitivity(summary, title + f", {len(settings)} crowd settings", base)
-        return plot_curves(summary, title + "\n" + crowd_description(config), base)
-
-    paths = write_study_figures(args, out_dir, config.name, summary, draw)
+    paths = write_study_figures(args, out_dir, config.name, summary,
+                                lambda base: draw_panel_study(config, summary, base))
     print(f"wrote {out_dir / 'summary.csv'} and {', '.join(str(p) for p in paths)} ({seconds:.0f} s)",
           file=sys.stderr)
     if not args.quiet:
@@ -65,14 +59,3 @@ def run(args) -> int:
                 print(significance[["setting", "method", "test", "k", "estimand", "rate", "ci_low", "ci_high",
                                     "mcse"]].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     return 0
-
-
-def crowd_description(config) -> str:
-    """One line naming the panels' settings, for figure titles."""
-    parts = []
-    for name, spec in config.panels.items():
-        size = (f"{spec.annotators} judging all" if spec.judges_all
-                else f"pool {spec.pool}, {spec.per_output} per output")
-        parts.append(f"{name}: {size}, noise {spec.noise:g}, slope_sd {spec.slope_sd:g}, "
-                     f"spammers {spec.spammer_share:g}")
-    return "; ".join(parts)

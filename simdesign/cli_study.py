@@ -1,10 +1,12 @@
-"""The arguments and checks the study commands share: ``panels``, ``sweep`` and ``metric-validation``.
+"""The arguments and checks the study commands share: ``run`` for panel studies, sweeps and metric validation,
+and their deprecated commands ``panels``, ``sweep`` and ``metric-validation``.
 
 Each of them reads one YAML config, writes a results directory and optionally a figure with its table;
 bad arguments raise ConfigError before any work (exit code 2 in :func:`simdesign.cli.main`).
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from simdesign.api import check_jobs
@@ -69,3 +71,18 @@ def write_study_figures(args, out_dir: Path, name: str, summary, draw) -> list[P
         summary.to_csv(base.with_suffix(".csv"), index=False)
         paths.append(base.with_suffix(".csv"))
     return paths
+
+
+def warn_if_deprecated(args, command: str) -> None:
+    """The deprecation note of the old study commands (kept one release): ``run`` runs every study kind."""
+    if getattr(args, "command", None) == command:
+        print(f"warning: `simdesign {command}` is deprecated and will be removed in the next release; use "
+              f"`simdesign run {args.config}` (it runs every study kind)", file=sys.stderr)
+
+
+def study_backend(args):
+    """Where a study's chunks are computed: ``run``'s --backend options, or loky with --jobs for the old commands."""
+    from simdesign.runner.backends import DEFAULT_RETRIES, BackendSpec
+
+    return BackendSpec(getattr(args, "backend", "loky"), args.jobs, getattr(args, "scheduler", None),
+                       getattr(args, "workers", None), getattr(args, "retries", DEFAULT_RETRIES))

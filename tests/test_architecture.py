@@ -153,7 +153,7 @@ def test_no_new_function_is_longer_than_80_lines():
 # Module prefix -> layer (the folders of simdesign/, see its __init__ docstring). A module may import its own
 # layer and lower ones only. The longest matching prefix wins, so "simdesign" alone is the package's top.
 LAYERS = {
-    "simdesign.core": 0,
+    "simdesign.core": 0, "simdesign.runner": 0,  # the runner imports only core (issue 27)
     "simdesign.model": 1,
     "simdesign.stats": 2,
     "simdesign.clmm": 3, "simdesign._clmm_numba": 3,
@@ -192,3 +192,20 @@ def test_every_module_has_a_layer():
 
 def test_every_import_goes_to_the_same_or_a_lower_layer():
     assert upward_imports(import_graph()) == []
+
+
+def test_only_the_runner_computes_in_parallel():
+    """One runner (issue 27): joblib's ``Parallel(``, process pools and the chunk loop over an executor appear
+    only in simdesign/runner; every study kind goes through :func:`simdesign.runner.execute.run_chunks`.
+    (The web explorer keeps a warm pool of its own for interactive requests, simdesign/explore/live.py.)"""
+    outside = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.relative_to(PACKAGE).parts[0] == "runner":
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#")[0]
+            if code.lstrip().startswith((">>>", "...")):  # a doctest shows how to call the executor
+                continue
+            if any(marker in code for marker in ("Parallel(", "ProcessPoolExecutor(", "executor.run(")):
+                outside.append(f"{path.relative_to(PACKAGE.parent)}:{number}: {line.strip()}")
+    assert outside == [], "parallel work outside simdesign/runner:\n" + "\n".join(outside)

@@ -10,7 +10,7 @@ from simdesign.core.errors import ConfigError
 from simdesign.simulation.backends import BackendSpec, check_backend
 from simdesign.simulation.config import parse_config
 from simdesign.simulation.engine import run_simulation
-from simdesign.simulation.forked_pool import fork_available, pool_size
+from simdesign.runner.forked_pool import fork_available, pool_size
 
 pytestmark = pytest.mark.skipif(not fork_available(), reason="the fork backend needs Linux")
 
@@ -47,7 +47,8 @@ def test_pool_size_reads_jobs_as_joblib_does():
     from joblib import cpu_count  # what loky's -1 means (it respects CPU affinity and quotas)
 
     cores = cpu_count()
-    assert pool_size(3) == 3
+    assert pool_size(1) == 1 and pool_size(cores) == cores
+    assert pool_size(cores + 3) == cores  # more workers than cores are capped (issue 29)
     assert pool_size(-1) == cores
     assert pool_size(-cores - 5) == 1
 

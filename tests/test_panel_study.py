@@ -100,8 +100,8 @@ def test_bad_panel_study_names_every_field():
         parse_panel_study(small_study(crowd="expert", reference="crowd"))
 
 
-def test_simulation_config_points_panels_to_the_panels_command():
-    with pytest.raises(ConfigError, match="simdesign panels"):
+def test_simulation_config_points_panels_to_the_run_command():
+    with pytest.raises(ConfigError, match="panel study: run it with `simdesign run`"):
         parse_config({**small_study(), "designs": [], "tests": ["ttest"]})
 
 
@@ -120,16 +120,29 @@ def test_cli_panels_writes_summary_and_figure(tmp_path, capsys):
     assert "panels.crowd.noise" in capsys.readouterr().err
 
 
-def test_a_store_fingerprinted_with_its_chunk_size_still_resumes(tmp_path):
-    """Stores written before chunk_size left the fingerprint hold it in theirs: they resume, others do not."""
+def test_a_store_of_the_old_format_is_refused_and_another_config_too(tmp_path):
+    """Stores written before chunks carried their fingerprint are refused with one message saying to re-run."""
     import json
 
+    from simdesign.runner.stores import release_store
     from simdesign.simulation.panel_study import _prepare_store
 
     config = parse_panel_study(small_study())
-    old = config.fingerprint(ignored=("trials", "bootstrap", "description"))
-    assert old != config.fingerprint()
-    (tmp_path / "manifest.json").write_text(json.dumps({"fingerprint": old}))
-    assert _prepare_store(config, tmp_path) == tmp_path / "chunks"
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "manifest.json").write_text(json.dumps({"fingerprint": config.fingerprint()}))
+    with pytest.raises(StoreError, match="older simdesign.*re-run"):
+        _prepare_store(config, tmp_path / "old")
+    assert _prepare_store(config, tmp_path / "new") == tmp_path / "new" / "chunks"
+    release_store(tmp_path / "new")
     with pytest.raises(StoreError, match="different panel-study config"):
-        _prepare_store(parse_panel_study(small_study(seed=6)), tmp_path)
+        _prepare_store(parse_panel_study(small_study(seed=6)), tmp_path / "new")
+
+
+def test_panels_in_another_order_are_another_fingerprint():
+    """The panels draw from one stream in their order: reordered, they make other trials, so another store."""
+    config = parse_panel_study(small_study())
+    reordered = parse_panel_study({**small_study(), "panels": dict(reversed(list(small_study()["panels"].items())))})
+    assert list(reordered.panels) == list(reversed(list(config.panels)))
+    label, panels = config.settings()[0]
+    assert not simulate_trial(config, label, panels, 0).equals(simulate_trial(reordered, *reordered.settings()[0], 0))
+    assert config.fingerprint() != reordered.fingerprint()

@@ -66,13 +66,17 @@ def test_test_keys_are_validated():
 
 
 def test_significance_rows_are_stored_with_their_chunks_and_resume(tmp_path):
+    from simdesign.runner.stores import short_fingerprint
+
     short = parse_panel_study(_study(trials=4))
     run_panel_study(short, tmp_path / "grown")
     config = parse_panel_study(_study())
     grown = run_panel_study(config, tmp_path / "grown")  # computes trials 4 and 5 only
+    # each chunk's name: setting, trial range and the config's fingerprint (the store reads only its own)
+    key = short_fingerprint(config.fingerprint())
     assert sorted(path.name for path in (tmp_path / "grown" / "chunks").iterdir()) == [
-        "noise1.5-slope1.5-spam0.1-000000-000003.csv", "noise1.5-slope1.5-spam0.1-000003-000004.csv",
-        "noise1.5-slope1.5-spam0.1-000004-000006.csv"]
+        f"noise1.5-slope1.5-spam0.1-000000-000003-{key}.csv", f"noise1.5-slope1.5-spam0.1-000003-000004-{key}.csv",
+        f"noise1.5-slope1.5-spam0.1-000004-000006-{key}.csv"]
     fresh = run_panel_study(config, tmp_path / "fresh")
     pd.testing.assert_frame_equal(grown, fresh)
     rows = read_significance(config, tmp_path / "grown")

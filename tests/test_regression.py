@@ -17,7 +17,7 @@ import simdesign
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "regression"
-TIMING_COLUMNS = ("mean_fit_seconds",)
+TIMING_COLUMNS = ("mean_fit_seconds", "run_seconds")
 PLAN_COLUMNS = ("rank", "design", "test", "judgements", "annotators", "cost", "power", "ci_low", "ci_high", "trials",
                 "decision")
 
@@ -34,6 +34,28 @@ SUMMARY_CASES = {
                                           {"kind": "block", "blocks": 6, "docs_per_block": 5,
                                            "annotators_per_block": 2}]}),
 }
+# The other study kinds (issue 27): a Rank config, a replication, a panel study, a metric validation and a
+# sweep, each at a few trials; stored before the runner was shared, so the restructuring is seen to change nothing.
+RANK_CASE = ("configs/rank_vs_likert_coherence.yaml",
+             {"trials": 8, "designs": [{"kind": "block", "blocks": 4, "docs_per_block": 10,
+                                        "annotators_per_block": 3}],
+              "tests": ["ttest_doc", "art_block", {"name": "clmm_native", "structure": "paper"}]})
+REPLICATION_CASE = ("configs/replication.yaml",
+                    {"trials": 20, "designs": [{"kind": "overlap", "shared_docs": 10,
+                                                "unique_docs_per_annotator": [0, 10], "annotators": [3, 6]}]})
+PANEL_CASE = ("configs/crowd_vs_expert.yaml",
+              {"trials": 6, "subsamples": 3, "bootstrap": 50, "chunk_size": 4, "docs": 6,
+               "panels": {"expert": {"annotators": 2, "judge": "all", "noise": 0.5},
+                          "crowd": {"pool": 20, "per_output": 5, "noise": 1.5, "slope_sd": 1.5,
+                                    "spammer_share": 0.1}},
+               "tests": ["ttest_doc"], "test_k": [1, 5]})
+METRIC_CASE = ("configs/metric_validation.yaml",
+               {"trials": 6, "systems": [5, 8], "documents": [10], "bootstrap_resamples": 40,
+                "permutation_resamples": 40})
+SWEEP_CASE = ("configs/paired_vs_unpaired.yaml",
+              {"trials": 12, "tests": ["ttest_unpaired", "ttest_doc", "wilcoxon_doc"],
+               "designs": [{"kind": "block", "blocks": 12, "docs_per_block": 1, "annotators_per_block": 3}],
+               "sweep": {"effect": ["zero", 0.5], "document_intercept_scale": [0, 2]}})
 PLAN = {"name": "regression-plan", "model": "coherence", "effect": "fitted", "tests": ["ttest_doc", "art_block"],
         "target_power": 0.8, "cost": {"pay_per_hour": 12.0, "seconds_per_judgement": "capped_mean",
                                       "per_annotator": 5.0},
@@ -56,7 +78,36 @@ def summary_cases() -> dict[str, pd.DataFrame]:
     out = {}
     for name, (path, overrides) in SUMMARY_CASES.items():
         result = simdesign.simulate(_config_mapping(path, overrides), jobs=1, progress=False)
-        out[name] = result.summary().drop(columns=list(TIMING_COLUMNS))
+        out[name] = result.summary().drop(columns=list(TIMING_COLUMNS), errors="ignore")
+    return out
+
+
+def study_cases(directory: Path) -> dict[str, pd.DataFrame]:
+    """The summaries of the other study kinds, computed by the current code (one worker) under ``directory``."""
+    import yaml
+
+    from simdesign.simulation.metric_validation import (parse_metric_config, run_metric_validation,
+                                                        summarise_metric_validation)
+    from simdesign.simulation.panel_study import parse_panel_study, read_significance, run_panel_study
+    from simdesign.simulation.panel_summary import summarise_panel_study
+    from simdesign.simulation.panel_tests import summarise_significance
+    from simdesign.simulation.sweep import run_sweep
+
+    out = {}
+    for name, case in (("rank_likert", RANK_CASE), ("replication", REPLICATION_CASE)):
+        result = simdesign.simulate(_config_mapping(*case), jobs=1, progress=False)
+        out[name] = result.summary().drop(columns=list(TIMING_COLUMNS), errors="ignore")
+    panel = parse_panel_study(_config_mapping(*PANEL_CASE), base_dir=ROOT / "configs")
+    trials = run_panel_study(panel, directory / "panel", jobs=1)
+    out["panel_study"] = summarise_panel_study(panel, trials)
+    out["panel_significance"] = summarise_significance(read_significance(panel, directory / "panel"), panel.alpha)
+    metric = parse_metric_config(_config_mapping(*METRIC_CASE), ROOT / "configs")
+    out["metric_validation"] = summarise_metric_validation(run_metric_validation(metric, directory / "metric"),
+                                                           metric)
+    sweep_path = directory / "sweep.yaml"
+    sweep_path.write_text(yaml.safe_dump(_config_mapping(*SWEEP_CASE)))
+    summary, _ = run_sweep(sweep_path, out_dir=directory / "sweep", jobs=1)
+    out["sweep"] = summary.drop(columns=list(TIMING_COLUMNS), errors="ignore")
     return out
 
 
@@ -86,6 +137,16 @@ def test_summaries_equal_the_stored_ones():
     for name, summary in summary_cases().items():
         stored = pd.read_csv(FIXTURES / f"{name}.csv")
         # through CSV like the fixture, so both sides have the same dtypes
+        computed = pd.read_csv(pd.io.common.StringIO(summary.to_csv(index=False)))
+        _assert_frames_equal(computed, stored)
+
+
+@pytest.mark.slow
+def test_study_kinds_equal_the_stored_ones(tmp_path):
+    for name, summary in study_cases(tmp_path).items():
+        path = FIXTURES / f"{name}.csv"
+        assert path.is_file(), f"missing {path}: run scripts/make_regression_fixtures.py"
+        stored = pd.read_csv(path)
         computed = pd.read_csv(pd.io.common.StringIO(summary.to_csv(index=False)))
         _assert_frames_equal(computed, stored)
 

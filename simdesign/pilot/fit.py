@@ -855,6 +855,11 @@ def _true_parameters(model: OrdinalMixedModel) -> dict:
     return truth
 
 
+def _numbered_round(number: int, model, design, structure: str, stream) -> tuple:
+    """``(number, outcome)`` of :func:`_recovery_round`: the runner's loop returns rounds as they finish."""
+    return number, _recovery_round(model, design, structure, stream)
+
+
 def _recovery_round(model: OrdinalMixedModel, design, structure: str, rng: np.random.Generator):
     """One simulate-and-fit round: (estimates, standard errors) or (None, why it failed)."""
     frame = model.sample(design, rng).to_frame().drop(columns="block")
@@ -900,11 +905,19 @@ def parameter_recovery(model: OrdinalMixedModel, design, rounds: int, rng: np.ra
         (fits used; failed fits and data missing a score category are left
         out), ``failed``. ``table.attrs['failures']`` lists why rounds failed.
     """
-    from joblib import Parallel, delayed
+    from joblib import delayed
+
+    from simdesign.runner.backends import ChunkExecutor
+    from simdesign.runner.execute import backend_spec, run_chunks
 
     truth = _true_parameters(model)
-    outcomes = Parallel(n_jobs=jobs)(delayed(_recovery_round)(model, design, structure, stream)
-                                     for stream in rng.spawn(rounds))
+    streams = rng.spawn(rounds)
+    finished: dict[int, tuple] = {}
+    # each round is a chunk of the runner's loop (workers, lost-worker retries), kept in memory
+    with ChunkExecutor(backend_spec("loky", jobs)) as executor:
+        run_chunks(executor, lambda: [i for i in range(rounds) if i not in finished],
+                   lambda i: delayed(_numbered_round)(i, model, design, structure, streams[i]), finished.__setitem__)
+    outcomes = [finished[i] for i in range(rounds)]
     estimates, covered, failures = [], [], []
     for values, errors in outcomes:
         if values is None:

@@ -112,7 +112,8 @@ from simdesign.simulation.backends import DEFAULT_RETRIES, BackendSpec, ChunkExe
 from simdesign.simulation.engine import check_backends, execute_chunks, plan_chunks
 from simdesign.planning.methods import check_engine_method, method_config, method_of_label
 from simdesign.planning.planner import Candidate, PlanConfig
-from simdesign.simulation.store import TRIALS_DIR, ResultsStore, atomic_write_bytes
+from simdesign.runner.stores import release_stores_under
+from simdesign.simulation.store import ResultsStore, atomic_write_bytes
 from simdesign.simulation.summary import rejections, share_rate, wilson_interval
 
 STUDIES_DIR = "studies"
@@ -414,7 +415,7 @@ class _StudyStore:
         if family in self._files:
             return
         store = self.stores[family]
-        files = {str(path.relative_to(store.directory)) for path in (store.directory / TRIALS_DIR).glob("*/*.parquet")}
+        files = {str(path.relative_to(store.directory)) for path in store.chunk_files()}
         cache, meta = self.cache_paths[family], self.cache_paths[family].with_suffix(".json")
         frames, known = [], set()
         if cache.is_file() and meta.is_file():
@@ -609,9 +610,12 @@ def run_plan(config: PlanConfig, out_dir: Path, jobs: int = 1, progress: bool = 
     """
     spec = backend if isinstance(backend, BackendSpec) else BackendSpec(backend, jobs, scheduler, workers, retries)
     check_backend(spec, config.tests)
-    with ChunkExecutor(spec, needs_r=bool(r_backed(config.tests))) as executor:
-        outcomes = SimulatedOutcomes(config, Path(out_dir), executor, spec.retries)
-        return decide_plan(config, outcomes, progress=progress, exhaustive=exhaustive)
+    try:
+        with ChunkExecutor(spec, needs_r=bool(r_backed(config.tests))) as executor:
+            outcomes = SimulatedOutcomes(config, Path(out_dir), executor, spec.retries)
+            return decide_plan(config, outcomes, progress=progress, exhaustive=exhaustive)
+    finally:
+        release_stores_under(out_dir)  # the study stores SimulatedOutcomes claimed
 
 
 def decide_plan(config: PlanConfig, outcomes: OutcomeSource, progress: bool = False,

@@ -32,6 +32,8 @@ from pathlib import Path
 from simdesign.analyses import ANALYSES, resolve_analysis
 from simdesign.analyses.base import current_options
 from simdesign.core.designs import DESIGN_KINDS
+from simdesign.core.fields import count_problem, field_problem
+from simdesign.runner.study import study_field_problems
 from simdesign.core.errors import ConfigError
 from simdesign.core.suggest import did_you_mean, suggestions
 from simdesign.core.yamlio import read_yaml_file
@@ -45,7 +47,7 @@ from simdesign.core.checks import is_integer, is_number
 
 TOP_LEVEL_KEYS = ("name", "model", "effect", "designs", "tests", "trials", "alpha", "seed", "art_resamples",
                   "art_exact", "chunk_size", "figure", "description", "estimands", "replication",
-                  "document_intercept_scale", "method", "methods")
+                  "document_intercept_scale", "method", "methods", "study")
 MODEL_TYPES = (OrdinalMixedModel, RankOnlyModel)  # a Likert (or joint Likert/Rank) model, or a rank-only one
 FIGURE_X = ("annotators", "judgements", "docs", "blocks", "annotators_per_block", "judgements_per_output")
 FIGURE_COLOUR = ("test", "shape")
@@ -436,28 +438,20 @@ def read_config_mapping(path: Path, what: str) -> dict:
 
 
 def _name_problem(name) -> str | None:
-    """The 'name' field names results directories: non-empty, no slashes."""
-    if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\"):
-        return f"The 'name' field must be a non-empty string without slashes; got {name!r}"
-    return None
+    """The 'name' field names results directories (the shared rule, :mod:`simdesign.core.fields`)."""
+    return field_problem("name", name)
 
 
 def _positive_int_problem(key: str, value) -> str | None:
-    if not is_integer(value, 1):
-        return f"The '{key}' field must be a positive integer; got {value!r}"
-    return None
+    return count_problem(key, value, 1)
 
 
 def _seed_problem(seed) -> str | None:
-    if not is_integer(seed, 0):
-        return f"The 'seed' field must be a non-negative integer; got {seed!r}"
-    return None
+    return field_problem("seed", seed)
 
 
 def _alpha_problem(alpha) -> str | None:
-    if not is_number(alpha) or not 0 < alpha < 1:
-        return f"The 'alpha' field must be in (0, 1); got {alpha!r}"
-    return None
+    return field_problem("alpha", alpha)
 
 
 def _art_exact_problem(value) -> str | None:
@@ -712,8 +706,9 @@ def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
     if unknown:
         errors.append(f"Unknown config key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS)}"
                       + suggestions(unknown, TOP_LEVEL_KEYS)
-                      + (" (a config with 'panels' is a panel study: run it with `simdesign panels`)"
+                      + (" (a config with 'panels' is a panel study: run it with `simdesign run`)"
                          if "panels" in unknown else ""))
+    errors += study_field_problems(raw, ("rates", "replication"))
     model, model_source = resolve_model(raw, base_dir, errors)
     values = {key: raw.get(key, default) for key, default in SCALAR_DEFAULTS.items()}
     values.update(name=raw.get("name"), effect=raw.get("effect", "fitted"), description=str(raw.get("description", "")))

@@ -9,10 +9,14 @@ atomically, so an interrupted run loses only the chunks in flight.
 """
 from __future__ import annotations
 
+import bisect
+import itertools
 import logging
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -21,8 +25,8 @@ from tqdm.auto import tqdm
 
 from simdesign.analyses import ANALYSES, run_analysis, system_pairs
 from simdesign.analyses.base import BACKEND_CHECKS, DEGENERATE, OK, AnalysisInfo, resolve_analysis
-from simdesign.simulation.backends import (DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, describe_error,
-                                 lost_worker_errors, r_backed)
+from simdesign.runner.execute import run_chunks
+from simdesign.simulation.backends import DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, r_backed
 from simdesign.simulation.config import AnalysisSpec, SimulationConfig
 from simdesign.core.designs import Design
 from simdesign.core.errors import ConfigError, MissingBackendError
@@ -32,6 +36,7 @@ from simdesign.simulation.replication import is_replication_item, replication_ro
 from simdesign.stats.reliability import RELIABILITY_ESTIMANDS, UndefinedReliability
 from simdesign.core.seeds import analysis_rng, data_rng
 from simdesign.core.threads import single_threaded
+from simdesign.runner.limits import check_trial_count
 from simdesign.simulation.methods import METHOD_COLUMN, spec_method, split_result_label
 from simdesign.simulation.store import RESULT_COLUMNS, ResultsStore
 
@@ -69,33 +74,62 @@ def check_backends(config: SimulationConfig) -> None:
 
 
 def plan_chunks(config: SimulationConfig, store: ResultsStore | None, trials: int) -> list[Chunk]:
-    """Chunks covering every (design, trial < trials, analysis) not yet stored.
+    """Chunks covering every (design, trial < trials, analysis) not yet stored, as a list (:func:`iter_chunks`)."""
+    return list(iter_chunks(config, store, trials))
+
+
+def iter_chunks(config: SimulationConfig, store: ResultsStore | None, trials: int) -> Iterator[Chunk]:
+    """Chunks covering every (design, trial < trials, analysis) not yet stored, planned lazily.
 
     Consecutive trials that miss the same set of analyses are grouped, so
-    raising ``trials`` or adding a test computes only what is new.
+    raising ``trials`` or adding a test computes only what is new. Memory
+    grows with the trials already stored, never with ``trials`` (issue 29):
+    where nothing is stored, whole chunks are cut without visiting each trial.
     """
+    check_trial_count(trials)
     chunk_size = config.chunk_size or min((resolve_analysis(spec.name).chunk_trials for spec in config.analyses),
                                           default=RELIABILITY_CHUNK_TRIALS)
     # Reliability estimands are stored like tests (one row per trial), so they resume the same way.
     # One work item per (test or estimand, method), keyed by result label (simulation/methods.py).
     work = tuple(config.work_specs) + replication_work(config)
-    chunks = []
     for design in config.designs:
         done = store.completed(design.label) if store is not None else {}
-        missing_per_trial = [
-            tuple(spec for spec in work if trial not in done.get(spec.label, ()))
-            for trial in range(trials)
-        ]
-        start = 0
-        while start < trials:
-            wanted = missing_per_trial[start]
-            stop = start + 1
-            while stop < trials and stop - start < chunk_size and missing_per_trial[stop] == wanted:
-                stop += 1
-            if wanted:
-                chunks.append(Chunk(design, start, stop, wanted))
-            start = stop
-    return chunks
+        yield from _design_chunks(design, work, done, trials, chunk_size)
+
+
+def _design_chunks(design: Design, work: tuple, done: dict, trials: int, chunk_size: int) -> Iterator[Chunk]:
+    """The chunks of one design: runs of at most ``chunk_size`` consecutive trials missing the same work."""
+    stored = sorted({trial for indices in done.values() for trial in indices if 0 <= trial < trials})
+    stored_set = set(stored)
+
+    def missing(trial: int) -> tuple:
+        if trial not in stored_set:
+            return work
+        return tuple(spec for spec in work if trial not in done.get(spec.label, ()))
+
+    start = 0
+    while start < trials:
+        wanted = missing(start)
+        stop, cap = start + 1, min(start + chunk_size, trials)
+        while stop < cap:
+            if stop not in stored_set:
+                if wanted != work:
+                    break
+                # every trial up to the next stored one misses all the work: jump there
+                stop = min(cap, _next_stored(stored, stop))
+                continue
+            if missing(stop) != wanted:
+                break
+            stop += 1
+        if wanted:
+            yield Chunk(design, start, stop, wanted)
+        start = stop
+
+
+def _next_stored(stored: list[int], trial: int) -> int:
+    """The first stored trial index after ``trial`` (``stored`` sorted), or a number past every trial."""
+    position = bisect.bisect_right(stored, trial)
+    return stored[position] if position < len(stored) else sys.maxsize
 
 
 def simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chunk,
@@ -246,37 +280,35 @@ def _chunk_task(model, effect, root_seed, chunk, registry):
     return chunk, simulate_chunk(model, effect, root_seed, chunk, registry)
 
 
+# Chunks ordered largest first are taken from the plan at most this many at a time: enough for any run
+# a machine finishes (one chunk per design and 100 trials), bounded for a plan of billions of trials.
+SORT_WINDOW = 100_000
+
+
+def largest_first(chunks: Iterable[Chunk], n_systems: int) -> Iterator[Chunk]:
+    """``chunks`` with the largest first, so the slowest designs do not start last and idle the other workers.
+
+    At most :data:`SORT_WINDOW` chunks are held at once (a lazy plan stays lazy): the first window is
+    sorted and sent, then the next.
+    """
+    chunks = iter(chunks)
+    while window := list(itertools.islice(chunks, SORT_WINDOW)):
+        window.sort(key=lambda c: -(c.design.judgements(n_systems) * c.trials * len(c.analyses)))
+        yield from window
+
+
 def execute_chunks(executor: ChunkExecutor, model: OrdinalMixedModel, effect, root_seed: int, plan, save,
                    retries: int = DEFAULT_RETRIES) -> None:
-    """Compute the chunks ``plan()`` returns on ``executor``; ``save(chunk, frame)`` each as it finishes.
+    """Compute the chunks ``plan()`` returns (any iterable) on ``executor``; ``save(chunk, frame)`` each as it
+    finishes (the runner's loop, :func:`simdesign.runner.execute.run_chunks`, for ``run`` and ``plan``).
 
-    The one chunk loop of ``run`` and ``plan``. After losing workers made the
-    backend fail, the chunks not yet saved are planned anew (``plan()`` must
-    consult what ``save`` stored) and resubmitted, at most ``retries`` times.
     Each chunk carries the registry entries of its analyses
     (:func:`chunk_registry`), so user-registered analyses run on every backend.
     """
-    lost_worker = lost_worker_errors()
-    chunks, retried = plan(), 0
     n_systems = model.n_systems
-    while chunks:
-        # Larger chunks first, so the slowest designs do not start last and idle the other workers.
-        chunks.sort(key=lambda c: -(c.design.judgements(n_systems) * c.trials * len(c.analyses)))
-        tasks = (delayed(_chunk_task)(model, effect, root_seed, chunk, chunk_registry(chunk.analyses))
-                 for chunk in chunks)
-        try:
-            # Only this process writes chunks, so a chunk is stored once however often it was computed.
-            for chunk, frame in executor.run(tasks):
-                save(chunk, frame)
-            return
-        except lost_worker as exc:
-            if retried >= retries:
-                raise
-            retried += 1
-            # The store knows exactly what is saved: plan the rest anew rather than track futures.
-            chunks = plan()
-            log.warning("Lost a worker (%s); resubmitting the %d unsaved chunk(s), retry %d of %d",
-                        describe_error(exc), len(chunks), retried, retries)
+    run_chunks(executor, plan,
+               lambda chunk: delayed(_chunk_task)(model, effect, root_seed, chunk, chunk_registry(chunk.analyses)),
+               save, retries, order=lambda chunks: largest_first(chunks, n_systems))
 
 
 def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: int = -1,
@@ -314,15 +346,26 @@ def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: in
     ResultsStore
     """
     spec = backend if isinstance(backend, BackendSpec) else BackendSpec(backend, jobs, scheduler, workers, retries)
+    check_trial_count(config.trials)  # before anything is written
     check_backend(spec, config.analyses)
     check_backends(config)
     store = ResultsStore(out_dir)
     store.prepare(config, raw_config)
-    chunks = plan_chunks(config, store, config.trials)
-    if not chunks:
-        return store
-    total = sum(chunk.trials for chunk in chunks)
-    planned = len(chunks)
+    try:
+        _run_chunks(config, store, spec, progress)
+    finally:
+        store.release()
+    return store
+
+
+def _run_chunks(config: SimulationConfig, store: ResultsStore, spec: BackendSpec, progress: bool) -> None:
+    """Compute and save the chunks ``store`` misses for ``config`` (a progress bar; Ctrl-C reports what was saved)."""
+    # counted in one pass over the lazy plan: nothing is held for the trials to come
+    planned, total = 0, 0
+    for chunk in iter_chunks(config, store, config.trials):
+        planned, total = planned + 1, total + chunk.trials
+    if not planned:
+        return
     bar = tqdm(total=total, unit="trial", desc=config.name, disable=not progress, smoothing=0.05)
     saved = 0
 
@@ -336,18 +379,17 @@ def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: in
     try:
         with ChunkExecutor(spec, needs_r=bool(r_backed(config.analyses))) as executor:
             execute_chunks(executor, config.model, config.effect, config.seed,
-                           lambda: plan_chunks(config, store, config.trials), save, spec.retries)
+                           lambda: iter_chunks(config, store, config.trials), save, spec.retries)
             lost = executor.workers_lost()
             if lost:
                 log.warning("%d Dask worker(s) left the cluster during the run; the chunks they were computing "
                             "were computed again (each chunk is stored once)", lost)
     except KeyboardInterrupt:
         bar.close()
-        print(f"\nInterrupted: {saved} of {planned} chunks were saved in {out_dir}; "
+        print(f"\nInterrupted: {saved} of {planned} chunks were saved in {store.directory}; "
               "run the same command again to resume.")
         raise
     bar.close()
-    return store
 
 
 def check_replay_request(config: SimulationConfig, design_label: str, trial: int, test_label: str) -> None:

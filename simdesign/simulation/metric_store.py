@@ -3,7 +3,8 @@
 Layout of a results directory::
 
     manifest.json                       provenance: fingerprint, settings, root seed, versions, git commit
-    trials/S<systems>-D<documents>/t0000000-0000020.parquet
+    .lock                               the claim of the run writing it (simdesign.runner.stores)
+    trials/S<systems>-D<documents>/t0000000-0000020-<fingerprint>.parquet
                                         per-trial, per-estimand rows of one chunk of one cell
 
 As in the simulation store (:mod:`simdesign.simulation.store`), a chunk file
@@ -14,20 +15,21 @@ number of workers of the earlier run. Stored trials are reused only when
 everything that determines them (model, population, metrics, sizes per
 document, methods, resamples, levels, seed: the fingerprint) is unchanged;
 the cells (systems x documents) and the number of trials may change freely.
+Each chunk's name carries that fingerprint, and a store reads only chunks of its own; one run at a
+time writes a store (:mod:`simdesign.runner.stores`).
 """
 from __future__ import annotations
 
-import datetime as _dt
-import json
 from pathlib import Path
 
 import pandas as pd
 
 from simdesign.core.errors import StoreError
+from simdesign.runner.stores import (MANIFEST, atomic_write_bytes, claim_store, damaged_chunk, git_commit, now_utc,
+                                     package_versions, read_manifest, refuse_orphan_chunks, release_store,
+                                     remove_leftovers, short_fingerprint, write_manifest)
 from simdesign.simulation.config import stable_digest
-from simdesign.simulation.store import TEMPORARY_SUFFIX, atomic_write_bytes, git_commit, package_versions
 
-MANIFEST = "manifest.json"
 TRIALS_DIR = "trials"
 ROW_COLUMNS = ("systems", "documents", "trial", "estimand", "method", "scheme", "value")
 
@@ -42,47 +44,74 @@ class MetricValidationStore:
 
     def __init__(self, directory):
         self.directory = Path(directory)
+        self._key: str | None = None  # the fingerprint's digest in chunk names, from the manifest
 
-    def prepare(self, settings: dict, root_seed: int) -> None:
-        """Create or check the manifest for a run whose trials are determined by ``settings``.
+    def prepare(self, settings: dict, root_seed: int, config: dict | None = None) -> None:
+        """Claim the store, create or check the manifest for a run whose trials are determined by ``settings``.
+
+        The claim lasts until :meth:`release` (or the process ends).
 
         Raises
         ------
         StoreError
-            If the directory holds trials computed with other settings.
+            If another run holds the store, it has chunks but no manifest, was written in an older format, or
+            holds trials computed with other settings.
         """
-        self.directory.mkdir(parents=True, exist_ok=True)
-        for leftover in self.directory.glob(f"**/.*{TEMPORARY_SUFFIX}"):  # from a killed process, never a chunk
-            leftover.unlink()
+        claim_store(self.directory)
+        try:
+            self._prepare(settings, root_seed, config)
+        except BaseException:
+            self.release()
+            raise
+
+    def release(self) -> None:
+        """Give back the claim :meth:`prepare` took."""
+        release_store(self.directory)
+
+    def _prepare(self, settings: dict, root_seed: int, config: dict | None) -> None:
+        remove_leftovers(self.directory)
+        refuse_orphan_chunks(self.directory, [TRIALS_DIR], "*/*.parquet")
         fingerprint = stable_digest(settings)
         path = self.directory / MANIFEST
-        now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        now = now_utc()
         manifest = {"created": now}
         if path.is_file():
-            manifest = json.loads(path.read_text())
+            manifest = read_manifest(path)
             if manifest.get("fingerprint") != fingerprint:
                 raise StoreError(
                     f"{self.directory} holds metric-validation trials computed with other settings (model, "
                     "population, metrics, methods, resamples, levels or seed); they must not be mixed. "
                     "Write elsewhere with --out DIR, or delete the directory to start over.")
         manifest.update({"kind": "metric-validation", "fingerprint": fingerprint, "root_seed": root_seed,
-                         "settings": settings, "updated": now, "versions": package_versions(),
+                         "settings": settings, "config": config, "updated": now, "versions": package_versions(),
                          "git_commit": git_commit()})
-        atomic_write_bytes(path, json.dumps(manifest, indent=2, default=str).encode())
+        write_manifest(path, manifest)
+        self._key = short_fingerprint(fingerprint)
 
     def _files(self, cell: str) -> list[Path]:
-        return sorted((self.directory / TRIALS_DIR / cell).glob("*.parquet"))
+        """The chunk files of one cell made with this store's fingerprint."""
+        if self._key is None:
+            self._key = short_fingerprint(read_manifest(self.directory / MANIFEST)["fingerprint"])
+        return sorted((self.directory / TRIALS_DIR / cell).glob(f"t*-{self._key}.parquet"))
+
+    @staticmethod
+    def _read_chunk(path: Path, columns=None) -> pd.DataFrame:
+        try:
+            return pd.read_parquet(path, columns=columns)
+        except Exception as exc:  # pyarrow raises several types for a truncated or foreign file
+            raise damaged_chunk(path, exc) from None
 
     def completed(self, cell: str) -> set[int]:
         """Trial indices already stored for one cell."""
         done: set[int] = set()
         for path in self._files(cell):
-            done.update(int(t) for t in pd.read_parquet(path, columns=["trial"])["trial"].unique())
+            done.update(int(t) for t in self._read_chunk(path, columns=["trial"])["trial"].unique())
         return done
 
     def write_chunk(self, cell: str, first_trial: int, stop_trial: int, rows: pd.DataFrame) -> Path:
-        """Store one finished chunk atomically."""
-        path = self.directory / TRIALS_DIR / cell / f"t{first_trial:07d}-{stop_trial:07d}.parquet"
+        """Store one finished chunk atomically, its name carrying the store's fingerprint."""
+        self._files(cell)  # reads the fingerprint if this store object was not prepared
+        path = self.directory / TRIALS_DIR / cell / f"t{first_trial:07d}-{stop_trial:07d}-{self._key}.parquet"
         atomic_write_bytes(path, rows.to_parquet(index=False))
         return path
 
@@ -100,7 +129,7 @@ class MetricValidationStore:
         frames = []
         for position, cell in enumerate(cells):
             for path in self._files(cell):
-                frame = pd.read_parquet(path)
+                frame = self._read_chunk(path)
                 frame = frame[frame["trial"] < trials].copy()
                 frame["_cell"], frame["_row"] = position, range(len(frame))
                 frames.append(frame)

@@ -70,7 +70,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
+from joblib import delayed
 from scipy import special
 from simdesign.core.threads import single_threaded
 from tqdm.auto import tqdm
@@ -82,6 +82,10 @@ from simdesign.model.metric import (MetricGenerator, MetricSpec, SystemPopulatio
                                     human_scores, population_model, sample_with_quality)
 from simdesign.core.suggest import suggestions
 from simdesign.simulation.config import likert_model_or_problem, read_config_mapping, resolve_model
+from simdesign.runner.backends import BackendSpec, ChunkExecutor
+from simdesign.runner.execute import backend_spec, run_chunks
+from simdesign.runner.limits import check_trial_count
+from simdesign.runner.study import study_field_problems
 from simdesign.simulation.metric_store import ROW_COLUMNS, MetricValidationStore
 from simdesign.simulation.metric_targets import summary_level_target
 from simdesign.stats.metric_comparison import fisher_interval, paired_bootstrap_test, williams_test
@@ -90,10 +94,11 @@ from simdesign.stats.metric_correlation import (METHODS, SCHEMES, bootstrap_syst
 from simdesign.stats.montecarlo import mean_interval, wilson_interval
 from simdesign.stats.summary_bootstrap import bootstrap_summary_level
 from simdesign.core.checks import is_integer, is_number
+from simdesign.core.fields import field_problem
 
 KEYS = ("name", "description", "model", "population", "metric", "second_metric", "error_correlation", "systems",
         "documents", "annotators_per_document", "methods", "trials", "bootstrap_resamples",
-        "permutation_resamples", "confidence", "alpha", "seed", "summary_intervals", "heldout")
+        "permutation_resamples", "confidence", "alpha", "seed", "summary_intervals", "heldout", "study")
 SUMMARY_TARGET = "summary:pearson"
 SCHEME_NAMES = {"systems": "BOOT-SYSTEMS", "inputs": "BOOT-INPUTS", "both": "BOOT-BOTH", "fisher": "Fisher"}
 PERMUTATION_NAMES = {"systems": "PERM-SYSTEMS", "inputs": "PERM-INPUTS", "both": "PERM-BOTH"}
@@ -129,6 +134,7 @@ class MetricValidationConfig:
     summary_intervals: bool = False
     heldout: bool = False
     description: str = ""
+    raw: dict = field(default_factory=dict, repr=False)  # the mapping it was read from (the store's manifest)
     generator: MetricGenerator = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -142,13 +148,14 @@ class MetricValidationConfig:
 def _integers(raw: dict, key: str, default, problems: list[str]) -> tuple:
     """A positive integer (non-negative for 'seed'), or for 'systems' and 'documents' a list of them."""
     value = raw.get(key, default)
-    values = list(value) if isinstance(value, (list, tuple)) and key in ("systems", "documents") else [value]
-    least = 0 if key == "seed" else 1
-    if not values or any(not is_integer(v, least) for v in values):
-        kind = "non-negative" if key == "seed" else "positive"
-        lists = " or a list of them" if key in ("systems", "documents") else ""
-        problems.append(f"The '{key}' field must be a {kind} integer{lists}; got {value!r}")
-        return tuple(default) if isinstance(default, (list, tuple)) else (default,)
+    if key not in ("systems", "documents"):  # a shared field: its one rule
+        problem = field_problem(key, value)
+        problems += [problem] if problem else []
+        return (default,) if problem else (value,)
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not values or any(not is_integer(v, 1) for v in values):
+        problems.append(f"The '{key}' field must be a positive integer or a list of them; got {value!r}")
+        return tuple(default)
     return tuple(values)
 
 
@@ -188,6 +195,8 @@ def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValida
     unknown = sorted(set(raw) - set(KEYS))
     if unknown:
         problems.append(f"Unknown key(s) {unknown}; allowed: {list(KEYS)}{suggestions(unknown, KEYS)}")
+    problems += study_field_problems(raw, ("metric-validation",))
+    problems += [problem for problem in (field_problem("name", raw.get("name", "metric-validation")),) if problem]
     model, _ = resolve_model(raw, base_dir, problems)
     model = likert_model_or_problem(model, "metric validation", problems)
     population = _mapping(raw, "population", SystemPopulation, problems)
@@ -203,10 +212,8 @@ def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValida
     methods = raw.get("methods", ["pearson", "kendall"])
     if not isinstance(methods, list) or not methods or any(m not in METHODS for m in methods):
         problems.append(f"The 'methods' field must be a non-empty list from {list(METHODS)}; got {methods!r}")
-    for key, default in (("confidence", 0.95), ("alpha", 0.05)):
-        value = raw.get(key, default)
-        if not is_number(value) or not 0 < value < 1:
-            problems.append(f"The '{key}' field must be in (0, 1); got {value!r}")
+    problems += [problem for key, default in (("confidence", 0.95), ("alpha", 0.05))
+                 if (problem := field_problem(key, raw.get(key, default)))]
     for key in ("summary_intervals", "heldout"):
         if not isinstance(raw.get(key, False), bool):
             problems.append(f"The '{key}' field must be true or false; got {raw[key]!r}")
@@ -230,7 +237,7 @@ def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValida
             permutation_resamples=sizes["permutation_resamples"][0], confidence=float(raw.get("confidence", 0.95)),
             alpha=float(raw.get("alpha", 0.05)), seed=sizes["seed"][0],
             summary_intervals=raw.get("summary_intervals", False), heldout=raw.get("heldout", False),
-            description=str(raw.get("description", "")))
+            description=str(raw.get("description", "")), raw=dict(raw))
     except ConfigError as exc:
         raise ConfigError([m.replace("'metric.", "'metric or second_metric.") for m in exc.messages]) from exc
 
@@ -407,10 +414,11 @@ def summary_interval_rows(config: MetricValidationConfig, metric: np.ndarray, hu
 
 
 def _chunk(config, n_systems, n_documents, first, stop, targets):
+    """One chunk's (chunk, rows), as the runner's loop wants it."""
     with single_threaded():  # the arrays of one trial are small: BLAS threads only compete
         rows = [row for trial in range(first, stop) for row in one_trial(config, n_systems, n_documents, trial,
                                                                            targets)]
-    return (n_systems, n_documents), first, stop, pd.DataFrame(rows, columns=list(ROW_COLUMNS))
+    return (n_systems, n_documents, first, stop), pd.DataFrame(rows, columns=list(ROW_COLUMNS))
 
 
 def stored_settings(config: MetricValidationConfig) -> dict:
@@ -443,7 +451,7 @@ def missing_chunks(config: MetricValidationConfig, store: MetricValidationStore,
 
 
 def run_metric_validation(config: MetricValidationConfig, out_dir, jobs: int = 1, chunk_trials: int = 20,
-                          progress: bool = False) -> pd.DataFrame:
+                          progress: bool = False, backend="loky") -> pd.DataFrame:
     """Every cell's trials not yet stored in ``out_dir``; return all rows (one per trial and estimand).
 
     Each finished chunk of trials is stored at once (:mod:`simdesign.simulation.metric_store`), so
@@ -456,31 +464,47 @@ def run_metric_validation(config: MetricValidationConfig, out_dir, jobs: int = 1
     out_dir : path-like
         The results directory (created if needed).
     jobs : int
-        Parallel worker processes (joblib).
+        Parallel workers (local backends).
     chunk_trials : int
         Trials per stored chunk.
     progress : bool
         Show a tqdm bar (trials done, rate, ETA).
+    backend : {'loky', 'threading', 'fork', 'dask'} or BackendSpec
+        Where chunks are computed (:mod:`simdesign.runner.backends`); the rows do not depend on it.
 
     Raises
     ------
     StoreError
         If ``out_dir`` holds trials computed with other settings.
     """
+    spec = backend_spec(backend, jobs)
+    check_trial_count(config.trials)
     store = MetricValidationStore(out_dir)
-    store.prepare(stored_settings(config), config.seed)
+    store.prepare(stored_settings(config), config.seed, config.raw)
+    try:
+        return _run_missing_chunks(config, store, spec, chunk_trials, progress)
+    finally:
+        store.release()
+
+
+def _run_missing_chunks(config: MetricValidationConfig, store: MetricValidationStore, spec: BackendSpec,
+                        chunk_trials: int, progress: bool) -> pd.DataFrame:
+    """Compute and store the chunks ``store`` misses (the store claimed), through the runner's loop; return
+    every stored row."""
     targets = system_level_targets(config)
-    chunks = missing_chunks(config, store, chunk_trials)
     cells = [cell_label(s, d) for s, d in config.cells()]
-    total, stored = len(cells) * config.trials, sum(stop - first for _, _, first, stop in chunks)
+    total = len(cells) * config.trials
+    stored = sum(stop - first for _, _, first, stop in missing_chunks(config, store, chunk_trials))
+
+    def save(chunk: tuple, rows: pd.DataFrame) -> None:
+        n_systems, n_documents, first, stop = chunk
+        store.write_chunk(cell_label(n_systems, n_documents), first, stop, rows)
+        bar.update(stop - first)
+
     with tqdm(total=total, initial=total - stored, unit="trial", desc=config.name, disable=not progress,
-              smoothing=0.05) as bar:
-        # Unordered: each chunk is stored as soon as it finishes, whichever worker ran it.
-        finished = Parallel(n_jobs=jobs, return_as="generator_unordered")(
-            delayed(_chunk)(config, s, d, first, stop, targets) for s, d, first, stop in chunks)
-        for (n_systems, n_documents), first, stop, rows in finished:
-            store.write_chunk(cell_label(n_systems, n_documents), first, stop, rows)
-            bar.update(stop - first)
+              smoothing=0.05) as bar, ChunkExecutor(spec) as executor:
+        run_chunks(executor, lambda: missing_chunks(config, store, chunk_trials),
+                   lambda chunk: delayed(_chunk)(config, *chunk, targets), save, spec.retries)
     return store.read(cells, config.trials)
 
 

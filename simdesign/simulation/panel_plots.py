@@ -73,3 +73,23 @@ def plot_knee_sensitivity(summary: pd.DataFrame, title: str, base: Path, method:
     fig.tight_layout()
     return [save_png(fig, base)]
 
+
+def crowd_description(config) -> str:
+    """One line naming the panels' settings, for figure titles."""
+    parts = []
+    for name, spec in config.panels.items():
+        size = (f"{spec.annotators} judging all" if spec.judges_all
+                else f"pool {spec.pool}, {spec.per_output} per output")
+        parts.append(f"{name}: {size}, noise {spec.noise:g}, slope_sd {spec.slope_sd:g}, "
+                     f"spammers {spec.spammer_share:g}")
+    return "; ".join(parts)
+
+
+def draw_panel_study(config, summary: pd.DataFrame, base: Path) -> list[Path]:
+    """The panel study's figure: its curves (one crowd setting) or the knee against the settings (a grid)."""
+    settings = config.settings()
+    title = (f"{config.name}: model {config.model.name}, {config.docs} documents x {config.model.n_systems} systems, "
+             f"{config.trials} trials x {config.subsamples} subsamples")
+    if len(settings) > 1:
+        return plot_knee_sensitivity(summary, title + f", {len(settings)} crowd settings", base)
+    return plot_curves(summary, title + "\n" + crowd_description(config), base)

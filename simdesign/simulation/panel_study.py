@@ -31,15 +31,17 @@ with its own random streams (keyed by the setting's label).
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import itertools
 import json
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
+from joblib import delayed
 from scipy import stats
 from simdesign.core.threads import single_threaded
 from tqdm.auto import tqdm
@@ -50,16 +52,24 @@ from simdesign.model import OrdinalMixedModel, effect_scale
 from simdesign.model.panels import PanelSpec, expected_output_scores, parse_panels, sample_panels
 from simdesign.core.suggest import suggestions
 from simdesign.simulation.config import likert_model_or_problem, read_config_mapping, resolve_model
+from simdesign.runner.study import study_field_problems
 from simdesign.simulation.panel_tests import PANEL_TESTS, TRIAL_COLUMNS, significance_rows, true_differences
-from simdesign.simulation.store import atomic_write_bytes
+from simdesign.runner.backends import BackendSpec, ChunkExecutor
+from simdesign.runner.execute import backend_spec, run_chunks
+from simdesign.runner.limits import check_trial_count
+from simdesign.runner.stores import (MANIFEST, atomic_write_bytes, claim_store, damaged_chunk, read_manifest,
+                                     refuse_orphan_chunks, release_store, remove_leftovers, short_fingerprint,
+                                     write_manifest)
 from simdesign.stats.aggregation import AGGREGATIONS
-from simdesign.core.checks import is_integer, is_number
+from simdesign.core.checks import is_integer
+from simdesign.core.fields import field_problem
 
 STUDY_KEYS = ("name", "description", "model", "effect", "docs", "panels", "reference", "crowd", "aggregations",
-              "subsamples", "trials", "seed", "chunk_size", "bootstrap", "sensitivity", "tests", "test_k", "alpha")
+              "subsamples", "trials", "seed", "chunk_size", "bootstrap", "sensitivity", "tests", "test_k", "alpha",
+              "study")
 TARGETS = ("expert", "truth")
 SENSITIVITY_KEYS = ("noise", "spammer_share", "slope_sd")
-RESULT_FREE_KEYS = ("trials", "bootstrap", "description", "chunk_size")
+RESULT_FREE_KEYS = ("trials", "bootstrap", "description", "chunk_size", "study")
 SUMMARY_COLUMNS = ("setting", "noise", "slope_sd", "spammer_share", "method", "target", "estimand", "k", "trials",
                    "mean", "ci_low", "ci_high", "mcse", "n_undefined")
 
@@ -112,13 +122,10 @@ class PanelStudyConfig:
         """
         content = {key: value for key, value in self.raw.items() if key not in ignored}
         content["model"] = self.model.to_dict()
+        # The panels draw from one stream in their order (model.panels.sample_panels), which the sorted JSON
+        # below would lose: the same panels in another order are other trials.
+        content["panel_order"] = list(self.panels)
         return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _count_problem(key: str, value, minimum: int = 1) -> str | None:
-    if not is_integer(value, minimum):
-        return f"The '{key}' field must be an integer >= {minimum}; got {value!r}"
-    return None
 
 
 def _role_problems(panels: dict, reference, crowd) -> list[str]:
@@ -174,9 +181,7 @@ def _test_problems(raw: dict, panels: dict, crowd) -> list[str]:
                                            or (per_output and k > per_output) for k in test_k):
         problems.append(f"The 'test_k' field must be a list of integers in 1..per_output ({per_output}); "
                         f"got {test_k!r}")
-    alpha = raw.get("alpha", 0.05)
-    if not is_number(alpha) or not 0 < alpha < 1:
-        problems.append(f"The 'alpha' field must be in (0, 1); got {alpha!r}")
+    problems += [problem for problem in (field_problem("alpha", raw.get("alpha", 0.05)),) if problem]
     return problems
 
 
@@ -197,9 +202,9 @@ def parse_panel_study(raw: dict, base_dir: Path | None = None) -> PanelStudyConf
     if unknown:
         errors.append(f"Unknown panel-study key(s) {unknown}; allowed: {list(STUDY_KEYS)}"
                       f"{suggestions(unknown, STUDY_KEYS)}")
+    errors += study_field_problems(raw, ("panels",))
     name = raw.get("name")
-    if not isinstance(name, str) or not name.strip() or any(c in name for c in "/\\"):
-        errors.append(f"The 'name' field must be a non-empty string without slashes; got {name!r}")
+    errors += [problem for problem in (field_problem("name", name),) if problem]
     model, _ = resolve_model(raw, base_dir, errors)
     model = likert_model_or_problem(model, "a panel study", errors)
     try:
@@ -209,8 +214,7 @@ def parse_panel_study(raw: dict, base_dir: Path | None = None) -> PanelStudyConf
     panels = parse_panels(raw.get("panels"), errors)
     values = {"docs": 10, "subsamples": 20, "trials": 200, "seed": 0, "chunk_size": 10, "bootstrap": 1000}
     values.update({key: raw[key] for key in values if key in raw})
-    errors += [problem for key, value in values.items()
-               if (problem := _count_problem(key, value, 0 if key == "seed" else 1))]
+    errors += [problem for key, value in values.items() if (problem := field_problem(key, value))]
     reference, crowd = raw.get("reference", "expert"), raw.get("crowd", "crowd")
     if panels:
         errors += _role_problems(panels, reference, crowd) + _pool_problems(panels, values["docs"])
@@ -314,10 +318,11 @@ def simulate_trial_with_tests(config: PanelStudyConfig, label: str, panels: dict
 
 
 def _chunk(config: PanelStudyConfig, label: str, panels: dict, first: int, stop: int):
+    """One chunk's (chunk, (Spearman rows, test rows)), as the runner's loop wants it."""
     with single_threaded():
         parts = [simulate_trial_with_tests(config, label, panels, trial) for trial in range(first, stop)]
-    return (label, first, stop, pd.concat([rows for rows, _ in parts], ignore_index=True),
-            pd.concat([tests for _, tests in parts], ignore_index=True))
+    return (label, first, stop), (pd.concat([rows for rows, _ in parts], ignore_index=True),
+                                  pd.concat([tests for _, tests in parts], ignore_index=True))
 
 
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:
@@ -325,34 +330,58 @@ def _write_csv(frame: pd.DataFrame, path: Path) -> None:
 
 
 def _prepare_store(config: PanelStudyConfig, out_dir: Path) -> Path:
-    """The chunk directory of ``out_dir``, after checking that stored trials belong to this config."""
-    chunks = out_dir / "chunks"
-    chunks.mkdir(parents=True, exist_ok=True)
-    manifest = out_dir / "manifest.json"
-    fingerprint = config.fingerprint()
-    if manifest.exists():
-        stored = json.loads(manifest.read_text()).get("fingerprint")
-        # stores written before chunk_size was left out of the fingerprint hold it in theirs
-        if stored not in (fingerprint, config.fingerprint(ignored=("trials", "bootstrap", "description"))):
+    """Claim ``out_dir`` and return its chunk directory, after checking that stored trials belong to this config.
+
+    The claim (:mod:`simdesign.runner.stores`) lasts until ``release_store(out_dir)`` or the process ends.
+
+    Raises
+    ------
+    StoreError
+        Another run holds the store; it has chunks but no manifest, an older format, or another config's trials.
+    """
+    claim_store(out_dir)
+    try:
+        remove_leftovers(out_dir)
+        refuse_orphan_chunks(out_dir, ["chunks", "significance"], "*.csv")
+        chunks = out_dir / "chunks"
+        chunks.mkdir(parents=True, exist_ok=True)
+        manifest = out_dir / MANIFEST
+        fingerprint = config.fingerprint()
+        if manifest.exists() and read_manifest(manifest).get("fingerprint") != fingerprint:
             raise StoreError(f"{out_dir} holds trials of a different panel-study config (model, panels, seed, "
                              f"docs, subsamples, aggregations or tests changed); use another --out or delete it")
-    else:
-        # atomic, as every chunk: a run killed while writing must not leave a manifest that cannot be read
-        atomic_write_bytes(manifest, json.dumps({"fingerprint": fingerprint, "config": config.raw}, indent=2,
-                                                default=str).encode())
+        # the latest run's config (its trial count), from which `simdesign plot` redraws the study
+        write_manifest(manifest, {"kind": "panels", "fingerprint": fingerprint, "config": config.raw})
+    except BaseException:
+        release_store(out_dir)
+        raise
     return chunks
 
 
-def _chunk_path(chunks_dir: Path, label: str, first: int, stop: int) -> Path:
-    return chunks_dir / f"{label}-{first:06d}-{stop:06d}.csv"
+def _chunk_path(chunks_dir: Path, config: PanelStudyConfig, label: str, first: int, stop: int) -> Path:
+    """A chunk's file: its setting, trial range and the config's fingerprint (a store reads only its own)."""
+    return chunks_dir / f"{label}-{first:06d}-{stop:06d}-{short_fingerprint(config.fingerprint())}.csv"
 
 
-def _stored_trials(chunks_dir: Path, label: str) -> set[int]:
-    """Trials of one setting held by stored chunks (their bounds are in their names)."""
+def _chunk_files(directory: Path, config: PanelStudyConfig, label: str | None = None) -> dict[Path, tuple]:
+    """The chunk files of this config's fingerprint (of one setting, or all): path -> (setting, first, stop)."""
+    key = re.escape(short_fingerprint(config.fingerprint()))
+    labels = [label] if label is not None else [name for name, _ in config.settings()]
+    found = {}
+    for name in labels:
+        pattern = re.compile(rf"{re.escape(name)}-(\d{{6}})-(\d{{6}})-{key}\.csv")
+        for path in directory.glob(f"{glob.escape(name)}-*.csv"):
+            match = pattern.fullmatch(path.name)
+            if match:
+                found[path] = (name, int(match.group(1)), int(match.group(2)))
+    return dict(sorted(found.items()))
+
+
+def _stored_trials(chunks_dir: Path, config: PanelStudyConfig, label: str) -> set[int]:
+    """Trials of one setting held by stored chunks of this config (their bounds are in their names)."""
     done = set()
-    for path in chunks_dir.glob(f"{label}-*.csv"):
-        first, stop = path.stem[len(label) + 1:].split("-")
-        done.update(range(int(first), int(stop)))
+    for _, first, stop in _chunk_files(chunks_dir, config, label).values():
+        done.update(range(first, stop))
     return done
 
 
@@ -368,47 +397,92 @@ def _missing_runs(done: set[int], trials: int, chunk_size: int) -> list[tuple[in
     return runs
 
 
-def run_panel_study(config: PanelStudyConfig, out_dir, jobs: int = 1, progress: bool = False) -> pd.DataFrame:
+def run_panel_study(config: PanelStudyConfig, out_dir, jobs: int = 1, progress: bool = False,
+                    backend="loky") -> pd.DataFrame:
     """Simulate every trial of every crowd setting not yet stored in ``out_dir``; return all per-trial rows.
 
     Each chunk of trials is written as its own CSV (atomically, by rename) as
     soon as it finishes, so an interrupted run resumes where it stopped,
     losing at most the chunks in flight. Results do not depend on ``jobs``
-    (streams are keyed by setting label and trial). The significance-test
+    or ``backend`` (streams are keyed by setting label and trial). The significance-test
     rows of a chunk (with ``tests``) go to ``significance/`` under the same
     name, written first, so that a stored chunk always has them
     (:func:`read_significance`).
+
+    Parameters
+    ----------
+    backend : {'loky', 'threading', 'fork', 'dask'} or BackendSpec
+        Where chunks are computed (:mod:`simdesign.runner.backends`).
     """
     out_dir = Path(out_dir)
+    spec = backend_spec(backend, jobs)
+    check_trial_count(config.trials)
     chunks_dir = _prepare_store(config, out_dir)
-    tests_dir = out_dir / "significance"
-    if config.tests:
-        tests_dir.mkdir(exist_ok=True)
-    work = [(label, panels, first, stop) for label, panels in config.settings()
-            for first, stop in _missing_runs(_stored_trials(chunks_dir, label), config.trials, config.chunk_size)]
-    total = len(config.settings()) * config.trials
-    missing = sum(stop - first for _, _, first, stop in work)
-    with tqdm(total=total, initial=total - missing, unit="trial", desc=config.name, disable=not progress,
-              smoothing=0.05) as bar:
-        finished = Parallel(n_jobs=jobs, return_as="generator_unordered")(
-            delayed(_chunk)(config, label, panels, first, stop) for label, panels, first, stop in work)
-        for label, first, stop, rows, tests in finished:
-            if config.tests:
-                _write_csv(tests, _chunk_path(tests_dir, label, first, stop))
-            _write_csv(rows, _chunk_path(chunks_dir, label, first, stop))
-            bar.update(stop - first)
+    try:
+        _run_missing_chunks(config, out_dir, chunks_dir, spec, progress)
+    finally:
+        release_store(out_dir)
     return _read_chunks(config, chunks_dir, ["setting", "trial", "method", "target", "k"])
 
 
+def _run_missing_chunks(config: PanelStudyConfig, out_dir: Path, chunks_dir: Path, spec: BackendSpec,
+                        progress: bool) -> None:
+    """Compute and store the chunks the claimed store misses, through the runner's loop."""
+    tests_dir = out_dir / "significance"
+    if config.tests:
+        tests_dir.mkdir(exist_ok=True)
+    settings = dict(config.settings())
+
+    def plan() -> list[tuple[str, int, int]]:
+        return [(label, first, stop) for label in settings
+                for first, stop in _missing_runs(_stored_trials(chunks_dir, config, label), config.trials,
+                                                 config.chunk_size)]
+
+    def save(chunk: tuple, result: tuple) -> None:
+        label, first, stop = chunk
+        rows, tests = result
+        if config.tests:
+            _write_csv(tests, _chunk_path(tests_dir, config, label, first, stop))
+        _write_csv(rows, _chunk_path(chunks_dir, config, label, first, stop))
+        bar.update(stop - first)
+
+    total = len(settings) * config.trials
+    missing = sum(stop - first for _, first, stop in plan())
+    with tqdm(total=total, initial=total - missing, unit="trial", desc=config.name, disable=not progress,
+              smoothing=0.05) as bar, ChunkExecutor(spec) as executor:
+        run_chunks(executor, plan, lambda chunk: delayed(_chunk)(config, chunk[0], settings[chunk[0]], *chunk[1:]),
+                   save, spec.retries)
+
+
+def stored_trials(config: PanelStudyConfig, out_dir) -> pd.DataFrame:
+    """The stored per-trial rows of ``config`` in ``out_dir``, computing nothing.
+
+    Raises
+    ------
+    StoreError
+        ``out_dir`` is not a results directory of this panel-study config.
+    """
+    out_dir = Path(out_dir)
+    if read_manifest(out_dir / MANIFEST).get("fingerprint") != config.fingerprint():
+        raise StoreError(f"{out_dir} holds trials of a different panel-study config")
+    return _read_chunks(config, out_dir / "chunks", ["setting", "trial", "method", "target", "k"])
+
+
 def _read_chunks(config: PanelStudyConfig, directory: Path, keys: list[str]) -> pd.DataFrame:
-    labels = {label for label, _ in config.settings()}
-    frames = [pd.read_csv(path) for path in sorted(directory.glob("*.csv"))]
+    frames = [_read_csv_chunk(path) for path in _chunk_files(directory, config)]
     frames = [frame for frame in frames if len(frame)]
     if not frames:
         return pd.DataFrame(columns=keys)
     # chunks never overlap (only missing trials are computed); dropping duplicates is a safeguard
     trials = pd.concat(frames, ignore_index=True).drop_duplicates(keys)
-    return trials[trials["setting"].isin(labels) & (trials["trial"] < config.trials)].reset_index(drop=True)
+    return trials[trials["trial"] < config.trials].reset_index(drop=True)
+
+
+def _read_csv_chunk(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:  # EmptyDataError is a ValueError
+        raise damaged_chunk(path, exc) from None
 
 
 def read_significance(config: PanelStudyConfig, out_dir) -> pd.DataFrame:

@@ -26,8 +26,10 @@ import pandas as pd
 from simdesign.core.errors import ConfigError
 from simdesign.core.seeds import analysis_rng
 from simdesign.core.suggest import suggestions
+from simdesign.runner.stores import claim_store, release_stores_under
 from simdesign.simulation.config import TOP_LEVEL_KEYS, parse_config, read_config_mapping
 from simdesign.simulation.engine import run_simulation
+from simdesign.runner.study import study_field_problems
 from simdesign.simulation.summary import size_adjusted_power, summarise
 
 # Keys a sweep may vary: those that change the data or the tests' behaviour, not the run's identity.
@@ -52,11 +54,15 @@ def sweep_runs(raw: dict) -> list[tuple[dict, dict]]:
                  for key, values in sweep.items() if not isinstance(values, list) or not values]
     if problems:
         raise ConfigError(problems)
+    problems = study_field_problems(raw, ("sweep",))
+    if problems:
+        raise ConfigError(problems)
     overridden = sorted(key for key in sweep if key in raw)
     if overridden:
         raise ConfigError(f"The top-level key(s) {overridden} are swept too ('sweep.{overridden[0]}'), so the "
                           "top-level value would be ignored in every run: remove it, or put it in the sweep's list")
-    base = {key: value for key, value in raw.items() if key != "sweep"}
+    # each run is a rate study: the sweep's own keys are not its
+    base = {key: value for key, value in raw.items() if key not in ("sweep", "study")}
     runs = []
     for combination in itertools.product(*sweep.values()):
         values = dict(zip(sweep, combination))
@@ -79,18 +85,23 @@ def load_sweep(path, trials: int | None = None) -> tuple[dict, list]:
     """
     path = Path(path)
     raw = read_config_mapping(path, "sweep config")
+    if trials is not None:
+        raw = {**raw, "trials": trials}
+    return parse_sweep(raw, path.parent)
+
+
+def parse_sweep(raw: dict, base_dir: Path | None = None) -> tuple[dict, list]:
+    """Validate a sweep mapping: itself and (swept values, mapping, SimulationConfig) per run (ConfigError)."""
     unknown = sorted(set(raw) - set(TOP_LEVEL_KEYS) - {"sweep"})
     if unknown:
         raise ConfigError(f"Unknown config key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS) + ['sweep']}"
                           f"{suggestions(unknown, [*TOP_LEVEL_KEYS, 'sweep'])}")
-    if trials is not None:
-        raw = {**raw, "trials": trials}
-    configs = [(values, mapping, parse_config(mapping, base_dir=path.parent)) for values, mapping in sweep_runs(raw)]
+    configs = [(values, mapping, parse_config(mapping, base_dir=base_dir)) for values, mapping in sweep_runs(raw)]
     return raw, configs
 
 
 def run_sweep(path, out_dir=None, jobs: int = 1, trials: int | None = None,
-              progress: bool = False) -> tuple[pd.DataFrame, dict]:
+              progress: bool = False, backend="loky") -> tuple[pd.DataFrame, dict]:
     """Run every combination of a sweep config and stack the summaries.
 
     Parameters
@@ -103,6 +114,8 @@ def run_sweep(path, out_dir=None, jobs: int = 1, trials: int | None = None,
     trials : int, optional
         Overrides the config's trials.
     progress : bool
+    backend : {'loky', 'threading', 'fork', 'dask'} or BackendSpec
+        Where every run's chunks are computed; the results do not depend on it.
 
     Returns
     -------
@@ -116,11 +129,27 @@ def run_sweep(path, out_dir=None, jobs: int = 1, trials: int | None = None,
         The config mapping as read.
     """
     raw, configs = load_sweep(path, trials)
+    return run_parsed_sweep(raw, configs, out_dir, jobs, progress, backend), raw
+
+
+def run_parsed_sweep(raw: dict, configs: list, out_dir=None, jobs: int = 1, progress: bool = False,
+                     backend="loky") -> pd.DataFrame:
+    """:func:`run_sweep` of a sweep already read (:func:`parse_sweep`): the stacked summaries."""
     out_dir = Path(out_dir) if out_dir else Path("results") / str(raw.get("name"))
+    claim_store(out_dir)  # the whole sweep is one run: a second one into the same --out is refused at once
+    try:
+        return _run_combinations(configs, out_dir, jobs, progress, backend)
+    finally:
+        release_stores_under(out_dir)
+
+
+def _run_combinations(configs: list, out_dir: Path, jobs: int, progress: bool, backend) -> pd.DataFrame:
+    """Every combination's run (each its own store under ``out_dir``), summaries stacked."""
     tables, runs = [], []
     for values, mapping, config in configs:
         started = time.perf_counter()
-        store = run_simulation(config, out_dir / run_label(values), mapping, jobs=jobs, progress=progress)
+        store = run_simulation(config, out_dir / run_label(values), mapping, jobs=jobs, progress=progress,
+                               backend=backend)
         trial_rows = store.read_trials(trials=config.trials)
         runs.append((values, config, trial_rows))
         table = summarise(config, trial_rows)
@@ -132,7 +161,7 @@ def run_sweep(path, out_dir=None, jobs: int = 1, trials: int | None = None,
         table["run_seconds"] = time.perf_counter() - started
         tables.append(table)
     summary = pd.concat(tables, ignore_index=True)
-    return pd.concat([summary, size_adjusted_rows(summary, runs)], ignore_index=True), raw
+    return pd.concat([summary, size_adjusted_rows(summary, runs)], ignore_index=True)
 
 
 def size_adjusted_rows(summary: pd.DataFrame, runs: list) -> pd.DataFrame:
@@ -227,3 +256,15 @@ def plot_sweep(summary: pd.DataFrame, x: str, title: str, out_base: Path,
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return [save_png(fig, out_base)]
+
+
+def draw_sweep(raw: dict, summary: pd.DataFrame, out_base: Path) -> list[Path]:
+    """The sweep's figure: rates against the first swept key (or the shared document covariance)."""
+    # the shared part of document difficulty (what a paired test cancels), not the intercept variance alone:
+    # the paper's models have intercepts negatively correlated with the slopes (shared_document_covariance)
+    x = "shared_document_covariance" if "document_intercept_scale" in raw["sweep"] else next(iter(raw["sweep"]))
+    trials = int(summary["trials"].max())
+    designs = ", ".join(summary["design"].unique())
+    title = (f"{raw['name']}: model {raw['model']}, {designs}; {trials} trials per point "
+             f"(95% bands; power at effect {[v for v in raw['sweep'].get('effect', []) if v != 'zero']})")
+    return plot_sweep(summary, x, title, out_base, alpha=float(raw.get("alpha", 0.05)))

@@ -9,17 +9,20 @@ chunk); results are the same whichever backend runs them (seeds are per design a
 
 Not offered where ``fork`` is unsafe or absent: on macOS and Windows, and for tests that run
 embedded R (an R session does not survive a fork). A worker that dies breaks the pool
-(``BrokenProcessPool``, one of :func:`simdesign.simulation.backends.lost_worker_errors`): the engine
+(``BrokenProcessPool``, one of :func:`simdesign.runner.backends.lost_worker_errors`): the engine
 then plans the unsaved chunks again and resubmits them to a new pool, as for a lost loky worker.
 """
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 import signal
 import sys
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Iterable, Iterator
+
+from simdesign.runner.workers import local_jobs, watch_coordinator
 
 # Tasks queued per worker beyond the one it runs: enough that a worker never waits for the coordinator
 # (which stores a finished chunk before it submits the next), few enough that an interrupted run has
@@ -36,15 +39,16 @@ def pool_size(jobs: int) -> int:
     """joblib's reading of ``n_jobs``: a positive count, or -1 for all cores, -2 for all but one, ..."""
     from joblib import effective_n_jobs  # the loky backend's reading, cores as loky counts them
 
-    return effective_n_jobs(jobs)
+    return effective_n_jobs(local_jobs(jobs, "fork"))
 
 
-def _worker_signals() -> None:
+def _worker_signals(coordinator: int) -> None:
     # A forked worker inherits the coordinator's handlers (the CLI turns SIGTERM into an interrupt): restore
     # the default SIGTERM, and leave Ctrl-C (sent to the whole process group) to the coordinator, which stops
-    # the workers itself.
+    # the workers itself. A coordinator killed outright cannot: the worker then ends by itself.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    watch_coordinator(coordinator)
 
 
 def _call_pickled(payload: bytes):
@@ -69,7 +73,8 @@ def forked_results(tasks: Iterable, jobs: int) -> Iterator:
     import cloudpickle  # a dependency of joblib; what loky pickles tasks with
 
     workers = pool_size(jobs)
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=_worker_signals)
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=_worker_signals,
+                               initargs=(os.getpid(),))
     finished = False
     try:
         pending = set()

@@ -1,0 +1,300 @@
+"""Study kinds: what a kind of study supplies, and the generic runner for kinds that need nothing more.
+
+A study kind (a subclass of :class:`StudyKind`, registered with :func:`register_study_kind`) tells the
+runner how to read its config and what one trial is; the runner does the rest: chunks of trials per
+cell, workers and backends (:mod:`simdesign.runner.backends`), random streams keyed by cell and trial,
+the claimed, fingerprinted store (:class:`TrialStore`), resume and lost-worker retries
+(:func:`simdesign.runner.execute.run_chunks`). ``simdesign run CONFIG`` and ``simdesign.simulate`` run
+any registered kind, chosen by the config's ``study`` field or recognised from its :attr:`StudyKind.keys`.
+
+A kind supplies
+
+* :meth:`~StudyKind.parse`: a validated config from a mapping (raise ConfigError naming every problem);
+* :meth:`~StudyKind.cells`, :meth:`~StudyKind.trials`, :meth:`~StudyKind.fingerprint` (everything the
+  stored rows depend on; trial counts and cells excluded) and :meth:`~StudyKind.trial_rows` (one trial
+  of one cell as a DataFrame, from ``numpy.random.default_rng(seed_sequence)`` so that results do not
+  depend on workers or chunking);
+* :meth:`~StudyKind.summarise` and :meth:`~StudyKind.plot`.
+
+The built-in kinds whose trials share more than a trial function (rates with their tests, panel
+studies, metric validation, sweeps) override :meth:`~StudyKind.run` with their own planning and
+stores, still through the runner's loop and backends.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from joblib import delayed
+from tqdm.auto import tqdm
+
+from simdesign.core.errors import ConfigError, StoreError
+from simdesign.core.threads import single_threaded
+from simdesign.runner.backends import BackendSpec, ChunkExecutor
+from simdesign.runner.execute import backend_spec, run_chunks
+from simdesign.runner.limits import check_trial_count
+from simdesign.runner.stores import (MANIFEST, atomic_write_bytes, claim_store, damaged_chunk, digest, now_utc,
+                                     package_versions, read_manifest, refuse_orphan_chunks, release_store,
+                                     remove_leftovers, short_fingerprint, write_manifest)
+
+TRIALS_DIR = "trials"
+
+
+class StudyKind:
+    """A kind of study (see the module docstring); subclass it and :func:`register_study_kind` an instance.
+
+    Attributes
+    ----------
+    name : str
+        The value of a config's ``study`` field.
+    keys : tuple of str
+        Config keys only this kind has, to recognise a config without a ``study`` field.
+    """
+
+    name: str = ""
+    keys: tuple = ()
+
+    def parse(self, mapping: dict, base_dir: Path | None = None):
+        """A validated config from a mapping (``study`` included); raise ConfigError on bad input."""
+        raise NotImplementedError
+
+    def config_name(self, config) -> str:
+        """The config's name (default results directory ``results/<name>``)."""
+        return str(getattr(config, "name"))
+
+    def with_trials(self, config, trials: int):
+        """``config`` with another trial count (``--trials``)."""
+        import dataclasses
+
+        return dataclasses.replace(config, trials=trials)
+
+    # -- what the generic runner needs
+    def cells(self, config) -> list[str]:
+        """Labels of the cells (a design, a grid point); each has its own trials and streams."""
+        raise NotImplementedError
+
+    def trials(self, config) -> int:
+        return int(getattr(config, "trials"))
+
+    def chunk_trials(self, config) -> int:
+        """Trials per stored chunk (results do not depend on it)."""
+        return 20
+
+    def fingerprint(self, config):
+        """Everything the stored rows depend on (JSON-able); cells and the trial count left out."""
+        raise NotImplementedError
+
+    def seed(self, config) -> int:
+        return int(getattr(config, "seed"))
+
+    def trial_rows(self, config, cell: str, trial: int, rng: np.random.Generator) -> pd.DataFrame:
+        """One trial of one cell, from ``rng`` (its own stream), as rows."""
+        raise NotImplementedError
+
+    # -- results
+    def run(self, config, out_dir: Path, backend: BackendSpec, progress: bool) -> pd.DataFrame:
+        """Compute what ``out_dir`` misses and return every stored row (default: :func:`run_trials`)."""
+        return run_trials(self, config, out_dir, backend, progress)
+
+    def to_mapping(self, config) -> dict | None:
+        """The mapping ``config`` was read from (kept in the store's manifest, so ``simdesign plot`` can redraw
+        it); default: the config itself if it is a mapping, else its ``raw`` attribute."""
+        return config if isinstance(config, dict) else getattr(config, "raw", None)
+
+    def stored_rows(self, config, out_dir: Path) -> pd.DataFrame:
+        """Every stored row of ``config`` in ``out_dir``, computing nothing (default: the generic store's)."""
+        store = TrialStore(out_dir)
+        store.open(self.name, self.fingerprint(config))
+        return store.read(self.cells(config), self.trials(config))
+
+    def summarise(self, config, rows: pd.DataFrame) -> pd.DataFrame:
+        raise NotImplementedError
+
+    def plot(self, config, summary: pd.DataFrame, out_base: Path) -> list[Path]:
+        """Draw the summary as ``out_base.png`` (and whatever else the kind writes); return the paths."""
+        raise NotImplementedError
+
+
+REGISTERED: dict[str, StudyKind] = {}
+
+
+def register_study_kind(kind: StudyKind) -> StudyKind:
+    """Make ``kind`` runnable by ``simdesign run`` and ``simdesign.simulate`` (its ``name`` in ``study:``).
+
+    Raises
+    ------
+    ConfigError
+        A kind without a name, or a name already taken by another kind.
+    """
+    if not isinstance(kind, StudyKind) or not kind.name:
+        raise ConfigError(f"A study kind must be a named StudyKind instance; got {kind!r}")
+    if kind.name in REGISTERED and type(REGISTERED[kind.name]) is not type(kind):
+        raise ConfigError(f"The study kind {kind.name!r} is registered already "
+                          f"({type(REGISTERED[kind.name]).__name__})")
+    REGISTERED[kind.name] = kind
+    return kind
+
+
+def study_field_problems(mapping: dict, kinds: tuple) -> list[str]:
+    """Problems of a config's ``study`` field for a validator of ``kinds`` (none when absent or one of them)."""
+    declared = mapping.get("study")
+    if declared is None or declared in kinds:
+        return []
+    return [f"The 'study' field of this config must be {' or '.join(repr(k) for k in kinds)}; got {declared!r} "
+            "(`simdesign run CONFIG` runs every study kind: it reads the kind from this field)"]
+
+
+def trial_stream(seed: int, cell: str, trial: int) -> np.random.Generator:
+    """The random stream of one trial of one cell: a SeedSequence keyed by the root seed, cell and trial."""
+    cell_key = int(digest(cell)[:8], 16)
+    return np.random.default_rng(np.random.SeedSequence([seed, cell_key, trial]))
+
+
+class TrialStore:
+    """The generic store: ``trials/<cell>/t<first>-<stop>-<fingerprint>.parquet``, claimed and fingerprinted.
+
+    Parameters
+    ----------
+    directory : path-like
+    """
+
+    def __init__(self, directory):
+        self.directory = Path(directory)
+        self.key = ""
+
+    def open(self, kind: str, fingerprint) -> None:
+        """Read a store without claiming it (to redraw its results); refuse another kind or fingerprint."""
+        manifest = read_manifest(self.directory / MANIFEST)
+        if (manifest.get("kind"), manifest.get("fingerprint")) != (kind, digest(fingerprint)):
+            raise StoreError(f"{self.directory} holds trials of another {manifest.get('kind')} config")
+        self.key = short_fingerprint(manifest["fingerprint"])
+
+    def prepare(self, kind: str, fingerprint, config: dict | None = None) -> None:
+        """Claim the store and create or check its manifest (released by :meth:`release`).
+
+        Raises
+        ------
+        StoreError
+            Another run holds it; chunks without a manifest; an older format; another kind or fingerprint.
+        """
+        claim_store(self.directory)
+        try:
+            remove_leftovers(self.directory)
+            refuse_orphan_chunks(self.directory, [TRIALS_DIR], "*/*.parquet")
+            path = self.directory / MANIFEST
+            wanted = digest(fingerprint)
+            if path.is_file():
+                manifest = read_manifest(path)
+                if (manifest.get("kind"), manifest.get("fingerprint")) != (kind, wanted):
+                    raise StoreError(f"{self.directory} holds trials of another {manifest.get('kind')} config; they "
+                                     "must not be mixed: write elsewhere with --out DIR, or delete the directory")
+            # the latest run's config (its trial count), from which `simdesign plot` redraws the study
+            write_manifest(path, {"kind": kind, "fingerprint": wanted, "settings": fingerprint, "config": config,
+                                  "updated": now_utc(), "versions": package_versions()})
+            self.key = short_fingerprint(wanted)
+        except BaseException:
+            self.release()
+            raise
+
+    def release(self) -> None:
+        release_store(self.directory)
+
+    def _files(self, cell: str) -> dict[Path, tuple[int, int]]:
+        pattern = re.compile(rf"t(\d+)-(\d+)-{re.escape(self.key)}\.parquet")
+        found = {}
+        for path in sorted((self.directory / TRIALS_DIR / cell).glob("t*.parquet")):
+            match = pattern.fullmatch(path.name)
+            if match:
+                found[path] = (int(match.group(1)), int(match.group(2)))
+        return found
+
+    def completed(self, cell: str) -> set[int]:
+        """Trials of ``cell`` held by chunks of this store's fingerprint (from their names)."""
+        return {trial for first, stop in self._files(cell).values() for trial in range(first, stop)}
+
+    def write_chunk(self, cell: str, first: int, stop: int, rows: pd.DataFrame) -> None:
+        path = self.directory / TRIALS_DIR / cell / f"t{first:07d}-{stop:07d}-{self.key}.parquet"
+        atomic_write_bytes(path, rows.to_parquet(index=False))
+
+    def read(self, cells: list[str], trials: int) -> pd.DataFrame:
+        """Rows of ``cells`` with trial < ``trials``, by cell (given order) and trial."""
+        frames = []
+        for cell in cells:
+            for path in self._files(cell):
+                try:
+                    frame = pd.read_parquet(path)
+                except Exception as exc:  # pyarrow raises several types for a damaged file
+                    raise damaged_chunk(path, exc) from None
+                frames.append(frame[frame["trial"] < trials])
+        if not frames:
+            return pd.DataFrame({"cell": [], "trial": []})
+        table = pd.concat(frames, ignore_index=True)
+        order = {cell: position for position, cell in enumerate(cells)}
+        return table.sort_values(["cell", "trial"], key=lambda c: c.map(order) if c.name == "cell" else c,
+                                 kind="stable", ignore_index=True)
+
+
+def missing_runs(done: set[int], trials: int, chunk: int) -> list[tuple[int, int]]:
+    """(first, stop) runs of at most ``chunk`` consecutive trials < ``trials`` not in ``done``."""
+    runs, first = [], None
+    for trial in range(trials + 1):
+        if first is not None and (trial == trials or trial in done or trial - first == chunk):
+            runs.append((first, trial))
+            first = None
+        if first is None and trial < trials and trial not in done:
+            first = trial
+    return runs
+
+
+def _trial_chunk(kind: StudyKind, config, cell: str, first: int, stop: int):
+    """One chunk of the generic runner: ``((cell, first, stop), rows)`` with a 'cell' and a 'trial' column."""
+    seed = kind.seed(config)
+    frames = []
+    with single_threaded():
+        for trial in range(first, stop):
+            rows = kind.trial_rows(config, cell, trial, trial_stream(seed, cell, trial)).copy()
+            rows.insert(0, "trial", trial)
+            rows.insert(0, "cell", cell)
+            frames.append(rows)
+    return (cell, first, stop), pd.concat(frames, ignore_index=True)
+
+
+def run_trials(kind: StudyKind, config, out_dir, backend=None, progress: bool = False) -> pd.DataFrame:
+    """The generic runner: every (cell, trial) ``out_dir`` misses, through the runner's loop; all rows back.
+
+    Parameters
+    ----------
+    kind : StudyKind
+    config : the kind's config
+    out_dir : path-like
+        Created or resumed.
+    backend : str or BackendSpec, optional
+        Default loky with one worker.
+    progress : bool
+    """
+    spec = backend_spec(backend or "loky", 1)
+    trials, cells, chunk = kind.trials(config), kind.cells(config), kind.chunk_trials(config)
+    check_trial_count(trials)
+    store = TrialStore(out_dir)
+    store.prepare(kind.name, kind.fingerprint(config), kind.to_mapping(config))
+    try:
+        def plan():
+            return [(cell, first, stop) for cell in cells
+                    for first, stop in missing_runs(store.completed(cell), trials, chunk)]
+
+        def save(piece, rows):
+            cell, first, stop = piece
+            store.write_chunk(cell, first, stop, rows)
+            bar.update(stop - first)
+
+        missing = sum(stop - first for _, first, stop in plan())
+        total = len(cells) * trials
+        with tqdm(total=total, initial=total - missing, unit="trial", desc=kind.config_name(config),
+                  disable=not progress) as bar, ChunkExecutor(spec) as executor:
+            run_chunks(executor, plan, lambda piece: delayed(_trial_chunk)(kind, config, *piece), save,
+                       spec.retries)
+        return store.read(cells, trials)
+    finally:
+        store.release()
