@@ -31,6 +31,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--adjust", default="tukey", choices=ADJUST_CHOICES,
                         help="multiplicity adjustment (default tukey, as the paper's emmeans contrasts; tests "
                              "without a joint covariance get holm)")
+    parser.add_argument("--df", choices=["z", "design", "satterthwaite"],
+                        help="reference distribution of clmm_native's contrasts (docs/model.md, 'Small-sample "
+                             "corrections'; default the test's own)")
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level of the groups")
     parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples")
     parser.add_argument("--systems", help="comma-separated output order (default: order of first appearance)")
@@ -51,7 +54,7 @@ def run(args) -> int:
         raise ConfigError("--tests needs at least one registered analysis, e.g. clmm_native")
     systems = [s.strip() for s in args.systems.split(",")] if args.systems else None
     result = analyse(frame, method=info["method"], tests=tests, adjust=args.adjust, structure=args.structure,
-                     alpha=args.alpha, seed=args.seed, bootstrap=args.bootstrap, systems=systems)
+                     alpha=args.alpha, seed=args.seed, bootstrap=args.bootstrap, systems=systems, df=args.df)
     print(f"{args.judgements}:")
     print(result.summary())
     if args.out:

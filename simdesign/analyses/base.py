@@ -69,6 +69,11 @@ class AnalysisInfo:
     SeedSequence and a PCG64, a sizeable part of a t-test's time); the streams of those that do are
     unchanged, as they are keyed by label."""
 
+    former_defaults: dict = field(default_factory=dict)
+    """Option -> the value that results stored before the option existed were computed with, where that is
+    not the option's default (a default changed after the option was added). Such stores are accepted only
+    by a test that gives the option this value (``SimulationConfig``'s ``accepted_fingerprints``)."""
+
     def draws_random_numbers(self, options: dict) -> bool:
         """Whether a run with ``options`` needs its random generator (see ``uses_rng``)."""
         return bool(self.uses_rng(options) if callable(self.uses_rng) else self.uses_rng)

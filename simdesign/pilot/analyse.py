@@ -311,8 +311,8 @@ def rank_sets(systems, p_value: np.ndarray, estimate: np.ndarray, alpha: float =
                          "groups": ["/".join(str(r) for r in range(lo, hi + 1)) for lo, hi in zip(low, high)]})
 
 
-def _analysis_specs(tests, adjust: str, structure: str | None):
-    """Registry specs for the requested tests, with ``adjust``/``structure`` passed where a test takes them."""
+def _analysis_specs(tests, adjust: str, structure: str | None, df: str | None = None):
+    """Registry specs for the requested tests, with ``adjust``/``structure``/``df`` passed where a test takes them."""
     from simdesign.analyses import ANALYSES
     from simdesign.simulation.config import parse_analyses
 
@@ -325,6 +325,8 @@ def _analysis_specs(tests, adjust: str, structure: str | None):
                 item["adjust"] = adjust
             if structure is not None and "structure" in info.options and "structure" not in item:
                 item["structure"] = structure
+            if df is not None and "df" in info.options and "df" not in item:
+                item["df"] = df
         items.append(item)
     specs = parse_analyses(items, errors, {})
     if errors:
@@ -364,7 +366,7 @@ def _run_tests(judgements: Judgements, specs, adjust: str, seed: int) -> pd.Data
 
 def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str = "tukey",
             structure: str | None = "paper", alpha: float = 0.05, seed: int = 0, bootstrap: int = DEFAULT_BOOTSTRAP,
-            systems=None, min_blocks: int = MIN_BLOCKS) -> Analysis:
+            systems=None, min_blocks: int = MIN_BLOCKS, df: str | None = None) -> Analysis:
     """Analyse a Likert or Rank study: means with intervals, pairwise tests, rank sets.
 
     Parameters
@@ -393,6 +395,9 @@ def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS,
         Output order; default the order of first appearance.
     min_blocks : int
         Fewest blocks for the block bootstrap.
+    df : str, optional
+        Passed to tests with a ``df`` option (``clmm_native``: 'z', 'design' or 'satterthwaite', the
+        reference distribution of its contrasts, docs/model.md); default the test's own.
 
     Returns
     -------
@@ -410,7 +415,7 @@ def analyse(frame: pd.DataFrame, method: str | None = None, tests=DEFAULT_TESTS,
     judgements = Judgements.from_frame(data[["annotator", "document", "system", "score"]], systems=systems)
     boot_rng = np.random.default_rng(np.random.SeedSequence([seed, 1_000_003]))
     low, high, scheme = bootstrap_intervals(data, value_column, systems, int(bootstrap), boot_rng, min_blocks)
-    specs = _analysis_specs(list(tests), adjust, structure)
+    specs = _analysis_specs(list(tests), adjust, structure, df)
     pairs = _run_tests(judgements, specs, adjust, seed)
     primary = pairs[pairs["test"] == specs[0].label]
     sets = rank_sets(systems, primary["p_value"].to_numpy(float), primary["estimate"].to_numpy(float), alpha)

@@ -106,12 +106,15 @@ class AnalysisSpec:
         has at their default values existed.
 
         An option is added with a default that keeps the test's old p-values (``threshold: theory`` of
-        ttest_doc and wilcoxon_doc), so results stored before it existed are results at its default. New
+        ttest_doc and wilcoxon_doc), so results stored before it existed are results at its default; where
+        the default later changed (AnalysisInfo.former_defaults), at its former default instead. New
         stores keep every effective option in their fingerprint, so a later change of a default is still caught.
         """
         info = registered_analysis(self.name)
+        # an option whose default changed after it was added: old stores hold its former default's results
+        former = info.former_defaults if info else {}
         at_default = [option for option, (_, default) in (info.options.items() if info else ())
-                      if option in self.options and self.options[option] == default]
+                      if option in self.options and self.options[option] == former.get(option, default)]
         return {stable_digest({"name": self.name,
                                "options": {k: v for k, v in self.options.items() if k not in left_out}})
                 for size in range(len(at_default) + 1) for left_out in itertools.combinations(at_default, size)}
