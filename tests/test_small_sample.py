@@ -138,3 +138,28 @@ def test_containment_df_holds_alpha_with_three_and_six_crossed_annotators(tmp_pa
     for row in summary.itertuples():
         assert row.trials == 150 and row.mcse < 0.012  # enough trials for the bound to mean something
         assert row.rate <= 0.05 + 4 * row.mcse, (row.design, row.rate, row.mcse)
+
+
+def test_stores_from_before_an_option_are_accepted_only_at_its_former_default(monkeypatch):
+    """clmm_native's results stored before ``df`` existed are Wald z results: a test reusing them must be df z,
+    also if the option's default changes (AnalysisInfo.former_defaults)."""
+    import dataclasses
+
+    from simdesign.analyses import ANALYSES
+    from simdesign.simulation.config import parse_analyses, stable_digest
+
+    def spec(**options):
+        errors = []
+        specs = parse_analyses([{"name": "clmm_native", "structure": "paper", **options}], errors, {})
+        assert not errors
+        return specs[0]
+
+    before_df = stable_digest({"name": "clmm_native", "options": {"structure": "paper", "adjust": "none"}})
+    assert before_df in spec().accepted_fingerprints  # today: df's default z is what those stores hold
+    assert before_df not in spec(df="design").accepted_fingerprints
+    changed = dataclasses.replace(ANALYSES["clmm_native"],
+                                  options={**ANALYSES["clmm_native"].options, "df": (small_sample.DF_RULES, "design")},
+                                  former_defaults={"df": "z"})
+    monkeypatch.setitem(ANALYSES, "clmm_native", changed)
+    assert spec().options["df"] == "design" and before_df not in spec().accepted_fingerprints
+    assert before_df in spec(df="z").accepted_fingerprints
