@@ -99,7 +99,7 @@ def test_a_t_reference_keeps_the_statistic_and_the_shared_fit(df):
     """Same estimates and Wald statistics as z; p = 2 P(t_df > |z|) >= the z p-value; one fit per study."""
     study = _study(1, 30, seed=4)
     analysis = ANALYSES["clmm_native"].function
-    plain = analysis(study, None, structure="paper")
+    plain = analysis(study, None, structure="paper", df="z")
     fit = study.derived(("clmm_native_fit", "paper"), None)  # made by the first call, reused by the next
     corrected = analysis(study, None, structure="paper", df=df)
     assert study.derived(("clmm_native_fit", "paper"), None) is fit
@@ -140,12 +140,9 @@ def test_containment_df_holds_alpha_with_three_and_six_crossed_annotators(tmp_pa
         assert row.rate <= 0.05 + 4 * row.mcse, (row.design, row.rate, row.mcse)
 
 
-def test_stores_from_before_an_option_are_accepted_only_at_its_former_default(monkeypatch):
-    """clmm_native's results stored before ``df`` existed are Wald z results: a test reusing them must be df z,
-    also if the option's default changes (AnalysisInfo.former_defaults)."""
-    import dataclasses
-
-    from simdesign.analyses import ANALYSES
+def test_stores_from_before_df_are_accepted_only_by_the_z_test():
+    """clmm_native's results stored before ``df`` existed are Wald z results, while the default is now
+    'design' (AnalysisInfo.former_defaults): a test may resume them only with df z."""
     from simdesign.simulation.config import parse_analyses, stable_digest
 
     def spec(**options):
@@ -155,11 +152,24 @@ def test_stores_from_before_an_option_are_accepted_only_at_its_former_default(mo
         return specs[0]
 
     before_df = stable_digest({"name": "clmm_native", "options": {"structure": "paper", "adjust": "none"}})
-    assert before_df in spec().accepted_fingerprints  # today: df's default z is what those stores hold
-    assert before_df not in spec(df="design").accepted_fingerprints
-    changed = dataclasses.replace(ANALYSES["clmm_native"],
-                                  options={**ANALYSES["clmm_native"].options, "df": (small_sample.DF_RULES, "design")},
-                                  former_defaults={"df": "z"})
-    monkeypatch.setitem(ANALYSES, "clmm_native", changed)
     assert spec().options["df"] == "design" and before_df not in spec().accepted_fingerprints
+    assert before_df not in spec(df="satterthwaite").accepted_fingerprints
     assert before_df in spec(df="z").accepted_fingerprints
+    # an option without a former default still accepts the stores from before it at its default
+    assert stable_digest({"name": "clmm_native", "options": {"structure": "paper", "df": "z"}}) \
+        in spec(df="z").accepted_fingerprints
+
+
+def test_verbose_prints_the_df_and_the_stored_p_values():
+    from simdesign.analyses.mixed_native import clmm_native_verbose
+
+    study = _study(2, 5, seed=5)
+    result = ANALYSES["clmm_native"].function(study, None, structure="paper")  # the default: df design
+    text = clmm_native_verbose(study, structure="paper")
+    header = text.index("pairwise contrasts")
+    assert "p_stored: t with design df" in text[header:].splitlines()[0]
+    rows = [line.split() for line in text[header:].splitlines()[2:]]
+    assert len(rows) == 10
+    for row, p_value in zip(rows, result.p_value):
+        assert float(row[6]) == 5.0  # 6 annotators, 10 documents: containment df 5
+        assert float(row[7]) == pytest.approx(p_value, rel=1e-4, abs=1e-6)  # printed to 6 decimals
