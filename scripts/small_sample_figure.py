@@ -89,7 +89,10 @@ def figure(frame: pd.DataFrame, out: Path, kind: str = "type1") -> None:
         if kind == "type1":
             ax.axhline(0.05, color="black", lw=0.8, ls="--")
             ax.axhline(MAX_TYPE1, color="grey", lw=0.8, ls=":")
-            ax.set_yscale("symlog", linthresh=0.05)
+            ax.set_yscale("log")
+            ticks = [0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.4]
+            ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
+            ax.minorticks_off()
         ax.set_xlabel("annotators (3 per block, 100 documents)")
         trials = int(part["trials"].min()) if len(part) else 0
         ax.set_title(f"{task} ({trials} trials per point)")
