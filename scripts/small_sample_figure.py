@@ -1,13 +1,13 @@
-"""Tables and figures of the small-sample corrections of clmm_native (issue 30, part 2).
+"""Figures of the small-sample corrections of clmm_native, both tasks side by side (issue 30, part 2).
 
-Reads the summaries of ``simdesign run configs/small_sample_fig4_{coherence,repetition}.yaml`` (type I
-error on the Figure-4 grid) and writes ``figures/small_sample_type1.csv`` (per task, design and test:
-rate, Monte-Carlo standard error, 95% interval, failures and the verdict against 0.075 by the rule of
-docs/model.md, "Small-sample corrections") and ``figures/small_sample_type1.png``; with the summaries of
-``configs/small_sample_fig5_{coherence,repetition}.yaml`` (power on the Figure-5 designs) present, also
-``figures/small_sample_power.{csv,png}``.
+Reads the committed tables of ``configs/small_sample_fig4_{coherence,repetition}.yaml`` (type I error on
+the Figure-4 grid) and ``configs/small_sample_fig5_{coherence,repetition}.yaml`` (power on the Figure-5
+designs): ``figures/small_sample_fig{4,5}_<task>.csv``, written by
+``simdesign plot results/small-sample-fig4-<task> --out figures/small_sample_fig4_<task>`` after the runs.
+Draws ``figures/small_sample_type1.png`` and ``figures/small_sample_power.png`` and prints the type I table
+of docs/model.md (rate +- MCSE, with the verdict against 0.075 by the rule written there).
 
-    python scripts/small_sample_figure.py [--results results] [--out figures]
+    python scripts/small_sample_figure.py [--figures figures]
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ TESTS = {  # summary label -> legend text, in drawing order
     "ttest_doc": "ttest_doc",
     "art_block": "ARTagg (art_block)",
 }
-RUNS = {"type1": ("small-sample-fig4", "type1"), "power": ("small-sample-fig5", "power")}
+RUNS = {"type1": "small_sample_fig4", "power": "small_sample_fig5"}  # kind -> committed tables' prefix
 
 
 def verdict(low: float, high: float) -> str:
@@ -40,33 +40,40 @@ def verdict(low: float, high: float) -> str:
     return "undecided"
 
 
-def table(results: Path, kind: str = "type1") -> pd.DataFrame | None:
-    """One row per task, design and test: the rate, interval, MCSE, trials, failures (and type I's verdict).
-
-    None when a run's summary is missing.
-    """
-    prefix, estimand = RUNS[kind]
-    rows = []
+def table(figures: Path, kind: str = "type1") -> pd.DataFrame | None:
+    """One row per task, design and test: the rate (column ``kind``), interval, MCSE, trials, failures and,
+    for type I error, the verdict against MAX_TYPE1. None when a task's table is missing."""
+    frames = []
     for task in TASKS:
-        path = results / f"{prefix}-{task}" / "summary.csv"
+        path = figures / f"{RUNS[kind]}_{task}.csv"
         if not path.exists():
             return None
-        summary = pd.read_csv(path)
-        failures = summary[summary["estimand"] == "failure_rate"].set_index(["design", "test"])["rate"]
-        rates = summary[(summary["estimand"] == estimand) & summary["test"].isin(TESTS)]
-        for _, row in rates.iterrows():
-            rows.append({"task": task, "design": row["design"], "annotators": int(row["annotators"]),
-                         "documents": int(row["docs"]), "test": row["test"], kind: row["rate"],
-                         "mcse": row["mcse"], "ci_low": row["ci_low"], "ci_high": row["ci_high"],
-                         "trials": int(row["trials"]), "n_tests": int(row["n_tests"]),
-                         "n_failed": int(row["n_failed"]),
-                         "failure_rate": failures.get((row["design"], row["test"]), np.nan),
-                         "mean_fit_seconds": row["mean_fit_seconds"],
-                         **({"verdict_0.075": verdict(row["ci_low"], row["ci_high"])} if kind == "type1" else {})})
-    order = {label: k for k, label in enumerate(TESTS)}
-    frame = pd.DataFrame(rows)
-    return frame.sort_values(["task", "annotators", "test"], key=lambda c: c.map(order) if c.name == "test" else c,
-                             ignore_index=True)
+        rates = pd.read_csv(path).query("estimand == @kind and test in @TESTS").copy()
+        rates.insert(0, "task", task)
+        frames.append(rates.rename(columns={"rate": kind}))
+    frame = pd.concat(frames, ignore_index=True)
+    if kind == "type1":
+        frame["verdict"] = [verdict(low, high) for low, high in zip(frame["ci_low"], frame["ci_high"])]
+    return frame
+
+
+def markdown(frame: pd.DataFrame, kind: str) -> str:
+    """The docs/model.md table of one kind: per task, a row per annotator count, rate +- MCSE per test."""
+    marks = {"holds": "", "fails": " (fails)", "undecided": " (undecided)"}
+    lines = []
+    for task in TASKS:
+        part = frame[frame["task"] == task]
+        tests = [label for label in TESTS if label in set(part["test"])]
+        lines += [f"| {task}: annotators | " + " | ".join(TESTS[label] for label in tests) + " |",
+                  "|---" * (len(tests) + 1) + "|"]
+        for annotators, rows in part.groupby("annotators"):
+            cells = []
+            for label in tests:
+                row = rows[rows["test"] == label].iloc[0]
+                cells.append(f"{row[kind]:.3f} ± {row['mcse']:.3f}" + (marks[row["verdict"]] if kind == "type1" else ""))
+            lines.append(f"| {annotators} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 def figure(frame: pd.DataFrame, out: Path, kind: str = "type1") -> None:
@@ -112,19 +119,16 @@ def figure(frame: pd.DataFrame, out: Path, kind: str = "type1") -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--results", type=Path, default=ROOT / "results")
-    parser.add_argument("--out", type=Path, default=ROOT / "figures", help="directory of the tables and figures")
+    parser.add_argument("--figures", type=Path, default=ROOT / "figures", help="where the tables are and the "
+                                                                             "figures go")
     args = parser.parse_args()
     for kind in RUNS:
-        frame = table(args.results, kind)
+        frame = table(args.figures, kind)
         if frame is None:
-            print(f"{kind}: no summaries of {RUNS[kind][0]}-* under {args.results}; skipped")
+            print(f"{kind}: no tables {RUNS[kind]}_<task>.csv in {args.figures}; skipped")
             continue
-        out = args.out / f"small_sample_{kind}"
-        frame.to_csv(out.with_suffix(".csv"), index=False, float_format="%.6g")
-        figure(frame, out, kind)
-        wide = frame.pivot_table(index=["task", "annotators"], columns="test", values=kind)
-        print(wide.round(4).to_string())
+        figure(frame, args.figures / f"small_sample_{kind}", kind)
+        print(markdown(frame, kind))
 
 
 if __name__ == "__main__":

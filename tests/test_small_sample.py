@@ -122,7 +122,7 @@ def test_an_unknown_df_is_refused_with_the_allowed_values():
 
 @pytest.mark.slow
 def test_containment_df_holds_alpha_with_three_and_six_crossed_annotators(tmp_path):
-    """The option that holds its level on the Figure-4 grid (figures/small_sample_type1.csv): at 3 and 6
+    """The option that holds its level on the Figure-4 grid (figures/small_sample_fig4_*.csv): at 3 and 6
     crossed annotators (1 and 2 blocks, 100 documents) its type I error may not exceed alpha by 4 MCSE.
     Wald z exceeds it there (about 0.16 and 0.09), so the test can fail."""
     from simdesign.simulation.engine import run_simulation

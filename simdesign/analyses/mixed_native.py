@@ -18,7 +18,7 @@ STRUCTURES = ("maximal", "intercepts", "paper")
 # simdesign.clmm.small_sample.DF_RULES, which is not imported here so that registering stays cheap.
 DF_RULES = ("z", "design", "satterthwaite")
 # The default: the only rule measured to hold 0.075 at every design of the Figure-4 grid, both tasks
-# (figures/small_sample_type1.csv); Wald z rejects a true null in 15-17% of tests with 3 crossed annotators.
+# (figures/small_sample_fig4_{coherence,repetition}.csv, docs/model.md); Wald z rejects a true null in 15-17% of tests with 3 crossed annotators.
 DEFAULT_DF = "design"
 
 
