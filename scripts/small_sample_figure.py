@@ -80,6 +80,7 @@ def figure(frame: pd.DataFrame, out: Path, kind: str = "type1") -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker  # noqa: F401 (matplotlib.ticker.NullLocator below)
 
     fig, axes = plt.subplots(1, len(TASKS), figsize=(11, 4.2), sharey=True)
     for ax, task in zip(axes, TASKS):
@@ -93,6 +94,9 @@ def figure(frame: pd.DataFrame, out: Path, kind: str = "type1") -> None:
                         yerr=[rows[kind] - rows["ci_low"], rows["ci_high"] - rows[kind]],
                         marker="o", ms=4, capsize=2, label=text)
         ax.set_xscale("log")
+        counts = sorted(part["annotators"].unique())
+        ax.set_xticks(counts, [str(c) for c in counts])
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         if kind == "type1":
             ax.axhline(0.05, color="black", lw=0.8, ls="--")
             ax.axhline(MAX_TYPE1, color="grey", lw=0.8, ls=":")
