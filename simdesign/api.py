@@ -265,6 +265,11 @@ class StudyResult:
     rows : pandas.DataFrame
         The per-trial rows (for a sweep: the stacked summaries of its runs).
     out_dir : Path or None
+
+    Examples
+    --------
+    >>> result = simdesign.simulate("configs/crowd_vs_expert.yaml", trials=20)   # doctest: +SKIP
+    >>> result.summary()                                                         # doctest: +SKIP
     """
 
     kind: object = field(repr=False)

@@ -37,6 +37,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--adjust", default="tukey", choices=ADJUST_CHOICES,
                         help="multiplicity adjustment (default tukey, as the paper's emmeans contrasts; tests "
                              "without a joint covariance get holm)")
+    parser.add_argument("--df", choices=["z", "design", "satterthwaite"],
+                        help="reference distribution of clmm_native's contrasts (docs/model.md, 'Small-sample "
+                             "corrections'; default the test's own)")
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level of the groups")
     parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples")
     parser.add_argument("--systems", help="comma-separated output order (default: order of first appearance)")
@@ -61,6 +64,7 @@ def run(args) -> int:
     # the path itself: analyse reads it as every command does (one reader, the --scale kept)
     result = analyse(args.judgements, method=args.method, tests=tests, adjust=args.adjust, structure=args.structure,
                      alpha=args.alpha, seed=args.seed, bootstrap=args.bootstrap, systems=systems, starts=args.starts,
+                     df=args.df,
                      columns=parse_columns_any(args.columns), scale=parse_scale(args.scale) if args.scale else None)
     print(f"{args.judgements}:")
     print(result.summary())

@@ -87,7 +87,7 @@ def test_zero_standard_error_is_an_error_not_a_rejection(monkeypatch):
 
     monkeypatch.setattr(mixed_native, "_fit", lambda judgements, structure, starts: _ZeroVarianceFit())
     data = load_model("coherence").sample(BlockDesign(4, 5, 2), np.random.default_rng(0))
-    result = ANALYSES["clmm_native"].function(data, None, structure="intercepts")
+    result = ANALYSES["clmm_native"].function(data, None, structure="intercepts", df="z")
     broken = system_pairs(5).index((3, 4))
     assert result.status[broken] == "error" and np.isnan(result.p_value[broken]) and np.isnan(result.estimate[broken])
     others = np.arange(10) != broken
@@ -105,8 +105,8 @@ def test_verbose_prints_contrasts_as_stored():
     from simdesign.analyses.mixed_native import clmm_native_verbose
 
     data = load_model("coherence").sample(BlockDesign(6, 5, 2), np.random.default_rng(5))
-    result = ANALYSES["clmm_native"].function(data, None, structure="intercepts")
-    text = clmm_native_verbose(data, structure="intercepts")
+    result = ANALYSES["clmm_native"].function(data, None, structure="intercepts", df="z")
+    text = clmm_native_verbose(data, structure="intercepts", df="z")
     header = text.index("pairwise contrasts")
     rows = [line.split() for line in text[header:].splitlines()[2:]]
     assert len(rows) == 10

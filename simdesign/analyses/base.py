@@ -73,6 +73,10 @@ class AnalysisInfo:
     deprecated_values: dict = field(default_factory=dict)
     """Option -> {old value: current value}: renamed values still accepted for a release, with a FutureWarning
     (:func:`current_options`); a label written with the old value stays the label."""
+    former_defaults: dict = field(default_factory=dict)
+    """Option -> the value that results stored before the option existed were computed with, where that is
+    not the option's default (a default changed after the option was added). Such stores are accepted only
+    by a test that gives the option this value (``SimulationConfig``'s ``accepted_fingerprints``)."""
 
     def draws_random_numbers(self, options: dict) -> bool:
         """Whether a run with ``options`` needs its random generator (see ``uses_rng``)."""

@@ -14,6 +14,12 @@ from simdesign.analyses.base import (ADJUSTMENTS, FAILURES, AnalysisInfo, Pairwi
 from simdesign.core.judgements import Judgements
 
 STRUCTURES = ("maximal", "intercepts", "paper")
+# Reference distributions of the contrasts (docs/model.md, "Small-sample corrections"); the same list as
+# simdesign.clmm.small_sample.DF_RULES, which is not imported here so that registering stays cheap.
+DF_RULES = ("z", "design", "satterthwaite")
+# The default: the only rule measured to hold 0.075 at every design of the Figure-4 grid, both tasks
+# (figures/small_sample_fig4_{coherence,repetition}.csv, docs/model.md); Wald z rejects a true null in 15-17% of tests with 3 crossed annotators.
+DEFAULT_DF = "design"
 # simdesign.clmm.START_RULES, repeated here so the registry need not import the fitter (a test checks they agree).
 STARTS = ("single", "codings")
 # In simulations one start (the measured cost and effect of 'codings' on the Figure-5/7 designs: docs/model.md,
@@ -22,9 +28,17 @@ DEFAULT_STARTS = "single"
 
 
 def _fit(judgements: Judgements, structure: str, starts: str = DEFAULT_STARTS):
+    """The study's fit, made once per study, structure and start rule: tests of one trial that differ only
+    in ``df`` or ``adjust`` share it (Judgements.derived), so listing several costs one fit."""
     from simdesign import clmm  # imported on use: the module is large and only this analysis needs it
 
-    return clmm.fit(judgements, structure=structure, reference=judgements.systems[0], starts=starts)
+    def compute(study):
+        return clmm.fit(study, structure=structure, reference=study.systems[0], starts=starts)
+
+    if isinstance(judgements, Judgements):
+        key = ("clmm_native_fit", structure) + (() if starts == DEFAULT_STARTS else (starts,))
+        return judgements.derived(key, compute)
+    return compute(judgements)
 
 
 def _fit_details(fit) -> dict:
@@ -35,8 +49,22 @@ def _fit_details(fit) -> dict:
             "start_gain": float(fit.start_gain), "starts_text": fit.starts_text}
 
 
-def _result_from_fit(fit, systems, adjust: str) -> PairwiseResult:
-    """The registry result of one fit: pairs in ``systems`` order, through the shared contrast guard."""
+def _df_of_fit(judgements: Judgements, structure: str, df: str):
+    """``fit -> per-pair df`` (judgements' system order) of the t reference ``df`` names; None for 'z'."""
+    if df == "z":
+        return None
+    from simdesign.clmm import small_sample  # imported on use, as the fit
+
+    rule = {"design": small_sample.containment_df, "satterthwaite": small_sample.satterthwaite_df}[df]
+    return lambda fit: rule(judgements, fit, judgements.systems, structure)
+
+
+def _result_from_fit(fit, systems, adjust: str, df_of_fit=None) -> PairwiseResult:
+    """The registry result of one fit: pairs in ``systems`` order, through the shared contrast guard.
+
+    ``df_of_fit(fit)``: per-pair degrees of freedom of a t reference (asked only of a usable fit), or
+    None for the z test.
+    """
     n_pairs = len(system_pairs(len(systems)))
     if fit.status in FAILURES:
         result = PairwiseResult.failed(n_pairs, fit.status, fit.message or fit.optimizer_message)
@@ -47,29 +75,37 @@ def _result_from_fit(fit, systems, adjust: str) -> PairwiseResult:
             result = PairwiseResult.failed(n_pairs, "error", "fixed-effect covariance is not finite "
                                            f"(Hessian condition {fit.hessian_condition:.3g})")
         else:
-            result = pairwise_from_fit(effects, covariance, None, adjust, fit.status, fit.message)
+            df = None if df_of_fit is None else df_of_fit(fit)
+            # a pair whose df could not be found has no p-value: pairwise_from_fit gives it status 'error'
+            result = pairwise_from_fit(effects, covariance, df, adjust, fit.status, fit.message)
     result.fit_details = _fit_details(fit)
     return result
 
 
 def clmm_native_analysis(judgements: Judgements, rng=None, structure: str = "paper",
-                         adjust: str = "none", starts: str = DEFAULT_STARTS) -> PairwiseResult:
-    """Fit the CLMM and return pairwise Wald z contrasts in the judgements' system order.
+                         adjust: str = "none", df: str = DEFAULT_DF,
+                         starts: str = DEFAULT_STARTS) -> PairwiseResult:
+    """Fit the CLMM and return pairwise Wald contrasts in the judgements' system order.
 
-    A fit with status 'not_converged' or 'error' fails all pairs (no p-values);
-    'singular' fits keep their p-values and are counted by the summary. A
-    pair without a positive finite standard error gets status 'error'
-    (:func:`simdesign.analyses.base.pairwise_from_fit`, shared with the R
-    backends). ``starts``: the refit rule of :func:`simdesign.clmm.fit`
-    ('single' by default here; 'codings' refits a singular or unconverged fit
-    from the other reference codings' optima and keeps the best). The result's
-    ``fit_details`` hold the log-likelihood, structure, status and starts.
+    ``df`` chooses the reference distribution of the Wald statistic: a t with per-pair degrees of
+    freedom from the design ('design', the default) or from the fit ('satterthwaite'), or the standard
+    normal ('z', the default until issue 30, as emmeans for ordinal::clmm); docs/model.md,
+    "Small-sample corrections". A fit with status 'not_converged'
+    or 'error' fails all pairs (no p-values); 'singular' fits keep their p-values and are counted
+    by the summary. A pair without a positive finite standard error, or without finite df, gets
+    status 'error' (:func:`simdesign.analyses.base.pairwise_from_fit`, shared with the R backends).
+    Tests of one study that differ only in ``df`` or ``adjust`` share one fit, so the analysis time
+    of all but the first is the df computation alone. ``starts``: the refit rule of
+    :func:`simdesign.clmm.fit` ('single' by default here; 'codings' refits a singular or unconverged fit
+    from the other reference codings' optima and keeps the best). The result's ``fit_details`` hold the
+    log-likelihood, structure, status and starts.
     """
-    return _result_from_fit(_fit(judgements, structure, starts), judgements.systems, adjust)
+    return _result_from_fit(_fit(judgements, structure, starts), judgements.systems, adjust,
+                            _df_of_fit(judgements, structure, df))
 
 
 def clmm_native_verbose(judgements: Judgements, structure: str = "paper", adjust: str = "none",
-                        starts: str = DEFAULT_STARTS) -> str:
+                        df: str = DEFAULT_DF, starts: str = DEFAULT_STARTS) -> str:
     """The fitted parameters, diagnostics and pairwise contrasts, for ``simdesign replay --verbose``.
 
     The contrasts are printed as the analysis stores them: pairs (i, j), i < j in
@@ -79,20 +115,30 @@ def clmm_native_verbose(judgements: Judgements, structure: str = "paper", adjust
     lines = [f"clmm_native, structure {structure}", str(fit.summary())]
     # the same pairs, order and signs as the stored rows: the model's system order, beta_i - beta_j
     table = fit.contrasts(judgements.systems)
-    result = _result_from_fit(fit, judgements.systems, adjust)
+    df_of_fit = _df_of_fit(judgements, structure, df)
+    result = _result_from_fit(fit, judgements.systems, adjust, df_of_fit)
+    stored = [] if df == "z" else [f"t with {df} df"]
+    if df_of_fit is not None and fit.status not in FAILURES:
+        table[f"df_{df}"] = df_of_fit(fit)
     if adjust != "none":
-        table[f"p_{adjust}"] = result.p_value
+        stored.append(adjust)
+    if stored:
+        table["p_stored"] = result.p_value
     table["status"] = result.status
-    lines += [f"pairwise contrasts (model order, estimate = system_a - system_b; p unadjusted"
-              f"{'' if adjust == 'none' else f', p_{adjust} as stored'}):", table.to_string(index=False)]
+    lines += [f"pairwise contrasts (model order, estimate = system_a - system_b; p: z, unadjusted"
+              f"{'; p_stored: ' + ', '.join(stored) + ', as stored' if stored else ''}):",
+              table.to_string(index=False)]
     return "\n".join(lines)
 
 
 register(AnalysisInfo(
     name="clmm_native", function=clmm_native_analysis,
-    options={"structure": (STRUCTURES, "paper"), "adjust": (ADJUSTMENTS, "none"),
+    options={"structure": (STRUCTURES, "paper"), "adjust": (ADJUSTMENTS, "none"), "df": (DF_RULES, DEFAULT_DF),
              "starts": (STARTS, DEFAULT_STARTS)},
+    # stores written before the option existed hold Wald z results: only a test with df z may resume them
+    former_defaults={"df": "z"},
     verbose=clmm_native_verbose, chunk_trials=10, random_effects=True,
     # On rankings it fits reversed ranks as ordered categories 1..S, as the paper analysed its Rank data.
     methods=("likert", "rank"),
-    description="simdesign's cumulative link mixed model (same model as ordinal::clmm), pairwise Wald z contrasts"))
+    description="simdesign's cumulative link mixed model (same model as ordinal::clmm), pairwise Wald contrasts "
+                "(t with containment df by default; Satterthwaite df or z: option df)"))

@@ -397,9 +397,10 @@ def parse_test_text(text: str) -> dict:
     return item
 
 
-def _analysis_specs(tests, adjust: str, structure: str | None, starts: str | None = None):
-    """Registry specs for the requested tests, with ``adjust``/``structure``/``starts`` passed where a test takes
-    them."""
+def _analysis_specs(tests, adjust: str, structure: str | None, starts: str | None = None,
+                    df: str | None = None):
+    """Registry specs for the requested tests, with ``adjust``/``structure``/``starts``/``df`` passed where a
+    test takes them."""
     from simdesign.analyses import ANALYSES
     from simdesign.simulation.config import analysis_label, parse_analyses
 
@@ -419,6 +420,8 @@ def _analysis_specs(tests, adjust: str, structure: str | None, starts: str | Non
                     item["label"] = analysis_label(item["name"], {k: v for k, v in item.items()
                                                                   if k not in ("name", "label")})
                 item["starts"] = starts
+            if df is not None and "df" in info.options and "df" not in item:
+                item["df"] = df
         items.append(item)
     specs = parse_analyses(items, errors, {})
     if errors:
@@ -461,8 +464,8 @@ def _run_tests(judgements: Judgements, specs, adjust: str, seed: int) -> tuple[p
 
 def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str = "tukey",
             structure: str | None = "paper", alpha: float = 0.05, seed: int = 0, bootstrap: int = DEFAULT_BOOTSTRAP,
-            systems=None, min_blocks: int = MIN_BLOCKS, starts: str | None = DEFAULT_STARTS, *,
-            columns: dict | None = None, scale=None) -> Analysis:
+            systems=None, min_blocks: int = MIN_BLOCKS, starts: str | None = DEFAULT_STARTS, df: str | None = None,
+            *, columns: dict | None = None, scale=None) -> Analysis:
     """Analyse a Likert or Rank study: means with intervals, pairwise tests, rank sets.
 
     Parameters
@@ -491,13 +494,14 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     min_blocks : int
         Fewest blocks for the block bootstrap.
     starts : {'codings', 'single'}, optional
-        Passed to tests with a ``starts`` option (``clmm_native``): the refit rule of
-        :func:`simdesign.clmm.fit` (default 'codings': the best of the reference codings' optima).
+        ``clmm_native``'s refit rule (:func:`simdesign.clmm.fit`; default 'codings': the best coding's optimum).
     columns : dict, optional
         A path only: file column -> ours (annotator, document, system, score or rank).
     scale : sequence of int, optional
         Likert: the scale's values (default: the observed values, which must then be a contiguous
         range and must not look like ranks).
+    df : str, optional
+        ``clmm_native``'s reference distribution ('z', 'design' or 'satterthwaite'; default the test's own).
 
     Returns
     -------
@@ -523,7 +527,7 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     method = info["method"]
     given_order = systems is not None
     systems = _checked_systems(systems, data)
-    specs = _analysis_specs(list(tests), adjust, structure, starts)
+    specs = _analysis_specs(list(tests), adjust, structure, starts, df)
     _refuse_unfit_tests(specs, data, method)
     value_column = "rank" if method == "rank" else "score"
     judgements = Judgements.from_frame(data[["annotator", "document", "system", "score"]], systems=systems)

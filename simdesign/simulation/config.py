@@ -112,12 +112,15 @@ class AnalysisSpec:
         has at their default values existed.
 
         An option is added with a default that keeps the test's old p-values (``threshold: theory`` of
-        ttest_doc and wilcoxon_doc), so results stored before it existed are results at its default. New
+        ttest_doc and wilcoxon_doc), so results stored before it existed are results at its default; where
+        the default later changed (AnalysisInfo.former_defaults), at its former default instead. New
         stores keep every effective option in their fingerprint, so a later change of a default is still caught.
         """
         info = registered_analysis(self.name)
+        # an option whose default changed after it was added: old stores hold its former default's results
+        former = info.former_defaults if info else {}
         at_default = [option for option, (_, default) in (info.options.items() if info else ())
-                      if option in self.options and self.options[option] == default]
+                      if option in self.options and self.options[option] == former.get(option, default)]
         # A store written when a renamed value had its old name ('threshold: bootstrap') holds the same test.
         variants = [self.options]
         for option, aliases in (info.deprecated_values.items() if info else ()):

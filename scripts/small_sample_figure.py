@@ -1,0 +1,139 @@
+"""Figures of the small-sample corrections of clmm_native, both tasks side by side (issue 30, part 2).
+
+Reads the committed tables of ``configs/small_sample_fig4_{coherence,repetition}.yaml`` (type I error on
+the Figure-4 grid) and ``configs/small_sample_fig5_{coherence,repetition}.yaml`` (power on the Figure-5
+designs): ``figures/small_sample_fig{4,5}_<task>.csv``, written by
+``simdesign plot results/small-sample-fig4-<task> --out figures/small_sample_fig4_<task>`` after the runs.
+Draws ``figures/small_sample_type1.png`` and ``figures/small_sample_power.png`` and prints the type I table
+of docs/model.md (rate +- MCSE, with the verdict against 0.075 by the rule written there).
+
+    python scripts/small_sample_figure.py [--figures figures]
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+TASKS = ("coherence", "repetition")
+MAX_TYPE1 = 0.075  # 1.5 alpha, the planner's default max_type1 (docs/model.md)
+TESTS = {  # summary label -> legend text, in drawing order
+    "clmm_native[paper]": "Wald z (df: z)",  # the Figure-4 runs' label for it (configs/small_sample_fig4_*.yaml)
+    "clmm_native[z,paper]": "Wald z (df: z)",
+    "clmm_native[satterthwaite,paper]": "t, Satterthwaite df",
+    "clmm_native[design,paper]": "t, containment df (design)",
+    "ttest_doc": "ttest_doc",
+    "art_block": "ARTagg (art_block)",
+}
+RUNS = {"type1": "small_sample_fig4", "power": "small_sample_fig5"}  # kind -> committed tables' prefix
+
+
+def verdict(low: float, high: float) -> str:
+    """'holds' (interval at or below MAX_TYPE1), 'fails' (above it) or 'undecided' (docs/model.md)."""
+    if high <= MAX_TYPE1:
+        return "holds"
+    if low > MAX_TYPE1:
+        return "fails"
+    return "undecided"
+
+
+def table(figures: Path, kind: str = "type1") -> pd.DataFrame | None:
+    """One row per task, design and test: the rate (column ``kind``), interval, MCSE, trials, failures and,
+    for type I error, the verdict against MAX_TYPE1. None when a task's table is missing."""
+    frames = []
+    for task in TASKS:
+        path = figures / f"{RUNS[kind]}_{task}.csv"
+        if not path.exists():
+            return None
+        rates = pd.read_csv(path).query("estimand == @kind and test in @TESTS").copy()
+        rates.insert(0, "task", task)
+        frames.append(rates.rename(columns={"rate": kind}))
+    frame = pd.concat(frames, ignore_index=True)
+    if kind == "type1":
+        frame["verdict"] = [verdict(low, high) for low, high in zip(frame["ci_low"], frame["ci_high"])]
+    return frame
+
+
+def markdown(frame: pd.DataFrame, kind: str) -> str:
+    """The docs/model.md table of one kind: per task, a row per annotator count, rate +- MCSE per test."""
+    marks = {"holds": "", "fails": " (fails)", "undecided": " (undecided)"}
+    lines = []
+    for task in TASKS:
+        part = frame[frame["task"] == task]
+        tests = [label for label in TESTS if label in set(part["test"])]
+        lines += [f"| {task}: annotators | " + " | ".join(TESTS[label] for label in tests) + " |",
+                  "|---" * (len(tests) + 1) + "|"]
+        for annotators, rows in part.groupby("annotators"):
+            cells = []
+            for label in tests:
+                row = rows[rows["test"] == label].iloc[0]
+                cells.append(f"{row[kind]:.3f} ± {row['mcse']:.3f}" + (marks[row["verdict"]] if kind == "type1" else ""))
+            lines.append(f"| {annotators} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def figure(frame: pd.DataFrame, out: Path, kind: str = "type1") -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker  # noqa: F401 (matplotlib.ticker.NullLocator below)
+
+    fig, axes = plt.subplots(1, len(TASKS), figsize=(11, 4.2), sharey=True)
+    for ax, task in zip(axes, TASKS):
+        part = frame[frame["task"] == task]
+        for k, (label, text) in enumerate(TESTS.items()):
+            rows = part[part["test"] == label].sort_values("annotators")
+            if rows.empty:
+                continue
+            shift = 1.0 + 0.03 * (k - 1.5)  # side by side on the log axis
+            ax.errorbar(rows["annotators"] * shift, rows[kind],
+                        yerr=[rows[kind] - rows["ci_low"], rows["ci_high"] - rows[kind]],
+                        marker="o", ms=4, capsize=2, label=text)
+        ax.set_xscale("log")
+        counts = sorted(part["annotators"].unique())
+        ax.set_xticks(counts, [str(c) for c in counts])
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        if kind == "type1":
+            ax.axhline(0.05, color="black", lw=0.8, ls="--")
+            ax.axhline(MAX_TYPE1, color="grey", lw=0.8, ls=":")
+            ax.set_yscale("log")
+            ticks = [0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.4]
+            ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
+            ax.minorticks_off()
+        ax.set_xlabel("annotators (3 per block, 100 documents)")
+        trials = int(part["trials"].min()) if len(part) else 0
+        ax.set_title(f"{task} ({trials} trials per point)")
+        ax.grid(alpha=0.3)
+    if kind == "type1":
+        axes[0].set_ylabel("type I error (alpha 0.05; dotted 0.075)")
+        axes[0].legend(fontsize=8, loc="upper right")
+        title = "type I error on the Figure-4 grid"
+    else:
+        axes[0].set_ylabel("power (fitted differences, alpha 0.05)")
+        axes[0].legend(fontsize=8, loc="lower right")
+        title = "power on the Figure-5 designs"
+    fig.suptitle(f"clmm_native with small-sample reference distributions: {title} (95% intervals)")
+    fig.tight_layout()
+    fig.savefig(out.with_suffix(".png"), dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--figures", type=Path, default=ROOT / "figures", help="where the tables are and the "
+                                                                             "figures go")
+    args = parser.parse_args()
+    for kind in RUNS:
+        frame = table(args.figures, kind)
+        if frame is None:
+            print(f"{kind}: no tables {RUNS[kind]}_<task>.csv in {args.figures}; skipped")
+            continue
+        figure(frame, args.figures / f"small_sample_{kind}", kind)
+        print(markdown(frame, kind))
+
+
+if __name__ == "__main__":
+    main()
