@@ -652,7 +652,7 @@ def fit_model(frame_or_path, *, structure: str = "auto", reference=None, scale=N
 
 
 def check_model(model, frame_or_path, *, trials: int = 200, seed: int = 0, out_dir=None,
-                columns: dict | None = None, scale=None) -> pd.DataFrame:
+                columns: dict | None = None, scale=None, progress: bool = True) -> pd.DataFrame:
     """Predictive check: simulate studies with the data's own design from ``model`` and compare statistics.
 
     Parameters
@@ -662,6 +662,10 @@ def check_model(model, frame_or_path, *, trials: int = 200, seed: int = 0, out_d
     trials, seed : int
     out_dir : path-like, optional
         Also write ``check.csv`` and ``check.png`` there.
+    columns, scale
+        As :func:`fit_model`.
+    progress : bool
+        Show the simulated studies' progress (a bar on a terminal, plain lines in a log).
 
     Returns
     -------
@@ -688,7 +692,7 @@ def check_model(model, frame_or_path, *, trials: int = 200, seed: int = 0, out_d
     frame, _ = read_judgements_table(frame_or_path, columns, scale)
     if out_dir is not None:
         return run_check(model, frame, out_dir, trials=trials, seed=seed)[0]
-    return predictive_check(model, frame, trials=trials, seed=seed)[0]
+    return predictive_check(model, frame, trials=trials, seed=seed, progress=progress)[0]
 
 
 @dataclass

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from simdesign.runner.progress import progress_bar
 from simdesign.core.designs import Assignment
 from simdesign.core.errors import ConfigError, DataError
 from simdesign.core.suggest import suggestions
@@ -154,7 +155,8 @@ def _statistic_labels(systems, scale) -> list[tuple]:
     return labels
 
 
-def predictive_check(model: OrdinalMixedModel, frame: pd.DataFrame, trials: int = 200, seed: int = 0):
+def predictive_check(model: OrdinalMixedModel, frame: pd.DataFrame, trials: int = 200, seed: int = 0,
+                     progress: bool = False):
     """Compare the observed statistics with those of ``trials`` studies simulated from ``model``.
 
     Parameters
@@ -166,6 +168,8 @@ def predictive_check(model: OrdinalMixedModel, frame: pd.DataFrame, trials: int 
     trials : int
     seed : int
         Root seed; trial t uses ``SeedSequence(seed).spawn`` stream t.
+    progress : bool
+        Show the simulated studies' progress (a bar on a terminal, plain lines in a log).
 
     Returns
     -------
@@ -192,12 +196,14 @@ def predictive_check(model: OrdinalMixedModel, frame: pd.DataFrame, trials: int 
     observed_study = _Study(observed_scores, assignment.annotator, assignment.document, assignment.block)
     observed = _statistics(observed_study, scale, np.random.default_rng(streams[0]))
     simulated = np.empty((trials, observed.size))
-    for trial in range(trials):
-        rng = np.random.default_rng(streams[trial + 1])
-        sample = model.sample(design, rng)
-        scores = np.where(design.observed, sample.scores, np.nan)
-        simulated[trial] = _statistics(_Study(scores, assignment.annotator, assignment.document, assignment.block),
-                                       scale, rng)
+    with progress_bar(trials, f"predictive check of {model.name!r}", enabled=progress, unit="study") as bar:
+        for trial in range(trials):
+            rng = np.random.default_rng(streams[trial + 1])
+            sample = model.sample(design, rng)
+            scores = np.where(design.observed, sample.scores, np.nan)
+            simulated[trial] = _statistics(_Study(scores, assignment.annotator, assignment.document,
+                                                  assignment.block), scale, rng)
+            bar.update(1)
     labels = _statistic_labels(model.systems, scale)
     low, high = np.nanpercentile(simulated, RANGE, axis=0)
     below = (simulated <= observed).mean(axis=0)
@@ -299,5 +305,5 @@ def write_check(table: pd.DataFrame, simulated: np.ndarray, out_dir, name: str, 
 def run_check(model: OrdinalMixedModel, frame: pd.DataFrame, out_dir, trials: int = 200, seed: int = 0,
               name: str = "check") -> tuple[pd.DataFrame, list[Path]]:
     """Run :func:`predictive_check` and write ``<name>.csv`` and ``<name>.png`` into ``out_dir``."""
-    table, simulated = predictive_check(model, frame, trials=trials, seed=seed)
+    table, simulated = predictive_check(model, frame, trials=trials, seed=seed, progress=True)
     return table, write_check(table, simulated, out_dir, name, check_title(f"model '{model.name}'", trials, table))

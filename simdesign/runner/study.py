@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from joblib import delayed
-from tqdm.auto import tqdm
+from simdesign.runner.progress import progress_bar
 
 from simdesign.core.errors import ConfigError, StoreError
 from simdesign.core.threads import single_threaded
@@ -291,8 +291,7 @@ def run_trials(kind: StudyKind, config, out_dir, backend=None, progress: bool = 
 
         missing = sum(stop - first for _, first, stop in plan())
         total = len(cells) * trials
-        with tqdm(total=total, initial=total - missing, unit="trial", desc=kind.config_name(config),
-                  disable=not progress) as bar, ChunkExecutor(spec) as executor:
+        with progress_bar(total, kind.config_name(config), initial=total - missing, enabled=progress) as bar, ChunkExecutor(spec) as executor:
             run_chunks(executor, plan, lambda piece: delayed(_trial_chunk)(kind, config, *piece), save,
                        spec.retries)
         return store.read(cells, trials)

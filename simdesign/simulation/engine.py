@@ -21,7 +21,7 @@ from typing import Iterable, Iterator
 import numpy as np
 import pandas as pd
 from joblib import delayed
-from tqdm.auto import tqdm
+from simdesign.runner.progress import progress_bar
 
 from simdesign.analyses import ANALYSES, run_analysis, system_pairs
 from simdesign.analyses.base import BACKEND_CHECKS, DEGENERATE, OK, AnalysisInfo, resolve_analysis
@@ -326,7 +326,7 @@ def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: in
     jobs : int, default -1
         joblib workers (-1: all cores). Results do not depend on it.
     progress : bool
-        Show a tqdm bar (trials done, rate, ETA).
+        Show progress (trials done, rate, time left): a bar on a terminal, plain lines in a log.
     backend : {'loky', 'threading', 'dask'} or BackendSpec, default 'loky'
         Where chunks are computed (:mod:`simdesign.simulation.backends`); results do not
         depend on it. A :class:`~simdesign.simulation.backends.BackendSpec` overrides
@@ -366,7 +366,7 @@ def _run_chunks(config: SimulationConfig, store: ResultsStore, spec: BackendSpec
         planned, total = planned + 1, total + chunk.trials
     if not planned:
         return
-    bar = tqdm(total=total, unit="trial", desc=config.name, disable=not progress, smoothing=0.05)
+    bar = progress_bar(total, config.name, enabled=progress)
     saved = 0
 
     def save(chunk: Chunk, frame: pd.DataFrame) -> None:

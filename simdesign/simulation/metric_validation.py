@@ -73,7 +73,7 @@ import pandas as pd
 from joblib import delayed
 from scipy import special
 from simdesign.core.threads import single_threaded
-from tqdm.auto import tqdm
+from simdesign.runner.progress import progress_bar
 
 from simdesign.core.designs import BlockDesign
 from simdesign.core.errors import ConfigError, from_mapping
@@ -468,7 +468,7 @@ def run_metric_validation(config: MetricValidationConfig, out_dir, jobs: int = 1
     chunk_trials : int
         Trials per stored chunk.
     progress : bool
-        Show a tqdm bar (trials done, rate, ETA).
+        Show progress (trials done, rate, time left): a bar on a terminal, plain lines in a log.
     backend : {'loky', 'threading', 'fork', 'dask'} or BackendSpec
         Where chunks are computed (:mod:`simdesign.runner.backends`); the rows do not depend on it.
 
@@ -501,8 +501,8 @@ def _run_missing_chunks(config: MetricValidationConfig, store: MetricValidationS
         store.write_chunk(cell_label(n_systems, n_documents), first, stop, rows)
         bar.update(stop - first)
 
-    with tqdm(total=total, initial=total - stored, unit="trial", desc=config.name, disable=not progress,
-              smoothing=0.05) as bar, ChunkExecutor(spec) as executor:
+    with progress_bar(total, config.name, initial=total - stored, enabled=progress) as bar, \
+            ChunkExecutor(spec) as executor:
         run_chunks(executor, lambda: missing_chunks(config, store, chunk_trials),
                    lambda chunk: delayed(_chunk)(config, *chunk, targets), save, spec.retries)
     return store.read(cells, config.trials)

@@ -44,7 +44,7 @@ import pandas as pd
 from joblib import delayed
 from scipy import stats
 from simdesign.core.threads import single_threaded
-from tqdm.auto import tqdm
+from simdesign.runner.progress import progress_bar
 
 from simdesign.core.errors import ConfigError, StoreError
 from simdesign.core.seeds import analysis_rng, data_rng
@@ -448,8 +448,8 @@ def _run_missing_chunks(config: PanelStudyConfig, out_dir: Path, chunks_dir: Pat
 
     total = len(settings) * config.trials
     missing = sum(stop - first for _, first, stop in plan())
-    with tqdm(total=total, initial=total - missing, unit="trial", desc=config.name, disable=not progress,
-              smoothing=0.05) as bar, ChunkExecutor(spec) as executor:
+    with progress_bar(total, config.name, initial=total - missing, enabled=progress) as bar, \
+            ChunkExecutor(spec) as executor:
         run_chunks(executor, plan, lambda chunk: delayed(_chunk)(config, chunk[0], settings[chunk[0]], *chunk[1:]),
                    save, spec.retries)
 
