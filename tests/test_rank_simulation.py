@@ -116,9 +116,12 @@ def test_stored_likert_trials_are_reused_when_the_model_gains_rank_noise(tmp_pat
     assert set(files) <= {p.name for p in (tmp_path / "trials").rglob("*.parquet")}
     assert set(result.trials["method"]) == {"likert", "rank"}
     # rank trials of another rank_noise must not be mixed in
-    with pytest.raises(StoreError, match="@rank"):
+    with pytest.raises(StoreError, match="@rank") as refused:
         simdesign.simulate(config(methods=["likert", "rank"], model={**JOINT, "rank_noise": 2.0}),
                            out_dir=tmp_path, jobs=1, progress=False)
+    # the message names the cause (the model's rank_noise), not a test option to relabel (issue 29)
+    assert "rank_noise" in str(refused.value) and "(now 2.0)" in str(refused.value)
+    assert "new 'label'" not in str(refused.value)
 
 
 def test_replay_reproduces_a_stored_rank_trial(tmp_path):

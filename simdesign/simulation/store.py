@@ -94,6 +94,25 @@ class ResultsStore:
         """Give back the claim :meth:`prepare` took."""
         release_store(self.directory)
 
+    def _clash_message(self, clashes: list, config: SimulationConfig) -> str:
+        """Why stored results of these labels cannot be resumed: the options, or the model's rank generator."""
+        from simdesign.simulation.methods import spec_method
+
+        ranked = {spec.label for spec in config.work_specs if spec_method(spec) != "likert"}
+        rank_clashes = [label for label in clashes if label in ranked]
+        parts = []
+        if rank_clashes:
+            # a rank result's fingerprint holds the model's rank_noise: a changed rank_noise is the usual cause
+            parts.append(f"rank result(s) {rank_clashes} were computed with another 'rank_noise' of the model "
+                         f"(now {getattr(config.model, 'rank_noise', None)!r}) or other test options: give the "
+                         "model its stored rank_noise")
+        others = [label for label in clashes if label not in ranked]
+        if others:
+            parts.append(f"test label(s) {others} were computed with other options: give the changed test a new "
+                         "'label'")
+        return f"{self.directory} holds results that this config would mix with others: {'; '.join(parts)}; " \
+               "or write elsewhere with --out DIR."
+
     def _prepare(self, config: SimulationConfig) -> None:
         mapping = config.to_mapping()
         remove_leftovers(self.directory)
@@ -115,9 +134,7 @@ class ResultsStore:
             clashes = sorted(label for label, digest in analyses.items()
                              if label in stored and stored[label] not in accepted.get(label, set()) | {digest})
             if clashes:
-                raise StoreError(
-                    f"{self.directory} holds results for test label(s) {clashes} computed with other options; "
-                    "give the changed test a new 'label', or write elsewhere with --out DIR.")
+                raise StoreError(self._clash_message(clashes, config))
             manifest["analyses"] = {**manifest.get("analyses", {}), **analyses}
             manifest["designs"] = {**manifest.get("designs", {}), **{d.label: d.columns() for d in config.designs}}
             manifest.setdefault("history", []).append({"time": now, "config_hash": stable_digest(mapping),
