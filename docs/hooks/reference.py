@@ -48,13 +48,31 @@ def cli_reference() -> str:
     return "\n".join(lines)
 
 
+def _rule(field) -> str:
+    """A shared field's rule in words, from its declaration (simdesign.core.fields)."""
+    from simdesign.core import fields
+
+    if field.kind == fields.NAME:
+        return "a non-empty string without slashes"
+    if field.kind == fields.LEVEL:
+        return "a number in (0, 1)"
+    return {1: "a positive integer", 0: "a non-negative integer"}.get(field.minimum, f"an integer >= {field.minimum}")
+
+
 def _key_table(title: str, keys, defaults: dict, note: str = "") -> list[str]:
+    """One row per key; a field every kind shares gets its rule and help from its one declaration."""
+    from simdesign.core.fields import SHARED_FIELDS
+
     lines = [f"## {title}", ""]
     if note:
         lines += [note, ""]
-    lines += ["| key | default |", "|---|---|"]
-    lines += [f"| `{key}` | {'`' + _cell(defaults[key]) + '`' if key in defaults else 'required or none'} |"
-              for key in keys]
+    lines += ["| key | default | rule | meaning |", "|---|---|---|---|"]
+    for key in keys:
+        field = SHARED_FIELDS.get(key)
+        default = defaults.get(key, field.default if field is not None else None)
+        shown = f"`{_cell(default)}`" if default is not None else ""
+        rule, meaning = (_rule(field), _cell(field.help)) if field is not None else ("", "")
+        lines.append(f"| `{key}` | {shown} | {rule} | {meaning} |")
     return lines + [""]
 
 
@@ -64,14 +82,15 @@ def config_reference() -> str:
     from simdesign.simulation import config, metric_validation, panel_study
 
     lines = []
-    lines += _key_table("Simulation configs (`simdesign run`)", config.TOP_LEVEL_KEYS, config.SCALAR_DEFAULTS,
-                        "Any other top-level key is an error.")
+    lines += _key_table("Simulation configs (`simdesign run`: rates and replications)", config.TOP_LEVEL_KEYS,
+                        config.SCALAR_DEFAULTS, "Any other top-level key is an error. A config's `study:` key (or its "
+                        "keys) chooses the study kind; every kind runs with `simdesign run`.")
     lines += _key_table("Plan configs (`simdesign plan`)", planner.PLAN_KEYS, {})
     lines += _key_table("Plan costs (`cost:`)", planner.COST_KEYS, {})
     lines += _key_table("Plan limits (`limits:`)", planner.LIMIT_KEYS, {})
     lines += _key_table("Plan search (`search:`)", planner.SEARCH_KEYS, {})
-    lines += _key_table("Panel studies (crowd vs expert)", panel_study.STUDY_KEYS, {})
-    lines += _key_table("Metric validation", metric_validation.KEYS, {})
+    lines += _key_table("Panel studies (crowd vs expert; `study: panels`)", panel_study.STUDY_KEYS, {})
+    lines += _key_table("Metric validation (`study: metric-validation`)", metric_validation.KEYS, {})
     return "\n".join(lines)
 
 
