@@ -510,3 +510,27 @@ def test_analyse_says_why_too_few_annotators_make_its_answer_unreliable():
     assert any("3 annotators for 5 systems" in note and "systems + 1 = 6" in note for note in notes)
     assert not any("annotators for" in note
                    for note in simdesign.analyse(frame, tests="ttest_doc", bootstrap=100).notes)
+
+
+@pytest.mark.parametrize("change, named", [
+    ({"designs": [{"kind": "block", "blocks": 100_000_000, "docs_per_block": 5, "annotators_per_block": 3}]},
+     "7,500,000,000 judgements"),
+    ({"designs": [{"kind": "pool", "docs": 3_000_000, "annotators": 100, "judgements_per_output": 1}]},
+     "15,000,000 judgements"),
+    ({"art_resamples": 10**9}, "1,000,000,000 resamples"),
+    ({"tests": [{"name": "ttest_doc", "threshold": "mc", "bootstrap_resamples": 2_000_000}]}, "2,000,000 resamples"),
+])
+def test_a_study_larger_than_a_run_can_hold_is_refused_when_read(change, named):
+    """Issue 29: sizes beyond the ceilings are refused before anything is built, naming the size and ceiling."""
+    import time
+
+    from simdesign.core.errors import ConfigError
+    from simdesign.simulation.config import parse_config
+
+    raw = {"name": "huge", "model": "coherence", "effect": "zero", "trials": 10, "tests": ["ttest_doc"],
+           "designs": [{"kind": "block", "blocks": 2, "docs_per_block": 5, "annotators_per_block": 3}], **change}
+    started = time.perf_counter()
+    with pytest.raises(ConfigError) as refused:
+        parse_config(raw)
+    assert named in str(refused.value) and "ceiling" in str(refused.value)
+    assert time.perf_counter() - started < 5  # refused from the sizes, not after building a study

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+from simdesign.runner.limits import study_size_problems
 from simdesign.analyses import ANALYSES, resolve_analysis
 from simdesign.analyses.base import current_options
 from simdesign.core.designs import DESIGN_KINDS
@@ -553,6 +554,9 @@ def config_problems(values: dict, check_empty: bool = True) -> list[str]:
     if clashes:
         problems.append(f"The test label(s) {clashes} are estimand names; give the test(s) another 'label'")
     problems += blockless_problems(designs, analyses, estimands)
+    if hasattr(model, "n_systems"):
+        problems += study_size_problems(designs, model.n_systems, analyses, values.get("art_resamples")
+                                        if isinstance(values.get("art_resamples"), int) else None)
     problems += replication_problems(values.get("replication"), analyses)
     if values.get("replication") is not None and tuple(values.get("methods") or DEFAULT_METHODS) != DEFAULT_METHODS:
         problems.append("The 'replication' estimands are computed on Likert studies only; "
