@@ -181,6 +181,10 @@ def check_controls(form: dict) -> Checked:
         checked.add(too_long)
         return checked
     checked = Checked(mapping=config_mapping(form))
+    early = early_ceiling_problems(checked.mapping)
+    if early:  # the server's ceilings are lower than a run's: name the field to lower at its control
+        checked.add(early)
+        return checked
     try:
         checked.config = parse_config(checked.mapping)
     except ConfigError as exc:
@@ -222,28 +226,53 @@ def long_values(form: dict) -> list[str]:
             f"{MAX_CONTROL_CHARS}" for name, value in values if len(str(value)) > MAX_CONTROL_CHARS]
 
 
+def early_ceiling_problems(mapping: dict) -> list[str]:
+    """:func:`design_ceiling_problems` of the controls' design, when it and the model can be read at all."""
+    from simdesign.model import load_model
+    from simdesign.simulation.config import parse_designs
+
+    errors: list[str] = []
+    designs = parse_designs(mapping["designs"], errors)
+    if errors or not designs:
+        return []  # the config's own rules name these
+    try:
+        model = load_model(mapping["model"])
+    except Exception:  # noqa: BLE001 - a bad model is the config's to report
+        return []
+    return design_ceiling_problems(designs, model.n_systems)
+
+
+def design_ceiling_problems(designs, n_systems: int) -> list[str]:
+    """The design part of :func:`ceiling_problems`, checked before the config is (sizes only: nothing is built),
+    so that an oversized design is named at its control by the server's own ceilings."""
+    design = designs[0]
+    fields = sorted(DESIGN_KINDS[design.kind].fields, key=lambda name: -getattr(design, name))
+    named = " x ".join(f"'{name}'" for name in fields)
+    advice = "; 'simdesign run' takes larger studies"
+    problems = []
+    if len(designs) > 1:
+        problems.append(f"The explorer shows one design at a time; the fields {named} describe "
+                        f"{len(designs)} (give one number in each)")
+    sizes = [(getattr(design, "blocks", None), CEILINGS["blocks"], "blocks"),
+             (design.docs, CEILINGS["docs"], "documents"), (design.annotators, CEILINGS["annotators"], "annotators"),
+             (design.judgements(n_systems), MAX_JUDGEMENTS_PER_TRIAL, "judgements per trial")]
+    over = [(value, ceiling, what) for value, ceiling, what in sizes if value is not None and value > ceiling]
+    if over:
+        problems.append(f"The design has {_and(f'{_count(value)} {what}' for value, _, what in over)} (from {named}, "
+                        f"{n_systems} systems); the explorer's server takes at most "
+                        f"{_and(f'{ceiling:,} {what}' for _, ceiling, what in over)}{advice}")
+    return problems
+
+
 def ceiling_problems(config) -> list[str]:
     """Messages for a study larger than the server takes (:data:`CEILINGS`), each naming the field to lower.
 
     Only sizes are read (the design's counts are arithmetic): nothing of the study's size is built. A size
     made of several fields names them largest first, so the largest is marked on the page.
     """
+    problems = design_ceiling_problems(config.designs, config.model.n_systems)
     design = config.designs[0]
-    fields = sorted(DESIGN_KINDS[design.kind].fields, key=lambda name: -getattr(design, name))
-    named = " x ".join(f"'{name}'" for name in fields)
     advice = "; 'simdesign run' takes larger studies"
-    problems = []
-    if len(config.designs) > 1:
-        problems.append(f"The explorer shows one design at a time; the fields {named} describe "
-                        f"{len(config.designs)} (give one number in each)")
-    sizes = [(getattr(design, "blocks", None), CEILINGS["blocks"], "blocks"),
-             (design.docs, CEILINGS["docs"], "documents"), (design.annotators, CEILINGS["annotators"], "annotators"),
-             (design.judgements(config.model.n_systems), MAX_JUDGEMENTS_PER_TRIAL, "judgements per trial")]
-    over = [(value, ceiling, what) for value, ceiling, what in sizes if value is not None and value > ceiling]
-    if over:
-        problems.append(f"The design has {_and(f'{_count(value)} {what}' for value, _, what in over)} (from {named}, "
-                        f"{config.model.n_systems} systems); the explorer's server takes at most "
-                        f"{_and(f'{ceiling:,} {what}' for _, ceiling, what in over)}{advice}")
     judgements = design.judgements(config.model.n_systems)
     if config.trials > CEILINGS["trials"]:
         problems.append(f"The 'trials' field is {_count(config.trials)}; the explorer's server takes at most "
