@@ -148,3 +148,32 @@ def test_no_local_worker_outlives_a_killed_coordinator(tmp_path, backend):
     for pid in left:  # leave nothing behind whatever the outcome
         os.kill(pid, signal.SIGKILL)
     assert left == [], f"still alive 5 s after the coordinator was killed: {left}"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_no_explorer_worker_outlives_a_killed_server():
+    """The explorer's own worker pool (spawned processes) ends with its server, even one killed with SIGKILL."""
+    pytest.importorskip("flask")
+    server = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from simdesign.cli import main; sys.exit(main(sys.argv[1:]))", "explore",
+         "--port", "0", "--workers", "2"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        workers: set[int] = set()
+        while time.monotonic() < deadline and len(workers) < 2:
+            time.sleep(0.3)  # the pool starts its workers while the server starts
+            workers = {pid for pid in children(server.pid) if "python" in (Path("/proc") / str(pid) / "cmdline")
+                       .read_bytes().decode(errors="replace")}
+        assert len(workers) >= 2, workers
+    finally:
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(alive(pid) for pid in workers):
+        time.sleep(0.1)
+    left = sorted(pid for pid in workers if alive(pid))
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], f"explorer workers still alive 5 s after the server was killed: {left}"

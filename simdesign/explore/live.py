@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import multiprocessing
+import os
 import signal
 import threading
 import time
@@ -51,10 +52,14 @@ def _warm_up() -> None:
     import simdesign.simulation.engine  # noqa: F401
 
 
-def _start_worker() -> None:
+def _start_worker(server: int) -> None:
     """A worker ignores Ctrl-C, which a terminal sends to the server and its workers alike: the server stops
-    them (an idle worker dying on it would hold the pool's task lock, and the server would wait for it)."""
+    them (an idle worker dying on it would hold the pool's task lock, and the server would wait for it). It
+    ends by itself soon after the server is gone, even when the server was killed (no orphans)."""
+    from simdesign.runner.workers import watch_coordinator
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    watch_coordinator(server)
     _warm_up()
 
 
@@ -103,7 +108,7 @@ class ChunkPool:
                 self._warm.clear()
                 # spawn: a fork of a threaded web server may copy a lock held by another thread
                 context = multiprocessing.get_context("spawn")
-                self._pool = context.Pool(self.workers, initializer=_start_worker)
+                self._pool = context.Pool(self.workers, initializer=_start_worker, initargs=(os.getpid(),))
                 warm = self._warm
                 self._pool.apply_async(_warm_up, callback=lambda _: warm.set())
 
