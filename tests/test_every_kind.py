@@ -34,7 +34,9 @@ PANEL = {"name": "ps", "model": "coherence", "docs": 4, "trials": 8, "subsamples
 METRIC = {"name": "mv", "model": "coherence", "population": {"kind": "normal"},
           "metric": {"summary_correlation": 0.5, "system_correlation": 0.8}, "systems": [5, 6], "documents": [10],
           "methods": ["pearson"], "trials": 8, "bootstrap_resamples": 20, "permutation_resamples": 20, "seed": 3}
-SWEEP = {**RATES, "name": "sw", "estimands": [], "sweep": {"effect": ["zero", 0.5]}}
+# the swept key is not also given at the top level (a config doing so is refused: its value would be ignored)
+SWEEP = {**{key: value for key, value in RATES.items() if key != "effect"}, "name": "sw", "estimands": [],
+         "sweep": {"effect": ["zero", 0.5]}}
 COINS = {"name": "coins", "coins": [0.2, 0.7], "flips": 20, "trials": 30, "seed": 4}
 KINDS = {"rates": RATES, "replication": REPLICATION, "panels": PANEL, "metric-validation": METRIC, "sweep": SWEEP,
          "coin-flips": COINS}

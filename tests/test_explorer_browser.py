@@ -213,14 +213,16 @@ def switch_to_power(page, trials: str = "300"):
 
 
 def test_the_power_view_shows_the_design_on_power_curves_without_an_error(page):
-    switch_to_power(page)
+    key = switch_to_power(page)
     wait_for(page, "return document.getElementById('status').dataset.status === 'done'", FIRST_RESULT_TIMEOUT,
              "the power run to finish")
-    # the second view is drawn for the finished run, or says why not: either ends the wait
+    # the second view is drawn for the finished power run (its key in the picture's name: the type I run
+    # of 300 trials before it drew a picture ending in -300.png too), or says why not: either ends the wait
     shown = wait_for(page, "const i = document.getElementById('position-picture'); "
                            "const m = document.getElementById('position-message').textContent; "
                            "return (m && 'message: ' + m) || (i.complete && i.naturalWidth > 0 && "
-                           "i.getAttribute('src') && i.getAttribute('src').includes('-300.png') && 'picture')",
+                           "i.getAttribute('src') && i.getAttribute('src').includes('-300.png') && "
+                           f"i.getAttribute('src').includes('position-{key[:16]}') && 'picture')",
                      60, "the position view of the power run")
     assert shown == "picture", shown
     table = page.execute_script("return document.getElementById('curve-table').value")
