@@ -241,3 +241,34 @@ def test_replication_figure_draws_from_a_summary(tmp_path):
     assert trial_counts(table) == "3 trials"
     (path,) = plot_replication(table, tmp_path / "replication", "test (3 trials)")
     assert path.is_file() and path.stat().st_size > 10_000
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The shipped replication config and the committed type I table (issue 31 part 3)
+
+# ttest_doc stays in configs/replication.yaml only as the labelled contrast of a liberal test
+REPLICATION_CONTRASTS = {"ttest_doc"}
+
+
+def test_replication_config_tests_hold_their_level_in_the_committed_type1_table():
+    """Every test the replication config relies on holds 0.075 (upper 95% bound, the planner's rule) at every design
+    of the config, as measured by configs/replication_type1.yaml (same model and designs, no effect), and the
+    contrast kept for comparison really is liberal there."""
+    from pathlib import Path
+
+    from simdesign.simulation.config import load_config
+
+    root = Path(__file__).resolve().parents[1]
+    config = load_config(root / "configs" / "replication.yaml")
+    measured = load_config(root / "configs" / "replication_type1.yaml")
+    assert measured.designs == config.designs and measured.model.name == config.model.name
+    table = pd.read_csv(root / "figures" / "replication_type1.csv")
+    type1 = table[table["estimand"] == "type1"].set_index(["design", "test"])
+    assert (type1["trials"] >= 500).all()
+    for test in config.tests:
+        for design in config.designs:
+            row = type1.loc[(design.label, test.label)]
+            if test.label in REPLICATION_CONTRASTS:
+                assert row["ci_low"] > 0.075, (design.label, test.label)
+            else:
+                assert row["ci_high"] <= 0.075, (design.label, test.label)
