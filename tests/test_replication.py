@@ -272,3 +272,31 @@ def test_replication_config_tests_hold_their_level_in_the_committed_type1_table(
                 assert row["ci_low"] > 0.075, (design.label, test.label)
             else:
                 assert row["ci_high"] <= 0.075, (design.label, test.label)
+
+
+def test_replication_joint_script_counts_agree_with_the_summary(tmp_path):
+    """scripts/replication_joint.py rescores the stored trials itself; its counts must match the summary's F1 rows:
+    with no bound on r, 'F1 <= 1' counts the trials with a defined F1 and 'F1 <= 0.999' those not reproduced."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    mapping = {"name": "joint", "model": "coherence", "effect": "fitted", "tests": ["ttest_doc"],
+               "designs": [{"kind": "overlap", "shared_docs": 10, "unique_docs_per_annotator": 0, "annotators": 3}],
+               "replication": {"tolerance": 0}, "trials": 40, "seed": 5}
+    summary = api.simulate(mapping, out_dir=tmp_path / "run", jobs=1, progress=False).summary()
+    rows = summary[summary["test"] == "ttest_doc"].set_index("estimand")
+    defined = int(rows.loc["significance_f1", "n_tests"])
+    reproduced = round(rows.loc["significance_reproduced", "rate"] * defined)
+    assert 0 < reproduced < defined < 40  # the case exercises all three kinds of trial
+
+    def both(f1_max: float) -> int:
+        out = subprocess.run([sys.executable, str(root / "scripts" / "replication_joint.py"), "--out",
+                              str(tmp_path / "run"), "--design", "overlap-S10-U0-A3", "--f1-max", str(f1_max),
+                              "--r-min", "-1"], capture_output=True, text=True, check=True).stdout
+        return int(re.search(r"ttest_doc: .* both in (\d+) of 40", out).group(1))
+
+    assert both(1.0) == defined
+    assert both(0.999) == defined - reproduced
