@@ -241,3 +241,62 @@ def test_replication_figure_draws_from_a_summary(tmp_path):
     assert trial_counts(table) == "3 trials"
     (path,) = plot_replication(table, tmp_path / "replication", "test (3 trials)")
     assert path.is_file() and path.stat().st_size > 10_000
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The shipped replication config and the committed type I table (issue 31 part 3)
+
+# ttest_doc stays in configs/replication.yaml only as the labelled contrast of a liberal test
+REPLICATION_CONTRASTS = {"ttest_doc"}
+
+
+def test_replication_config_tests_hold_their_level_in_the_committed_type1_table():
+    """Every test the replication config relies on holds 0.075 (upper 95% bound, the planner's rule) at every design
+    of the config, as measured by configs/replication_type1.yaml (same model and designs, no effect), and the
+    contrast kept for comparison really is liberal there."""
+    from pathlib import Path
+
+    from simdesign.simulation.config import load_config
+
+    root = Path(__file__).resolve().parents[1]
+    config = load_config(root / "configs" / "replication.yaml")
+    measured = load_config(root / "configs" / "replication_type1.yaml")
+    assert measured.designs == config.designs and measured.model.name == config.model.name
+    table = pd.read_csv(root / "figures" / "replication_type1.csv")
+    type1 = table[table["estimand"] == "type1"].set_index(["design", "test"])
+    assert (type1["trials"] >= 500).all()
+    for test in config.tests:
+        for design in config.designs:
+            row = type1.loc[(design.label, test.label)]
+            if test.label in REPLICATION_CONTRASTS:
+                assert row["ci_low"] > 0.075, (design.label, test.label)
+            else:
+                assert row["ci_high"] <= 0.075, (design.label, test.label)
+
+
+def test_replication_joint_script_counts_agree_with_the_summary(tmp_path):
+    """scripts/replication_joint.py rescores the stored trials itself; its counts must match the summary's F1 rows:
+    with no bound on r, 'F1 <= 1' counts the trials with a defined F1 and 'F1 <= 0.999' those not reproduced."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    mapping = {"name": "joint", "model": "coherence", "effect": "fitted", "tests": ["ttest_doc"],
+               "designs": [{"kind": "overlap", "shared_docs": 10, "unique_docs_per_annotator": 0, "annotators": 3}],
+               "replication": {"tolerance": 0}, "trials": 40, "seed": 5}
+    summary = api.simulate(mapping, out_dir=tmp_path / "run", jobs=1, progress=False).summary()
+    rows = summary[summary["test"] == "ttest_doc"].set_index("estimand")
+    defined = int(rows.loc["significance_f1", "n_tests"])
+    reproduced = round(rows.loc["significance_reproduced", "rate"] * defined)
+    assert 0 < reproduced < defined < 40  # the case exercises all three kinds of trial
+
+    def both(f1_max: float) -> int:
+        out = subprocess.run([sys.executable, str(root / "scripts" / "replication_joint.py"), "--out",
+                              str(tmp_path / "run"), "--design", "overlap-S10-U0-A3", "--f1-max", str(f1_max),
+                              "--r-min", "-1"], capture_output=True, text=True, check=True).stdout
+        return int(re.search(r"ttest_doc: .* both in (\d+) of 40", out).group(1))
+
+    assert both(1.0) == defined
+    assert both(0.999) == defined - reproduced

@@ -26,6 +26,7 @@ import pandas as pd
 from simdesign.core.errors import ConfigError
 from simdesign.core.seeds import analysis_rng
 from simdesign.core.suggest import suggestions
+from simdesign.model.common import effect_scale
 from simdesign.runner.stores import claim_store, release_stores_under
 from simdesign.simulation.config import TOP_LEVEL_KEYS, parse_config, read_config_mapping
 from simdesign.simulation.engine import run_simulation
@@ -199,7 +200,8 @@ def size_adjusted_rows(summary: pd.DataFrame, runs: list) -> pd.DataFrame:
 
 
 AXIS_LABELS = {"shared_document_covariance": "document difficulty shared by the systems\n"
-                                             "(mean covariance of their document random parts)"}
+                                             "(mean covariance of their document random parts)",
+               "effect_multiple": "effect (multiple of the fitted effects)"}
 
 
 def shared_document_covariance(model) -> float:
@@ -231,6 +233,10 @@ def plot_sweep(summary: pd.DataFrame, x: str, title: str, out_base: Path,
 
     from simdesign.simulation.plots import save_png
 
+    # rows without a test (a replication's r and matching accuracy) are not rates of a test: not drawn here
+    summary = summary[summary["test"].notna() & (summary["test"] != "")]
+    # a summary built in memory may hold its rates as objects (rows with missing values): matplotlib needs floats
+    summary = summary.assign(**{column: pd.to_numeric(summary[column]) for column in ("rate", "ci_low", "ci_high")})
     present = [e for e in estimands if (summary["estimand"] == e).any()]
     fig = Figure(figsize=(5.2 * len(present), 4.6))
     axes = fig.subplots(1, len(present), squeeze=False)
@@ -263,6 +269,16 @@ def draw_sweep(raw: dict, summary: pd.DataFrame, out_base: Path) -> list[Path]:
     # the shared part of document difficulty (what a paired test cancels), not the intercept variance alone:
     # the paper's models have intercepts negatively correlated with the slopes (shared_document_covariance)
     x = "shared_document_covariance" if "document_intercept_scale" in raw["sweep"] else next(iter(raw["sweep"]))
+    if x == "effect":
+        # the summary labels effects ('x0.5', 'zero', 'fitted'); the axis needs their multiples of the fitted ones
+        scales = {}
+        for value in raw["sweep"]["effect"]:
+            scale = effect_scale(value)
+            scales[value if isinstance(value, str) else f"x{value:g}"] = scale
+            if scale == 0:
+                scales["zero"] = 0.0
+        summary = summary.assign(effect_multiple=summary["effect"].map(scales))
+        x = "effect_multiple"
     trials = int(summary["trials"].max())
     designs = ", ".join(summary["design"].unique())
     title = (f"{raw['name']}: model {raw['model']}, {designs}; {trials} trials per point "
