@@ -52,7 +52,7 @@ from simdesign.model import OrdinalMixedModel, effect_scale
 from simdesign.model.panels import PanelSpec, expected_output_scores, parse_panels, sample_panels
 from simdesign.core.suggest import suggestions
 from simdesign.simulation.config import likert_model_or_problem, read_config_mapping, resolve_model
-from simdesign.runner.study import study_field_problems
+from simdesign.runner.study import missing_runs, study_field_problems
 from simdesign.simulation.panel_tests import PANEL_TESTS, TRIAL_COLUMNS, significance_rows, true_differences
 from simdesign.runner.backends import BackendSpec, ChunkExecutor
 from simdesign.runner.execute import backend_spec, run_chunks
@@ -385,18 +385,6 @@ def _stored_trials(chunks_dir: Path, config: PanelStudyConfig, label: str) -> se
     return done
 
 
-def _missing_runs(done: set[int], trials: int, chunk_size: int) -> list[tuple[int, int]]:
-    """(first, stop) runs of at most ``chunk_size`` consecutive trials < ``trials`` not in ``done``."""
-    runs, first = [], None
-    for trial in range(trials + 1):
-        if first is not None and (trial == trials or trial in done or trial - first == chunk_size):
-            runs.append((first, trial))
-            first = None
-        if first is None and trial < trials and trial not in done:
-            first = trial
-    return runs
-
-
 def run_panel_study(config: PanelStudyConfig, out_dir, jobs: int = 1, progress: bool = False,
                     backend="loky") -> pd.DataFrame:
     """Simulate every trial of every crowd setting not yet stored in ``out_dir``; return all per-trial rows.
@@ -435,7 +423,7 @@ def _run_missing_chunks(config: PanelStudyConfig, out_dir: Path, chunks_dir: Pat
 
     def plan() -> list[tuple[str, int, int]]:
         return [(label, first, stop) for label in settings
-                for first, stop in _missing_runs(_stored_trials(chunks_dir, config, label), config.trials,
+                for first, stop in missing_runs(_stored_trials(chunks_dir, config, label), config.trials,
                                                  config.chunk_size)]
 
     def save(chunk: tuple, result: tuple) -> None:
