@@ -29,6 +29,7 @@ def _run(raw, out, **backend):
         ["design", "test", "trial", "pair"], ignore_index=True)
 
 
+@pytest.mark.slow  # a second or more: the full suite runs it, the fast tier stays under a minute
 def test_fork_gives_the_results_of_loky_and_threads(tmp_path):
     forked = _run(SMALL, tmp_path / "fork", backend="fork", jobs=2)
     assert len(forked) == 30 * 2 * 3 * 10

@@ -163,6 +163,7 @@ def _per_output_swap(X, Y):
     return np.where(mask, Y, X), np.where(mask, X, Y)
 
 
+@pytest.mark.slow  # a second or more: the full suite runs it, the fast tier stays under a minute
 @pytest.mark.parametrize("level,scheme", [("system", "systems"), ("system", "inputs"), ("system", "both"),
                                           ("global", "inputs"), ("global", "both")])
 def test_permutation_p_values_agree_with_nlpstats_on_the_example(example, level, scheme):

@@ -100,6 +100,7 @@ def test_trials_to_decide_follows_the_square_root_law():
     assert trials_to_decide(R, 0.05) == float("inf")
 
 
+@pytest.mark.slow  # a second or more: the full suite runs it, the fast tier stays under a minute
 def test_the_budget_goal_answers_and_recommends_a_liberal_design_at_most_at_the_bound():
     # 10 powerful candidates just above max_type1 (0.077 against 0.075) and one weaker one that clearly holds
     # it (0.03): most powerful ones reach the cap undecided, the search goes on to the weaker one, and a few
@@ -119,6 +120,7 @@ def test_the_budget_goal_answers_and_recommends_a_liberal_design_at_most_at_the_
     assert sum(p is not None and p.candidate.key == keys[-1] for p in picks) >= 36
 
 
+@pytest.mark.slow  # a second or more: the full suite runs it, the fast tier stays under a minute
 def test_the_first_users_budget_case_recommends_a_design_that_holds_its_level():
     # configs/plan_budget_150.yaml: the most powerful affordable candidates use ttest_doc, whose type I error
     # sits near max_type1 on these designs; before issue 33 the search answered "nothing recommended".

@@ -274,6 +274,7 @@ def test_replication_config_tests_hold_their_level_in_the_committed_type1_table(
                 assert row["ci_high"] <= 0.075, (design.label, test.label)
 
 
+@pytest.mark.slow  # a second or more: the full suite runs it, the fast tier stays under a minute
 def test_replication_joint_script_counts_agree_with_the_summary(tmp_path):
     """scripts/replication_joint.py rescores the stored trials itself; its counts must match the summary's F1 rows:
     with no bound on r, 'F1 <= 1' counts the trials with a defined F1 and 'F1 <= 0.999' those not reproduced."""
