@@ -63,8 +63,7 @@ def did_you_mean(word, allowed) -> str:
     >>> did_you_mean("coherance", ["coherence", "repetition"])
     " (did you mean 'coherence'?)"
     """
-    found = closest(word, allowed)
-    return f" (did you mean {found[0]!r}?)" if found else ""
+    return suggestions([word], allowed)
 
 
 def suggestions(words, allowed) -> str:
@@ -86,10 +85,10 @@ def suggestions(words, allowed) -> str:
     >>> suggestions(["tirals", "colour"], ["trials", "seed"])
     " (did you mean 'trials' for 'tirals'?)"
     """
-    allowed = list(allowed)
+    words, allowed = list(words), list(allowed)  # read twice below: a generator would be empty the second time
     pairs = [(word, found[0]) for word in words for found in [closest(word, allowed)] if found]
     if not pairs:
         return ""
-    if len(pairs) == 1 and len(list(words)) == 1:
+    if len(pairs) == 1 and len(words) == 1:
         return f" (did you mean {pairs[0][1]!r}?)"
     return " (did you mean " + ", ".join(f"{right!r} for {wrong!r}" for wrong, right in pairs) + "?)"
