@@ -181,13 +181,15 @@ def check_controls(form: dict) -> Checked:
         checked.add(too_long)
         return checked
     checked = Checked(mapping=config_mapping(form))
-    early = early_ceiling_problems(checked.mapping)
-    if early:  # the server's ceilings are lower than a run's: name the field to lower at its control
-        checked.add(early)
-        return checked
     try:
         checked.config = parse_config(checked.mapping)
     except ConfigError as exc:
+        # A design beyond a run's own size ceilings is beyond the server's lower ones too: say so in the
+        # server's words, at the control to lower, rather than in the run's (which name no control).
+        early = early_ceiling_problems(checked.mapping)
+        if early:
+            checked.add(early)
+            return checked
         checked.add(exc.messages)
     if checked.config is not None:
         checked.add(ceiling_problems(checked.config))
