@@ -69,5 +69,5 @@ def study_size_problems(designs, n_systems: int, analyses=(), art_resamples: int
     counts += [(f"{spec.label}: {option}", spec.options[option]) for spec in analyses for option in RESAMPLE_OPTIONS
                if isinstance(spec.options.get(option), int)]
     problems += [f"The '{where}' asks for {count:,} resamples; the ceiling is {MAX_RESAMPLES:,}"
-                 for where, count in counts if isinstance(count, int) and count > MAX_RESAMPLES]
+                 for where, count in counts if count > MAX_RESAMPLES]
     return problems
