@@ -12,6 +12,7 @@ This module imports nothing else of simdesign, so every layer may read it.
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -114,6 +115,10 @@ class Estimand:
 ESTIMANDS: dict[str, Estimand] = {}
 """Registry: estimand name -> :class:`Estimand`, in registration order (the order of a summary's rows)."""
 
+REGISTERED_IN: dict[str, str] = {}
+"""Estimand name -> the module that registered it: the one place its name may be written
+(tests/test_registries.py reads every other module's source for it)."""
+
 
 def register_estimand(info: Estimand) -> Estimand:
     """Add ``info`` to :data:`ESTIMANDS`.
@@ -133,12 +138,15 @@ def register_estimand(info: Estimand) -> Estimand:
     if problems:
         raise ValueError("; ".join(problems))
     ESTIMANDS[info.name] = info
+    caller = inspect.currentframe().f_back
+    REGISTERED_IN[info.name] = caller.f_globals.get("__name__", "") if caller is not None else ""
     return info
 
 
 def unregister_estimand(name: str) -> None:
     """Remove an estimand (for tests that register one of their own for a while)."""
     ESTIMANDS.pop(name, None)
+    REGISTERED_IN.pop(name, None)
 
 
 def estimand(name: str) -> Estimand | None:

@@ -107,7 +107,7 @@ import numpy as np
 import pandas as pd
 
 from simdesign.analyses import system_pairs
-from simdesign.simulation.config import parse_config, stable_digest
+from simdesign.simulation.config import stable_digest
 from simdesign.simulation.backends import DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, r_backed
 from simdesign.simulation.engine import check_backends, execute_chunks, plan_chunks
 from simdesign.planning.methods import check_engine_method, method_config, method_of_label
@@ -389,12 +389,10 @@ class _StudyStore:
         # the mapping keys are store names ('block', 'block-rank'), the dicts below are keyed by design kind.
         self.method = config.methods[0]
         check_engine_method(self.method)
-        for name, raw in config.simulation_config_mappings(effect).items():
-            family = name.split("-")[0]
-            sim_config = parse_config(raw)
+        for name, (family, sim_config) in config.simulation_configs(effect).items():
             check_backends(sim_config)
             store = ResultsStore(out_dir / subdirectory / name)
-            store.prepare(sim_config, raw)
+            store.prepare(sim_config)
             self.sim_configs[family], self.stores[family] = sim_config, store
             self.cache_paths[family] = out_dir / CACHE_DIR / f"{subdirectory}-{name}.parquet"
         self.designs = {d.label: d for c in self.sim_configs.values() for d in c.designs}

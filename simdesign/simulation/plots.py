@@ -14,17 +14,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from simdesign.simulation.config import FigureSpec
-from simdesign.core.designs import DESIGN_KINDS, shape_of_row
+from simdesign.core.designs import DESIGN_KINDS, shape_markers, shape_of_row
 from simdesign.core.estimands import estimand_label, is_rate
 
 AXIS_NAMES = {"annotators": "annotators in total", "judgements": "judgements in total", "docs": "documents",
               "blocks": "blocks", "annotators_per_block": "annotators per block",
               "judgements_per_output": "judgements per output"}
 LINESTYLES = ("-", "--", ":", "-.")
-# With colour by test, design kinds are told apart by line style and marker (each kind's plot_style),
-# so designs of different kinds are never joined by one line.
-KIND_STYLES = {kind: cls.plot_style for kind, cls in DESIGN_KINDS.items()}
-SHAPE_MARKERS = {shape: cls.plot_style[1] for cls in DESIGN_KINDS.values() for shape in cls.shapes}
 
 log = logging.getLogger(__name__)
 
@@ -167,12 +163,14 @@ def _draw_lines(ax, rows: pd.DataFrame, figure: FigureSpec, estimand: str, desig
         if shape:
             colour = colours[shapes.index(shape) % len(colours)]
             style = LINESTYLES[tests.index(test) % len(LINESTYLES)]
-            marker = SHAPE_MARKERS.get(shape, "o")
+            marker = shape_markers().get(shape, "o")
             label = f"{shape}, {test}" if test else shape
         else:
             # Reliability estimands have no test (their 'test' is empty): label the line by the estimand.
             colour = colours[tests.index(test) % len(colours)]
-            style, marker = KIND_STYLES.get(kind, ("-", "o"))
+            # with colour by test, design kinds are told apart by line style and marker (each kind's plot_style),
+            # so designs of different kinds are never joined by one line
+            style, marker = DESIGN_KINDS[kind].plot_style if kind in DESIGN_KINDS else ("-", "o")
             label = test or estimand
             if len(kinds) > 1:
                 label = f"{label} ({kind})"

@@ -185,14 +185,14 @@ EstimandInfo = Estimand  # the rate study's former name of a registry entry (sim
 RATE_STUDY = "rates"  # the study kind of the per-test rates below and of the requestable per-trial values
 
 
-def test_rate_estimands() -> tuple[Estimand, ...]:
+def rates_of_a_test() -> tuple[Estimand, ...]:
     """The registered rates of a (design, test) the rate study computes from rejections, in registration order."""
     return tuple(info for info in estimands_of(RATE_STUDY) if not info.requestable)
 
 
 def estimand_names(is_null: bool, random_effects: bool = True) -> tuple[str, ...]:
     """Names of the estimands the summary has under the null (``effect: zero``) or an effect."""
-    return tuple(info.name for info in test_rate_estimands() if info.applies(is_null, random_effects))
+    return tuple(info.name for info in rates_of_a_test() if info.applies(is_null, random_effects))
 
 
 def _type1(table: Rejections, group):
@@ -273,14 +273,14 @@ for _info in (
 def summarise_group(group: pd.DataFrame, alpha: float, is_null: bool, random_effects: bool = False) -> list[dict]:
     """Estimand rows for one (design, test); ``group`` sorted by trial, pair.
 
-    Every registered rate of a test (:func:`test_rate_estimands`) that applies under the
+    Every registered rate of a test (:func:`rates_of_a_test`) that applies under the
     hypothesis; ``random_effects`` (the registry's
     :attr:`AnalysisInfo.random_effects`) adds ``singular_rate``: only a mixed
     model can have a boundary fit.
     """
     table = rejections(group, alpha)
     rows = []
-    for info in test_rate_estimands():
+    for info in rates_of_a_test():
         if not info.applies(is_null, random_effects):
             continue
         computed = info.compute(table, group)
