@@ -7,6 +7,7 @@ design kind (the shapes and 'search' keys are read from the registry when a plan
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import plugin_design_kind
@@ -154,3 +155,35 @@ def test_the_planner_searches_a_design_kind_registered_after_it_was_imported(tmp
     assert isinstance(store.config, SimulationConfig) and not store.trials.empty
     assert (tmp_path / "plan" / "plan.csv").is_file()
     assert any(path.suffix == ".png" for path in (tmp_path / "plan").iterdir())  # the cost-power figure
+
+
+def test_the_rate_study_kind_runs_chosen_trials_as_the_engine_does(tmp_path):
+    """The planner's path (the rate study kind's interface: open_store, trial_chunks, compute_chunks) stores
+    the rows a plain run stores."""
+    from simdesign.runner.backends import BackendSpec, ChunkExecutor
+    from simdesign.runner.study import REGISTERED
+    from simdesign.runner.stores import release_stores_under
+
+    config = parse_config(rates_config(trials=12, estimands=["mean_score"]))
+    plain = simdesign.simulate(config, out_dir=tmp_path / "plain", backend="threading", jobs=1).trials
+    kind = REGISTERED["rates"]
+    store = kind.open_store(config, tmp_path / "chosen")
+    try:
+        with ChunkExecutor(BackendSpec("threading", 1)) as executor:
+            for first, stop in ((0, 5), (5, 12)):  # in two looks, as the planner extends a candidate
+                chunks = [chunk for chunk in kind.trial_chunks(config, store, stop) if chunk.stop_trial > first]
+                kind.compute_chunks(config, executor, lambda: chunks, lambda chunk, rows: store.write_chunk(
+                    chunk.design.label, chunk.first_trial, chunk.stop_trial, [s.label for s in chunk.analyses],
+                    rows), 0)
+    finally:
+        release_stores_under(tmp_path / "chosen")
+    chosen = kind.stored_rows(config, tmp_path / "chosen")
+    columns = [c for c in plain.columns if c != "fit_seconds"]
+    order = ["design", "test", "trial", "pair"]
+    pd.testing.assert_frame_equal(chosen[columns].sort_values(order, ignore_index=True),
+                                  plain[columns].sort_values(order, ignore_index=True))
+    assert kind.summarise(config, chosen)["estimand"].tolist() == result_estimands(config, plain)
+
+
+def result_estimands(config, rows) -> list:
+    return summarise(config, rows)["estimand"].tolist()
