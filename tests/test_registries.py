@@ -353,3 +353,47 @@ def test_no_module_special_cases_an_estimand_by_name():
     assert not problems, "\n".join(problems)
     stale = {(module, name) for module, names in ALLOWED_MENTIONS.items() for name in names} - used
     assert not stale, f"ALLOWED_MENTIONS entries no longer needed (remove them): {sorted(stale)}"
+
+
+TINY_STUDIES = {
+    "rates": {"name": "r", "model": "coherence", "effect": "zero", "tests": ["ttest_doc", "clmm_native"],
+              "trials": 6, "seed": 2, "estimands": ["krippendorff_alpha", "shr"],
+              "designs": [{"kind": "block", "blocks": 4, "docs_per_block": 2, "annotators_per_block": 2}]},
+    "replication": {"name": "rep", "model": "coherence", "effect": "fitted", "tests": ["ttest_doc"], "trials": 6,
+                    "seed": 3, "replication": {"tolerance": 0},
+                    "designs": [{"kind": "overlap", "shared_docs": 4, "unique_docs_per_annotator": 2,
+                                 "annotators": 3}]},
+    "panels": {"name": "ps", "model": "coherence", "docs": 4, "trials": 4, "subsamples": 2, "bootstrap": 10,
+               "seed": 3, "panels": {"expert": {"annotators": 2, "judge": "all"},
+                                     "crowd": {"pool": 10, "per_output": 4}}},
+    "metric-validation": {"name": "mv", "model": "coherence", "population": {"kind": "normal"},
+                          "metric": {"summary_correlation": 0.5, "system_correlation": 0.8},
+                          "second_metric": {"summary_correlation": 0.5, "system_correlation": 0.6},
+                          "heldout": True, "summary_intervals": True, "systems": [5], "documents": [10],
+                          "methods": ["pearson"], "trials": 4, "bootstrap_resamples": 20,
+                          "permutation_resamples": 20, "seed": 3},
+    "sweep": {"name": "sw", "model": "coherence", "tests": ["ttest_doc"], "trials": 6, "seed": 2,
+              "designs": [{"kind": "block", "blocks": 4, "docs_per_block": 2, "annotators_per_block": 2}],
+              "sweep": {"effect": ["zero", 0.5]}},
+}
+
+
+@pytest.mark.slow  # a tiny study of every built-in kind: about half a minute
+def test_every_study_kind_reports_only_its_registered_estimands_and_each_of_them(tmp_path):
+    reported: dict[str, set] = {}
+    for kind, mapping in TINY_STUDIES.items():
+        result = simdesign.simulate(mapping, out_dir=tmp_path / kind, jobs=1, backend="threading")
+        summary = result.summary()
+        names = set(summary["estimand"])
+        registered = {info.name for info in ESTIMANDS.values() if kind in info.study_kinds}
+        assert names <= registered, (kind, sorted(names - registered))
+        reported.setdefault(kind, set()).update(names)
+    # the panel study reports its tests' rates in a table of their own (significance.csv): not run here
+    not_run = {"panels": {"type1", "power", "type_s"}}
+    for info in ESTIMANDS.values():
+        for kind in set(info.study_kinds) & set(TINY_STUDIES):
+            if info.name in not_run.get(kind, ()) or info.name in {"mean_score"}:  # test-only: tests/test_plugins.py
+                continue
+            # the null run of a study has no power rows, an effect run no type I error: one of them suffices
+            assert info.name in reported[kind] or any(
+                info.name in reported[other] for other in info.study_kinds if other in reported), (kind, info.name)

@@ -181,7 +181,6 @@ def rejections(group: pd.DataFrame, alpha: float) -> Rejections:
                       true_diff=group["true_diff"].to_numpy().reshape(shape)[0], status=status)
 
 
-EstimandInfo = Estimand  # the rate study's former name of a registry entry (simdesign.core.estimands)
 RATE_STUDY = "rates"  # the study kind of the per-test rates below and of the requestable per-trial values
 
 
@@ -247,20 +246,22 @@ def _singular_rate(table: Rejections, group):
     return rate_from_shares(singular, trials), int(table.failed.sum()), "share of fits on the boundary (kept)"
 
 
-# The study kinds whose summaries hold the rates of a test (a replication and a sweep run the rate engine).
+# The study kinds whose summaries hold the rates of a test (a replication and a sweep run the rate engine; a
+# panel study reports type I error, power and type S of its tests on aggregated panels, panel_tests.py).
 TEST_RATE_KINDS = (RATE_STUDY, "replication", "sweep")
+PANEL_RATES = TEST_RATE_KINDS + ("panels",)
 for _info in (
-    Estimand("type1", TEST_RATE_KINDS, "rate", "type I error rate", _type1,
+    Estimand("type1", PANEL_RATES, "rate", "type I error rate", _type1,
              "share of pairs rejected when no system differs", under="null", nominal_level=True,
              roles=("null_rate",)),
     Estimand("familywise", TEST_RATE_KINDS, "rate", "family-wise error", _familywise,
              "share of trials with at least one false rejection", under="null", nominal_level=True),
-    Estimand("power", TEST_RATE_KINDS, "rate", "power (right direction)", _power,
+    Estimand("power", PANEL_RATES, "rate", "power (right direction)", _power,
              "share of truly different pairs rejected in the right direction; failures count as non-rejections",
              under="effect", roles=("effect_rate",)),
     Estimand("power_fitted", TEST_RATE_KINDS, "rate", "power (failed fits excluded)", _power_fitted,
              "power among the tests that did not fail", under="effect"),
-    Estimand("type_s", TEST_RATE_KINDS, "rate", "type S rate", _type_s,
+    Estimand("type_s", PANEL_RATES, "rate", "type S rate", _type_s,
              "share of truly different pairs rejected in the wrong direction", under="effect"),
     Estimand("failure_rate", TEST_RATE_KINDS, "rate", "failure rate", _failure_rate,
              "share of tests that failed (no p-value)", roles=("failure_share",)),
