@@ -293,9 +293,17 @@ ALLOWED_MENTIONS = {
 FOLDED_METHODS = {"lower", "upper", "strip", "casefold", "title", "capitalize"}
 
 
+def _constant(node: ast.AST):
+    """A string (folded) or number a source spells out, or None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return node.value
+    return _folded(node)
+
+
 def _folded(node: ast.AST) -> str | None:
     """The text a string expression spells out from constants alone: a constant, constants joined with ``+``,
-    an f-string or ``sep.join([...])`` of them, or a case change of one; None for anything else."""
+    an f-string, ``%``, ``.format``, ``.replace`` or ``sep.join([...])`` of them, or a case change of one; None
+    for anything else."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
@@ -304,10 +312,26 @@ def _folded(node: ast.AST) -> str | None:
     if isinstance(node, ast.JoinedStr):
         parts = [_folded(value.value if isinstance(value, ast.FormattedValue) else value) for value in node.values]
         return None if None in parts else "".join(parts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):  # "%s%s" % ("ty", "pe1")
+        template = _folded(node.left)
+        values = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+        parts = [_constant(value) for value in values]
+        if template is not None and None not in parts:
+            try:
+                return template % tuple(parts)
+            except (TypeError, ValueError):
+                return None
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         owner = _folded(node.func.value)
         if owner is not None and node.func.attr in FOLDED_METHODS and not node.args:
             return getattr(owner, node.func.attr)()
+        if owner is not None and node.func.attr in ("format", "replace") and not node.keywords:
+            parts = [_constant(arg) for arg in node.args]
+            if None not in parts:
+                try:
+                    return getattr(owner, node.func.attr)(*parts)
+                except (IndexError, KeyError, TypeError, ValueError):
+                    return None
         if owner is not None and node.func.attr == "join" and len(node.args) == 1 \
                 and isinstance(node.args[0], (ast.List, ast.Tuple)):
             parts = [_folded(element) for element in node.args[0].elts]
@@ -327,9 +351,12 @@ def estimand_mentions(source: str) -> dict[str, list[int]]:
 
 def test_the_mention_finder_sees_through_rewording():
     source = ('x = "singular" + "_rate"\ny = f"{\'type\'}1"\nz = "_".join(["pow" + "er", "fitted"])\n'
-              'w = "Failure_Rate".lower()\nv = ("ty" "pe_s")\nu = "power (right direction)"\n')
-    assert estimand_mentions(source) == {"singular_rate": [1], "type1": [2], "power_fitted": [3], "power": [3],
-                                         "failure_rate": [4], "type_s": [5]}
+              'w = "Failure_Rate".lower()\nv = ("ty" "pe_s")\nu = "power (right direction)"\n'
+              't = "%s_%s" % ("familywise", "x")[:10]\ns = "type{}".format(1)\nr = "shr".upper()\n'
+              'q = "fami" "lywise"\np = "krippendorff-alpha".replace("-", "_")\n')
+    assert estimand_mentions(source) == {"singular_rate": [1], "type1": [2, 8], "power_fitted": [3], "power": [3],
+                                         "failure_rate": [4], "type_s": [5], "familywise": [7, 10],
+                                         "shr": [9], "krippendorff_alpha": [11]}
 
 
 def test_no_module_special_cases_an_estimand_by_name():

@@ -57,8 +57,6 @@ class Estimand:
         A rate that a valid test keeps at or below alpha (figures draw the alpha line beside it).
     roles : tuple of str
         See :data:`ROLES`.
-    needs_blocks : bool
-        Undefined on designs without blocks (a design kind without blocks refuses it in a config).
     """
 
     name: str
@@ -72,7 +70,6 @@ class Estimand:
     per_trial: Callable | None = field(default=None, compare=False)
     nominal_level: bool = False
     roles: tuple = ()
-    needs_blocks: bool = False
 
     @property
     def compute(self) -> Callable:
