@@ -106,8 +106,9 @@ def test_a_test_only_design_kind_is_simulated_summarised_and_plotted(tmp_path, r
     # the same data whoever samples it: the stored trial 3 of a ring design, sampled again here
     design = config.designs[0]
     again = config.model.sample(design, data_rng(SEED, design.label, 3, "likert"), "zero")
-    alpha_row = result.trials[(result.trials["design"] == design.label) & (result.trials["test"] == "krippendorff_alpha")
-                              & (result.trials["trial"] == 3)]
+    trials = result.trials
+    alpha_row = trials[(trials["design"] == design.label) & (trials["test"] == "krippendorff_alpha")
+                       & (trials["trial"] == 3)]
     from simdesign.stats.reliability import krippendorff_alpha
 
     assert alpha_row["estimate"].iloc[0] == pytest.approx(krippendorff_alpha(again))

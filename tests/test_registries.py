@@ -275,8 +275,6 @@ ALLOWED_MENTIONS = {
     "simdesign/pilot/rank_check.py": {"krippendorff_alpha", "shr"},
     # a design kind's registration: the estimands its configs refuse (refused_estimands)
     "simdesign/core/designs.py": {"shr"},
-    # the panel study computes the rate study's rates of a test on aggregated panels (its significance rows)
-    "simdesign/simulation/panel_tests.py": {"type1", "power", "type_s"},
     # homonyms: the word means something else there. Spearman's rho as a correlation method, and the panel
     # study's per-trial column of it (from which its 'spearman' estimand is the mean)
     "simdesign/api.py": {"spearman"},

@@ -493,7 +493,8 @@ def search_keys() -> tuple:
 
 def plan_colours() -> dict:
     """Design shape -> its colour in the plan figure, from every registered kind's ``plan_colours``."""
-    return {shape: colour for cls in DESIGN_KINDS.values() for shape, colour in getattr(cls, "plan_colours", {}).items()}
+    return {shape: colour for cls in DESIGN_KINDS.values()
+            for shape, colour in getattr(cls, "plan_colours", {}).items()}
 
 
 def shape_markers() -> dict:
