@@ -32,6 +32,7 @@ import pandas as pd
 from simdesign.simulation.config import SimulationConfig, load_config, parse_config
 from simdesign.simulation.replication import replication_work
 from simdesign.core.errors import ConfigError, DataError
+from simdesign.core.estimands import has_nominal_level
 from simdesign.outputs import (config_from_results, failure_table, figure_estimands, figure_title, write_figures,
                                write_outputs)
 from simdesign.simulation.store import ResultsStore
@@ -220,7 +221,7 @@ class SimulationResult:
         estimand = figure_estimands(self.config, estimand)[0]
         level = alpha if alpha is not None else self.config.alpha
         figure, _ = draw_summary(summary, self.config.figure, estimand, figure_title(self.config),
-                                 alpha=level if estimand in ("type1", "familywise") else None,
+                                 alpha=level if has_nominal_level(estimand) else None,
                                  designs={design.label: design for design in self.config.designs})
         if path is None:
             return figure

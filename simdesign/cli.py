@@ -15,7 +15,7 @@ import pandas as pd
 from simdesign import api
 from simdesign.simulation.backends import BACKENDS, DEFAULT_RETRIES
 from simdesign.simulation.config import SimulationConfig, config_warnings, load_config
-from simdesign.simulation.replication import REPLICATION_ESTIMANDS
+from simdesign.core.estimands import estimands_of
 from simdesign.core.errors import ConfigError, MissingBackendError, StoreError
 from simdesign.model import PRESETS, RankOnlyModel, load_model
 from simdesign.outputs import config_from_results, failure_report, write_outputs
@@ -98,8 +98,12 @@ def run_rates(args) -> int:
     if args.figure:
         result.plot(args.figure)
     if not args.quiet:
-        show = summary[summary["estimand"].isin(["type1", "power", "familywise", *config.estimands,
-                                                 *(REPLICATION_ESTIMANDS[:3] if config.replication else ())])]
+        # the rates a valid test keeps at alpha, the headline power, the requested values and a replication's own
+        shown = [info.name for info in estimands_of("rates") if info.nominal_level or "effect_rate" in info.roles]
+        if config.replication:
+            shown += [info.name for info in estimands_of("replication") if "rates" not in info.study_kinds
+                      and info.unit == "value"]
+        show = summary[summary["estimand"].isin([*shown, *config.estimands])]
         with pd.option_context("display.width", 160, "display.max_rows", 200):
             print(show[["design", "test", *(["method"] if "method" in show else []), "estimand", "rate", "ci_low",
                         "ci_high", "mcse", "n_failed"]]

@@ -8,6 +8,7 @@ import time
 
 import pandas as pd
 
+from simdesign.core.estimands import headline_estimand
 from simdesign.cli_study import (add_study_arguments, check_study_arguments, study_backend, study_out_dir,
                                  warn_if_deprecated, write_study_figures)
 
@@ -29,7 +30,7 @@ def add_parser(subparsers) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from simdesign.simulation.sweep import draw_sweep, run_sweep
+    from simdesign.simulation.sweep import SIZE_ADJUSTED, draw_sweep, run_sweep
 
     warn_if_deprecated(args, "sweep")
     check_study_arguments(args)
@@ -42,7 +43,8 @@ def cmd_sweep(args) -> int:
     paths += write_study_figures(args, out_dir, raw["name"], summary, lambda base: draw_sweep(raw, summary, base))
     print(f"wrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - started:.0f} s")
     if not args.quiet:
-        show = summary[summary["estimand"].isin(["type1", "power", "power_size_adjusted"])]
+        show = summary[summary["estimand"].isin([headline_estimand(True), headline_estimand(False),
+                                                 SIZE_ADJUSTED.name])]
         columns = [c for c in raw["sweep"] if c in show.columns] + ["test", "estimand", "rate", "mcse", "n_failed"]
         with pd.option_context("display.width", 160, "display.max_rows", 500):
             print(show[columns].to_string(index=False, float_format=lambda v: f"{v:.4f}"))

@@ -32,7 +32,7 @@ def run(args) -> int:
     from simdesign.simulation.panel_plots import draw_panel_study
     from simdesign.simulation.panel_study import load_panel_study, read_significance, run_panel_study
     from simdesign.simulation.panel_tests import summarise_significance
-    from simdesign.simulation.panel_summary import summarise_panel_study
+    from simdesign.simulation.panel_summary import KNEE, summarise_panel_study
 
     warn_if_deprecated(args, "panels")
     check_study_arguments(args)
@@ -51,10 +51,10 @@ def run(args) -> int:
     print(f"wrote {out_dir / 'summary.csv'} and {', '.join(str(p) for p in paths)} ({seconds:.0f} s)",
           file=sys.stderr)
     if not args.quiet:
-        knees = summary[summary["estimand"] == "knee"]
+        knees = summary[summary["estimand"] == KNEE.name]
         with pd.option_context("display.width", 160, "display.max_rows", 200):
             print(knees[["setting", "method", "target", "mean", "ci_low", "ci_high", "mcse"]]
-                  .rename(columns={"mean": "knee"}).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+                  .rename(columns={"mean": KNEE.name}).to_string(index=False, float_format=lambda v: f"{v:.3g}"))
             if config.tests:
                 print(significance[["setting", "method", "test", "k", "estimand", "rate", "ci_low", "ci_high",
                                     "mcse"]].to_string(index=False, float_format=lambda v: f"{v:.3g}"))

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from simdesign.core.errors import ConfigError
+from simdesign.core.estimands import has_nominal_level, headline_estimand, role_name
 from simdesign.simulation.config import SimulationConfig, parse_config
 from simdesign.simulation.store import ResultsStore
 
@@ -27,7 +28,7 @@ def figure_estimand(config: SimulationConfig) -> str:
         return config.figure.estimand
     if not config.analyses and config.estimands:  # a reliability-only config has no rates to draw
         return config.estimands[0]
-    return "type1" if config.is_null else "power"
+    return headline_estimand(config.is_null)
 
 
 def figure_title(config: SimulationConfig) -> str:
@@ -56,7 +57,7 @@ def write_figures(config: SimulationConfig, summary: pd.DataFrame, base: Path) -
     paths = []
     for position, estimand in enumerate(figure_estimands(config)):
         out_base = base if position == 0 else base.with_name(f"{base.name}-{estimand}")
-        alpha = config.alpha if estimand in ("type1", "familywise") else None
+        alpha = config.alpha if has_nominal_level(estimand) else None
         paths += plot_summary(summary, config.figure, estimand, figure_title(config), out_base, alpha=alpha,
                               designs={design.label: design for design in config.designs})
     return paths
@@ -89,7 +90,7 @@ def failure_table(summary: pd.DataFrame) -> pd.DataFrame:
     one block: every status is 'degenerate') or 'every' (every test failed
     otherwise: the run says nothing about that combination).
     """
-    failures = summary[(summary["estimand"] == "failure_rate") & (summary["n_failed"] > 0)]
+    failures = summary[(summary["estimand"] == role_name("failure_share")) & (summary["n_failed"] > 0)]
     if "method" in failures:  # a rank row is named as the store and `simdesign replay` name it: <test>@rank
         from simdesign.simulation.methods import result_label
         failures = failures.assign(test=[result_label(test, method)

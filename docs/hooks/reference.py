@@ -1,8 +1,9 @@
 """MkDocs hook: the reference pages are generated from the code at build time, so they cannot go stale.
 
-A page holds a marker line, ``<!-- generated: cli -->`` or ``<!-- generated: config -->``, which this hook
-replaces: the commands and options from ``simdesign.cli.build_parser()`` (the parser the command itself
-uses), and the config keys from the validators' own key tables and defaults.
+A page holds a marker line, ``<!-- generated: cli -->``, ``<!-- generated: config -->`` or
+``<!-- generated: estimands -->``, which this hook replaces: the commands and options from
+``simdesign.cli.build_parser()`` (the parser the command itself uses), the config keys from the validators'
+own key tables and defaults, and the estimand registry (``simdesign.core.estimands``).
 """
 from __future__ import annotations
 
@@ -88,13 +89,26 @@ def config_reference() -> str:
     lines += _key_table("Plan configs (`simdesign plan`)", planner.PLAN_KEYS, {})
     lines += _key_table("Plan costs (`cost:`)", planner.COST_KEYS, {})
     lines += _key_table("Plan limits (`limits:`)", planner.LIMIT_KEYS, {})
-    lines += _key_table("Plan search (`search:`)", planner.SEARCH_KEYS, {})
+    lines += _key_table("Plan search (`search:`)", planner.plan_search_keys(), {})
     lines += _key_table("Panel studies (crowd vs expert; `study: panels`)", panel_study.STUDY_KEYS, {})
     lines += _key_table("Metric validation (`study: metric-validation`)", metric_validation.KEYS, {})
     return "\n".join(lines)
 
 
-GENERATORS = {"cli": cli_reference, "config": config_reference}
+def estimand_reference() -> str:
+    """Every registered estimand (simdesign.core.estimands), with its study kinds, unit and plot label."""
+    import simdesign.simulation.metric_validation  # noqa: F401 -- each study kind's module registers its estimands
+    import simdesign.simulation.panel_summary  # noqa: F401
+    import simdesign.simulation.sweep  # noqa: F401
+    from simdesign.core.estimands import ESTIMANDS
+
+    lines = ["| estimand | study kinds | unit | figure label | what it is |", "|---|---|---|---|---|"]
+    lines += [f"| `{info.name}` | {', '.join(info.study_kinds)} | {info.unit} | {_cell(info.label)} | "
+              f"{_cell(info.description)} |" for info in ESTIMANDS.values()]
+    return "\n".join(lines)
+
+
+GENERATORS = {"cli": cli_reference, "config": config_reference, "estimands": estimand_reference}
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:

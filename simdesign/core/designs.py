@@ -474,6 +474,34 @@ def register_design_kind(cls: type) -> type:
     return cls
 
 
+def unregister_design_kind(kind: str) -> None:
+    """Remove a design kind (for a test that registers one of its own for a while)."""
+    DESIGN_KINDS.pop(kind, None)
+
+
+# Readers of the registry at call time: a kind registered after a module that uses them was imported (a plug-in,
+# a test's own kind) is planned and drawn like the built-in ones.
+def search_shapes() -> tuple:
+    """The planner's 'search.shapes' values: every registered kind's ``search_shapes``, in registration order."""
+    return tuple(shape for cls in DESIGN_KINDS.values() for shape in getattr(cls, "search_shapes", ()))
+
+
+def search_keys() -> tuple:
+    """The 'search' keys the registered kinds' planner hooks read (each once, in registration order)."""
+    return tuple(dict.fromkeys(key for cls in DESIGN_KINDS.values() for key in getattr(cls, "search_keys", ())))
+
+
+def plan_colours() -> dict:
+    """Design shape -> its colour in the plan figure, from every registered kind's ``plan_colours``."""
+    return {shape: colour for cls in DESIGN_KINDS.values()
+            for shape, colour in getattr(cls, "plan_colours", {}).items()}
+
+
+def shape_markers() -> dict:
+    """Design shape -> the marker of its kind's ``plot_style``, for every registered kind."""
+    return {shape: cls.plot_style[1] for cls in DESIGN_KINDS.values() for shape in cls.shapes}
+
+
 def design_to_mapping(design) -> dict:
     """A design as a config writes it (one design, scalar fields): ``{'kind': ..., field: value, ...}``."""
     return {"kind": design.kind, **{field: getattr(design, field) for field in design.fields}}

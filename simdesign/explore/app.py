@@ -15,6 +15,7 @@ from pathlib import Path
 from flask import Flask, Response, jsonify, request
 from werkzeug.serving import WSGIRequestHandler
 
+from simdesign.core.estimands import estimand_label, headline_estimand
 from simdesign.explore import controls, curves
 from simdesign.explore.live import KEPT_RUNS, ChunkPool, Runs
 from simdesign.simulation.config import stable_digest
@@ -233,13 +234,13 @@ def position(key: str, table_name: str, runs: Runs, pictures: Pictures, figures_
     if run is None:
         return {"tables": tables, "table": None, "picture": None, "message": "no results yet"}
     config = run.config
-    estimand = "type1" if config.is_null else "power"
+    estimand = headline_estimand(config.is_null)
     asked = next((t for t in tables if t["name"] == table_name), None)
     chosen = (table_name if asked is not None and estimand in asked["estimands"]
               else curves.best_table(tables, config.model_source, estimand))
     entry = next((t for t in tables if t["name"] == chosen), None)
     answer = {"tables": tables, "table": chosen, "estimand": estimand, "picture": None}
-    what = "type I error" if estimand == "type1" else "power"
+    what = estimand_label(estimand)
     if entry is None:
         return {**answer, "message": f"No precomputed curves of {what} (figures/*.csv) were found"}
     if entry["path"] is None:

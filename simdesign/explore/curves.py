@@ -21,6 +21,7 @@ import yaml
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter, ScalarFormatter
 
+from simdesign.core.estimands import estimand_label, has_nominal_level, headline_estimand
 from simdesign.core.yamlio import load_yaml
 from simdesign.outputs import shipped_figures_folder
 from simdesign.simulation.methods import result_label
@@ -31,7 +32,11 @@ DEFAULT_CONFIGS = REPOSITORY / "configs"
 # The paper's figures whose tables the lesson uses: Figure 4 (type I error), 5 (power), 7 (nested vs crossed).
 PAPER_CURVES = ("paper_fig4_{model}", "paper_fig5_{model}", "paper_fig7_{model}")
 CURVE_COLUMNS = ("design", "annotators", "test", "estimand", "rate", "ci_low", "ci_high")
-VIEW_ESTIMANDS = ("type1", "power")  # what a live run shows: effect zero gives type I errors, others power
+
+
+def view_estimands() -> tuple[str, str]:
+    """What a live run shows: effect zero gives the null rate (type I error), others the effect rate (power)."""
+    return headline_estimand(is_null=True), headline_estimand(is_null=False)
 
 
 def curve_problem(columns) -> str | None:
@@ -67,7 +72,7 @@ def curve_tables(figures_dir: Path = DEFAULT_FIGURES, configs_dir: Path = DEFAUL
                 continue  # not a curve table
         else:
             path = None
-            estimands = [] if info["effect"] is None else ["type1" if info["effect"] == "zero" else "power"]
+            estimands = [] if info["effect"] is None else [headline_estimand(info["effect"] == "zero")]
         tables.append({"name": name, "path": None if path is None else str(path), **info, "estimands": estimands})
     return tables
 
@@ -84,7 +89,8 @@ _ESTIMANDS_CACHE: dict = {}  # (path, mtime, size) -> estimands, or None for a t
 
 
 def _curve_estimands(path: Path) -> list | None:
-    """The view's estimands ('type1', 'power') a table has rows of; None when it is not a curve table."""
+    """The view's estimands (the headline rates under the null and an effect) a table has rows of; None when it is
+    not a curve table."""
     stat = path.stat()
     key = (str(path), stat.st_mtime_ns, stat.st_size)
     if key not in _ESTIMANDS_CACHE:
@@ -94,7 +100,7 @@ def _curve_estimands(path: Path) -> list | None:
                 found = None
             else:
                 present = set(pd.read_csv(path, usecols=["estimand"])["estimand"])
-                found = [estimand for estimand in VIEW_ESTIMANDS if estimand in present]
+                found = [estimand for estimand in view_estimands() if estimand in present]
         except (OSError, ValueError):
             found = None  # unreadable: not offered (a table that cannot be read cannot be drawn)
         _ESTIMANDS_CACHE[key] = found
@@ -183,7 +189,7 @@ def draw_position(curves: pd.DataFrame, estimand: str, current: list[dict], anno
         ax.errorbar([annotators], [row["rate"]], yerr=[[row["rate"] - low], [high - row["rate"]]], fmt="*",
                     markersize=13, color=colour, markeredgecolor="black", capsize=4,
                     label=f"{name}: your design")
-    if estimand == "type1":
+    if has_nominal_level(estimand):
         ax.axhline(0.05, color="grey", linestyle=":", linewidth=1)
     ax.set_xscale("log")
     # ticks at the table's designs and the current one, written as plain numbers (3, 60, 300), not 3x10^0
@@ -193,7 +199,7 @@ def draw_position(curves: pd.DataFrame, estimand: str, current: list[dict], anno
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.tick_params(axis="x", labelsize=7)
     ax.set_xlabel("annotators in total")
-    ax.set_ylabel("type I error rate" if estimand == "type1" else "power")
+    ax.set_ylabel(estimand_label(estimand))
     ax.set_ylim(bottom=0)
     ax.set_title("\n".join(textwrap.fill(line, 80) for line in title.splitlines()), fontsize=8.5)
     ax.legend(fontsize=7, loc="best")

@@ -24,6 +24,7 @@ from collections import OrderedDict
 import pandas as pd
 import cloudpickle  # a dependency of joblib, which the engine needs
 
+from simdesign.core.estimands import headline_estimand, role_name
 from simdesign.analyses.classical import CLASSICAL_TESTS
 from simdesign.core.errors import ConfigError, MissingBackendError
 from simdesign.simulation.engine import Chunk, check_backends, chunk_registry, simulate_chunk
@@ -43,7 +44,10 @@ CANCEL_GRACE_SECONDS = 1.0
 FIRST_STAGE_TRIALS = 200
 CLOSE_SECONDS = 10.0  # stopping the workers when the server ends takes at most this long
 KEPT_RUNS = 20  # finished runs kept, so going back to an earlier setting shows its results at once
-SHOWN_ESTIMANDS = ("type1", "power", "failure_rate")
+
+def shown_estimands() -> tuple[str, ...]:
+    """The rates the page shows: the headline rates under the null and an effect, and the failure share."""
+    return headline_estimand(True), headline_estimand(False), role_name("failure_share")
 
 
 def _warm_up() -> None:
@@ -346,11 +350,11 @@ class LiveRun:
                      "trials_total": self.config.trials, "elapsed": round(elapsed, 2),
                      "first_result_seconds": self.first_result_seconds,
                      "first_stage_seconds": self.first_stage_seconds, "classical": self.classical,
-                     "estimand": "type1" if self.config.is_null else "power",
+                     "estimand": headline_estimand(self.config.is_null),
                      "null_trials_done": self.null_trials_done if not self.config.is_null else None}
         rows = rate_rows(summary)
         if null_summary is not None:
-            rows += [row for row in rate_rows(null_summary) if row["estimand"] == "type1"]
+            rows += [row for row in rate_rows(null_summary) if row["estimand"] == headline_estimand(True)]
         state["rows"] = rows
         return state
 
@@ -359,7 +363,7 @@ def rate_rows(summary: pd.DataFrame | None) -> list[dict]:
     """The summary rows the page shows: each test's type I error or power, and its failure rate."""
     if summary is None:
         return []
-    shown = summary[summary["estimand"].isin(SHOWN_ESTIMANDS)]
+    shown = summary[summary["estimand"].isin(shown_estimands())]
     if "method" not in shown:  # the summary has a method column only when a method other than Likert ran
         shown = shown.assign(method="likert")
     columns = ["design", "test", "method", "estimand", "rate", "ci_low", "ci_high", "mcse", "n_failed", "trials"]

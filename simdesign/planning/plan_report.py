@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure  # never pyplot: library code neither needs nor switches a backend
 
-from simdesign.core.designs import DESIGN_KINDS
+from simdesign.core.designs import plan_colours
 from simdesign.planning.plan_search import (BEST, FAIL, LIBERAL, NOT_CONFIRMED, NOT_NEEDED, PASS, TIED,
                                    UNDECIDED, WORSE, PlanResult, run_plan, type1_stalled)
 from simdesign.planning.methods import method_sentence
@@ -22,8 +22,6 @@ PLAN_COLUMNS = ("rank", "design", "shape", "test", "method", "blocks", "docs_per
                 "seconds_source", "note")
 DECISION_ORDER = {"recommended": 0, BEST: 0, PASS: 1, TIED: 1, UNDECIDED: 2, NOT_NEEDED: 3, NOT_CONFIRMED: 4,
                   FAIL: 4, WORSE: 4, LIBERAL: 5, "excluded": 6}
-SHAPE_COLOURS = {shape: colour for kind in DESIGN_KINDS.values()
-                 for shape, colour in getattr(kind, "plan_colours", {}).items()}
 TEST_MARKERS = ("o", "s", "^", "D", "v", "P")
 
 
@@ -436,7 +434,7 @@ def plot_plan(result: PlanResult, table: pd.DataFrame, out_base: Path) -> list[P
         # clipped: at power 0 or 1 the Wilson bound equals the estimate up to rounding
         err = np.clip(np.vstack([group["power"] - group["ci_low"], group["ci_high"] - group["power"]]), 0, None)
         ax.errorbar(group["cost"], group["power"], yerr=err, fmt=TEST_MARKERS[tests.index(test) % len(TEST_MARKERS)],
-                    color=SHAPE_COLOURS.get(shape, "grey"), ms=5, alpha=0.75, elinewidth=0.8, capsize=0,
+                    color=plan_colours().get(shape, "grey"), ms=5, alpha=0.75, elinewidth=0.8, capsize=0,
                     label=f"{shape}, {test}")
     if len(liberal):
         ax.plot(liberal["cost"], liberal["power"], "x", color="grey", ms=5, alpha=0.6,

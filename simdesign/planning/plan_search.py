@@ -107,13 +107,13 @@ import numpy as np
 import pandas as pd
 
 from simdesign.analyses import system_pairs
-from simdesign.simulation.config import parse_config, stable_digest
+from simdesign.simulation.config import stable_digest
 from simdesign.simulation.backends import DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, r_backed
-from simdesign.simulation.engine import check_backends, execute_chunks, plan_chunks
 from simdesign.planning.methods import check_engine_method, method_config, method_of_label
 from simdesign.planning.planner import Candidate, PlanConfig
-from simdesign.runner.stores import release_stores_under
-from simdesign.simulation.store import ResultsStore, atomic_write_bytes
+from simdesign.runner.stores import atomic_write_bytes, release_stores_under
+from simdesign.runner.study import REGISTERED
+from simdesign.simulation.study_kinds import RATE_STUDY
 from simdesign.simulation.summary import rejections, share_rate, wilson_interval
 
 STUDIES_DIR = "studies"
@@ -389,12 +389,10 @@ class _StudyStore:
         # the mapping keys are store names ('block', 'block-rank'), the dicts below are keyed by design kind.
         self.method = config.methods[0]
         check_engine_method(self.method)
-        for name, raw in config.simulation_config_mappings(effect).items():
-            family = name.split("-")[0]
-            sim_config = parse_config(raw)
-            check_backends(sim_config)
-            store = ResultsStore(out_dir / subdirectory / name)
-            store.prepare(sim_config, raw)
+        # The candidates' studies are rate studies, run through that study kind's interface like any client's.
+        self.kind = REGISTERED[RATE_STUDY]
+        for name, (family, sim_config) in config.simulation_configs(effect).items():
+            store = self.kind.open_store(sim_config, out_dir / subdirectory / name)
             self.sim_configs[family], self.stores[family] = sim_config, store
             self.cache_paths[family] = out_dir / CACHE_DIR / f"{subdirectory}-{name}.parquet"
         self.designs = {d.label: d for c in self.sim_configs.values() for d in c.designs}
@@ -440,7 +438,7 @@ class _StudyStore:
         self._load_family(self.designs[design_label].kind)
 
     def completed(self, design_label: str) -> dict[str, set[int]]:
-        """Test label -> stored trial indices (the store interface :func:`plan_chunks` needs)."""
+        """Test label -> stored trial indices (the store interface the rate study kind's trial_chunks needs)."""
         self._load(design_label)
         return self._done[design_label]
 
@@ -477,9 +475,10 @@ class _StudyStore:
                 self._done[label].setdefault(test, set()).update(range(chunk.first_trial, chunk.stop_trial))
             studies.update((label, trial) for trial in range(chunk.first_trial, chunk.stop_trial))
 
-        # the engine's chunk loop: the same backends and lost-worker retry as `run`
-        execute_chunks(self.executor, self.config.model, self.effect, self.config.seed,
-                       lambda: self._missing_chunks(wanted), save, self.retries)
+        # the runner's chunk loop: the same backends and lost-worker retry as `run` (every store of this object
+        # has the plan's model, effect and seed, so any of its configs computes any of its chunks)
+        self.kind.compute_chunks(next(iter(self.sim_configs.values())), self.executor,
+                                 lambda: self._missing_chunks(wanted), save, self.retries)
         self.new_studies += len(studies)
 
     def _missing_chunks(self, wanted: dict) -> list:
@@ -493,8 +492,8 @@ class _StudyStore:
             # a method's work item wraps its test ('.spec'); the config's methods wrap it again
             sub = dataclasses.replace(self.sim_configs[family], designs=(self.designs[design],),
                                       analyses=tuple(getattr(self.specs[t], "spec", self.specs[t]) for t in sorted(tests)))
-            # plan_chunks covers trials 0..stop-1; a confirmation range starts later (fresh trials only)
-            for chunk in plan_chunks(sub, self, stop):
+            # the chunks cover trials 0..stop-1; a confirmation range starts later (fresh trials only)
+            for chunk in self.kind.trial_chunks(sub, self, stop):
                 if chunk.stop_trial > first:
                     chunks.append(dataclasses.replace(chunk, first_trial=max(chunk.first_trial, first)))
         return chunks

@@ -53,8 +53,9 @@ from scipy import optimize
 
 from simdesign.analyses import resolve_analysis, system_pairs
 from simdesign.stats.annotation_time import DURATION_COLUMN, RULES, describe_rule, seconds_per_output
-from simdesign.simulation.config import AnalysisSpec, check_name, parse_analyses, parse_designs, read_config_mapping, resolve_model
-from simdesign.core.designs import DESIGN_KINDS, BlockDesign, PoolDesign, design_to_mapping
+from simdesign.simulation.config import (AnalysisSpec, SimulationConfig, check_name, parse_analyses, parse_designs,
+                                         read_config_mapping, resolve_model)
+from simdesign.core.designs import DESIGN_KINDS, BlockDesign, PoolDesign, design_to_mapping, search_keys, search_shapes
 from simdesign.core.errors import ConfigError
 from simdesign.core.suggest import did_you_mean, suggestions
 from simdesign.core.yamlio import load_yaml
@@ -67,12 +68,18 @@ PLAN_KEYS = ("name", "description", "model", "effect", "tests", "alpha", "target
              "art_resamples", "art_exact", "chunk_size", "screening")
 COST_KEYS = ("pay_per_hour", "seconds_per_judgement", "per_annotator", "per_document", "currency")
 LIMIT_KEYS = ("max_judgements_per_annotator", "min_annotators", "max_annotators")
-# The search shapes and keys come from the design kinds' planner hooks (search_shapes, search_keys).
-# A kind without them is searched only through 'search.designs'.
-SHAPES = tuple(shape for kind in DESIGN_KINDS.values() for shape in getattr(kind, "search_shapes", ()))
-SEARCH_KEYS = ("shapes", "docs", *dict.fromkeys(key for kind in DESIGN_KINDS.values()
-                                                 for key in getattr(kind, "search_keys", ())), "designs",
-               "methods")
+
+
+def plan_search_keys() -> tuple:
+    """The 'search' keys: the planner's own and those the registered design kinds' planner hooks read.
+
+    Read from the design-kind registry at call time (:func:`simdesign.core.designs.search_keys`), so a kind
+    registered after this module was imported is searched too; a kind without hooks is searched only
+    through 'search.designs'.
+    """
+    return ("shapes", "docs", *search_keys(), "designs", "methods")
+
+
 POWER_OVER = ("pooled", "each_pair")
 SCREENING = ("eager", "by_cost")  # plan_search: screen every candidate first, or the cheapest first (target goal)
 TYPE1_OVER = ("pooled", "each_pair")
@@ -274,29 +281,60 @@ class PlanConfig:
                 seen.setdefault(candidate.design.label, candidate.design)
         return tuple(seen.values())
 
-    def simulation_config_mappings(self, effect=None) -> dict:
-        """Plain simulation configs over the planner's designs, for the results stores.
+    def store_groups(self) -> list[tuple[str, str, list, list]]:
+        """(method, design kind, designs, tests) of each results store, read from the design-kind registry now.
 
-        Parameters
-        ----------
-        Returns
-        -------
-        dict
-            'block' and/or 'pool' -> config mapping. Block-level tests do not
-            apply to pool designs, and a simulation config must not mix them,
-            so each design kind gets its own store. They make a plan's
-            results directories ordinary ones: ``simdesign replay
-            DIR/studies/block`` re-creates any of their trials.
-        effect : optional
-            Defaults to the effect to detect; 'zero' for the type I check.
+        Block-level tests do not apply to designs without blocks, and a simulation config must not mix
+        them, so each design kind (and each annotation method) gets its own store.
         """
-        mappings = {}
+        groups = []
         for method, family in ((m, f) for m in self.methods for f in DESIGN_KINDS):
             kind = DESIGN_KINDS[family]
             designs = [d for d in self.designs if d.kind == family]
             tests = [t for t in self.tests if kind.has_blocks or not resolve_analysis(t.name).needs_blocks]
-            if not designs or not tests:
-                continue
+            if designs and tests:
+                groups.append((method, family, designs, tests))
+        return groups
+
+    def simulation_configs(self, effect=None) -> dict:
+        """The simulation configs over the planner's designs, as objects, for the results stores.
+
+        The planner's own parsed designs, tests and model go in unchanged (no mapping is written and read
+        back), so a design kind or analysis registered at run time is simulated like a built-in one. They make
+        a plan's results directories ordinary ones: ``simdesign replay DIR/studies/block`` re-creates any of
+        their trials.
+
+        Parameters
+        ----------
+        effect : optional
+            Defaults to the effect to detect; 'zero' for the type I check.
+
+        Returns
+        -------
+        dict
+            Store name ('block', 'pool', 'block-rank', ...) -> (design kind, SimulationConfig).
+        """
+        configs = {}
+        for method, family, designs, tests in self.store_groups():
+            name = store_name(family, method)
+            configs[name] = (family, SimulationConfig(
+                name=f"{self.name}-{name}", model=self.model, model_source=self.model_source,
+                effect=self.effect if effect is None else effect, designs=tuple(designs), analyses=tuple(tests),
+                trials=self.max_trials, alpha=self.alpha, seed=self.seed, art_resamples=self.art_resamples,
+                art_exact=self.art_exact, chunk_size=self.chunk_size or None, methods=(method,),
+                description=f"trials simulated by 'simdesign plan' for {self.name}"))
+        return configs
+
+    def simulation_config_mappings(self, effect=None) -> dict:
+        """The configs of :meth:`simulation_configs` as YAML mappings (store name -> mapping), as a user writes them.
+
+        Parameters
+        ----------
+        effect : optional
+            Defaults to the effect to detect; 'zero' for the type I check.
+        """
+        mappings = {}
+        for method, family, designs, tests in self.store_groups():
             # Rank studies: their own store, and the engine's 'method' key (issue 13, section 1).
             mappings[store_name(family, method)] = {
                 **({} if method == "likert" else {"method": method}),
@@ -738,17 +776,18 @@ def parse_search(raw, errors: list[str]) -> list:
     designs take S shared documents (``shared_docs``) and A annotators
     (``annotators``) where A divides N - S.
     """
+    allowed_keys, shapes_allowed = plan_search_keys(), search_shapes()
     if not isinstance(raw, dict) or not raw:
-        errors.append(f"The 'search' field must be a non-empty mapping with keys {list(SEARCH_KEYS)}; got {raw!r}")
+        errors.append(f"The 'search' field must be a non-empty mapping with keys {list(allowed_keys)}; got {raw!r}")
         return []
-    unknown = sorted(set(raw) - set(SEARCH_KEYS))
+    unknown = sorted(set(raw) - set(allowed_keys))
     if unknown:
-        errors.append(f"Unknown 'search' key(s) {unknown}; allowed: {list(SEARCH_KEYS)}"
-                      f"{suggestions(unknown, SEARCH_KEYS)}")
+        errors.append(f"Unknown 'search' key(s) {unknown}; allowed: {list(allowed_keys)}"
+                      f"{suggestions(unknown, allowed_keys)}")
     explicit_only = "designs" in raw and "shapes" not in raw
     shapes = raw.get("shapes", [] if explicit_only else ["nested", "block", "crossed"])
-    if not isinstance(shapes, list) or any(s not in SHAPES for s in shapes):
-        errors.append(f"The 'search.shapes' field must be a list of {list(SHAPES)}; got {shapes!r}")
+    if not isinstance(shapes, list) or any(s not in shapes_allowed for s in shapes):
+        errors.append(f"The 'search.shapes' field must be a list of {list(shapes_allowed)}; got {shapes!r}")
         shapes = []
     designs: list = []
     if shapes:

@@ -116,6 +116,23 @@ class StudyKind:
         """Draw the summary as ``out_base.png`` (and whatever else the kind writes); return the paths."""
         raise NotImplementedError
 
+    # -- for a client that chooses which trials of which cells to compute, on its own executor (the planner)
+    def open_store(self, config, out_dir: Path):
+        """Claim the store ``out_dir`` for ``config`` (created or resumed) and return it; the caller releases it.
+
+        The store tells the trials it holds (``completed(cell)``) and takes chunks (``write_chunk``).
+        """
+        raise NotImplementedError(f"a {self.name} study cannot compute chosen trials")
+
+    def trial_chunks(self, config, store, trials: int) -> list:
+        """The chunks computing every trial < ``trials`` of ``config``'s cells and work that ``store`` misses."""
+        raise NotImplementedError(f"a {self.name} study cannot compute chosen trials")
+
+    def compute_chunks(self, config, executor: ChunkExecutor, chunks, save, retries: int) -> None:
+        """Compute the chunks ``chunks()`` returns on an open executor; ``save(chunk, rows)`` each as it finishes
+        (the runner's loop: lost workers retried ``retries`` times)."""
+        raise NotImplementedError(f"a {self.name} study cannot compute chosen trials")
+
 
 REGISTERED: dict[str, StudyKind] = {}
 

@@ -42,7 +42,7 @@ from simdesign.model import PRESETS, OrdinalMixedModel, RankOnlyModel, effect_sc
 from simdesign.simulation.methods import (DEFAULT_METHODS, likert_model_digest_source, method_problems, method_specs,
                                           method_warnings, parse_methods, rank_generator, spec_method)
 from simdesign.simulation.replication import ReplicationSettings, parse_replication, replication_problems
-from simdesign.stats.reliability import RELIABILITY_ESTIMANDS
+from simdesign.core.estimands import ESTIMANDS, requestable_estimands
 from simdesign.simulation.summary import estimand_names
 from simdesign.core.checks import is_integer, is_number
 
@@ -53,11 +53,6 @@ MODEL_TYPES = (OrdinalMixedModel, RankOnlyModel)  # a Likert (or joint Likert/Ra
 FIGURE_X = ("annotators", "judgements", "docs", "blocks", "annotators_per_block", "judgements_per_output")
 FIGURE_COLOUR = ("test", "shape")
 BLOCK_ONLY_X = ("blocks", "annotators_per_block")  # pool and overlap designs have no blocks: no value here
-# The summary's estimands for the tests, by hypothesis (simdesign.simulation.summary.summarise_group); a figure can draw
-# only what the summary will hold, so 'figure.estimand' is checked against these before anything runs.
-NULL_ESTIMANDS = estimand_names(is_null=True)
-EFFECT_ESTIMANDS = estimand_names(is_null=False)
-# Tests that fit one model per trial and so report a fit status: only they get a 'singular_rate' row.
 # Bound on the largest scaled fixed effect (latent logit scale). The latent noise is logistic, and
 # P(noise > 20) = 2e-9: beyond this every judgement of a system lands at one end of the scale, so a larger
 # factor changes nothing but the share of tests that degenerate (and 1e308 overflows).
@@ -92,7 +87,7 @@ class AnalysisSpec:
             object.__setattr__(self, "options", current_options(info, {**defaults, **dict(self.options)},
                                                                 f"tests[{self.label}]"))
             problems = analysis_option_problems(self.name, self.options, f"tests[{self.label}]")
-        elif self.name in RELIABILITY_ESTIMANDS:
+        elif self.name in requestable_estimands():
             problems = [] if not self.options else [f"The estimand {self.name} takes no options; got {self.options}"]
         else:
             problems = [f"The test {self.name!r} is unknown; available: {sorted(ANALYSES)}"
@@ -504,10 +499,11 @@ def effect_problems(effect, model, problems: list[str]) -> float | None:
 
 def estimand_list_problems(estimands) -> list[str]:
     problems = []
-    unknown = [item for item in estimands if item not in RELIABILITY_ESTIMANDS]
+    available = requestable_estimands()
+    unknown = [item for item in estimands if item not in available]
     if unknown:
         problems.append(f"The 'estimands' field names unknown estimand(s) {unknown}; "
-                        f"available: {sorted(RELIABILITY_ESTIMANDS)}{suggestions(unknown, RELIABILITY_ESTIMANDS)}")
+                        f"available: {sorted(available)}{suggestions(unknown, available)}")
     duplicates = sorted({item for item in estimands if list(estimands).count(item) > 1})
     if duplicates:
         problems.append(f"The 'estimands' field lists {duplicates} more than once")
@@ -754,18 +750,23 @@ def check_effect_size(effect, scale: float, model: OrdinalMixedModel, errors: li
 
 def check_figure_estimand(estimand: str, is_null: bool, has_tests: bool, estimands: list[str],
                           errors: list[str], fits_models: bool = True) -> None:
-    """'figure.estimand' must be one the summary will have: under the effect given, or a requested estimand."""
-    allowed = ([e for e in (NULL_ESTIMANDS if is_null else EFFECT_ESTIMANDS)
-                if fits_models or e != "singular_rate"] if has_tests else []) + list(estimands)
+    """'figure.estimand' must be one the summary will have: under the effect given, or a requested estimand.
+
+    The summary's rates of a test come from the estimand registry (:mod:`simdesign.core.estimands`), read now:
+    an estimand registered after this module was imported is allowed too.
+    """
+    needs_fit = getattr(ESTIMANDS.get(estimand), "random_effects_only", False)
+    allowed = ([e for e in estimand_names(is_null) if fits_models or not ESTIMANDS[e].random_effects_only]
+               if has_tests else []) + list(estimands)
     if estimand in allowed:
         return
     why = ""
-    other = EFFECT_ESTIMANDS if is_null else NULL_ESTIMANDS
-    if has_tests and estimand in other and estimand != "singular_rate":
-        why = (f" ({estimand!r} needs " + ("a non-zero 'effect'" if is_null else "'effect: zero'") + ")")
-    elif has_tests and estimand == "singular_rate":
+    other = estimand_names(not is_null)
+    if has_tests and needs_fit and estimand in estimand_names(is_null):
         mixed = sorted(name for name, info in ANALYSES.items() if info.random_effects)
-        why = f" ('singular_rate' needs a test that fits random effects: {', '.join(mixed)})"
+        why = f" ({estimand!r} needs a test that fits random effects: {', '.join(mixed)})"
+    elif has_tests and estimand in other:
+        why = (f" ({estimand!r} needs " + ("a non-zero 'effect'" if is_null else "'effect: zero'") + ")")
     errors.append(f"The 'figure.estimand' field must be one of {allowed} under 'effect' "
                   f"{'zero' if is_null else 'non-zero'}{why}; got {estimand!r}{'' if why else did_you_mean(estimand, allowed)}")
 
@@ -798,7 +799,7 @@ def parse_estimands(items, errors: list[str]) -> list[str]:
     if isinstance(items, str):
         items = [items]
     if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
-        errors.append(f"The 'estimands' field must be a list of names from {sorted(RELIABILITY_ESTIMANDS)}; "
+        errors.append(f"The 'estimands' field must be a list of names from {sorted(requestable_estimands())}; "
                       f"got {items!r}")
         return []
     return list(items)  # unknown names and repeats: config_problems

@@ -33,7 +33,8 @@ from simdesign.core.errors import ConfigError, MissingBackendError
 from simdesign.core.judgements import Judgements
 from simdesign.model import OrdinalMixedModel
 from simdesign.simulation.replication import is_replication_item, replication_rows, replication_work
-from simdesign.stats.reliability import RELIABILITY_ESTIMANDS, UndefinedReliability
+from simdesign.core.estimands import Estimand, estimand
+from simdesign.stats.reliability import UndefinedReliability
 from simdesign.core.seeds import analysis_rng, data_rng
 from simdesign.core.threads import single_threaded
 from simdesign.runner.limits import check_trial_count
@@ -156,9 +157,15 @@ def simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chun
 
 
 def chunk_registry(specs) -> dict:
-    """Analysis name -> AnalysisInfo for the analyses among ``specs`` (reliability estimands skipped)."""
-    return {spec.name: resolve_analysis(spec.name) for spec in specs
-            if spec.name not in RELIABILITY_ESTIMANDS and not (is_replication_item(spec) and spec.analysis is None)}
+    """Work item name -> its registry entry: the AnalysisInfo of a test, the Estimand of a requested per-trial
+    value (:mod:`simdesign.core.estimands`); a replication's system scores need none."""
+    registry = {}
+    for spec in specs:
+        if is_replication_item(spec) and spec.analysis is None:
+            continue
+        info = estimand(spec.name)
+        registry[spec.name] = info if info is not None and info.requestable else resolve_analysis(spec.name)
+    return registry
 
 
 def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chunk, registry: dict) -> pd.DataFrame:
@@ -185,8 +192,9 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
             if is_replication_item(spec):
                 continue
             judgements = studies[spec_method(spec)]
-            if spec.name in RELIABILITY_ESTIMANDS:
-                estimand_rows.append(reliability_row(judgements, spec, root_seed, design_label, trial))
+            if isinstance(registry[spec.name], Estimand):
+                estimand_rows.append(reliability_row(judgements, spec, root_seed, design_label, trial,
+                                                     registry[spec.name]))
                 continue
             tested.append((trial, spec.label, analyse(judgements, spec, root_seed, design_label, trial,
                                                       registry[spec.name])))
@@ -245,8 +253,11 @@ def with_method_column(frame: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
 
 
 def reliability_row(judgements: Judgements, spec: AnalysisSpec, root_seed: int, design_label: str,
-                    trial: int) -> dict:
-    """One trial's value of a reliability estimand as a results row (``pair`` -1, no p-value).
+                    trial: int, info: Estimand | None = None) -> dict:
+    """One trial's value of a requested per-trial estimand as a results row (``pair`` -1, no p-value).
+
+    ``info`` is its registry entry (default: looked up here; a chunk carries it, so an estimand
+    registered by user code is computed in worker processes too).
 
     Where the estimand is undefined for the design (SHR with fewer than two
     blocks, alpha with one judgement per output) the row has status
@@ -256,7 +267,8 @@ def reliability_row(judgements: Judgements, spec: AnalysisSpec, root_seed: int, 
     rng = analysis_rng(root_seed, design_label, trial, spec.label)
     started = time.perf_counter()
     try:
-        value, status, message = float(RELIABILITY_ESTIMANDS[spec.name](judgements, rng)), OK, ""
+        info = info or estimand(spec.name)
+        value, status, message = float(info.per_trial(judgements, rng)), OK, ""
     except UndefinedReliability as exc:
         value, status, message = float("nan"), DEGENERATE, str(exc)
     return {"design": design_label, "trial": trial, "test": spec.label, "pair": -1, "system_a": "",
@@ -399,7 +411,7 @@ def check_replay_request(config: SimulationConfig, design_label: str, trial: int
     so the message lists them as they must be given.
     """
     designs = sorted(d.label for d in config.designs)
-    tests = sorted(s.label for s in config.work_specs if s.name not in RELIABILITY_ESTIMANDS)
+    tests = sorted(s.label for s in config.work_specs if s.name not in config.estimands)
     if design_label not in designs:
         raise ConfigError(f"The design {design_label!r} (--design) is not in this config; designs: {designs}")
     if test_label not in tests:

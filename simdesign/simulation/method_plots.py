@@ -9,7 +9,8 @@ matplotlib.use("Agg")  # files only; no display on servers and CI
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from simdesign.simulation.plots import AXIS_NAMES, ESTIMAND_NAMES  # noqa: E402
+from simdesign.core.estimands import estimand_label, has_nominal_level  # noqa: E402
+from simdesign.simulation.plots import AXIS_NAMES  # noqa: E402
 
 METHOD_COLOURS = {"likert": "tab:blue", "rank": "tab:orange"}
 METHOD_NAMES = {"likert": "Likert", "rank": "Rank"}
@@ -44,10 +45,10 @@ def plot_method_grid(summary: pd.DataFrame, estimands, title: str, out_base: Pat
     for row, estimand in enumerate(estimands):
         for column, test in enumerate(tests):
             _draw_panel(axes[row][column], summary[(summary["estimand"] == estimand) & (summary["test"] == test)],
-                        x, alpha if estimand == "type1" else None)
-            axes[row][column].set_title(f"{test}: {ESTIMAND_NAMES.get(estimand, estimand)}", fontsize=9)
+                        x, alpha if has_nominal_level(estimand) else None)
+            axes[row][column].set_title(f"{test}: {estimand_label(estimand)}", fontsize=9)
             if column == 0:
-                axes[row][column].set_ylabel(ESTIMAND_NAMES.get(estimand, estimand))
+                axes[row][column].set_ylabel(estimand_label(estimand))
             if row == len(estimands) - 1:
                 axes[row][column].set_xlabel(AXIS_NAMES.get(x, x))
     fig.suptitle(title, fontsize=9)

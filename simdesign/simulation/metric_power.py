@@ -22,10 +22,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simdesign.simulation.metric_validation import (COMPARISON_ESTIMANDS, parse_metric_config, run_metric_validation,
-                                                    summarise_metric_validation, system_level_targets)
+from simdesign.simulation.metric_validation import (COMPARISON_ESTIMANDS, COMPARISON_TEST_NAMES, parse_metric_config,
+                                                    run_metric_validation, summarise_metric_validation,
+                                                    system_level_targets)
 
-TEST_NAMES = {"permutation_power": None, "paired_bootstrap_power": "paired bootstrap", "williams_power": "Williams"}
+TEST_NAMES = COMPARISON_TEST_NAMES  # the name each comparison estimand has in the table
 TEST_ORDER = ("PERM-SYSTEMS", "Williams", "paired bootstrap", "PERM-BOTH", "PERM-INPUTS")
 
 

@@ -77,6 +77,7 @@ from simdesign.runner.progress import progress_bar
 
 from simdesign.core.designs import BlockDesign
 from simdesign.core.errors import ConfigError, from_mapping
+from simdesign.core.estimands import Estimand, is_rate, register_estimand
 from simdesign.core.seeds import analysis_rng, data_rng
 from simdesign.model.metric import (MetricGenerator, MetricSpec, SystemPopulation, exchangeable_moments,
                                     human_scores, population_model, sample_with_quality)
@@ -105,6 +106,9 @@ PERMUTATION_NAMES = {"systems": "PERM-SYSTEMS", "inputs": "PERM-INPUTS", "both":
 # The tests comparing the two metrics: estimand -> the names of its schemes in the summary.
 COMPARISON_ESTIMANDS = {"permutation_power": PERMUTATION_NAMES, "paired_bootstrap_power": {"both": "BOOT-BOTH"},
                         "williams_power": {"": ""}}
+# The comparison table's test name of each comparison estimand (None: the scheme's name, one per scheme).
+COMPARISON_TEST_NAMES = {"permutation_power": None, "paired_bootstrap_power": "paired bootstrap",
+                         "williams_power": "Williams"}
 HELDOUT_STREAM = "/heldout"
 COVERAGE_ESTIMANDS = ("coverage", "summary_coverage", "heldout_coverage")
 # Which estimands a trial computes; part of the store's fingerprint, so that stores of trials computed
@@ -518,7 +522,7 @@ def summarise_metric_validation(rows: pd.DataFrame, config: MetricValidationConf
         values = values[np.isfinite(values)]
         n = values.size
         mean, mcse, low, high = mean_interval(values)
-        if (estimand in COVERAGE_ESTIMANDS or estimand in COMPARISON_ESTIMANDS) and n:
+        if is_rate(estimand) and n:  # coverage and the comparison tests' power: shares of trials
             low, high = wilson_interval(mean, mcse, n, n)
         out.append({"systems": s, "documents": d, "estimand": estimand, "method": method,
                     "scheme": COMPARISON_ESTIMANDS.get(estimand, SCHEME_NAMES).get(scheme, ""), "value": mean,
@@ -580,3 +584,26 @@ def plot_coverage(summary: pd.DataFrame, config: MetricValidationConfig, out_bas
                  fontsize=9)
     fig.tight_layout()
     return save_png(fig, out_base)
+
+
+# Metric validation's estimands, in the estimand registry (all come from summarise_metric_validation).
+for _name, _unit, _label, _description in (
+    ("system_correlation", "value", "system-level correlation", "the metric's system-level correlation with humans"),
+    ("summary_correlation", "value", "summary-level correlation", "the metric's summary-level correlation"),
+    ("coverage", "rate", "coverage", "share of trials whose interval covers the population's system-level "
+                                     "correlation"),
+    ("width", "value", "interval width", "mean width of the system-level interval"),
+    ("heldout_correlation", "value", "held-out correlation", "a held-out study's system-level correlation"),
+    ("heldout_coverage", "rate", "held-out coverage", "share of trials whose interval covers a held-out "
+                                                      "study's correlation"),
+    ("summary_coverage", "rate", "summary-level coverage", "coverage of the summary-level interval"),
+    ("summary_width", "value", "summary-level interval width", "mean width of the summary-level interval"),
+    ("permutation_power", "rate", "permutation test power", "share of trials in which the permutation test "
+                                                            "tells the two metrics apart"),
+    ("paired_bootstrap_power", "rate", "paired bootstrap power", "share of trials in which the paired bootstrap "
+                                                                 "tells the two metrics apart"),
+    ("williams_power", "rate", "Williams test power", "share of trials in which Williams' test tells the two "
+                                                      "metrics apart"),
+):
+    register_estimand(Estimand(_name, ("metric-validation",), _unit, _label, summarise_metric_validation,
+                               _description))

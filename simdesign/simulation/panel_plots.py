@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from simdesign.simulation.panel_summary import KNEE, SPEARMAN
 from simdesign.simulation.plots import save_png
 
 TARGET_TITLES = {"expert": "crowd aggregate vs expert panel mean", "truth": "crowd aggregate vs true expected score"}
@@ -30,9 +31,9 @@ def plot_curves(summary: pd.DataFrame, title: str, base: Path, setting: str | No
         for index, method in enumerate(dict.fromkeys(table["method"])):
             colour = f"C{index}"
             curve = table[(table["target"] == target) & (table["method"] == method)
-                          & (table["estimand"] == "spearman")].sort_values("k")
+                          & (table["estimand"] == SPEARMAN.name)].sort_values("k")
             knee = table[(table["target"] == target) & (table["method"] == method)
-                         & (table["estimand"] == "knee")].iloc[0]
+                         & (table["estimand"] == KNEE.name)].iloc[0]
             axis.plot(curve["k"], curve["mean"], color=colour, marker="o", markersize=3,
                       label=f"{METHOD_LABELS.get(method, method)}: {_knee_text(knee)}")
             axis.fill_between(curve["k"], curve["ci_low"], curve["ci_high"], color=colour, alpha=0.2, linewidth=0)
@@ -52,7 +53,7 @@ def plot_curves(summary: pd.DataFrame, title: str, base: Path, setting: str | No
 
 def plot_knee_sensitivity(summary: pd.DataFrame, title: str, base: Path, method: str = "mean") -> list[Path]:
     """The knee of the ``method`` curve against crowd noise, one line per spammer share; one panel per target."""
-    knees = summary[(summary["estimand"] == "knee") & (summary["method"] == method)]
+    knees = summary[(summary["estimand"] == KNEE.name) & (summary["method"] == method)]
     targets = [t for t in TARGET_TITLES if t in set(knees["target"])]
     fig = Figure(figsize=(6.2 * len(targets), 4.6))
     axes = fig.subplots(1, len(targets), sharey=True, squeeze=False)

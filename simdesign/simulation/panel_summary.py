@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from simdesign.core.estimands import Estimand, register_estimand
 from simdesign.core.seeds import analysis_rng
 from simdesign.simulation.panel_study import SUMMARY_COLUMNS, PanelStudyConfig
 from simdesign.stats.knee import kneedle
@@ -33,7 +34,7 @@ def curve_rows(trials: pd.DataFrame) -> pd.DataFrame:
     z = normal_quantile(0.95)
     table["ci_low"] = table["mean"] - z * table["mcse"]
     table["ci_high"] = table["mean"] + z * table["mcse"]
-    table["estimand"] = "spearman"
+    table["estimand"] = SPEARMAN.name
     return table.drop(columns="sd")
 
 
@@ -50,7 +51,7 @@ def knee_rows(trials: pd.DataFrame, bootstrap: int, rng: np.random.Generator) ->
         knees = np.array([kneedle(ks, np.nanmean(values[pick], axis=0)) for pick in picks])
         finite = knees[np.isfinite(knees)]
         low, high = (np.percentile(finite, [2.5, 97.5]) if finite.size else (np.nan, np.nan))
-        rows.append({"setting": setting, "method": method, "target": target, "estimand": "knee", "k": np.nan,
+        rows.append({"setting": setting, "method": method, "target": target, "estimand": KNEE.name, "k": np.nan,
                      "trials": len(values), "mean": knee, "ci_low": low, "ci_high": high,
                      "mcse": float(finite.std(ddof=1)) if finite.size > 1 else np.nan,
                      "n_undefined": int(bootstrap - finite.size)})
@@ -70,3 +71,12 @@ def summarise_panel_study(config: PanelStudyConfig, trials: pd.DataFrame) -> pd.
     for column in ("noise", "slope_sd", "spammer_share"):
         table[column] = table["setting"].map({label: getattr(spec, column) for label, spec in settings.items()})
     return table[list(SUMMARY_COLUMNS)]
+
+
+# The panel study's estimands, in the estimand registry (both come from summarise_panel_study).
+SPEARMAN = register_estimand(Estimand(
+    "spearman", ("panels",), "value", "Spearman's rho with the expert panel", summarise_panel_study,
+    "mean over trials of Spearman's rho between the crowd panel's and the experts' system ranking, per k"))
+KNEE = register_estimand(Estimand(
+    "knee", ("panels",), "count", "knee of the rho curve (workers k)", summarise_panel_study,
+    "the Kneedle knee of the mean rho curve, with a bootstrap percentile interval over trials"))

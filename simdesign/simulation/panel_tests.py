@@ -39,7 +39,7 @@ from simdesign.analyses import ANALYSES, run_analysis, system_pairs
 from simdesign.analyses.base import FAILURES
 from simdesign.analyses.classical import pair_contrast_matrix, wilcoxon_pvalues
 from simdesign.core.judgements import Judgements
-from simdesign.simulation.summary import wilson_interval
+from simdesign.simulation.summary import POWER, TYPE1, TYPE_S, wilson_interval
 
 PANEL_TESTS = ("ttest_doc", "art_doc", "wilcoxon_doc")
 # the registry entry that, on one row per document, is the per-document test
@@ -91,13 +91,13 @@ def significance_rows(test: str, aggregates: np.ndarray, true_diff: np.ndarray, 
     estimates, rejected = np.array(estimates), np.array(rejected)
     n_tests = rejected.size
     if not np.any(true_diff != 0):
-        return [("type1", float(rejected.mean()), n_tests, failed)]
+        return [(TYPE1.name, float(rejected.mean()), n_tests, failed)]
     relevant = true_diff != 0
     direction = np.sign(estimates[:, relevant]) == np.sign(true_diff[relevant])
     hits = rejected[:, relevant]
     n_relevant = hits.size
-    return [("power", float((hits & direction).mean()), n_relevant, failed),
-            ("type_s", float((hits & ~direction).mean()), n_relevant, failed)]
+    return [(POWER.name, float((hits & direction).mean()), n_relevant, failed),
+            (TYPE_S.name, float((hits & ~direction).mean()), n_relevant, failed)]
 
 
 def true_differences(model, effect) -> np.ndarray:

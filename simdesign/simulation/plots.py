@@ -14,22 +14,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from simdesign.simulation.config import FigureSpec
-from simdesign.core.designs import DESIGN_KINDS, shape_of_row
+from simdesign.core.designs import DESIGN_KINDS, shape_markers, shape_of_row
+from simdesign.core.estimands import estimand_label, is_rate
 
 AXIS_NAMES = {"annotators": "annotators in total", "judgements": "judgements in total", "docs": "documents",
               "blocks": "blocks", "annotators_per_block": "annotators per block",
               "judgements_per_output": "judgements per output"}
-ESTIMAND_NAMES = {"type1": "type I error rate", "power": "power (right direction)", "familywise": "family-wise error",
-                  "power_fitted": "power (failed fits excluded)", "type_s": "type S rate",
-                  "failure_rate": "failure rate", "singular_rate": "singular fit rate",
-                  "krippendorff_alpha": "Krippendorff's alpha (ordinal)", "shr": "split-half reliability"}
-# Estimands that are values, not rates: their axis is not clipped at 0 and their bands are normal intervals.
-VALUE_ESTIMANDS = ("krippendorff_alpha", "shr")
 LINESTYLES = ("-", "--", ":", "-.")
-# With colour by test, design kinds are told apart by line style and marker (each kind's plot_style),
-# so designs of different kinds are never joined by one line.
-KIND_STYLES = {kind: cls.plot_style for kind, cls in DESIGN_KINDS.items()}
-SHAPE_MARKERS = {shape: cls.plot_style[1] for cls in DESIGN_KINDS.values() for shape in cls.shapes}
 
 log = logging.getLogger(__name__)
 
@@ -172,12 +163,14 @@ def _draw_lines(ax, rows: pd.DataFrame, figure: FigureSpec, estimand: str, desig
         if shape:
             colour = colours[shapes.index(shape) % len(colours)]
             style = LINESTYLES[tests.index(test) % len(LINESTYLES)]
-            marker = SHAPE_MARKERS.get(shape, "o")
+            marker = shape_markers().get(shape, "o")
             label = f"{shape}, {test}" if test else shape
         else:
             # Reliability estimands have no test (their 'test' is empty): label the line by the estimand.
             colour = colours[tests.index(test) % len(colours)]
-            style, marker = KIND_STYLES.get(kind, ("-", "o"))
+            # with colour by test, design kinds are told apart by line style and marker (each kind's plot_style),
+            # so designs of different kinds are never joined by one line
+            style, marker = DESIGN_KINDS[kind].plot_style if kind in DESIGN_KINDS else ("-", "o")
             label = test or estimand
             if len(kinds) > 1:
                 label = f"{label} ({kind})"
@@ -289,12 +282,13 @@ def _label_axes(ax, rows: pd.DataFrame, figure: FigureSpec, estimand: str, title
         ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
         ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.set_xlabel(AXIS_NAMES.get(figure.x, figure.x))
-    ax.set_ylabel(ESTIMAND_NAMES.get(estimand, estimand))
-    if estimand not in VALUE_ESTIMANDS:
+    ax.set_ylabel(estimand_label(estimand))
+    # a value (not a rate) is not clipped at 0 and has normal intervals of its mean
+    if is_rate(estimand):
         ax.set_ylim(bottom=0)
     trials = rows["trials"]
     trial_text = f"{int(trials.min())}" if trials.min() == trials.max() else f"{int(trials.min())}-{int(trials.max())}"
-    band = "normal intervals of the mean" if estimand in VALUE_ESTIMANDS else "Wilson intervals (trial = unit)"
+    band = "Wilson intervals (trial = unit)" if is_rate(estimand) else "normal intervals of the mean"
     caption = f"{title}\n{trial_text} trials per point; bands: 95% {band}"
     if left_out:
         caption += f"\nnot shown (no {AXIS_NAMES.get(figure.x, figure.x)}): {', '.join(left_out)}"

@@ -31,6 +31,7 @@ import pandas as pd
 
 from simdesign.analyses import run_analysis, system_pairs
 from simdesign.analyses.base import FAILURES, OK
+from simdesign.core.estimands import Estimand, register_estimand
 from simdesign.core.judgements import Judgements
 from simdesign.core.suggest import suggestions
 from simdesign.core.seeds import analysis_rng, replication_rng
@@ -287,5 +288,21 @@ def replication_summary_rows(config, design_rows: pd.DataFrame) -> list[dict]:
     return rows
 
 
-REPLICATION_ESTIMANDS = ("replication_r", "matching_accuracy", "significance_f1", "significance_reproduced",
-                         "significance_f1_undefined")
+# The replication study's estimands, in the estimand registry (all five come from replication_summary_rows);
+# other modules name them through these entries.
+REPLICATION_R = register_estimand(Estimand(
+    "replication_r", ("replication",), "value", "Pearson r of system scores", replication_summary_rows,
+    "Pearson r of the system mean scores, original vs replication; mean of per-trial values"))
+MATCHING_ACCURACY = register_estimand(Estimand(
+    "matching_accuracy", ("replication",), "value", "matching accuracy (same order)", replication_summary_rows,
+    "share of system pairs with the same trend; mean of per-trial values"))
+SIGNIFICANCE_F1 = register_estimand(Estimand(
+    "significance_f1", ("replication",), "value", "significance F1", replication_summary_rows,
+    "F1 of the replication's significant pairs (with direction), original as gold"))
+SIGNIFICANCE_REPRODUCED = register_estimand(Estimand(
+    "significance_reproduced", ("replication",), "rate", "all significance decisions reproduced",
+    replication_summary_rows, "share of trials whose replication has exactly the original's significant pairs and "
+                              "directions (F1 = 1)"))
+F1_UNDEFINED = register_estimand(Estimand(
+    "significance_f1_undefined", ("replication",), "rate", "significance F1 undefined", replication_summary_rows,
+    "share of trials whose original study has no significant pair"))

@@ -10,15 +10,21 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from simdesign.core.estimands import headline_estimand
 from simdesign.simulation.plots import save_png
+from simdesign.simulation.replication import (F1_UNDEFINED, MATCHING_ACCURACY, REPLICATION_R, SIGNIFICANCE_F1,
+                                              SIGNIFICANCE_REPRODUCED)
 
-FIGURE_ESTIMANDS = ("power", "type1", "significance_f1", "significance_reproduced", "significance_f1_undefined",
-                    "replication_r", "matching_accuracy")
+
+def figure_estimands() -> tuple[str, ...]:
+    """The estimands the figure's table holds: the tests' headline rates and the replication's own."""
+    return (headline_estimand(is_null=False), headline_estimand(is_null=True), SIGNIFICANCE_F1.name,
+            SIGNIFICANCE_REPRODUCED.name, F1_UNDEFINED.name, REPLICATION_R.name, MATCHING_ACCURACY.name)
 
 
 def replication_table(summary: pd.DataFrame) -> pd.DataFrame:
     """The summary rows the figure draws (columns as ``summary.csv``), designs in order of size."""
-    table = summary[summary["estimand"].isin(FIGURE_ESTIMANDS)].copy()
+    table = summary[summary["estimand"].isin(figure_estimands())].copy()
     return table.sort_values(["judgements", "test", "estimand"], kind="stable", ignore_index=True)
 
 
@@ -52,8 +58,8 @@ def plot_replication(summary: pd.DataFrame, out_base: Path, title: str, main_tes
     tests = [t for t in dict.fromkeys(table["test"]) if t]
     for colour, test in zip(matplotlib.rcParams["axes.prop_cycle"].by_key()["color"], tests):
         rows = table[table["test"] == test]
-        power = rows[rows["estimand"] == "power"].set_index("design")
-        f1 = rows[rows["estimand"] == "significance_f1"].set_index("design")
+        power = rows[rows["estimand"] == headline_estimand(is_null=False)].set_index("design")
+        f1 = rows[rows["estimand"] == SIGNIFICANCE_F1.name].set_index("design")
         designs = [d for d in power.index if d in f1.index]
         if not designs:
             continue
@@ -76,12 +82,11 @@ def plot_replication(summary: pd.DataFrame, out_base: Path, title: str, main_tes
 
 
 def _right_panel(ax, table: pd.DataFrame, main_test: str) -> None:
-    lines = (("", "replication_r", "Pearson r of system scores", "black"),
-             ("", "matching_accuracy", "matching accuracy (same order)", "grey"),
-             (main_test, "significance_f1", f"significance F1 ({main_test})", "tab:blue"),
-             (main_test, "significance_reproduced", f"all significance decisions reproduced ({main_test})",
-              "tab:red"),
-             (main_test, "power", f"power of the original ({main_test})", "tab:green"))
+    lines = (("", REPLICATION_R.name, REPLICATION_R.label, "black"),
+             ("", MATCHING_ACCURACY.name, MATCHING_ACCURACY.label, "grey"),
+             (main_test, SIGNIFICANCE_F1.name, f"{SIGNIFICANCE_F1.label} ({main_test})", "tab:blue"),
+             (main_test, SIGNIFICANCE_REPRODUCED.name, f"{SIGNIFICANCE_REPRODUCED.label} ({main_test})", "tab:red"),
+             (main_test, headline_estimand(is_null=False), f"power of the original ({main_test})", "tab:green"))
     for test, estimand, label, colour in lines:
         rows = table[(table["test"] == test) & (table["estimand"] == estimand)].sort_values("judgements")
         if rows.empty:

@@ -22,8 +22,72 @@ from simdesign.core.errors import ConfigError
 from simdesign.runner.study import REGISTERED, StudyKind, register_study_kind
 
 # kinds the rate engine runs from a SimulationConfig, with the keys that tell them
-ENGINE_KINDS = ("rates", "replication")
+RATE_STUDY = "rates"
+ENGINE_KINDS = (RATE_STUDY, "replication")
 ENGINE_KEYS = {"rates": (), "replication": ("replication",)}
+
+
+class RateStudies(StudyKind):
+    """Rate studies (type I error, power, reliability; with ``replication:``, replications) through the engine
+    (:mod:`simdesign.simulation.engine`). ``simdesign run`` and ``simdesign.simulate`` run them by their own
+    path (``ENGINE_KINDS``); the planner runs its candidate designs through this kind's interface."""
+
+    name, keys = "rates", ()
+
+    def parse(self, mapping, base_dir=None):
+        from simdesign.simulation.config import parse_config
+
+        return parse_config(mapping, base_dir)
+
+    def cells(self, config):
+        return [design.label for design in config.designs]
+
+    def fingerprint(self, config):
+        return config.results_fingerprint()
+
+    def to_mapping(self, config):
+        return config.to_mapping()
+
+    def run(self, config, out_dir, backend, progress):
+        from simdesign.simulation.engine import run_simulation
+
+        run_simulation(config, out_dir, config.to_mapping(), progress=progress, backend=backend)
+        return self.stored_rows(config, out_dir)
+
+    def stored_rows(self, config, out_dir):
+        from simdesign.simulation.replication import replication_work
+        from simdesign.simulation.store import ResultsStore
+
+        return ResultsStore(out_dir).read_trials(
+            designs=self.cells(config), tests=[spec.label for spec in config.work_specs]
+            + [item.label for item in replication_work(config)], trials=config.trials)
+
+    def summarise(self, config, rows):
+        from simdesign.simulation.summary import summarise
+
+        return summarise(config, rows)
+
+    # plot: a rate study's figures are drawn by simdesign.outputs.write_figures (a higher layer), on the path
+    # `simdesign run` and `simdesign plot` take for rate studies
+
+    def open_store(self, config, out_dir):
+        from simdesign.simulation.engine import check_backends
+        from simdesign.simulation.store import ResultsStore
+
+        check_backends(config)  # before a store is claimed: a test that needs R says so first
+        store = ResultsStore(out_dir)
+        store.prepare(config)
+        return store
+
+    def trial_chunks(self, config, store, trials):
+        from simdesign.simulation.engine import plan_chunks
+
+        return plan_chunks(config, store, trials)
+
+    def compute_chunks(self, config, executor, chunks, save, retries):
+        from simdesign.simulation.engine import execute_chunks
+
+        execute_chunks(executor, config.model, config.effect, config.seed, chunks, save, retries)
 
 
 class PanelStudies(StudyKind):
@@ -127,7 +191,7 @@ class Sweeps(StudyKind):
         return draw_sweep(config[0], summary, Path(out_base))
 
 
-for _kind in (PanelStudies(), MetricValidation(), Sweeps()):
+for _kind in (RateStudies(), PanelStudies(), MetricValidation(), Sweeps()):
     register_study_kind(_kind)
 
 

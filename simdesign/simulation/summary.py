@@ -18,7 +18,10 @@ import pandas as pd
 
 from simdesign.analyses import resolve_analysis
 from simdesign.analyses.base import FAILURES, SINGULAR
+# ESTIMANDS re-exported: the summary's registry before it became every study kind's
+from simdesign.core.estimands import ESTIMANDS, Estimand, estimands_of, register_estimand  # noqa: F401
 from simdesign.simulation.replication import replication_summary_rows
+from simdesign.stats.reliability import krippendorff_alpha, shr
 from simdesign.stats.montecarlo import mean_interval, wilson_interval  # noqa: F401  (wilson_interval: re-exported)
 
 if TYPE_CHECKING:  # the config checks estimand names against this module's registry
@@ -179,49 +182,17 @@ def rejections(group: pd.DataFrame, alpha: float) -> Rejections:
                       true_diff=group["true_diff"].to_numpy().reshape(shape)[0], status=status)
 
 
-@dataclass(frozen=True)
-class EstimandInfo:
-    """A registry entry: a rate the summary reports per (design, test).
-
-    Attributes
-    ----------
-    name : str
-    under : {'null', 'effect', 'both'}
-        The hypothesis under which the summary has it (``effect: zero`` is the null).
-    compute : callable
-        ``compute(table: Rejections, group: DataFrame) -> (Rate, n_failed, note)`` or None
-        when the rate does not exist for the data (e.g. power without a true difference).
-    description : str
-    random_effects_only : bool
-        Only for analyses that fit random effects (:attr:`AnalysisInfo.random_effects`).
-    """
-
-    name: str
-    under: str
-    compute: Callable
-    description: str = ""
-    random_effects_only: bool = False
-
-    def applies(self, is_null: bool, random_effects: bool) -> bool:
-        """Whether the summary has this estimand under that hypothesis for such an analysis."""
-        return (self.under in ("both", "null" if is_null else "effect")
-                and (random_effects or not self.random_effects_only))
+RATE_STUDY = "rates"  # the study kind of the per-test rates below and of the requestable per-trial values
 
 
-ESTIMANDS: dict[str, EstimandInfo] = {}
-"""Registry: estimand name -> :class:`EstimandInfo`, in the order of the summary's rows."""
-
-
-def register_estimand(info: EstimandInfo) -> EstimandInfo:
-    if info.name in ESTIMANDS:
-        raise ValueError(f"estimand {info.name!r} is registered twice")
-    ESTIMANDS[info.name] = info
-    return info
+def rates_of_a_test() -> tuple[Estimand, ...]:
+    """The registered rates of a (design, test) the rate study computes from rejections, in registration order."""
+    return tuple(info for info in estimands_of(RATE_STUDY) if not info.requestable)
 
 
 def estimand_names(is_null: bool, random_effects: bool = True) -> tuple[str, ...]:
     """Names of the estimands the summary has under the null (``effect: zero``) or an effect."""
-    return tuple(name for name, info in ESTIMANDS.items() if info.applies(is_null, random_effects))
+    return tuple(info.name for info in rates_of_a_test() if info.applies(is_null, random_effects))
 
 
 def _type1(table: Rejections, group):
@@ -276,31 +247,42 @@ def _singular_rate(table: Rejections, group):
     return rate_from_shares(singular, trials), int(table.failed.sum()), "share of fits on the boundary (kept)"
 
 
-for _info in (
-    EstimandInfo("type1", "null", _type1, "share of pairs rejected when no system differs"),
-    EstimandInfo("familywise", "null", _familywise, "share of trials with at least one false rejection"),
-    EstimandInfo("power", "effect", _power, "share of truly different pairs rejected in the right direction; "
-                 "failures count as non-rejections"),
-    EstimandInfo("power_fitted", "effect", _power_fitted, "power among the tests that did not fail"),
-    EstimandInfo("type_s", "effect", _type_s, "share of truly different pairs rejected in the wrong direction"),
-    EstimandInfo("failure_rate", "both", _failure_rate, "share of tests that failed (no p-value)"),
-    EstimandInfo("singular_rate", "both", _singular_rate, "share of mixed-model fits on the boundary",
-                 random_effects_only=True),
-):
-    register_estimand(_info)
+# The study kinds whose summaries hold the rates of a test (a replication and a sweep run the rate engine; a
+# panel study reports type I error, power and type S of its tests on aggregated panels, panel_tests.py).
+TEST_RATE_KINDS = (RATE_STUDY, "replication", "sweep")
+PANEL_RATES = TEST_RATE_KINDS + ("panels",)
+# Registered in the order of the summary's rows; modules that produce one name it through its entry here.
+TYPE1, FAMILYWISE, POWER, POWER_FITTED, TYPE_S, FAILURE_RATE, SINGULAR_RATE = (register_estimand(_info) for _info in (
+    Estimand("type1", PANEL_RATES, "rate", "type I error rate", _type1,
+             "share of pairs rejected when no system differs", under="null", nominal_level=True,
+             roles=("null_rate",)),
+    Estimand("familywise", TEST_RATE_KINDS, "rate", "family-wise error", _familywise,
+             "share of trials with at least one false rejection", under="null", nominal_level=True),
+    Estimand("power", PANEL_RATES, "rate", "power (right direction)", _power,
+             "share of truly different pairs rejected in the right direction; failures count as non-rejections",
+             under="effect", roles=("effect_rate",)),
+    Estimand("power_fitted", TEST_RATE_KINDS, "rate", "power (failed fits excluded)", _power_fitted,
+             "power among the tests that did not fail", under="effect"),
+    Estimand("type_s", PANEL_RATES, "rate", "type S rate", _type_s,
+             "share of truly different pairs rejected in the wrong direction", under="effect"),
+    Estimand("failure_rate", TEST_RATE_KINDS, "rate", "failure rate", _failure_rate,
+             "share of tests that failed (no p-value)", roles=("failure_share",)),
+    Estimand("singular_rate", TEST_RATE_KINDS, "rate", "singular fit rate", _singular_rate,
+             "share of mixed-model fits on the boundary", random_effects_only=True),
+))
 
 
 def summarise_group(group: pd.DataFrame, alpha: float, is_null: bool, random_effects: bool = False) -> list[dict]:
     """Estimand rows for one (design, test); ``group`` sorted by trial, pair.
 
-    Every registered estimand (:data:`ESTIMANDS`) that applies under the
+    Every registered rate of a test (:func:`rates_of_a_test`) that applies under the
     hypothesis; ``random_effects`` (the registry's
     :attr:`AnalysisInfo.random_effects`) adds ``singular_rate``: only a mixed
     model can have a boundary fit.
     """
     table = rejections(group, alpha)
     rows = []
-    for info in ESTIMANDS.values():
+    for info in rates_of_a_test():
         if not info.applies(is_null, random_effects):
             continue
         computed = info.compute(table, group)
@@ -347,6 +329,18 @@ def summarise_estimand(group: pd.DataFrame, confidence: float = 0.95) -> dict:
             "n_tests": len(group), "n_failed": n_failed, "note": note}
 
 
+# Per-trial values a config requests in its 'estimands' list (docs/reliability.md): each trial's value from its
+# judgements (and its own random stream: SHR draws random splits), summarised as a mean with its MCSE.
+for _info in (
+    Estimand("krippendorff_alpha", (RATE_STUDY, "sweep"), "value", "Krippendorff's alpha (ordinal)",
+             summarise_estimand, "Krippendorff's alpha (ordinal) of each trial's judgements",
+             per_trial=lambda judgements, rng: krippendorff_alpha(judgements)),  # no random numbers
+    Estimand("shr", (RATE_STUDY, "sweep"), "value", "split-half reliability", summarise_estimand,
+             "split-half reliability of the system means over blocks", per_trial=shr),
+):
+    register_estimand(_info)
+
+
 def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
     """One row per design x test x estimand (docs/estimands.md).
 
@@ -389,7 +383,7 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
             if group.empty:
                 continue
             rows.append({**design.columns(), "judgements": design.judgements(n_systems), "test": "",
-                         "method": getattr(spec, "method", "likert"), "estimand": spec.name, **summarise_estimand(group), "trials": group["trial"].nunique(),
+                         "method": getattr(spec, "method", "likert"), "estimand": spec.name, **ESTIMANDS[spec.name].summarise(group), "trials": group["trial"].nunique(),
                          "effect": config.effect_label, "alpha": config.alpha,
                          "mean_fit_seconds": group["fit_seconds"].mean()})
         rows += [{**design.columns(), "judgements": design.judgements(n_systems), **row, "effect": config.effect_label,

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from simdesign.core.errors import ConfigError
+from simdesign.core.estimands import Estimand, estimand_label, has_nominal_level, headline_estimand, register_estimand
 from simdesign.core.seeds import analysis_rng
 from simdesign.core.suggest import suggestions
 from simdesign.model.common import effect_scale
@@ -184,7 +185,7 @@ def size_adjusted_rows(summary: pd.DataFrame, runs: list) -> pd.DataFrame:
                 effect_group = trial_rows[(trial_rows["design"] == design.label) & (trial_rows["test"] == spec.label)]
                 null_group = null_rows[(null_rows["design"] == design.label) & (null_rows["test"] == spec.label)]
                 power = summary[(summary["design"] == design.label) & (summary["test"] == spec.label)
-                                & (summary["estimand"] == "power")
+                                & (summary["estimand"] == headline_estimand(is_null=False))
                                 & np.logical_and.reduce([summary[k] == v for k, v in values.items()
                                                          if k != "effect" and k in summary.columns])]
                 if effect_group.empty or null_group.empty or len(power) != 1:
@@ -195,8 +196,14 @@ def size_adjusted_rows(summary: pd.DataFrame, runs: list) -> pd.DataFrame:
                                                effect_group.sort_values(["trial", "pair"]), config.alpha, rng)
                 if adjusted is not None:
                     adjusted.pop("critical_p")
-                    rows.append({**power.iloc[0].to_dict(), "estimand": "power_size_adjusted", **adjusted})
+                    rows.append({**power.iloc[0].to_dict(), "estimand": SIZE_ADJUSTED.name, **adjusted})
     return pd.DataFrame(rows, columns=summary.columns)
+
+
+SIZE_ADJUSTED = register_estimand(Estimand(
+    "power_size_adjusted", ("sweep",), "rate", "size-adjusted power\n(at the critical p of its own null run)",
+    size_adjusted_rows, "power at the critical p-value that gives the test level alpha in its own null run",
+    under="effect"))
 
 
 AXIS_LABELS = {"shared_document_covariance": "document difficulty shared by the systems\n"
@@ -217,14 +224,14 @@ def shared_document_covariance(model) -> float:
     return float(parts[~np.eye(model.n_systems, dtype=bool)].mean())
 
 
-ESTIMAND_AXIS_LABELS = {"power": "power (right direction)", "type1": "type I error rate",
-                        "power_size_adjusted": "size-adjusted power\n(at the critical p of its own null run)"}
 LINESTYLES = ("-", "--", ":", "-.")
 
 
 def plot_sweep(summary: pd.DataFrame, x: str, title: str, out_base: Path,
-               estimands=("type1", "power", "power_size_adjusted"), alpha: float = 0.05) -> list[Path]:
+               estimands=None, alpha: float = 0.05) -> list[Path]:
     """One panel per estimand: the rate of every test against the swept ``x``, with 95% bands.
+
+    ``estimands`` default: the headline rates under the null and an effect, and the size-adjusted power.
 
     A test's colour is its registry name and its line style its options (the label's brackets), so that
     the thresholds of one test read as one family. Returns the written paths (``out_base.png``).
@@ -237,6 +244,8 @@ def plot_sweep(summary: pd.DataFrame, x: str, title: str, out_base: Path,
     summary = summary[summary["test"].notna() & (summary["test"] != "")]
     # a summary built in memory may hold its rates as objects (rows with missing values): matplotlib needs floats
     summary = summary.assign(**{column: pd.to_numeric(summary[column]) for column in ("rate", "ci_low", "ci_high")})
+    if estimands is None:
+        estimands = (headline_estimand(is_null=True), headline_estimand(is_null=False), SIZE_ADJUSTED.name)
     present = [e for e in estimands if (summary["estimand"] == e).any()]
     fig = Figure(figsize=(5.2 * len(present), 4.6))
     axes = fig.subplots(1, len(present), squeeze=False)
@@ -253,10 +262,10 @@ def plot_sweep(summary: pd.DataFrame, x: str, title: str, out_base: Path,
             line, = axis.plot(group[x], group["rate"], marker="o", markersize=3, linestyle=style,
                               color=colours[test.split("[")[0]], label=label)
             axis.fill_between(group[x], group["ci_low"], group["ci_high"], color=line.get_color(), alpha=0.08)
-        if estimand == "type1":
+        if has_nominal_level(estimand):
             axis.axhline(alpha, color="grey", linestyle="--", linewidth=1, label=f"nominal {alpha:g}")
         axis.set_xlabel(AXIS_LABELS.get(x, x.replace("_", " ")))
-        axis.set_ylabel(ESTIMAND_AXIS_LABELS.get(estimand, estimand))
+        axis.set_ylabel(estimand_label(estimand))
         axis.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7)
     fig.suptitle(title, fontsize=10)

@@ -12,6 +12,8 @@ import math
 
 import pandas as pd
 
+from simdesign.core.estimands import headline_estimand
+
 # Summary columns that describe a design, shown beside its label in a wide table (when present).
 DESIGN_INFO = ("kind", "annotators", "docs", "judgements_per_output", "judgements")
 
@@ -106,7 +108,7 @@ def wide_table(summary: pd.DataFrame, estimand: str, digits: int = 3, design_inf
 def default_estimand(summary: pd.DataFrame, effect) -> str:
     """The estimand a result is read by first: type I error under the null, power otherwise."""
     present = list(dict.fromkeys(summary["estimand"]))
-    wanted = "type1" if effect == "zero" else "power"
+    wanted = headline_estimand(effect == "zero")
     return wanted if wanted in present else present[0]
 
 

@@ -305,10 +305,3 @@ def split_half_from_block_sums(sums: np.ndarray, counts: np.ndarray, rng: np.ran
 def shr(data, rng: np.random.Generator | None = None) -> float:
     """Split-half reliability as a number; see :func:`split_half_reliability`."""
     return split_half_reliability(data, rng).value
-
-
-# Estimands a simulation config can request (docs/estimands.md), name -> function(judgements, rng) -> float.
-RELIABILITY_ESTIMANDS = {
-    "krippendorff_alpha": lambda judgements, rng: krippendorff_alpha(judgements),
-    "shr": lambda judgements, rng: shr(judgements, rng),
-}
