@@ -12,6 +12,7 @@ import pandas as pd
 
 from simdesign.core.errors import ConfigError
 from simdesign.simulation.config import SimulationConfig, parse_config
+from simdesign.simulation.methods import DEFAULT_METHODS
 from simdesign.simulation.store import ResultsStore
 
 FAILURE_COLUMNS = ("design", "test", "n_failed", "n_tests", "rate", "note", "kind")
@@ -32,7 +33,7 @@ def figure_estimand(config: SimulationConfig) -> str:
 
 def figure_title(config: SimulationConfig) -> str:
     title = f"{config.name}: model {config.model.name}, effect {config.effect_label}"
-    if tuple(config.methods) != ("likert",):  # say which methods, and the rank noise that generated the ranks
+    if tuple(config.methods) != DEFAULT_METHODS:  # say which methods, and the rank noise that generated the ranks
         noise = getattr(config.model, "rank_noise", None)
         title += f", {' vs '.join(config.methods)}" + ("" if noise is None else f" (rank_noise {noise:g})")
     return title

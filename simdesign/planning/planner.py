@@ -58,7 +58,8 @@ from simdesign.core.designs import DESIGN_KINDS, BlockDesign, PoolDesign, design
 from simdesign.core.errors import ConfigError
 from simdesign.core.suggest import did_you_mean, suggestions
 from simdesign.core.yamlio import load_yaml
-from simdesign.model import METHODS, OrdinalMixedModel, effect_scale
+from simdesign.methods import default_method, get_method, method_names
+from simdesign.model import OrdinalMixedModel, effect_scale
 from simdesign.planning.methods import parse_methods, store_name, tests_for_method
 
 PLAN_KEYS = ("name", "description", "model", "effect", "tests", "alpha", "target_power", "budget", "power_over",
@@ -200,7 +201,7 @@ class Candidate:
     test: AnalysisSpec
     cost: dict
     excluded: str = ""
-    method: str = "likert"  # annotation method (search.methods); rank candidates' test labels end in '@rank'
+    method: str = default_method().name  # annotation method (search.methods); others' test labels end in its suffix
 
     def __repr__(self) -> str:
         return (f"<Candidate {self.design.label} / {self.test.label}: cost {self.total_cost:.2f}"
@@ -248,7 +249,7 @@ class PlanConfig:
     chunk_size: int | None
     description: str = ""
     raw: dict = field(default_factory=dict, repr=False, compare=False)
-    methods: tuple = ("likert",)
+    methods: tuple = (default_method().name,)
     method_costs: dict = field(default_factory=dict, repr=False, compare=False)  # method -> CostModel
     screening: str = "eager"
 
@@ -299,7 +300,7 @@ class PlanConfig:
                 continue
             # Rank studies: their own store, and the engine's 'method' key (issue 13, section 1).
             mappings[store_name(family, method)] = {
-                **({} if method == "likert" else {"method": method}),
+                **({} if get_method(method).is_default else {"method": method}),
                 "name": f"{self.name}-{store_name(family, method)}", "model": self.model_source,
                 "effect": self.effect if effect is None else effect,
                 "designs": [design_mapping(d) for d in designs],
@@ -448,7 +449,7 @@ def _int_list(errors, mapping, key, default) -> list[int]:
     return sorted(set(items))
 
 
-def _seconds_per_judgement(raw_value, model_source, base_dir, errors, method: str = "likert") -> tuple[float, str]:
+def _seconds_per_judgement(raw_value, model_source, base_dir, errors, method: str | None = None) -> tuple[float, str]:
     """The cost model's seconds per judgement, and a sentence saying where they come from.
 
     Accepted: a positive number; ``auto`` (= ``capped_mean``), ``capped_mean``, ``median`` or
@@ -457,11 +458,13 @@ def _seconds_per_judgement(raw_value, model_source, base_dir, errors, method: st
     ``{times: FILE.csv, rule: capped_mean, outputs_per_item: 1, column: time_stamp}``.
     """
     field_name = "The 'cost.seconds_per_judgement' field"
-    paper = annotation_times()
-    times = paper[method]  # the paper measured both methods: seconds per judged output
+    method = get_method(method or default_method().name)
+    # seconds per judged output the paper measured for the method (Likert, Rank), by task; none for others
+    times = method.measured_seconds(annotation_times())
+    method = method.name
     if raw_value is None:
         raw_value = "auto"
-    if isinstance(raw_value, dict) and raw_value and set(raw_value) <= set(METHODS):
+    if isinstance(raw_value, dict) and raw_value and set(raw_value) <= set(method_names()):
         # one entry per method ({likert: auto, rank: 20}); a method left out takes the paper's times
         return _seconds_per_judgement(raw_value.get(method, "auto"), model_source, base_dir, errors, method)
     if isinstance(raw_value, dict):
@@ -479,7 +482,7 @@ def _seconds_per_judgement(raw_value, model_source, base_dir, errors, method: st
             return 1.0, ""
         outputs = int(times[task].get("outputs_per_item", 1))
         return float(times[task][f"{rule}_seconds"]), (
-            f"{describe_rule(rule, outputs)} of the {method.capitalize()} annotation times of the {task} task in "
+            f"{describe_rule(rule, outputs)} of the {get_method(method).label} annotation times of the {task} task in "
             f"Steen & Markert (2021); rule {rule}")
     if isinstance(raw_value, bool) or not isinstance(raw_value, (int, float)) or not math.isfinite(raw_value) \
             or not raw_value > 0:
@@ -568,7 +571,7 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
     goal = _parse_goal(raw, alpha, errors)
     methods = parse_methods(raw.get("search"), model, errors)
     for spec in tests:  # before anything runs, in the plan's own keys (the engine would say 'method')
-        refused = [m for m in methods if m not in resolve_analysis(spec.name).methods]
+        refused = [m for m in methods if not get_method(m).accepts(resolve_analysis(spec.name))]
         if refused:
             errors.append(f"The test {spec.label} cannot take {' or '.join(refused)} judgements (it accepts "
                           f"{', '.join(resolve_analysis(spec.name).methods)}); remove it from 'tests' or leave "
@@ -650,7 +653,7 @@ def _sub_mapping(raw: dict, key: str, allowed, errors: list[str]) -> dict:
     return mapping
 
 
-def _parse_cost(raw: dict, model_source, base_dir: Path | None, errors: list[str], method: str = "likert") -> CostModel:
+def _parse_cost(raw: dict, model_source, base_dir: Path | None, errors: list[str], method: str | None = None) -> CostModel:
     """The 'cost' mapping; pay per hour is required because no default price would mean anything."""
     cost_raw = _sub_mapping(raw, "cost", COST_KEYS, errors)
     if "pay_per_hour" not in cost_raw:
@@ -781,7 +784,7 @@ def parse_search(raw, errors: list[str]) -> list:
 
 
 def build_candidates(designs, tests, cost: CostModel, limits: Limits, n_systems: int,
-                     budget: float | None, method: str = "likert") -> list[Candidate]:
+                     budget: float | None, method: str | None = None) -> list[Candidate]:
     """Every (design, test) with its cost, marking the ones that are not simulated and why."""
     candidates = []
     for design in designs:
@@ -799,5 +802,6 @@ def build_candidates(designs, tests, cost: CostModel, limits: Limits, n_systems:
                 excluded = f"over budget: costs {breakdown['cost']:.2f}"
             else:
                 excluded = ""
-            candidates.append(Candidate(design=design, test=test, cost=breakdown, excluded=excluded, method=method))
+            candidates.append(Candidate(design=design, test=test, cost=breakdown, excluded=excluded,
+                                        method=method or default_method().name))
     return candidates

@@ -35,6 +35,7 @@ from simdesign.model import OrdinalMixedModel
 from simdesign.simulation.replication import is_replication_item, replication_rows, replication_work
 from simdesign.stats.reliability import RELIABILITY_ESTIMANDS, UndefinedReliability
 from simdesign.core.seeds import analysis_rng, data_rng
+from simdesign.methods import default_method, get_method
 from simdesign.core.threads import single_threaded
 from simdesign.runner.limits import check_trial_count
 from simdesign.simulation.methods import METHOD_COLUMN, spec_method, split_result_label
@@ -170,17 +171,18 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
     n_pairs = len(pairs)
     tested = []  # (trial, label, PairwiseResult), in row order
     estimand_rows = []
-    methods = list(dict.fromkeys(spec_method(spec) for spec in chunk.analyses))
+    methods = [get_method(name) for name in dict.fromkeys(spec_method(spec) for spec in chunk.analyses)]
     design_label = chunk.design.label  # a property formatting its string on every call
     # Replication items (simdesign.simulation.replication) share one replication study per trial (Likert).
     replicated = [spec for spec in chunk.analyses if is_replication_item(spec)]
     for trial in range(chunk.first_trial, chunk.stop_trial):
         # One study per method and trial, each from its own stream; Likert's stream is the one it always had.
-        studies = {method: model.sample(chunk.design, data_rng(root_seed, design_label, trial, method), effect,
-                                        method=method) for method in methods}
-        if replicated:
+        studies = {method.name: model.sample(chunk.design, data_rng(root_seed, design_label, trial,
+                                                                    method.stream_suffix), effect, method=method)
+                   for method in methods}
+        if replicated:  # replication runs on the default method only (the config refuses others)
             estimand_rows += replication_rows(replicated, model, effect, root_seed, chunk.design, trial,
-                                              studies["likert"], registry)
+                                              studies[default_method().name], registry)
         for spec in chunk.analyses:
             if is_replication_item(spec):
                 continue
@@ -196,7 +198,7 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
         {"trial": np.int64, "pair": np.int64, "estimate": float, "fit_status": "string"})
     rows = len(tested)
     if rows == 0:
-        return with_method_column(estimand_frame, methods)
+        return with_method_column(estimand_frame, [m.name for m in methods])
     flat = _result_columns(tested, n_pairs)
     frame = pd.DataFrame({
         "design": design_label,
@@ -215,7 +217,7 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
     })
     if estimand_rows:
         frame = pd.concat([frame, estimand_frame], ignore_index=True)
-    return with_method_column(frame, methods)
+    return with_method_column(frame, [m.name for m in methods])
 
 
 def _result_columns(tested: list, n_pairs: int) -> dict:
@@ -238,8 +240,9 @@ def _result_columns(tested: list, n_pairs: int) -> dict:
 
 
 def with_method_column(frame: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
-    """Add the 'method' column to a chunk's rows when it has a non-Likert method (Likert-only rows keep their form)."""
-    if methods and methods != ["likert"]:
+    """Add the 'method' column to a chunk's rows when it has a method other than the default (rows of the
+    default method alone keep their form)."""
+    if methods and methods != [default_method().name]:
         frame[METHOD_COLUMN] = [split_result_label(label)[1] for label in frame["test"]]
     return frame
 
@@ -420,8 +423,9 @@ def replay_trial(config: SimulationConfig, design_label: str, trial: int, test_l
     check_replay_request(config, design_label, trial, test_label)
     designs = {d.label: d for d in config.designs}
     specs = {s.label: s for s in config.work_specs}
-    method = spec_method(specs[test_label])
-    judgements = config.model.sample(designs[design_label], data_rng(config.seed, design_label, trial, method),
+    method = get_method(spec_method(specs[test_label]))
+    judgements = config.model.sample(designs[design_label],
+                                     data_rng(config.seed, design_label, trial, method.stream_suffix),
                                      config.effect, method=method)
     return judgements, analyse(judgements, specs[test_label], config.seed, design_label, trial)
 
