@@ -69,6 +69,8 @@ class AnnotationMethod:
         How a model comes to generate this method (said when a model cannot).
     planning_requirement : str
         What a plan comparing this method needs of its model (said when the plan's model cannot).
+    analysis_note : str
+        What a reader of an analysis of this method's table must know (empty: nothing).
     steps : dict
         Pilot-layer behaviour by role (``read_table``, ``orient``, ``describe``, ``fit``, ``check``):
         a ``"module:function"`` name or a function.
@@ -86,6 +88,7 @@ class AnnotationMethod:
     is_default: bool = False
     model_requirement: str = ""
     planning_requirement: str = "a model that generates it"
+    analysis_note: str = ""
     steps: dict = {}
 
     def __repr__(self) -> str:

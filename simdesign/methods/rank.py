@@ -73,6 +73,8 @@ class Rank(AnnotationMethod):
              "describe": "simdesign.pilot.ranks:describe_ranks",
              "cli_fit": "simdesign.cli_rank_fit:fit",
              "cli_check": "simdesign.cli_rank_fit:check",
+             "fit": "simdesign.pilot.rank_fit:fit_rank_only",  # the rank-ordered logit with random slopes
+             "fit_noise": "simdesign.pilot.rank_noise:fit_rank_noise",  # rank_noise of a joint Likert/Rank model
              "check": "simdesign.pilot.rank_check:rank_predictive_check"}
 
     def can_generate(self, model) -> bool:

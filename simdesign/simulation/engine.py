@@ -38,7 +38,7 @@ from simdesign.core.seeds import analysis_rng, data_rng
 from simdesign.methods import default_method, get_method
 from simdesign.core.threads import single_threaded
 from simdesign.runner.limits import check_trial_count
-from simdesign.simulation.methods import METHOD_COLUMN, spec_method, split_result_label
+from simdesign.simulation.methods import METHOD_COLUMN, spec_method
 from simdesign.simulation.store import RESULT_COLUMNS, ResultsStore
 
 log = logging.getLogger(__name__)
@@ -157,9 +157,18 @@ def simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chun
 
 
 def chunk_registry(specs) -> dict:
-    """Analysis name -> AnalysisInfo for the analyses among ``specs`` (reliability estimands skipped)."""
-    return {spec.name: resolve_analysis(spec.name) for spec in specs
-            if spec.name not in RELIABILITY_ESTIMANDS and not (is_replication_item(spec) and spec.analysis is None)}
+    """Analysis name -> AnalysisInfo for the analyses among ``specs`` (reliability estimands skipped), and
+    ``METHOD_ENTRY + name`` -> the annotation method of each of their methods (a method registered by user
+    code is sent to the workers with its chunks, as an analysis is)."""
+    found = {spec.name: resolve_analysis(spec.name) for spec in specs
+             if spec.name not in RELIABILITY_ESTIMANDS and not (is_replication_item(spec) and spec.analysis is None)}
+    for name in dict.fromkeys(spec_method(spec) for spec in specs):
+        found[METHOD_ENTRY + name] = get_method(name)
+    return found
+
+
+# The prefix of a chunk registry's annotation-method entries (no analysis name starts with '@').
+METHOD_ENTRY = "@method:"
 
 
 def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chunk, registry: dict) -> pd.DataFrame:
@@ -171,7 +180,8 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
     n_pairs = len(pairs)
     tested = []  # (trial, label, PairwiseResult), in row order
     estimand_rows = []
-    methods = [get_method(name) for name in dict.fromkeys(spec_method(spec) for spec in chunk.analyses)]
+    methods = [registry.get(METHOD_ENTRY + name) or get_method(name)
+               for name in dict.fromkeys(spec_method(spec) for spec in chunk.analyses)]
     design_label = chunk.design.label  # a property formatting its string on every call
     # Replication items (simdesign.simulation.replication) share one replication study per trial (Likert).
     replicated = [spec for spec in chunk.analyses if is_replication_item(spec)]
@@ -198,7 +208,7 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
         {"trial": np.int64, "pair": np.int64, "estimate": float, "fit_status": "string"})
     rows = len(tested)
     if rows == 0:
-        return with_method_column(estimand_frame, [m.name for m in methods])
+        return with_method_column(estimand_frame, methods)
     flat = _result_columns(tested, n_pairs)
     frame = pd.DataFrame({
         "design": design_label,
@@ -217,7 +227,7 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
     })
     if estimand_rows:
         frame = pd.concat([frame, estimand_frame], ignore_index=True)
-    return with_method_column(frame, [m.name for m in methods])
+    return with_method_column(frame, methods)
 
 
 def _result_columns(tested: list, n_pairs: int) -> dict:
@@ -239,11 +249,16 @@ def _result_columns(tested: list, n_pairs: int) -> dict:
     }
 
 
-def with_method_column(frame: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
+def with_method_column(frame: pd.DataFrame, methods: list) -> pd.DataFrame:
     """Add the 'method' column to a chunk's rows when it has a method other than the default (rows of the
     default method alone keep their form)."""
-    if methods and methods != [default_method().name]:
-        frame[METHOD_COLUMN] = [split_result_label(label)[1] for label in frame["test"]]
+    methods = [get_method(method) for method in methods]
+    if methods and [m.name for m in methods] != [default_method().name]:
+        # the chunk's own method objects (a worker's registry may lack a method registered by user code)
+        suffixed = [m for m in methods if m.result_suffix]
+        default = default_method().name
+        frame[METHOD_COLUMN] = [next((m.name for m in suffixed if label.endswith(m.result_suffix)), default)
+                                for label in frame["test"]]
     return frame
 
 

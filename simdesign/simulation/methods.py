@@ -48,6 +48,9 @@ class MethodSpec:
 
     spec: object
     method: str = DEFAULT_METHODS[0]
+    result_suffix: str | None = None
+    """The method's label suffix, kept with the item (a worker's registry may lack a method registered by
+    user code); None: looked up by the method's name."""
 
     @property
     def name(self) -> str:
@@ -63,12 +66,15 @@ class MethodSpec:
 
     @property
     def label(self) -> str:
-        return result_label(self.spec.label, self.method)
+        if self.result_suffix is None:
+            return result_label(self.spec.label, self.method)
+        return f"{self.spec.label}{self.result_suffix}"
 
 
 def method_specs(specs, methods) -> tuple:
     """Every spec on every method, methods outermost; the default method's specs are the specs themselves."""
-    return tuple(spec if get_method(method).is_default else MethodSpec(spec, method)
+    methods = [get_method(method) for method in methods]
+    return tuple(spec if method.is_default else MethodSpec(spec, method.name, method.result_suffix)
                  for method in methods for spec in specs)
 
 
