@@ -18,7 +18,7 @@ from simdesign.simulation.config import SimulationConfig, config_warnings, load_
 from simdesign.simulation.replication import REPLICATION_ESTIMANDS
 from simdesign.core.errors import ConfigError, MissingBackendError, StoreError
 from simdesign.methods import get_method, method_names
-from simdesign.model import PRESETS, RankOnlyModel, load_model
+from simdesign.model import PRESETS, load_model
 from simdesign.outputs import config_from_results, failure_report, write_outputs
 
 

@@ -128,6 +128,21 @@ def test_cost_per_output():
     assert PASS_FAIL.measured_seconds(times) == {}
 
 
+def test_a_plan_needs_the_seconds_of_a_method_the_paper_did_not_time():
+    from simdesign.planning.planner import parse_plan
+
+    plan = {"name": "p", "model": "coherence", "effect": "fitted", "tests": ["ttest_doc"], "target_power": 0.8,
+            "cost": {"pay_per_hour": 12}, "max_type1": None,
+            "search": {"designs": [{"kind": "block", "blocks": 4, "docs_per_block": 5, "annotators_per_block": 2}],
+                       "methods": ["passfail"]}}
+    with registered(PASS_FAIL):
+        with pytest.raises(ConfigError, match="measured none for the Pass/fail method"):
+            parse_plan(plan)
+        config = parse_plan({**plan, "cost": {"pay_per_hour": 12, "seconds_per_judgement": {"passfail": 5}}})
+    assert config.method_costs["passfail"].seconds_per_judgement == 5
+    assert [c.test.label for c in config.candidates] == ["ttest_doc@passfail"]
+
+
 def test_accepted_tests():
     """Rankings are taken only by tests declared valid on them; scores and pass/fail by every test."""
     from simdesign.analyses import ANALYSES

@@ -120,6 +120,10 @@ class AnnotationMethod:
         """What this method's trials depend on beyond the model's shared part (empty: nothing more)."""
         return {}
 
+    def model_note(self, model) -> str:
+        """What in ``model`` generates this method, for a figure's title (empty: nothing to say)."""
+        return ""
+
     def warnings(self, config) -> list[str]:
         """Warnings before a run on this method (e.g. tests measured to be miscalibrated on it)."""
         return []

@@ -88,6 +88,10 @@ class Rank(AnnotationMethod):
         noise = getattr(model, "rank_noise", None)
         return {} if noise is None else {"rank_noise": float(noise)}
 
+    def model_note(self, model) -> str:
+        noise = getattr(model, "rank_noise", None)
+        return "" if noise is None else f"rank_noise {noise:g}"
+
     def warnings(self, config) -> list[str]:
         found = []
         for spec in config.analyses:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from simdesign.core.errors import ConfigError, DataError
-from simdesign.methods import all_methods, default_method, get_method, method_names
+from simdesign.methods import all_methods, get_method, method_names
 from simdesign.pilot.fit import parse_columns, read_table_csv
 
 # The column every oriented table carries its judgements in (higher = better), whatever the method.
@@ -153,4 +153,4 @@ def table_method(args):
 
 
 __all__ = ["infer_method", "parse_columns_any", "read_table", "orient", "read_form_method", "read_table_args",
-           "describe", "table_method", "default_method"]
+           "describe", "table_method"]

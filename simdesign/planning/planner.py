@@ -472,6 +472,11 @@ def _seconds_per_judgement(raw_value, model_source, base_dir, errors, method: st
     if isinstance(raw_value, str) and (raw_value in ("auto",) + RULES or raw_value in times):
         rule = "capped_mean" if raw_value in ("auto",) + tuple(times) else raw_value
         task = raw_value if raw_value in times else model_source
+        if not times:
+            errors.append(f"{field_name} is {raw_value!r}, which takes the paper's measured times, but the paper "
+                          f"measured none for the {get_method(method).label} method: give its seconds per judged "
+                          f"output as a number, e.g. seconds_per_judgement: {{{method}: 5}}")
+            return 1.0, ""
         if task not in times:
             errors.append(
                 f"{field_name} is {raw_value!r}, which takes the measured Likert times of the paper's task of a "
