@@ -40,6 +40,24 @@ def read_pass_fail(path, columns: dict, scale=None):
     return orient_pass_fail(pd.read_csv(path).rename(columns=columns))
 
 
+def check_pass_fail(model, frame: pd.DataFrame, trials: int = 200, seed: int = 0):
+    """Predictive check: each system's share of passes against ``trials`` studies simulated from ``model``
+    with the table's own design (the method's ``check`` step; table and simulated values as the built-in
+    checks return them)."""
+    from simdesign.pilot.check import observed_design
+
+    design, observed = observed_design(frame, model.systems)
+    streams = np.random.SeedSequence(seed).spawn(trials)
+    simulated = np.array([model.sample(design, np.random.default_rng(stream), method=PASS_FAIL).scores.mean(axis=0)
+                          for stream in streams])
+    low, high = np.percentile(simulated, [2.5, 97.5], axis=0)
+    table = pd.DataFrame({"statistic": "share_passing", "system": list(model.systems),
+                          "observed": np.nanmean(observed, axis=0), "sim_mean": simulated.mean(axis=0),
+                          "sim_low": low, "sim_high": high})
+    table["inside"] = (table["observed"] >= table["sim_low"]) & (table["observed"] <= table["sim_high"])
+    return table, simulated
+
+
 class PassFail(AnnotationMethod):
     name = "passfail"
     label = "Pass/fail"
@@ -50,7 +68,7 @@ class PassFail(AnnotationMethod):
     result_suffix = "@passfail"
     model_requirement = "a Likert model (its middle threshold is the pass mark)"
     steps = {"read_table": read_pass_fail, "orient": orient_pass_fail,
-             "describe": lambda info: "Pass/fail judgements (1 = passed)"}
+             "describe": lambda info: "Pass/fail judgements (1 = passed)", "check": check_pass_fail}
 
     def can_generate(self, model) -> bool:
         return getattr(model, "thresholds", None) is not None

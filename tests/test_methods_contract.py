@@ -20,7 +20,7 @@ from simdesign.core.seeds import DATA_STREAM, data_rng, label_key
 from simdesign.methods import (all_methods, default_method, get_method, method_names, registered,
                                split_result_label)
 from simdesign.model import RankOnlyModel, load_model
-from simdesign.pilot.tables import read_table
+from simdesign.pilot.tables import orient, read_table
 from simdesign.planning.planner import annotation_times
 
 from plugin_method import PASS_FAIL, pass_mark
@@ -107,6 +107,26 @@ def test_reading_a_small_table_gives_the_oriented_scores(method, tmp_path):
     assert info["method"] == method.name
     assert read["score"].tolist() == scores
     assert method.step("describe")(info)
+
+
+# A simulated study in each method's own file form (the inverse of its orientation), S = number of systems.
+FILE_FORMS = {
+    "likert": lambda frame, S: frame,
+    "rank": lambda frame, S: frame.assign(rank=S + 1 - frame["score"]).drop(columns="score"),
+    "passfail": lambda frame, S: frame.rename(columns={"score": "passed"}),
+}
+
+
+def test_check_statistics_of_a_study_from_the_model_itself(method):
+    """The method's predictive check on a study simulated from the checked model: its table has the observed
+    and simulated values, and nearly every statistic lies inside its simulated 95% range."""
+    model = next(model for model in models() if method.can_generate(model) and len(model.systems) == 5)
+    study = model.sample(BlockDesign(8, 5, 3), np.random.default_rng(11), method=method.name).to_frame()
+    oriented, _ = orient(FILE_FORMS[method.name](study.drop(columns="block"), model.n_systems), method.name)
+    table, simulated = method.step("check")(model, oriented, trials=40, seed=2)
+    assert {"statistic", "system", "observed", "sim_low", "sim_high", "inside"} <= set(table.columns)
+    assert simulated.shape == (40, len(table)) and (table["sim_low"] <= table["sim_high"]).all()
+    assert table["inside"].mean() >= 0.8, table[~table["inside"]]
 
 
 def test_steps_resolve_to_functions(method):
