@@ -9,6 +9,8 @@ figures and a plan without any edit to the package.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -221,3 +223,30 @@ def test_a_plug_in_method_runs_end_to_end(tmp_path):
         assert set(table["method"]) == {"likert", "passfail"}
         assert set(table.loc[table["method"] == "passfail", "test"]) == {"ttest_doc@passfail"}
         assert (tmp_path / "plan" / "studies-passfail").exists()
+
+
+@pytest.mark.slow
+def test_a_plug_in_method_named_by_its_import_path_runs_from_the_command_line(tmp_path):
+    """`simdesign run` with `method: plugin_method:PASS_FAIL`, then `simdesign plot` in a fresh process that
+    finds the method again from the stored config (fresh processes: nothing is registered beforehand)."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    config = {"name": "passfail-cli", "model": "coherence", "effect": "zero", "method": "plugin_method:PASS_FAIL",
+              "designs": [{"kind": "block", "blocks": 3, "docs_per_block": 4, "annotators_per_block": 2}],
+              "tests": ["ttest_doc"], "trials": 12, "seed": 4}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    tests_dir = str(Path(__file__).resolve().parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests_dir, os.environ.get("PYTHONPATH", "")])}
+    out = tmp_path / "results"
+    for command in (["run", str(tmp_path / "config.yaml"), "--out", str(out), "--jobs", "1"],
+                    ["plot", str(out)]):
+        done = subprocess.run([sys.executable, "-m", "simdesign.cli", *command], capture_output=True, text=True,
+                              env=env, cwd=tmp_path, timeout=600)
+        assert done.returncode == 0, done.stderr
+    summary = pd.read_csv(out / "summary.csv")
+    assert set(summary.loc[summary["estimand"] == "type1", "method"]) == {"passfail"}
+    assert "passfail" not in method_names()  # this process never registered it

@@ -90,6 +90,7 @@ class AnnotationMethod:
     planning_requirement: str = "a model that generates it"
     analysis_note: str = ""
     steps: dict = {}
+    origin: str | None = None  # the 'module:attribute' a config named it by, if any (set on import)
 
     def __repr__(self) -> str:
         return f"<annotation method {self.name!r}>"
@@ -212,18 +213,47 @@ def default_method() -> AnnotationMethod:
 def get_method(name, field: str = "method") -> AnnotationMethod:
     """The registered method called ``name`` (a method object is returned as it is).
 
+    ``name`` may also be an importable ``module:attribute`` naming an :class:`AnnotationMethod` (what a
+    config written for the command line gives for a method of the user's own): it is imported, registered
+    under its own name, and remembers the path (:attr:`AnnotationMethod.origin`) so that a stored config
+    names it again for a fresh process (``simdesign plot``, ``replay``).
+
     Raises
     ------
     ConfigError
-        Unknown name, naming ``field``, the registered names and the closest one.
+        Unknown name, naming ``field``, the registered names and the closest one; or a ``module:attribute``
+        that cannot be imported or is not an annotation method.
     """
     if isinstance(name, AnnotationMethod):
         return name
+    if isinstance(name, str) and ":" in name and name not in REGISTERED:
+        return _imported_method(name, field)
     found = REGISTERED.get(name) if isinstance(name, str) else None
     if found is None:
         raise ConfigError(f"The '{field}' field must be one of {', '.join(REGISTERED)}; got {name!r}"
                           f"{did_you_mean(name, REGISTERED)}")
     return found
+
+
+def _imported_method(path: str, field: str) -> AnnotationMethod:
+    """The method an importable ``module:attribute`` names, registered (see :func:`get_method`)."""
+    module_name, _, attribute = path.partition(":")
+    try:
+        found = getattr(importlib.import_module(module_name), attribute)
+    except Exception as exc:  # noqa: BLE001 - a plug-in's import may fail in any way; say how, naming it
+        raise ConfigError(f"The '{field}' field names {path!r}, which cannot be imported "
+                          f"({type(exc).__name__}: {exc})") from exc
+    if not isinstance(found, AnnotationMethod):
+        raise ConfigError(f"The '{field}' field names {path!r}, which is not an AnnotationMethod "
+                          f"(got {type(found).__name__})")
+    register_method(found)
+    found.origin = path
+    return found
+
+
+def config_name(name: str) -> str:
+    """How a config names a method: its import path if it came from one (a fresh process finds it), else its name."""
+    return get_method(name).origin or get_method(name).name
 
 
 def split_result_label(label: str) -> tuple[str, str]:

@@ -39,7 +39,7 @@ from simdesign.core.errors import ConfigError
 from simdesign.core.suggest import did_you_mean, suggestions
 from simdesign.core.yamlio import read_yaml_file
 from simdesign.model import PRESETS, OrdinalMixedModel, RankOnlyModel, effect_scale, load_model
-from simdesign.methods import get_method
+from simdesign.methods import config_name, get_method
 from simdesign.simulation.methods import (DEFAULT_METHODS, method_problems, method_specs, method_warnings,
                                           parse_methods, shared_model_digest_source, spec_method)
 from simdesign.simulation.replication import ReplicationSettings, parse_replication, replication_problems
@@ -384,7 +384,7 @@ document_intercept_scale, methods
         if self.document_intercept_scale is not None:
             mapping["document_intercept_scale"] = self.document_intercept_scale
         if tuple(self.methods) != DEFAULT_METHODS:  # left out for Likert, so existing configs hash as before
-            mapping["methods"] = list(self.methods)
+            mapping["methods"] = [config_name(method) for method in self.methods]  # a plug-in by its import path
         return mapping
 
     to_dict = to_mapping  # the name before 0.2; kept for callers

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simdesign.analyses import resolve_analysis
+from simdesign.core.errors import ConfigError
 from simdesign.core.suggest import suggestions
 from simdesign.methods import default_method, get_method, method_names
 from simdesign.methods import split_result_label  # noqa: F401 -- public here since issue 13
@@ -95,7 +96,7 @@ def parse_methods(raw: dict, errors: list[str]) -> tuple:
             errors.append(f"The 'method' field must be one of {list(method_names())}; got {value!r} "
                           "(use 'methods' for a list)")
             return DEFAULT_METHODS
-        return (value,)
+        return _imported_names((value,), "method", errors)
     if "methods" in raw:
         value = raw["methods"]
         if isinstance(value, str):
@@ -103,8 +104,22 @@ def parse_methods(raw: dict, errors: list[str]) -> tuple:
         if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) for v in value):
             errors.append(f"The 'methods' field must be a non-empty list of {list(method_names())}; got {value!r}")
             return DEFAULT_METHODS
-        return tuple(value)
+        return _imported_names(tuple(value), "methods", errors)
     return DEFAULT_METHODS
+
+
+def _imported_names(methods: tuple, field: str, errors: list[str]) -> tuple:
+    """``methods`` with each ``module:attribute`` imported, registered and replaced by the method's name."""
+    found = []
+    for method in methods:
+        if ":" in method:
+            try:
+                method = get_method(method, field).name
+            except ConfigError as exc:
+                errors.extend(exc.messages)
+                continue
+        found.append(method)
+    return tuple(found) or DEFAULT_METHODS
 
 
 def method_problems(methods, model, analyses) -> list[str]:
