@@ -26,7 +26,7 @@ from simdesign.core.designs import Design
 from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
 from simdesign.model.common import PSD_TOLERANCE, covariance_square_root, effect_scale  # noqa: F401 (public here)
-from simdesign.methods import method_names
+from simdesign.methods import get_method, method_names
 from simdesign.model.ranks import RankOnlyModel, check_method, generated_methods, reversed_ranks  # noqa: F401
 from simdesign.core.checks import is_number
 from simdesign.core.suggest import did_you_mean
@@ -102,7 +102,8 @@ class OrdinalMixedModel:
         # short: the parameters (two S x S covariances among them) are in to_dict() and the model file
         scale = f"{self.scale[0]}..{self.scale[-1]}"
         return (f"<OrdinalMixedModel {self.name!r}: {len(self.systems)} systems ({', '.join(self.systems)}), "
-                f"scale {scale}" + (", Likert and Rank" if self.rank_noise is not None else "") + ">")
+                f"scale {scale}" + (f", {' and '.join(get_method(m).label for m in self.methods)}"
+                                    if len(self.methods) > 1 else "") + ">")
 
     def __post_init__(self):
         errors: list[str] = []

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 
 from simdesign.methods import get_method, method_names
-from simdesign.simulation.methods import DEFAULT_METHODS, result_label, split_result_label
+from simdesign.simulation.methods import DEFAULT_METHODS, imported_method_names, result_label, split_result_label
 
 
 def parse_methods(search_raw, model, errors: list[str]) -> tuple:
@@ -35,6 +35,8 @@ def parse_methods(search_raw, model, errors: list[str]) -> tuple:
     raw = search_raw.get("methods", list(default)) if isinstance(search_raw, dict) else list(default)
     if isinstance(raw, str):
         raw = [raw]
+    if isinstance(raw, list) and raw and all(isinstance(m, str) for m in raw):
+        raw = list(imported_method_names(tuple(raw), "search.methods", errors))  # a plug-in by its import path
     if not isinstance(raw, list) or not raw or any(m not in method_names() for m in raw) or len(set(raw)) != len(raw):
         errors.append(f"The 'search.methods' field must be a non-empty list of distinct methods from "
                       f"{list(method_names())}; got {raw!r}")

@@ -58,7 +58,7 @@ from simdesign.core.designs import DESIGN_KINDS, BlockDesign, PoolDesign, design
 from simdesign.core.errors import ConfigError
 from simdesign.core.suggest import did_you_mean, suggestions
 from simdesign.core.yamlio import load_yaml
-from simdesign.methods import default_method, get_method, method_names
+from simdesign.methods import config_name, default_method, get_method, method_names
 from simdesign.model import OrdinalMixedModel, effect_scale
 from simdesign.planning.methods import parse_methods, store_name, tests_for_method
 
@@ -300,7 +300,7 @@ class PlanConfig:
                 continue
             # Rank studies: their own store, and the engine's 'method' key (issue 13, section 1).
             mappings[store_name(family, method)] = {
-                **({} if get_method(method).is_default else {"method": method}),
+                **({} if get_method(method).is_default else {"method": config_name(method)}),
                 "name": f"{self.name}-{store_name(family, method)}", "model": self.model_source,
                 "effect": self.effect if effect is None else effect,
                 "designs": [design_mapping(d) for d in designs],

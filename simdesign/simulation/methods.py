@@ -96,7 +96,7 @@ def parse_methods(raw: dict, errors: list[str]) -> tuple:
             errors.append(f"The 'method' field must be one of {list(method_names())}; got {value!r} "
                           "(use 'methods' for a list)")
             return DEFAULT_METHODS
-        return _imported_names((value,), "method", errors)
+        return imported_method_names((value,), "method", errors)
     if "methods" in raw:
         value = raw["methods"]
         if isinstance(value, str):
@@ -104,11 +104,11 @@ def parse_methods(raw: dict, errors: list[str]) -> tuple:
         if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) for v in value):
             errors.append(f"The 'methods' field must be a non-empty list of {list(method_names())}; got {value!r}")
             return DEFAULT_METHODS
-        return _imported_names(tuple(value), "methods", errors)
+        return imported_method_names(tuple(value), "methods", errors)
     return DEFAULT_METHODS
 
 
-def _imported_names(methods: tuple, field: str, errors: list[str]) -> tuple:
+def imported_method_names(methods: tuple, field: str, errors: list[str]) -> tuple:
     """``methods`` with each ``module:attribute`` imported, registered and replaced by the method's name."""
     found = []
     for method in methods:
