@@ -17,7 +17,8 @@ Layers (a module imports only its own layer and those listed before it; ``tests/
 
 0. ``core``: errors, seeds, designs, judgements (the vocabulary every layer speaks); ``runner``: chunks,
    workers, backends, stores and study kinds, for every kind of study (it imports only ``core``);
-1. ``model``: the ordinal mixed model that generates judgements, with its ``presets``;
+1. ``model``: the ordinal mixed model that generates judgements, with its ``presets``; ``methods``: the
+   annotation methods (Likert, Rank, plug-ins), which the model asks for its responses;
 2. ``stats``: pure statistics (contrasts, reliability, annotation time);
 3. ``clmm`` (+ ``_clmm_numba``, left in place so its on-disk numba cache stays valid): the native mixed model;
 4. ``analyses``: the registered tests (+ ``rsession``, the R session they run in);

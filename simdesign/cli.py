@@ -17,7 +17,8 @@ from simdesign.simulation.backends import BACKENDS, DEFAULT_RETRIES
 from simdesign.simulation.config import SimulationConfig, config_warnings, load_config
 from simdesign.core.estimands import estimands_of
 from simdesign.core.errors import ConfigError, MissingBackendError, StoreError
-from simdesign.model import PRESETS, RankOnlyModel, load_model
+from simdesign.methods import get_method, method_names
+from simdesign.model import PRESETS, load_model
 from simdesign.outputs import config_from_results, failure_report, write_outputs
 
 
@@ -238,7 +239,7 @@ def _read_judgements_args(args):
 
 
 def cmd_reliability(args) -> int:
-    from simdesign.pilot.ranks import describe, read_table_args
+    from simdesign.pilot.tables import describe, read_table_args
 
     frame, info = read_table_args(args)  # Likert or Rank (reversed ranks: alpha and SHR unchanged)
     scale = info["scale"]
@@ -263,11 +264,12 @@ def cmd_reliability(args) -> int:
 
 
 def cmd_fit(args) -> int:
-    from simdesign import cli_rank_fit
     from simdesign.pilot.fit import FitError, file_sha256, write_model
+    from simdesign.pilot.tables import table_method
 
-    if cli_rank_fit.is_rank_fit(args):
-        return cli_rank_fit.fit(args)
+    method = table_method(args)
+    if "cli_fit" in method.steps:  # a method with a fit command of its own (Rank: simdesign/cli_rank_fit.py)
+        return method.step("cli_fit")(args)
     if args.likert_model:
         raise ConfigError("--likert-model applies to Rank tables (it fits rank_noise for a joint model); "
                           f"{args.judgements} was read as Likert scores")
@@ -325,10 +327,13 @@ def run_check_command(model, frame, out_dir, trials: int, seed: int) -> None:
 
 
 def cmd_check(args) -> int:
-    from simdesign import cli_rank_fit
+    from simdesign.pilot.tables import table_method
 
-    if cli_rank_fit.is_rank_fit(args) or isinstance(load_model(args.model), RankOnlyModel):
-        return cli_rank_fit.check(args)
+    method = table_method(args)
+    model_method = get_method(load_model(args.model).methods[0])  # a rank-only model checks its rankings
+    for own in (method, model_method):
+        if "cli_check" in own.steps:  # a method with a check command of its own (Rank: simdesign/cli_rank_fit.py)
+            return own.step("cli_check")(args)
     frame, _ = _read_judgements_args(args)
     model = load_model(args.model)
     run_check_command(model, frame, args.out or Path("results") / f"check-{file_name_part(model.name)}", args.trials,
@@ -423,7 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
     reliability = sub.add_parser("reliability", help="Krippendorff's alpha and split-half reliability of real data")
     judgements_options(reliability)
     reliability.add_argument("--seed", type=int, default=0, help="for random splits (more than 100,000 splits)")
-    reliability.add_argument("--method", choices=["likert", "rank"], help="default: from a score or rank column")
+    reliability.add_argument("--method", choices=method_names(), help="default: from a score or rank column")
     reliability.set_defaults(func=cmd_reliability)
 
     fit = sub.add_parser("fit", help="fit the generator (cumulative link mixed model) to judgements; "
@@ -442,7 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--check-trials", type=int, default=200, help="simulated studies for --check")
     fit.add_argument("--check-out", help="directory for the check's CSV and PNG (default: next to --out)")
     fit.add_argument("--seed", type=int, default=0, help="seed of the check's simulations (and of --bootstrap)")
-    fit.add_argument("--method", choices=["likert", "rank"], help="default: from a score or rank column; a Rank "
+    fit.add_argument("--method", choices=method_names(), help="default: from a score or rank column; a Rank "
                      "table fits the rank-only model (rank-ordered logit with random slopes)")
     fit.add_argument("--likert-model", help="Rank tables: fit only rank_noise for this Likert model (preset or "
                      "file), writing it as a joint Likert/Rank model")
@@ -457,7 +462,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--trials", type=int, default=200)
     check.add_argument("--out", help="directory for check.csv and check.png (default results/check-<model>)")
     check.add_argument("--seed", type=int, default=0)
-    check.add_argument("--method", choices=["likert", "rank"], help="default: from a score or rank column")
+    check.add_argument("--method", choices=method_names(), help="default: from a score or rank column")
     check.set_defaults(func=cmd_check)
 
     presets = sub.add_parser("presets", help="list the built-in models")

@@ -1,7 +1,8 @@
 """``simdesign fit`` and ``simdesign check`` on Rank tables.
 
-Called from :mod:`simdesign.cli` when the table is a Rank table (a ``rank`` column, or ``--method
-rank``) or the checked model is a rank model. ``fit`` writes a ``kind: rank_only`` model (the
+The Rank method's ``cli_fit`` and ``cli_check`` steps (:mod:`simdesign.methods.rank`): :mod:`simdesign.cli`
+calls them when the table is a Rank table (a ``rank`` column, or ``--method rank``) or the checked model
+generates only rankings. ``fit`` writes a ``kind: rank_only`` model (the
 rank-ordered logit with random slopes, :mod:`simdesign.pilot.rank_fit`) or, with
 ``--likert-model M``, the Likert model M with the fitted ``rank_noise`` (a joint model,
 :mod:`simdesign.pilot.rank_noise`).
@@ -20,22 +21,12 @@ from simdesign.core.errors import ConfigError
 from simdesign.model import OrdinalMixedModel, RankOnlyModel, load_model
 
 
-def is_rank_fit(args) -> bool:
-    """Whether ``simdesign fit``/``check`` was given a Rank table (``--method rank`` or a ``rank`` column)."""
-    from simdesign.pilot.fit import read_table_csv
-    from simdesign.pilot.ranks import infer_method, parse_columns_any
-
-    if getattr(args, "method", None):
-        return args.method == "rank"
-    header = read_table_csv(args.judgements, required=("annotator", "document", "system", "score or rank")).columns
-    return infer_method(header, None, parse_columns_any(args.columns)) == "rank"
-
-
 def _read(args) -> tuple[pd.DataFrame, dict]:
-    from simdesign.pilot.ranks import describe, read_table_args
+    from simdesign.methods.rank import RANK
+    from simdesign.pilot.tables import describe, read_table_args
 
     frame, info = read_table_args(args)
-    if info["method"] != "rank":
+    if info["method"] != RANK.name:
         raise ConfigError("This command needs a Rank table (a 'rank' column or --method rank); "
                           f"{args.judgements} was read as Likert scores")
     print(describe(info))

@@ -13,6 +13,8 @@ import pandas as pd
 from simdesign.core.errors import ConfigError
 from simdesign.core.estimands import has_nominal_level, headline_estimand, role_name
 from simdesign.simulation.config import SimulationConfig, parse_config
+from simdesign.methods import get_method
+from simdesign.simulation.methods import DEFAULT_METHODS
 from simdesign.simulation.store import ResultsStore
 
 FAILURE_COLUMNS = ("design", "test", "n_failed", "n_tests", "rate", "note", "kind")
@@ -33,9 +35,9 @@ def figure_estimand(config: SimulationConfig) -> str:
 
 def figure_title(config: SimulationConfig) -> str:
     title = f"{config.name}: model {config.model.name}, effect {config.effect_label}"
-    if tuple(config.methods) != ("likert",):  # say which methods, and the rank noise that generated the ranks
-        noise = getattr(config.model, "rank_noise", None)
-        title += f", {' vs '.join(config.methods)}" + ("" if noise is None else f" (rank_noise {noise:g})")
+    if tuple(config.methods) != DEFAULT_METHODS:  # say which methods, and what in the model generated them
+        notes = [note for note in (get_method(m).model_note(config.model) for m in config.methods) if note]
+        title += f", {' vs '.join(config.methods)}" + "".join(f" ({note})" for note in notes)
     return title
 
 

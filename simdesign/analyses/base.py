@@ -19,6 +19,7 @@ from typing import Callable
 import numpy as np
 
 from simdesign.core.judgements import Judgements
+from simdesign.methods import all_methods
 
 # The shared statistics live in simdesign.stats.contrasts (imported by the native CLMM too); re-exported here
 # because they are part of the analysis contract.
@@ -61,9 +62,11 @@ class AnalysisInfo:
     chunk_trials: int = 25
     """Trials per chunk the engine uses by default: fewer for slow fits, so that progress shows and an
     interruption loses little."""
-    methods: tuple = ("likert",)
-    """Annotation methods whose judgements the analysis accepts ('likert', 'rank': reversed ranks,
-    S = best); a config pairing it with another method is refused before simulating."""
+    takes_rankings: bool = False
+    """Whether the analysis is valid on rankings (reversed ranks, S = best, one permutation per
+    (annotator, document)); each annotation method says which analyses it accepts
+    (:meth:`simdesign.methods.AnnotationMethod.accepts`, :attr:`methods`), and a config pairing a test
+    with a method that does not accept it is refused before simulating."""
     uses_rng: bool | Callable[[dict], bool] = True
     """Whether the analysis draws random numbers, or a function of its options saying so. Where it does
     not, the engine passes ``rng=None`` instead of building the trial's analysis generator (a
@@ -77,6 +80,11 @@ class AnalysisInfo:
     """Option -> the value that results stored before the option existed were computed with, where that is
     not the option's default (a default changed after the option was added). Such stores are accepted only
     by a test that gives the option this value (``SimulationConfig``'s ``accepted_fingerprints``)."""
+
+    @property
+    def methods(self) -> tuple:
+        """The registered annotation methods whose judgements the analysis accepts (their names)."""
+        return tuple(method.name for method in all_methods() if method.accepts(self))
 
     def draws_random_numbers(self, options: dict) -> bool:
         """Whether a run with ``options`` needs its random generator (see ``uses_rng``)."""

@@ -318,7 +318,7 @@ for _unit, _suffix, _what in (("single", "", "single judgements paired by (annot
             function=lambda j, rng, _unit=_unit: paired_ttest(j, rng, unit=_unit),
             needs_blocks=_unit == "block",
             description=f"Paired t-test over {_what}.",
-            methods=("likert", "rank") if f"ttest{_suffix}" in RANK_TESTS else ("likert",),
+            takes_rankings=f"ttest{_suffix}" in RANK_TESTS,
             uses_rng=False,
             chunk_trials=CLASSICAL_CHUNK_TRIALS,
         ))
@@ -328,7 +328,7 @@ for _unit, _suffix, _what in (("single", "", "single judgements paired by (annot
         options=ART_OPTIONS,
         needs_blocks=_unit == "block",
         description=f"Paired approximate randomisation test (sign flips) over {_what}.",
-        methods=("likert", "rank") if f"art{_suffix}" in RANK_TESTS else ("likert",),
+        takes_rankings=f"art{_suffix}" in RANK_TESTS,
         chunk_trials=CLASSICAL_CHUNK_TRIALS,
     ))
 

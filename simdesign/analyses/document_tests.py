@@ -454,7 +454,7 @@ for _statistic, _name in PAIRED_TEST_NAMES.items():
         description=_PAIRED_DESCRIPTIONS[_statistic] + " Option threshold: theory (default), mc or hb (Rankel et "
                                                        "al.'s within-document swaps) or centred_bootstrap "
                                                        "(resampling centred document differences).",
-        methods=("likert", "rank"),  # reversed ranks are scores too (simdesign.model.ranks)
+        takes_rankings=True,  # reversed ranks are scores too (simdesign.methods.rank)
         uses_rng=_draws_for_threshold,
         chunk_trials=CLASSICAL_CHUNK_TRIALS,
     ))

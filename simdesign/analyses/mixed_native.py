@@ -139,6 +139,6 @@ register(AnalysisInfo(
     former_defaults={"df": "z"},
     verbose=clmm_native_verbose, chunk_trials=10, random_effects=True,
     # On rankings it fits reversed ranks as ordered categories 1..S, as the paper analysed its Rank data.
-    methods=("likert", "rank"),
+    takes_rankings=True,
     description="simdesign's cumulative link mixed model (same model as ordinal::clmm), pairwise Wald contrasts "
                 "(t with containment df by default; Satterthwaite df or z: option df)"))

@@ -27,14 +27,17 @@ def _generator(sequence: np.random.SeedSequence) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(sequence))
 
 
-def data_rng(root_seed: int, design_label: str, trial: int, method: str = "likert") -> np.random.Generator:
+def data_rng(root_seed: int, design_label: str, trial: int, stream_suffix: tuple = ()) -> np.random.Generator:
     """The generator that samples one trial's study.
 
-    A Likert study keeps the key it has always had (stored results stay valid); another
-    annotation method (``rank``) adds the method's label to the key, so its studies are
-    independent of the Likert ones and the same whichever other methods a config lists.
+    ``stream_suffix`` is the annotation method's (:attr:`simdesign.methods.AnnotationMethod.stream_suffix`):
+    the default method's is empty, so its studies keep the key they have always had (stored results stay
+    valid); another method adds its labels to the key, so its studies are independent of the default
+    method's and the same whichever other methods a config lists.
     """
-    key = (label_key(design_label), trial, DATA_STREAM) + (() if method == "likert" else (label_key(method),))
+    if isinstance(stream_suffix, str):
+        raise TypeError("data_rng takes the method's stream_suffix (a tuple of labels), not a method name")
+    key = (label_key(design_label), trial, DATA_STREAM) + tuple(label_key(label) for label in stream_suffix)
     sequence = np.random.SeedSequence(root_seed, spawn_key=key)
     return _generator(sequence)
 

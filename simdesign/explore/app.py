@@ -18,6 +18,7 @@ from werkzeug.serving import WSGIRequestHandler
 from simdesign.core.estimands import estimand_label, headline_estimand
 from simdesign.explore import controls, curves
 from simdesign.explore.live import KEPT_RUNS, ChunkPool, Runs
+from simdesign.methods import get_method
 from simdesign.simulation.config import stable_digest
 
 log = logging.getLogger(__name__)
@@ -252,7 +253,7 @@ def position(key: str, table_name: str, runs: Runs, pictures: Pictures, figures_
         return {**answer, "message": f"cannot read {entry['path']}: {exc}"}
     snapshot = run.snapshot()
     design = config.designs[0]
-    method = ", ".join(controls.METHOD_LABELS.get(m, m) for m in config.methods)
+    method = ", ".join(get_method(m).label for m in config.methods)
     title = (f"{chosen}: {entry['description'] or 'precomputed'}\nstars: your design {design.label} "
              f"({design.annotators} annotators, {method}), {snapshot['trials_done']} trials")
     with DRAWING:

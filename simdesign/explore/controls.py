@@ -17,17 +17,19 @@ from simdesign.analyses.classical import CLASSICAL_TESTS
 from simdesign.core.designs import DESIGN_KINDS
 from simdesign.core.errors import ConfigError, MissingBackendError
 from simdesign.core.yamlio import load_yaml
-from simdesign.model import METHODS, PRESETS
+from simdesign.methods import all_methods, default_method, get_method
+from simdesign.methods.rank import RANK
+from simdesign.model import PRESETS
 
 # What the page starts with: the paper's design (Steen & Markert, 2021) under the null, the tests of its Figure 4.
 DEFAULT_DESIGNS = {"block": {"blocks": 20, "docs_per_block": 5, "annotators_per_block": 3},
                    "pool": {"docs": 100, "annotators": 30, "judgements_per_output": 3}}
-DEFAULTS = {"model": "coherence", "method": "likert", "effect": "zero", "effect_scale": "1.0", "kind": "block",
+DEFAULT_METHOD = default_method().name
+DEFAULTS = {"model": "coherence", "method": DEFAULT_METHOD, "effect": "zero", "effect_scale": "1.0", "kind": "block",
             "tests": ["ttest", "ttest_doc", "art_doc"], "trials": "1000", "seed": "2021", "alpha": "0.05",
             "pay_per_hour": "12", "seconds_per_judgement": "auto", "per_annotator": "0", "currency": "EUR"}
 EFFECT_CHOICES = ("zero", "fitted", "scale")
 COST_CONTROLS = ("pay_per_hour", "seconds_per_judgement", "per_annotator")
-METHOD_LABELS = {"likert": "Likert", "rank": "Rank"}
 
 # The server's ceilings (docs/explorer.md): one request's study must fit in the server and its workers and
 # answer within a lesson, while the server goes on answering. 'simdesign run' has none of these.
@@ -45,27 +47,27 @@ SCENARIOS = [
     {"name": "paper", "label": "Paper", "title": "Steen & Markert (2021): 100 documents in 20 blocks of 5, "
      "3 annotators per block (60 annotators), effect zero: type I error", "values": {
          "effect": "zero", "kind": "block", "blocks": "20", "docs_per_block": "5", "annotators_per_block": "3",
-         "method": "likert", "tests": PAPER_TESTS}},
+         "method": DEFAULT_METHOD, "tests": PAPER_TESTS}},
     {"name": "crossed3", "label": "Crossed 3", "title": "Figure 4's left end: 3 annotators all judging "
      "the same 100 documents (fully crossed), effect zero: the unaggregated t-test is liberal", "values": {
          "effect": "zero", "kind": "block", "blocks": "1", "docs_per_block": "100", "annotators_per_block": "3",
-         "method": "likert", "tests": PAPER_TESTS}},
+         "method": DEFAULT_METHOD, "tests": PAPER_TESTS}},
     {"name": "crossed3_power", "label": "Crossed 3: power", "title": "The same fully crossed design with the fitted "
      "effect: compare each test's power with its type I error beside it", "values": {
          "effect": "fitted", "kind": "block", "blocks": "1", "docs_per_block": "100", "annotators_per_block": "3",
-         "method": "likert", "tests": PAPER_TESTS}},
+         "method": DEFAULT_METHOD, "tests": PAPER_TESTS}},
     {"name": "nested20", "label": "Nested 20: power", "title": "Figure 7's nested design: 20 annotators, each "
      "judging their own 5 documents (100 documents, one judgement per output), fitted effect: power", "values": {
          "effect": "fitted", "kind": "block", "blocks": "20", "docs_per_block": "5", "annotators_per_block": "1",
-         "method": "likert", "tests": ["ttest_doc", "art_doc", "art_block"]}},
-    {"name": "rank", "label": "Rank: power", "title": "The paper's design judged by ranking the 5 outputs "
+         "method": DEFAULT_METHOD, "tests": ["ttest_doc", "art_doc", "art_block"]}},
+    {"name": RANK.name, "label": "Rank: power", "title": "The paper's design judged by ranking the 5 outputs "
      "instead of Likert scores, fitted effect: power", "values": {
          "effect": "fitted", "kind": "block", "blocks": "20", "docs_per_block": "5", "annotators_per_block": "3",
-         "method": "rank", "tests": ["ttest", "ttest_doc", "art_doc"]}},
+         "method": RANK.name, "tests": ["ttest", "ttest_doc", "art_doc"]}},
     {"name": "crowd", "label": "Crowd pool", "title": "A crowd pool: 100 documents, 30 workers, 3 judgements per "
      "output, drawn anew in every trial, effect zero: type I error", "values": {
          "effect": "zero", "kind": "pool", "docs": "100", "annotators": "30", "judgements_per_output": "3",
-         "method": "likert", "tests": PAPER_TESTS}},
+         "method": DEFAULT_METHOD, "tests": PAPER_TESTS}},
 ]
 
 
@@ -89,7 +91,7 @@ def options() -> dict:
             "effects": list(EFFECT_CHOICES), "defaults": DEFAULTS, "scenarios": SCENARIOS,
             "ceilings": {**CEILINGS, "judgements_per_trial": MAX_JUDGEMENTS_PER_TRIAL,
                          "judgements_in_all": MAX_JUDGEMENTS_IN_ALL},
-            "methods": [{"name": name, "label": METHOD_LABELS.get(name, name)} for name in METHODS]}
+            "methods": [{"name": method.name, "label": method.label} for method in all_methods()]}
 
 
 def yaml_value(text):
@@ -339,7 +341,7 @@ def totals(config, cost) -> dict:
     design = config.designs[0]
     n_systems = config.model.n_systems
     out = {"design": design.label, "description": design.describe(),
-           "method": ", ".join(METHOD_LABELS.get(m, m) for m in config.methods), "documents": design.docs,
+           "method": ", ".join(get_method(m).label for m in config.methods), "documents": design.docs,
            "annotators": design.annotators, "judgements_per_output": design.judgements_per_output,
            "judgements": design.judgements(n_systems), "systems": n_systems,
            "max_judgements_per_annotator": design.max_judgements_per_annotator(n_systems)}

@@ -24,7 +24,7 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 from simdesign.core.estimands import estimand_label, has_nominal_level, headline_estimand
 from simdesign.core.yamlio import load_yaml
 from simdesign.outputs import shipped_figures_folder
-from simdesign.simulation.methods import result_label
+from simdesign.simulation.methods import DEFAULT_METHODS, result_label
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 DEFAULT_FIGURES = shipped_figures_folder()
@@ -176,14 +176,14 @@ def draw_position(curves: pd.DataFrame, estimand: str, current: list[dict], anno
     # A table of several methods (rank_vs_likert_*) has one curve per (test, method), named by the engine's
     # result label ('ttest_doc@rank'); a table without a method column is Likert.
     shown = shown.assign(curve=[result_label(test, method) for test, method in
-                                zip(shown["test"], shown.get("method", pd.Series("likert", index=shown.index)))])
+                                zip(shown["test"], shown.get("method", pd.Series(DEFAULT_METHODS[0], index=shown.index)))])
     colours = {}
     for test, rows in shown.groupby("curve", sort=True):
         (line,) = ax.plot(rows["annotators"], rows["rate"], marker="o", markersize=3, label=f"{test} (precomputed)")
         ax.fill_between(rows["annotators"], rows["ci_low"], rows["ci_high"], alpha=0.15, color=line.get_color())
         colours[test] = line.get_color()
     for row in (r for r in current if r["estimand"] == estimand and r["rate"] is not None):
-        name = result_label(row["test"], row.get("method", "likert"))
+        name = result_label(row["test"], row.get("method", DEFAULT_METHODS[0]))
         colour = colours.get(name, "black")
         low, high = row["ci_low"] or row["rate"], row["ci_high"] or row["rate"]
         ax.errorbar([annotators], [row["rate"]], yerr=[[row["rate"] - low], [high - row["rate"]]], fmt="*",

@@ -28,6 +28,7 @@ from simdesign.core.estimands import headline_estimand, role_name
 from simdesign.analyses.classical import CLASSICAL_TESTS
 from simdesign.core.errors import ConfigError, MissingBackendError
 from simdesign.simulation.engine import Chunk, check_backends, chunk_registry, simulate_chunk
+from simdesign.simulation.methods import DEFAULT_METHODS
 from simdesign.simulation.summary import summarise
 
 log = logging.getLogger(__name__)
@@ -365,7 +366,7 @@ def rate_rows(summary: pd.DataFrame | None) -> list[dict]:
         return []
     shown = summary[summary["estimand"].isin(shown_estimands())]
     if "method" not in shown:  # the summary has a method column only when a method other than Likert ran
-        shown = shown.assign(method="likert")
+        shown = shown.assign(method=DEFAULT_METHODS[0])
     columns = ["design", "test", "method", "estimand", "rate", "ci_low", "ci_high", "mcse", "n_failed", "trials"]
     rows = shown[columns].astype(object).where(shown[columns].notna(), None)
     return rows.to_dict(orient="records")

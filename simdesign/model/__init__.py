@@ -26,12 +26,20 @@ from simdesign.core.designs import Design
 from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
 from simdesign.model.common import PSD_TOLERANCE, covariance_square_root, effect_scale  # noqa: F401 (public here)
-from simdesign.model.ranks import METHODS, RankOnlyModel, check_method, reversed_ranks  # noqa: F401
+from simdesign.methods import get_method, method_names
+from simdesign.model.ranks import RankOnlyModel, check_method, generated_methods, reversed_ranks  # noqa: F401
 from simdesign.core.checks import is_number
 from simdesign.core.suggest import did_you_mean
 from simdesign.core.yamlio import load_yaml, read_text
 
 PRESETS = ("coherence", "repetition")
+
+
+def __getattr__(name: str):
+    # METHODS: the registered annotation methods' names, read when asked (a plug-in registered later is included)
+    if name == "METHODS":
+        return method_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,7 +102,8 @@ class OrdinalMixedModel:
         # short: the parameters (two S x S covariances among them) are in to_dict() and the model file
         scale = f"{self.scale[0]}..{self.scale[-1]}"
         return (f"<OrdinalMixedModel {self.name!r}: {len(self.systems)} systems ({', '.join(self.systems)}), "
-                f"scale {scale}" + (", Likert and Rank" if self.rank_noise is not None else "") + ">")
+                f"scale {scale}" + (f", {' and '.join(get_method(m).label for m in self.methods)}"
+                                    if len(self.methods) > 1 else "") + ">")
 
     def __post_init__(self):
         errors: list[str] = []
@@ -165,8 +174,17 @@ class OrdinalMixedModel:
 
     @property
     def methods(self) -> tuple:
-        """Annotation methods this model generates: Likert, and Rank if it has ``rank_noise``."""
-        return ("likert",) if self.rank_noise is None else ("likert", "rank")
+        """Annotation methods this model generates (each registered method says whether it can)."""
+        return generated_methods(self)
+
+    @property
+    def generates_rankings(self) -> bool:
+        """Whether the model generates rankings: with a ``rank_noise`` (a joint Likert/Rank model)."""
+        return self.rank_noise is not None
+
+    def ranking_noise(self, rng: np.random.Generator, shape: tuple) -> np.ndarray:
+        """The latent noise of a ranking: logistic of scale ``rank_noise`` (the Likert noise has scale 1)."""
+        return self.rank_noise * rng.logistic(size=shape)
 
     @property
     def sampled_document_cov(self) -> np.ndarray:
@@ -185,7 +203,7 @@ class OrdinalMixedModel:
         """Fixed effects beta under an effect setting ('fitted', 'zero' or a scale factor)."""
         return self.effects * effect_scale(effect)
 
-    def sample(self, design: Design, rng: np.random.Generator, effect="fitted", method="likert") -> Judgements:
+    def sample(self, design: Design, rng: np.random.Generator, effect="fitted", method=None) -> Judgements:
         """Sample one study: fresh random effects, assignment and scores.
 
         Parameters
@@ -196,10 +214,11 @@ class OrdinalMixedModel:
             annotator effects, document effects, latent noise), so a seed
             reproduces a study exactly.
         effect : {'fitted', 'zero'} or float, default 'fitted'
-        method : {'likert', 'rank'}, default 'likert'
-            'rank' sorts the latent values of each (annotator, document) with
-            logistic noise of scale ``rank_noise``; scores are then reversed
-            ranks (S = best). The draw order is the same for both methods.
+        method : str or AnnotationMethod, optional
+            A registered annotation method (:mod:`simdesign.methods`; default the
+            default method, Likert). The method turns the latent values into its
+            responses (Rank: reversed ranks, S = best); the model's draws come first,
+            in the same order for every method.
 
         Returns
         -------
@@ -208,27 +227,20 @@ class OrdinalMixedModel:
         return self.sample_with_document_part(design, rng, effect, method)[0]
 
     def sample_with_document_part(self, design: Design, rng: np.random.Generator, effect="fitted",
-                                  method="likert") -> tuple[Judgements, np.ndarray]:
+                                  method=None) -> tuple[Judgements, np.ndarray]:
         """:meth:`sample`, and the study's document random parts z_s . v_d, shape (n_documents, S).
 
         The same draws as :meth:`sample` (one generator, one draw order), for callers that need the
         outputs' latent quality (metric validation).
         """
-        check_method(method, self.methods)
+        method = check_method(method, self)
         beta = self.effects_for(effect)
         assignment = design.assign(rng)
         n_systems = self.n_systems
         annotator_part = rng.standard_normal((assignment.n_annotators, n_systems)) @ self._annotator_loading.T
         document_part = rng.standard_normal((assignment.n_documents, n_systems)) @ self._document_loading.T
         eta = beta + annotator_part[assignment.annotator] + document_part[assignment.document]
-        if method == "rank":
-            latent = eta + self.rank_noise * rng.logistic(size=eta.shape)
-            return Judgements(scores=reversed_ranks(latent), annotator=assignment.annotator,
-                              document=assignment.document, block=assignment.block,
-                              systems=self.systems), document_part
-        latent = eta + rng.logistic(size=eta.shape)
-        category = np.searchsorted(self.thresholds, latent, side="left")
-        scores = np.asarray(self.scale, dtype=np.int64)[category]
+        scores = method.responses(self, eta, rng)
         return Judgements(scores=scores, annotator=assignment.annotator, document=assignment.document,
                           block=assignment.block, systems=self.systems), document_part
 
@@ -280,7 +292,7 @@ class OrdinalMixedModel:
             raise ConfigError("A model file must contain a mapping")
         if "system_names" in data:  # the shared JSON layout of ordinal::clmm fits
             return _from_shared_json(data, name)
-        if data.get("kind", "likert") == "rank_only":
+        if data.get("kind") == "rank_only":
             return RankOnlyModel.from_dict(data, name)
         required = ("scale", "systems", "thresholds", "effects", "annotator_cov", "document_cov")
         missing = [key for key in required if key not in data]

@@ -28,38 +28,30 @@ import numpy as np
 from simdesign.core.designs import Design
 from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
+from simdesign.methods import all_methods, default_method, get_method, method_names
+from simdesign.methods.rank import reversed_ranks  # noqa: F401 -- public here since issue 13
 from simdesign.model.common import covariance_square_root, effect_scale
 
-METHODS = ("likert", "rank")
+
+def __getattr__(name: str):
+    # METHODS: the registered methods' names, read when asked (a plug-in registered later is included)
+    if name == "METHODS":
+        return method_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def check_method(method, available) -> str:
-    """The annotation method, refused with the allowed values if the model cannot generate it."""
-    if method not in METHODS:
-        raise ConfigError(f"The 'method' field must be one of {', '.join(METHODS)}; got {method!r}")
-    if method not in available:
-        raise ConfigError(f"The model generates only {', '.join(available)} judgements, not {method!r}"
-                          + (" (a Likert model needs 'rank_noise' to generate ranks)" if method == "rank" else ""))
+def generated_methods(model) -> tuple:
+    """The names of the registered methods that ``model`` generates, in registration order."""
+    return tuple(method.name for method in all_methods() if method.can_generate(model))
+
+
+def check_method(method, model):
+    """The annotation method (an object), refused with the allowed values if the model cannot generate it."""
+    method = default_method() if method is None else get_method(method)
+    if not method.can_generate(model):
+        raise ConfigError(f"The model generates only {', '.join(generated_methods(model))} judgements, not "
+                          f"{method.name!r} ({method.model_requirement})")
     return method
-
-
-def reversed_ranks(latent: np.ndarray) -> np.ndarray:
-    """Reversed ranks per row: S for the largest latent value, 1 for the smallest.
-
-    Parameters
-    ----------
-    latent : ndarray, shape (n_rankings, S)
-
-    Returns
-    -------
-    ndarray of int64, shape (n_rankings, S)
-
-    Examples
-    --------
-    >>> reversed_ranks(np.array([[0.3, -1.0, 2.0]]))
-    array([[2, 1, 3]])
-    """
-    return np.argsort(np.argsort(latent, axis=1, kind="stable"), axis=1, kind="stable").astype(np.int64) + 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,7 +86,6 @@ class RankOnlyModel:
     document_slope_cov: np.ndarray
     citation: str = ""
     provenance: str = ""
-    methods: tuple = field(init=False, default=("rank",))
     _loadings: dict = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -128,16 +119,29 @@ class RankOnlyModel:
     def n_systems(self) -> int:
         return len(self.systems)
 
+    @property
+    def methods(self) -> tuple:
+        """Annotation methods this model generates (each registered method says whether it can)."""
+        return generated_methods(self)
+
+    # A rank-only model generates rankings and nothing else.
+    generates_rankings = True
+
+    def ranking_noise(self, rng: np.random.Generator, shape: tuple) -> np.ndarray:
+        """The latent noise of a ranking: standard Gumbel (the rank-ordered logit)."""
+        return rng.gumbel(size=shape)
+
     def effects_for(self, effect) -> np.ndarray:
         """Fixed effects beta under an effect setting ('fitted', 'zero' or a scale factor)."""
         return self.effects * effect_scale(effect)
 
-    def sample(self, design: Design, rng: np.random.Generator, effect="fitted", method="rank") -> Judgements:
+    def sample(self, design: Design, rng: np.random.Generator, effect="fitted", method=None) -> Judgements:
         """Sample one ranking study; scores are reversed ranks (S = best).
 
-        Draw order: assignment, annotator slopes, document slopes, Gumbel noise.
+        Draw order: assignment, annotator slopes, document slopes, Gumbel noise. ``method``: the
+        annotation method (default: the only one the model generates).
         """
-        check_method(method, self.methods)
+        method = check_method(generated_methods(self)[0] if method is None else method, self)
         assignment = design.assign(rng)
         slopes = np.zeros((assignment.n_annotators, self.n_systems))
         slopes[:, 1:] = rng.standard_normal((assignment.n_annotators, self.n_systems - 1)) \
@@ -146,8 +150,7 @@ class RankOnlyModel:
         document[:, 1:] = rng.standard_normal((assignment.n_documents, self.n_systems - 1)) \
             @ self._loadings["document_slope_cov"].T
         eta = self.effects_for(effect) + slopes[assignment.annotator] + document[assignment.document]
-        latent = eta + rng.gumbel(size=eta.shape)
-        return Judgements(scores=reversed_ranks(latent), annotator=assignment.annotator,
+        return Judgements(scores=method.responses(self, eta, rng), annotator=assignment.annotator,
                           document=assignment.document, block=assignment.block, systems=self.systems)
 
     def to_dict(self) -> dict:

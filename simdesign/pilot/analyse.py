@@ -61,6 +61,7 @@ from simdesign.core.checks import is_integer, is_number
 from simdesign.core.errors import ConfigError, DataError
 from simdesign.core.suggest import did_you_mean, suggestions
 from simdesign.core.judgements import Judgements
+from simdesign.methods import get_method
 
 # A block bootstrap needs enough independent blocks for its resamples to vary like new studies.
 MIN_BLOCKS = 10
@@ -91,7 +92,7 @@ class Analysis:
         status, adjust, significant`` (estimate a minus b on the test's own
         scale; for ``clmm_native`` the latent scale, positive = a better).
     method : str
-        'likert' or 'rank'.
+        The annotation method's name (:mod:`simdesign.methods`).
     info : dict
         How the table was read and analysed (base of ranks, scale, bootstrap
         scheme and repetitions, seed, alpha, rule).
@@ -123,7 +124,7 @@ class Analysis:
 
     @property
     def value_name(self) -> str:
-        return "mean rank (1 = best)" if self.method == "rank" else "mean score"
+        return get_method(self.method).value_name
 
     def summary(self) -> str:
         """A plain-text report: the table, the interval and rule used, and the p-values behind the groups."""
@@ -185,7 +186,8 @@ class Analysis:
         """
         from matplotlib.figure import Figure
 
-        table = self.table.sort_values("mean", ascending=self.method != "rank").reset_index(drop=True)
+        best_is_low = get_method(self.method).best_is_low
+        table = self.table.sort_values("mean", ascending=not best_is_low).reset_index(drop=True)
         if ax is None:
             figure = Figure(figsize=(6, 0.5 * len(table) + 1.5))
             ax = figure.subplots()
@@ -196,8 +198,8 @@ class Analysis:
                     fmt="o", color="black", capsize=3)
         ax.set_yticks(y, [f"{s} ({g})" for s, g in zip(table["system"], table["groups"])])
         ax.set_xlabel(f"{self.value_name}, 95% {self.info.get('bootstrap_short', 'bootstrap')} interval")
-        if self.method == "rank":
-            ax.invert_xaxis()  # best (rank 1) on the right, like the Likert panel
+        if best_is_low:
+            ax.invert_xaxis()  # best (e.g. rank 1) on the right, like a score's panel
         ax.grid(axis="x", alpha=0.3)
         ax.set_title(title or f"{self.method}: {self.info['primary_test']} groups (p < {self.info['alpha']})",
                      fontsize=10)
@@ -473,8 +475,8 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     frame : pandas.DataFrame or path-like
         Likert: ``annotator, document, system, score``; Rank: ``annotator, document, system, rank``
         (0..S-1 or 1..S, checked). A path is read by :func:`~simdesign.pilot.ranks.read_table`.
-    method : {'likert', 'rank'}, optional
-        Default: inferred from the columns.
+    method : str, optional
+        A registered annotation method (``likert``, ``rank``); default: inferred from the columns.
     tests : str or sequence
         Registered analyses: names, ``name[option=value,...]`` or ``name[value]`` (:func:`parse_test_text`,
         e.g. ``ttest_unpaired[mc]``), or mappings as in a config's ``tests``. The first decides the groups.
@@ -524,12 +526,12 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     tests = [tests] if isinstance(tests, (str, dict)) else tests
     _check_options(adjust, alpha, bootstrap, seed, tests)
     data, info = _read_or_oriented(frame, method, columns, scale)
-    method = info["method"]
+    method = get_method(info["method"])
     given_order = systems is not None
     systems = _checked_systems(systems, data)
     specs = _analysis_specs(list(tests), adjust, structure, starts, df)
     _refuse_unfit_tests(specs, data, method)
-    value_column = "rank" if method == "rank" else "score"
+    value_column = method.value_column
     judgements = Judgements.from_frame(data[["annotator", "document", "system", "score"]], systems=systems)
     boot_rng = np.random.default_rng(np.random.SeedSequence([seed, 1_000_003]))
     low, high, scheme = bootstrap_intervals(data, value_column, systems, int(bootstrap), boot_rng, min_blocks)
@@ -537,10 +539,10 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     primary = pairs[pairs["test"] == specs[0].label]
     sets = rank_sets(systems, primary["p_value"].to_numpy(float), primary["estimate"].to_numpy(float), alpha)
     table = _system_table(data[["system", value_column]], systems, low, high, sets,
-                          rank_order=not given_order, best_is_low=method == "rank")
+                          rank_order=not given_order, best_is_low=method.best_is_low)
     notes = _analysis_notes(primary, specs[0].label, method) + _design_notes(specs, data)
     details = {"bootstrap": int(bootstrap), "seed": seed, "alpha": alpha, "adjust": adjust, "fits": fits}
-    return Analysis(table=table, pairs=pairs.drop(columns="message"), method=method,
+    return Analysis(table=table, pairs=pairs.drop(columns="message"), method=method.name,
                     info=_details(data, info, scheme, specs, details), notes=notes)
 
 
@@ -570,7 +572,7 @@ def _checked_systems(systems, data: pd.DataFrame) -> list:
 
 def _details(data: pd.DataFrame, info: dict, scheme: dict, specs, options: dict) -> dict:
     """What :attr:`Analysis.info` records: the table, the bootstrap, the tests and the options."""
-    from simdesign.pilot.ranks import describe
+    from simdesign.pilot.tables import describe
 
     return {
         "description": describe(info), "judgements": len(data), "annotators": data["annotator"].nunique(),
@@ -603,12 +605,11 @@ def _check_options(adjust: str, alpha: float, bootstrap: int, seed=0, tests=("cl
 
 def _read_or_oriented(frame, method, columns, scale) -> tuple[pd.DataFrame, dict]:
     """The oriented table from a DataFrame or a CSV path (read as ``simdesign analyse`` reads it)."""
-    from simdesign.pilot.ranks import read_table
+    from simdesign.pilot.tables import read_table
 
     if isinstance(frame, (str, os.PathLike)):
-        read, info = read_table(frame, method, columns, scale)
         # checked by read_table (with the scale given): a second check without it would refuse a gap the scale allows
-        return (read, info) if info["method"] == "likert" else _oriented(read, "rank")
+        return read_table(frame, method, columns, scale)
     if not isinstance(frame, pd.DataFrame):
         raise DataError(f"The judgements must be a pandas DataFrame or a CSV file path; got {type(frame).__name__}")
     if columns:
@@ -616,7 +617,7 @@ def _read_or_oriented(frame, method, columns, scale) -> tuple[pd.DataFrame, dict
     return _oriented(frame, method, scale)
 
 
-def _refuse_unfit_tests(specs, data: pd.DataFrame, method: str) -> None:
+def _refuse_unfit_tests(specs, data: pd.DataFrame, method) -> None:
     """Refuse what ``run`` and ``fit`` refuse: a test that cannot take the method, annotator effects from one.
 
     ``fit`` refuses a single-annotator pilot: between-annotator variation cannot be estimated from one
@@ -627,10 +628,10 @@ def _refuse_unfit_tests(specs, data: pd.DataFrame, method: str) -> None:
     problems = []
     for spec in specs:
         info = ANALYSES.get(spec.name)
-        if info is not None and method not in info.methods:
-            takes = sorted(name for name, other in ANALYSES.items() if method in other.methods)
-            problems.append(f"The test {spec.label} does not take {method.capitalize()} judgements (it takes "
-                            f"{list(info.methods)}); tests for {method} data: {takes}")
+        if info is not None and not method.accepts(info):
+            takes = sorted(name for name, other in ANALYSES.items() if method.accepts(other))
+            problems.append(f"The test {spec.label} does not take {method.label} judgements (it takes "
+                            f"{list(info.methods)}); tests for {method.name} data: {takes}")
     annotators = data["annotator"].nunique()
     fitting = [spec.label for spec in specs if getattr(ANALYSES.get(spec.name), "random_effects", False)]
     if annotators < 2 and fitting:
@@ -659,22 +660,17 @@ def _design_notes(specs, data: pd.DataFrame) -> list:
 
 def _oriented(frame: pd.DataFrame, method: str | None, scale=None) -> tuple[pd.DataFrame, dict]:
     """The table with a 'score' column where higher is better, and what :func:`ranks.describe` needs."""
-    from simdesign.pilot.ranks import orient
+    from simdesign.pilot.tables import orient, read_form_method
 
-    if "score" in frame.columns and "rank" in frame.columns and method is None:
-        method = "rank"  # the form read_table returns for Rank tables
-    if method == "rank" and "score" in frame.columns and "rank" in frame.columns:
-        from simdesign.pilot.ranks import check_ranks
-
-        # read_table's form: 'rank' already 1-based; the file's own base is kept in attrs for the report
-        check_ranks(frame.drop(columns=["score"]))
-        n_systems = frame["system"].nunique()
-        return frame.copy(), {"method": "rank", "scale": tuple(range(1, n_systems + 1)),
-                              "base": int(frame.attrs.get("rank_base", 1)), "n_systems": n_systems}
+    # the form read_table returns for a method other than Likert (Rank: 'score' beside a 1-based 'rank',
+    # the file's own base kept in attrs for the report)
+    read_form = read_form_method(frame)
+    if read_form is not None and method in (None, read_form):
+        return orient(frame, read_form, scale=scale, read_form=True)
     return orient(frame, method, scale=scale)
 
 
-def _analysis_notes(primary: pd.DataFrame, label: str, method: str) -> list:
+def _analysis_notes(primary: pd.DataFrame, label: str, method) -> list:
     """What a reader must know about the primary test's failed or singular fits and about rank data."""
     notes = []
     failed = primary[primary["p_value"].isna()]
@@ -684,9 +680,8 @@ def _analysis_notes(primary: pd.DataFrame, label: str, method: str) -> list:
     if (primary["status"] == "singular").any():
         notes.append(f"{label}: singular fit (a random-effects variance or correlation at its bound); "
                      "its p-values are kept, as for lme4/ordinal (a failed fit would give none)")
-    if method == "rank":
-        notes.append("Rank data: tests work on the reversed rank S + 1 - rank (positive estimate = a better), the "
-                     "table reports mean ranks 1-based (1 = best)")
+    if method.analysis_note:
+        notes.append(method.analysis_note)
     return notes
 
 

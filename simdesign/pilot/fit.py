@@ -63,6 +63,13 @@ class FitError(RuntimeError):
 # Reading and checking judgements
 # ---------------------------------------------------------------------------------------------
 
+def _value_columns() -> list:
+    """Every registered method's judgement column (a misspelt ``--columns rnak=...`` gets 'rank' suggested)."""
+    from simdesign.methods import all_methods
+
+    return [m.value_column for m in all_methods()]
+
+
 def parse_scale(text: str) -> tuple:
     """'1..7' or '1,2,3,4,5' -> (1, ..., 7): the ordered score values of a scale.
 
@@ -96,7 +103,7 @@ def parse_columns(text: str | None) -> dict:
         ours, theirs = ours.strip(), theirs.strip()
         if ours not in REQUIRED_COLUMNS or not theirs:
             raise ConfigError(f"--columns takes NAME=COLUMN items with NAME one of {list(REQUIRED_COLUMNS)}; "
-                              f"got {item!r}{did_you_mean(ours, [*REQUIRED_COLUMNS, 'rank'])}")
+                              f"got {item!r}{did_you_mean(ours, [*REQUIRED_COLUMNS, *_value_columns()])}")
         mapping[theirs] = ours
     return mapping
 

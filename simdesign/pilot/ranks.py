@@ -35,57 +35,12 @@ import numpy as np
 import pandas as pd
 
 from simdesign.core.errors import ConfigError, DataError
-from simdesign.pilot.fit import _rows, parse_columns, read_judgements, read_table_csv, validate_judgements
+from simdesign.pilot.fit import _rows, read_table_csv, validate_judgements
+# The method-agnostic table functions, public here since issue 13 (they ask the method object).
+from simdesign.pilot.tables import (infer_method, orient, parse_columns_any, read_table, read_table_args,  # noqa: F401
+                                    describe)
 
-METHODS = ("likert", "rank")
 RANK_COLUMNS = ("annotator", "document", "system", "rank")
-# Which column names a method's table carries its judgement in.
-VALUE_COLUMN = {"likert": "score", "rank": "rank"}
-
-
-def infer_method(columns, method: str | None = None, mapping: dict | None = None) -> str:
-    """'likert' when the table has a ``score`` column, 'rank' when it has a ``rank`` column.
-
-    Parameters
-    ----------
-    columns : iterable of str
-        The file's column names.
-    method : {'likert', 'rank'}, optional
-        Given by the user: checked, not inferred.
-    mapping : dict, optional
-        File column -> our name (``--columns``), applied before looking.
-
-    Raises
-    ------
-    ConfigError
-        Unknown method, or neither or both columns present without ``method``.
-    """
-    if method is not None:
-        if method not in METHODS:
-            raise ConfigError(f"--method must be one of {list(METHODS)}; got {method!r}")
-        return method
-    ours = {(mapping or {}).get(column, column) for column in columns}
-    found = [m for m in METHODS if VALUE_COLUMN[m] in ours]
-    if len(found) == 1:
-        return found[0]
-    what = "both a 'score' and a 'rank' column" if found else "neither a 'score' nor a 'rank' column"
-    raise DataError(f"Cannot tell the method: the table has {what} (columns {list(columns)}); "
-                      f"say --method likert or --method rank (map names with --columns score=... or rank=...)")
-
-
-def parse_columns_any(text: str | None) -> dict:
-    """``--columns`` for Likert or Rank tables: like :func:`simdesign.pilot.fit.parse_columns`, plus ``rank=COLUMN``."""
-    if not text:
-        return {}
-    rank_items = [item for item in text.split(",") if item.partition("=")[0].strip() == "rank"]
-    others = ",".join(item for item in text.split(",") if item not in rank_items)
-    mapping = parse_columns(others)
-    for item in rank_items:
-        theirs = item.partition("=")[2].strip()
-        if not theirs:
-            raise ConfigError(f"--columns takes NAME=COLUMN items; got {item!r}")
-        mapping[theirs] = "rank"
-    return mapping
 
 
 def check_ranks(frame: pd.DataFrame, names: dict | None = None) -> int:
@@ -223,42 +178,13 @@ def reversed_ranks(rank, base: int, n_systems: int) -> np.ndarray:
     return n_systems + 1 - one_based(rank, base)
 
 
-def read_table(path, method: str | None = None, columns: dict | None = None,
-               scale=None) -> tuple[pd.DataFrame, dict]:
-    """Read and check a Likert or Rank judgements CSV.
+def read_rank_table(path, columns: dict, scale=None) -> tuple[pd.DataFrame, dict]:
+    """Read and check a Rank table (the Rank method's ``read_table`` step; see :func:`read_table`).
 
-    Parameters
-    ----------
-    path : str or path-like
-    method : {'likert', 'rank'}, optional
-        Default: inferred from a ``score`` or ``rank`` column.
-    columns : dict, optional
-        File column -> our name (:func:`parse_columns_any`).
-    scale : sequence of int, optional
-        Likert only: the scale's values.
-
-    Returns
-    -------
-    frame : pandas.DataFrame
-        Columns ``annotator, document, system, score``; for Rank tables
-        ``score`` is the reversed rank (1..S, S = best) and the 1-based rank
-        (1 = best) is kept in ``rank``.
-    info : dict
-        ``method``, ``scale`` (tuple), and for Rank ``base`` (0 or 1, the
-        file's) and ``n_systems``.
-
-    Raises
-    ------
-    ConfigError
-        Unreadable file or any problem :func:`check_ranks` or
-        :func:`simdesign.pilot.fit.validate_judgements` finds.
+    Returns the table with ``score`` the reversed rank (1..S, S = best) and ``rank`` the 1-based rank
+    (1 = best), and ``info`` with ``method``, ``scale``, ``base`` (0 or 1, the file's) and ``n_systems``.
     """
-    columns = dict(columns or {})
     header = read_table_csv(path, required=("annotator", "document", "system", "score or rank")).columns
-    method = infer_method(header, method, columns)
-    if method == "likert":
-        frame, scale = read_judgements(path, columns, scale)
-        return frame, {"method": "likert", "scale": tuple(scale)}
     if scale is not None:
         raise ConfigError("--scale applies to Likert tables; a Rank table's scale is 1..S (S = number of systems)")
     rank_source = next((theirs for theirs, ours in columns.items() if ours == "rank"), "rank")
@@ -283,32 +209,23 @@ def read_table(path, method: str | None = None, columns: dict | None = None,
     return frame, {"method": "rank", "scale": tuple(range(1, n_systems + 1)), "base": base, "n_systems": n_systems}
 
 
-def orient(frame: pd.DataFrame, method: str, base: int | None = None, scale=None) -> tuple[pd.DataFrame, dict]:
-    """An in-memory table in the form :func:`read_table` returns (checked; Rank tables get ``score`` reversed).
+def orient_ranks(frame: pd.DataFrame, base: int | None = None, scale=None,
+                 read_form: bool = False) -> tuple[pd.DataFrame, dict]:
+    """An in-memory Rank table in :func:`read_rank_table`'s form (the Rank method's ``orient`` step).
 
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        Likert: ``annotator, document, system, score``. Rank: ``annotator,
-        document, system, rank`` with ranks 0..S-1 or 1..S (checked), or
-        already in read_table's form (a ``score`` column beside ``rank``).
-    method : {'likert', 'rank'}
-    base : int, optional
-        Rank only: the base of ``rank``; default found by :func:`check_ranks`.
-    scale : sequence of int, optional
-        Likert only: the scale's values (as ``--scale``).
+    ``frame`` has ``annotator, document, system, rank`` with ranks 0..S-1 or 1..S (checked; ``base``
+    default found by :func:`check_ranks`; a ``score`` column is ignored), or, with ``read_form``, is
+    already in read_rank_table's form (``score`` beside a 1-based ``rank``, the file's base in ``attrs``).
     """
-    method = infer_method(frame.columns, method)
-    if method == "likert":
-        scale = validate_judgements(frame, scale)
-        out = frame[["annotator", "document", "system", "score"]].copy()
-        out["score"] = pd.to_numeric(out["score"]).round().astype(np.int64)
-        return out, {"method": "likert", "scale": tuple(scale)}
     if scale is not None:
         raise ConfigError("A scale applies to Likert tables; a Rank table's scale is 1..S (S = number of systems)")
+    n_systems = frame["system"].nunique()
+    if read_form:
+        check_ranks(frame.drop(columns=["score"]))
+        return frame.copy(), {"method": "rank", "scale": tuple(range(1, n_systems + 1)),
+                              "base": int(frame.attrs.get("rank_base", 1)), "n_systems": n_systems}
     found = check_ranks(frame.drop(columns=["score"], errors="ignore"))
     base = found if base is None else int(base)
-    n_systems = frame["system"].nunique()
     out = frame[list(RANK_COLUMNS)].copy()
     rank = pd.to_numeric(out["rank"]).round().astype(np.int64)
     out["rank"] = one_based(rank, base)
@@ -317,19 +234,8 @@ def orient(frame: pd.DataFrame, method: str, base: int | None = None, scale=None
         "method": "rank", "scale": tuple(range(1, n_systems + 1)), "base": base, "n_systems": n_systems}
 
 
-def read_table_args(args) -> tuple[pd.DataFrame, dict]:
-    """:func:`read_table` from the CLI's ``judgements``, ``--columns``, ``--scale`` and ``--method`` options."""
-    from simdesign.pilot.fit import parse_scale
-
-    scale = parse_scale(args.scale) if getattr(args, "scale", None) else None
-    return read_table(args.judgements, getattr(args, "method", None), parse_columns_any(getattr(args, "columns", None)),
-                      scale)
-
-
-def describe(info: dict) -> str:
-    """One line saying how a table was read (shown by the CLI commands)."""
-    if info["method"] == "likert":
-        return f"Likert scores, scale {list(info['scale'])}"
+def describe_ranks(info: dict) -> str:
+    """One line saying how a Rank table was read (the Rank method's ``describe`` step)."""
     last = info["base"] + info["n_systems"] - 1
     return (f"Rank table: ranks {info['base']}..{last} ({info['base']} = best) in the file; analysed as reversed "
             f"ranks S + 1 - rank on 1..{info['n_systems']} (higher = better), mean ranks reported 1-based (1 = best)")

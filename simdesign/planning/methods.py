@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from simdesign.model import METHODS
-from simdesign.simulation.methods import DEFAULT_METHODS, result_label, split_result_label
+from simdesign.methods import get_method, method_names
+from simdesign.simulation.methods import DEFAULT_METHODS, imported_method_names, result_label, split_result_label
 
 
 def parse_methods(search_raw, model, errors: list[str]) -> tuple:
@@ -27,21 +27,23 @@ def parse_methods(search_raw, model, errors: list[str]) -> tuple:
     Returns
     -------
     tuple of str
-        Default ``('likert',)``; with a rank-only model ``('rank',)``.
+        Default: the default method (``('likert',)``), or the first the model generates if it does not
+        generate that one (``('rank',)`` for a rank-only model).
     """
     available = tuple(getattr(model, "methods", DEFAULT_METHODS)) if model is not None else DEFAULT_METHODS
-    default = DEFAULT_METHODS if "likert" in available else ("rank",)
+    default = DEFAULT_METHODS if DEFAULT_METHODS[0] in available else available[:1]
     raw = search_raw.get("methods", list(default)) if isinstance(search_raw, dict) else list(default)
     if isinstance(raw, str):
         raw = [raw]
-    if not isinstance(raw, list) or not raw or any(m not in METHODS for m in raw) or len(set(raw)) != len(raw):
+    if isinstance(raw, list) and raw and all(isinstance(m, str) for m in raw):
+        raw = list(imported_method_names(tuple(raw), "search.methods", errors))  # a plug-in by its import path
+    if not isinstance(raw, list) or not raw or any(m not in method_names() for m in raw) or len(set(raw)) != len(raw):
         errors.append(f"The 'search.methods' field must be a non-empty list of distinct methods from "
-                      f"{list(METHODS)}; got {raw!r}")
+                      f"{list(method_names())}; got {raw!r}")
         return default
     missing = [m for m in raw if m not in available]
     if missing and model is not None:
-        need = ("a joint Likert/Rank model (a Likert model with 'rank_noise': the presets, or 'simdesign fit "
-                "RANKS.csv --likert-model MODEL')" if "rank" in missing else "a Likert model")
+        need = "; ".join(get_method(m).planning_requirement for m in missing)
         errors.append(f"The 'search.methods' field asks for {missing}, which needs {need}; model "
                       f"'{model.name}' generates only {list(available)}")
         return default
@@ -61,7 +63,12 @@ def tests_for_method(tests, method: str) -> tuple:
 
 def store_name(family: str, method: str) -> str:
     """The results store of one design family and method ('block', 'block-rank', ...)."""
-    return family if method == "likert" else f"{family}-{method}"
+    return family + store_suffix(method)
+
+
+def store_suffix(method: str) -> str:
+    """What a method adds to the name of its results stores: nothing for the default method, ``-NAME`` else."""
+    return "" if get_method(method).is_default else f"-{method}"
 
 
 ENGINE_HOOK = ("simulating Rank candidates needs the simulation engine's method dimension (issue 13, section 1): "
@@ -77,7 +84,7 @@ def check_engine_method(method: str) -> None:
     ``work_specs`` run each test on studies of that method under the result label ``<test>@rank``
     (the label the planner gives rank candidates).
     """
-    if method == "likert":
+    if get_method(method).is_default:
         return
     from simdesign.core.errors import ConfigError
     from simdesign.simulation.config import SimulationConfig
@@ -105,20 +112,20 @@ def method_sentence(config, best, active: list) -> str:
         return ""
     method = best.candidate.method
     costs = config.method_costs
-    text = (f" Annotation method: **{method.capitalize()}** ({costs[method].seconds_per_judgement:g} s per judged "
+    text = (f" Annotation method: **{get_method(method).label}** ({costs[method].seconds_per_judgement:g} s per judged "
             f"output, {costs[method].seconds_source})")
     for other in (m for m in config.methods if m != method):
         rivals = [r for r in active if r.candidate.method == other]
         passing = [r for r in rivals if r.decision in ("pass", "best", "tied", "not_confirmed")]
         if config.goal == "target_power":
             cheapest = min(passing, key=lambda r: r.candidate.total_cost, default=None)
-            text += (f"; with {other.capitalize()} ({costs[other].seconds_per_judgement:g} s per output) "
+            text += (f"; with {get_method(other).label} ({costs[other].seconds_per_judgement:g} s per output) "
                      + (f"the cheapest candidate shown to reach the target, {cheapest.candidate.design.label} with "
                         f"{cheapest.candidate.test.label}, costs {cheapest.candidate.total_cost:.2f}"
                         if cheapest is not None else _no_pass_phrase(config, rivals)))
         else:
             strongest = max(rivals, key=lambda r: r.power, default=None)
-            text += (f"; with {other.capitalize()} ({costs[other].seconds_per_judgement:g} s per output) the most "
+            text += (f"; with {get_method(other).label} ({costs[other].seconds_per_judgement:g} s per output) the most "
                      "powerful affordable candidate " + (
                          f"reached {strongest.power:.3f} ({strongest.candidate.design.label} with "
                          f"{strongest.candidate.test.label})" if strongest is not None else "was none"))

@@ -109,7 +109,7 @@ import pandas as pd
 from simdesign.analyses import system_pairs
 from simdesign.simulation.config import stable_digest
 from simdesign.simulation.backends import DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, r_backed
-from simdesign.planning.methods import check_engine_method, method_config, method_of_label
+from simdesign.planning.methods import check_engine_method, method_config, method_of_label, store_suffix
 from simdesign.planning.planner import Candidate, PlanConfig
 from simdesign.runner.stores import atomic_write_bytes, release_stores_under
 from simdesign.runner.study import REGISTERED
@@ -538,7 +538,7 @@ class SimulatedOutcomes(OutcomeSource):
         self._power, self._null = {}, {}
         for method in config.methods:
             part = method_config(config, method)
-            suffix = "" if method == "likert" else f"-{method}"
+            suffix = store_suffix(method)
             self._power[method] = _StudyStore(part, out_dir, executor, config.effect, STUDIES_DIR + suffix, retries)
             if config.max_type1 is not None:
                 self._null[method] = _StudyStore(part, out_dir, executor, "zero", NULL_STUDIES_DIR + suffix, retries)

@@ -59,7 +59,8 @@ from simdesign.core.designs import DESIGN_KINDS, BlockDesign, PoolDesign, design
 from simdesign.core.errors import ConfigError
 from simdesign.core.suggest import did_you_mean, suggestions
 from simdesign.core.yamlio import load_yaml
-from simdesign.model import METHODS, OrdinalMixedModel, effect_scale
+from simdesign.methods import config_name, default_method, get_method, method_names
+from simdesign.model import OrdinalMixedModel, effect_scale
 from simdesign.planning.methods import parse_methods, store_name, tests_for_method
 
 PLAN_KEYS = ("name", "description", "model", "effect", "tests", "alpha", "target_power", "budget", "power_over",
@@ -207,7 +208,7 @@ class Candidate:
     test: AnalysisSpec
     cost: dict
     excluded: str = ""
-    method: str = "likert"  # annotation method (search.methods); rank candidates' test labels end in '@rank'
+    method: str = default_method().name  # annotation method (search.methods); others' test labels end in its suffix
 
     def __repr__(self) -> str:
         return (f"<Candidate {self.design.label} / {self.test.label}: cost {self.total_cost:.2f}"
@@ -255,7 +256,7 @@ class PlanConfig:
     chunk_size: int | None
     description: str = ""
     raw: dict = field(default_factory=dict, repr=False, compare=False)
-    methods: tuple = ("likert",)
+    methods: tuple = (default_method().name,)
     method_costs: dict = field(default_factory=dict, repr=False, compare=False)  # method -> CostModel
     screening: str = "eager"
 
@@ -337,7 +338,7 @@ class PlanConfig:
         for method, family, designs, tests in self.store_groups():
             # Rank studies: their own store, and the engine's 'method' key (issue 13, section 1).
             mappings[store_name(family, method)] = {
-                **({} if method == "likert" else {"method": method}),
+                **({} if get_method(method).is_default else {"method": config_name(method)}),
                 "name": f"{self.name}-{store_name(family, method)}", "model": self.model_source,
                 "effect": self.effect if effect is None else effect,
                 "designs": [design_mapping(d) for d in designs],
@@ -486,7 +487,7 @@ def _int_list(errors, mapping, key, default) -> list[int]:
     return sorted(set(items))
 
 
-def _seconds_per_judgement(raw_value, model_source, base_dir, errors, method: str = "likert") -> tuple[float, str]:
+def _seconds_per_judgement(raw_value, model_source, base_dir, errors, method: str | None = None) -> tuple[float, str]:
     """The cost model's seconds per judgement, and a sentence saying where they come from.
 
     Accepted: a positive number; ``auto`` (= ``capped_mean``), ``capped_mean``, ``median`` or
@@ -495,11 +496,13 @@ def _seconds_per_judgement(raw_value, model_source, base_dir, errors, method: st
     ``{times: FILE.csv, rule: capped_mean, outputs_per_item: 1, column: time_stamp}``.
     """
     field_name = "The 'cost.seconds_per_judgement' field"
-    paper = annotation_times()
-    times = paper[method]  # the paper measured both methods: seconds per judged output
+    method = get_method(method or default_method().name)
+    # seconds per judged output the paper measured for the method (Likert, Rank), by task; none for others
+    times = method.measured_seconds(annotation_times())
+    method = method.name
     if raw_value is None:
         raw_value = "auto"
-    if isinstance(raw_value, dict) and raw_value and set(raw_value) <= set(METHODS):
+    if isinstance(raw_value, dict) and raw_value and set(raw_value) <= set(method_names()):
         # one entry per method ({likert: auto, rank: 20}); a method left out takes the paper's times
         return _seconds_per_judgement(raw_value.get(method, "auto"), model_source, base_dir, errors, method)
     if isinstance(raw_value, dict):
@@ -507,6 +510,11 @@ def _seconds_per_judgement(raw_value, model_source, base_dir, errors, method: st
     if isinstance(raw_value, str) and (raw_value in ("auto",) + RULES or raw_value in times):
         rule = "capped_mean" if raw_value in ("auto",) + tuple(times) else raw_value
         task = raw_value if raw_value in times else model_source
+        if not times:
+            errors.append(f"{field_name} is {raw_value!r}, which takes the paper's measured times, but the paper "
+                          f"measured none for the {get_method(method).label} method: give its seconds per judged "
+                          f"output as a number, e.g. seconds_per_judgement: {{{method}: 5}}")
+            return 1.0, ""
         if task not in times:
             errors.append(
                 f"{field_name} is {raw_value!r}, which takes the measured Likert times of the paper's task of a "
@@ -517,7 +525,7 @@ def _seconds_per_judgement(raw_value, model_source, base_dir, errors, method: st
             return 1.0, ""
         outputs = int(times[task].get("outputs_per_item", 1))
         return float(times[task][f"{rule}_seconds"]), (
-            f"{describe_rule(rule, outputs)} of the {method.capitalize()} annotation times of the {task} task in "
+            f"{describe_rule(rule, outputs)} of the {get_method(method).label} annotation times of the {task} task in "
             f"Steen & Markert (2021); rule {rule}")
     if isinstance(raw_value, bool) or not isinstance(raw_value, (int, float)) or not math.isfinite(raw_value) \
             or not raw_value > 0:
@@ -606,7 +614,7 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
     goal = _parse_goal(raw, alpha, errors)
     methods = parse_methods(raw.get("search"), model, errors)
     for spec in tests:  # before anything runs, in the plan's own keys (the engine would say 'method')
-        refused = [m for m in methods if m not in resolve_analysis(spec.name).methods]
+        refused = [m for m in methods if not get_method(m).accepts(resolve_analysis(spec.name))]
         if refused:
             errors.append(f"The test {spec.label} cannot take {' or '.join(refused)} judgements (it accepts "
                           f"{', '.join(resolve_analysis(spec.name).methods)}); remove it from 'tests' or leave "
@@ -688,7 +696,7 @@ def _sub_mapping(raw: dict, key: str, allowed, errors: list[str]) -> dict:
     return mapping
 
 
-def _parse_cost(raw: dict, model_source, base_dir: Path | None, errors: list[str], method: str = "likert") -> CostModel:
+def _parse_cost(raw: dict, model_source, base_dir: Path | None, errors: list[str], method: str | None = None) -> CostModel:
     """The 'cost' mapping; pay per hour is required because no default price would mean anything."""
     cost_raw = _sub_mapping(raw, "cost", COST_KEYS, errors)
     if "pay_per_hour" not in cost_raw:
@@ -820,7 +828,7 @@ def parse_search(raw, errors: list[str]) -> list:
 
 
 def build_candidates(designs, tests, cost: CostModel, limits: Limits, n_systems: int,
-                     budget: float | None, method: str = "likert") -> list[Candidate]:
+                     budget: float | None, method: str | None = None) -> list[Candidate]:
     """Every (design, test) with its cost, marking the ones that are not simulated and why."""
     candidates = []
     for design in designs:
@@ -838,5 +846,6 @@ def build_candidates(designs, tests, cost: CostModel, limits: Limits, n_systems:
                 excluded = f"over budget: costs {breakdown['cost']:.2f}"
             else:
                 excluded = ""
-            candidates.append(Candidate(design=design, test=test, cost=breakdown, excluded=excluded, method=method))
+            candidates.append(Candidate(design=design, test=test, cost=breakdown, excluded=excluded,
+                                        method=method or default_method().name))
     return candidates

@@ -39,8 +39,9 @@ from simdesign.core.errors import ConfigError
 from simdesign.core.suggest import did_you_mean, suggestions
 from simdesign.core.yamlio import read_yaml_file
 from simdesign.model import PRESETS, OrdinalMixedModel, RankOnlyModel, effect_scale, load_model
-from simdesign.simulation.methods import (DEFAULT_METHODS, likert_model_digest_source, method_problems, method_specs,
-                                          method_warnings, parse_methods, rank_generator, spec_method)
+from simdesign.methods import config_name, get_method
+from simdesign.simulation.methods import (DEFAULT_METHODS, method_problems, method_specs, method_warnings,
+                                          parse_methods, shared_model_digest_source, spec_method)
 from simdesign.simulation.replication import ReplicationSettings, parse_replication, replication_problems
 from simdesign.core.estimands import ESTIMANDS, requestable_estimands
 from simdesign.simulation.summary import estimand_names
@@ -316,17 +317,18 @@ document_intercept_scale, methods
     def analysis_fingerprints(self) -> dict:
         """Result label -> what determines its stored rows beyond :meth:`results_fingerprint`.
 
-        A Likert test's is its :attr:`AnalysisSpec.fingerprint`, as before methods existed; a rank
-        test's adds the method and the model's rank generator (``rank_noise``).
+        A default-method (Likert) test's is its :attr:`AnalysisSpec.fingerprint`, as before methods
+        existed; another method's adds the method and what its trials depend on in the model
+        (:meth:`~simdesign.methods.AnnotationMethod.fingerprint`: Rank's, the ``rank_noise``).
         """
         found = {}
         for spec in self.work_specs:
-            method = spec_method(spec)
-            if method == "likert":
+            method = get_method(spec_method(spec))
+            if method.is_default:
                 found[spec.label] = spec.fingerprint if isinstance(spec, AnalysisSpec) else ""
             else:
-                found[spec.label] = stable_digest({"name": spec.name, "options": spec.options, "method": method,
-                                                   **rank_generator(self.model)})
+                found[spec.label] = stable_digest({"name": spec.name, "options": spec.options, "method": method.name,
+                                                   **method.fingerprint(self.model)})
         return found
 
     def results_fingerprint(self) -> dict:
@@ -337,7 +339,7 @@ document_intercept_scale, methods
         ``trials`` only change the summary.
         """
         # Without rank_noise: a model gaining one keeps its stored Likert trials (analysis_fingerprints).
-        return {"model": stable_digest(likert_model_digest_source(self.model)), "effect": effect_scale(self.effect),
+        return {"model": stable_digest(shared_model_digest_source(self.model)), "effect": effect_scale(self.effect),
                 "seed": self.seed, "format": 1}
 
     def to_mapping(self) -> dict:
@@ -377,7 +379,7 @@ document_intercept_scale, methods
         if self.document_intercept_scale is not None:
             mapping["document_intercept_scale"] = self.document_intercept_scale
         if tuple(self.methods) != DEFAULT_METHODS:  # left out for Likert, so existing configs hash as before
-            mapping["methods"] = list(self.methods)
+            mapping["methods"] = [config_name(method) for method in self.methods]  # a plug-in by its import path
         return mapping
 
     to_dict = to_mapping  # the name before 0.2; kept for callers

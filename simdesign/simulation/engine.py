@@ -36,9 +36,10 @@ from simdesign.simulation.replication import is_replication_item, replication_ro
 from simdesign.core.estimands import Estimand, estimand
 from simdesign.stats.reliability import UndefinedReliability
 from simdesign.core.seeds import analysis_rng, data_rng
+from simdesign.methods import default_method, get_method
 from simdesign.core.threads import single_threaded
 from simdesign.runner.limits import check_trial_count
-from simdesign.simulation.methods import METHOD_COLUMN, spec_method, split_result_label
+from simdesign.simulation.methods import METHOD_COLUMN, spec_method
 from simdesign.simulation.store import RESULT_COLUMNS, ResultsStore
 
 log = logging.getLogger(__name__)
@@ -158,14 +159,22 @@ def simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chun
 
 def chunk_registry(specs) -> dict:
     """Work item name -> its registry entry: the AnalysisInfo of a test, the Estimand of a requested per-trial
-    value (:mod:`simdesign.core.estimands`); a replication's system scores need none."""
+    value (:mod:`simdesign.core.estimands`); a replication's system scores need none. ``METHOD_ENTRY + name`` ->
+    the annotation method of each of their methods (a method registered by user code is sent to the workers
+    with its chunks, as an analysis is)."""
     registry = {}
     for spec in specs:
         if is_replication_item(spec) and spec.analysis is None:
             continue
         info = estimand(spec.name)
         registry[spec.name] = info if info is not None and info.requestable else resolve_analysis(spec.name)
+    for name in dict.fromkeys(spec_method(spec) for spec in specs):
+        registry[METHOD_ENTRY + name] = get_method(name)
     return registry
+
+
+# The prefix of a chunk registry's annotation-method entries (no analysis name starts with '@').
+METHOD_ENTRY = "@method:"
 
 
 def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chunk, registry: dict) -> pd.DataFrame:
@@ -177,17 +186,19 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
     n_pairs = len(pairs)
     tested = []  # (trial, label, PairwiseResult), in row order
     estimand_rows = []
-    methods = list(dict.fromkeys(spec_method(spec) for spec in chunk.analyses))
+    methods = [registry.get(METHOD_ENTRY + name) or get_method(name)
+               for name in dict.fromkeys(spec_method(spec) for spec in chunk.analyses)]
     design_label = chunk.design.label  # a property formatting its string on every call
     # Replication items (simdesign.simulation.replication) share one replication study per trial (Likert).
     replicated = [spec for spec in chunk.analyses if is_replication_item(spec)]
     for trial in range(chunk.first_trial, chunk.stop_trial):
         # One study per method and trial, each from its own stream; Likert's stream is the one it always had.
-        studies = {method: model.sample(chunk.design, data_rng(root_seed, design_label, trial, method), effect,
-                                        method=method) for method in methods}
-        if replicated:
+        studies = {method.name: model.sample(chunk.design, data_rng(root_seed, design_label, trial,
+                                                                    method.stream_suffix), effect, method=method)
+                   for method in methods}
+        if replicated:  # replication runs on the default method only (the config refuses others)
             estimand_rows += replication_rows(replicated, model, effect, root_seed, chunk.design, trial,
-                                              studies["likert"], registry)
+                                              studies[default_method().name], registry)
         for spec in chunk.analyses:
             if is_replication_item(spec):
                 continue
@@ -245,10 +256,16 @@ def _result_columns(tested: list, n_pairs: int) -> dict:
     }
 
 
-def with_method_column(frame: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
-    """Add the 'method' column to a chunk's rows when it has a non-Likert method (Likert-only rows keep their form)."""
-    if methods and methods != ["likert"]:
-        frame[METHOD_COLUMN] = [split_result_label(label)[1] for label in frame["test"]]
+def with_method_column(frame: pd.DataFrame, methods: list) -> pd.DataFrame:
+    """Add the 'method' column to a chunk's rows when it has a method other than the default (rows of the
+    default method alone keep their form)."""
+    methods = [get_method(method) for method in methods]
+    if methods and [m.name for m in methods] != [default_method().name]:
+        # the chunk's own method objects (a worker's registry may lack a method registered by user code)
+        suffixed = [m for m in methods if m.result_suffix]
+        default = default_method().name
+        frame[METHOD_COLUMN] = [next((m.name for m in suffixed if label.endswith(m.result_suffix)), default)
+                                for label in frame["test"]]
     return frame
 
 
@@ -432,8 +449,9 @@ def replay_trial(config: SimulationConfig, design_label: str, trial: int, test_l
     check_replay_request(config, design_label, trial, test_label)
     designs = {d.label: d for d in config.designs}
     specs = {s.label: s for s in config.work_specs}
-    method = spec_method(specs[test_label])
-    judgements = config.model.sample(designs[design_label], data_rng(config.seed, design_label, trial, method),
+    method = get_method(spec_method(specs[test_label]))
+    judgements = config.model.sample(designs[design_label],
+                                     data_rng(config.seed, design_label, trial, method.stream_suffix),
                                      config.effect, method=method)
     return judgements, analyse(judgements, specs[test_label], config.seed, design_label, trial)
 

@@ -12,8 +12,7 @@ import pandas as pd  # noqa: E402
 from simdesign.core.estimands import estimand_label, has_nominal_level  # noqa: E402
 from simdesign.simulation.plots import AXIS_NAMES  # noqa: E402
 
-METHOD_COLOURS = {"likert": "tab:blue", "rank": "tab:orange"}
-METHOD_NAMES = {"likert": "Likert", "rank": "Rank"}
+from simdesign.methods import get_method  # noqa: E402
 
 
 def plot_method_grid(summary: pd.DataFrame, estimands, title: str, out_base: Path, x: str = "annotators",
@@ -63,9 +62,9 @@ def _draw_panel(ax, rows: pd.DataFrame, x: str, alpha: float | None) -> None:
     for method in dict.fromkeys(rows["method"]):
         part = rows[rows["method"] == method].sort_values(x)
         values = part[x].astype(float).to_numpy()
-        colour = METHOD_COLOURS.get(method)
+        colour = get_method(method).colour
         trials = sorted(set(part["trials"].astype(int)))
-        label = f"{METHOD_NAMES.get(method, method)} ({'/'.join(map(str, trials))} trials)"
+        label = f"{get_method(method).label} ({'/'.join(map(str, trials))} trials)"
         ax.plot(values, part["rate"], "-o", markersize=3, color=colour, label=label)
         ax.fill_between(values, part["ci_low"].astype(float), part["ci_high"].astype(float), color=colour,
                         alpha=0.2, linewidth=0)

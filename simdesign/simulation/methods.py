@@ -1,48 +1,41 @@
-"""The annotation method as a dimension of a simulation: Likert scores or rankings (issue 13).
+"""The annotation method as a dimension of a simulation (issue 13; the methods themselves: :mod:`simdesign.methods`).
 
-A config asks for ``method: likert | rank`` (default likert) or ``methods: [likert, rank]``.
+A config asks for ``method: NAME`` (default: the default method, Likert) or ``methods: [NAME, ...]``.
 Every test and reliability estimand is then run once per method, on studies generated
 with that method (:meth:`simdesign.model.OrdinalMixedModel.sample`). What this module
-keeps in one place:
+keeps in one place, asking each method object for what differs:
 
 * **result labels**: the store, the random streams and the trial rows know a (test,
-  method) by its *result label*, the test's label for Likert (so Likert results of
-  existing configs keep their keys and values) and ``<label>@rank`` for ranks;
+  method) by its *result label*, the test's label plus the method's ``result_suffix``
+  (none for the default method, so results of existing configs keep their keys and values);
 * **checks** before anything runs: the method names, the model's ability to generate
-  them, and every test's :attr:`~simdesign.analyses.AnalysisInfo.methods`;
-* **measured miscalibration** on ranks, warned about before a run
-  (:data:`RANK_CALIBRATION`).
+  them, and whether every test accepts them (:meth:`~simdesign.methods.AnnotationMethod.accepts`);
+* **warnings** of tests measured to be miscalibrated on a method, before a run.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from simdesign.analyses import resolve_analysis
+from simdesign.core.errors import ConfigError
 from simdesign.core.suggest import suggestions
-from simdesign.model import METHODS
+from simdesign.methods import default_method, get_method, method_names
+from simdesign.methods import split_result_label  # noqa: F401 -- public here since issue 13
 
-DEFAULT_METHODS = ("likert",)
+DEFAULT_METHODS = (default_method().name,)
 METHOD_SEPARATOR = "@"
 METHOD_COLUMN = "method"
 
 
 def result_label(label: str, method: str) -> str:
-    """The label a (test or estimand, method) has in the store and the trial rows.
+    """The label a (test or estimand, method) has in the store and the trial rows (the method's suffix).
 
     Examples
     --------
     >>> result_label("ttest_doc", "likert"), result_label("ttest_doc", "rank")
     ('ttest_doc', 'ttest_doc@rank')
     """
-    return label if method == "likert" else f"{label}{METHOD_SEPARATOR}{method}"
-
-
-def split_result_label(label: str) -> tuple[str, str]:
-    """(test label, method) of a result label; the inverse of :func:`result_label`."""
-    base, separator, method = label.rpartition(METHOD_SEPARATOR)
-    if separator and method in METHODS and method != "likert":
-        return base, method
-    return label, "likert"
+    return get_method(method).result_label(label)
 
 
 @dataclass(frozen=True)
@@ -55,7 +48,10 @@ class MethodSpec:
     """
 
     spec: object
-    method: str = "likert"
+    method: str = DEFAULT_METHODS[0]
+    result_suffix: str | None = None
+    """The method's label suffix, kept with the item (a worker's registry may lack a method registered by
+    user code); None: looked up by the method's name."""
 
     @property
     def name(self) -> str:
@@ -71,40 +67,59 @@ class MethodSpec:
 
     @property
     def label(self) -> str:
-        return result_label(self.spec.label, self.method)
+        if self.result_suffix is None:
+            return result_label(self.spec.label, self.method)
+        return f"{self.spec.label}{self.result_suffix}"
 
 
 def method_specs(specs, methods) -> tuple:
-    """Every spec on every method, methods outermost; Likert specs are the specs themselves."""
-    return tuple(spec if method == "likert" else MethodSpec(spec, method) for method in methods for spec in specs)
+    """Every spec on every method, methods outermost; the default method's specs are the specs themselves."""
+    methods = [get_method(method) for method in methods]
+    return tuple(spec if method.is_default else MethodSpec(spec, method.name, method.result_suffix)
+                 for method in methods for spec in specs)
 
 
 def spec_method(spec) -> str:
-    """The method of a work item (a plain AnalysisSpec is Likert, as before methods existed)."""
-    return getattr(spec, "method", "likert")
+    """The method of a work item (a plain AnalysisSpec is on the default method, as before methods existed)."""
+    return getattr(spec, "method", DEFAULT_METHODS[0])
 
 
 def parse_methods(raw: dict, errors: list[str]) -> tuple:
     """The 'method' or 'methods' field of a config mapping (names are checked by :func:`method_problems`)."""
     if "method" in raw and "methods" in raw:
-        errors.append("Give either 'method' (one of likert, rank) or 'methods' (a list of them), not both")
+        errors.append(f"Give either 'method' (one of {', '.join(method_names())}) or 'methods' (a list of them), "
+                      "not both")
         return DEFAULT_METHODS
     if "method" in raw:
         value = raw["method"]
         if not isinstance(value, str):
-            errors.append(f"The 'method' field must be one of {list(METHODS)}; got {value!r} "
+            errors.append(f"The 'method' field must be one of {list(method_names())}; got {value!r} "
                           "(use 'methods' for a list)")
             return DEFAULT_METHODS
-        return (value,)
+        return imported_method_names((value,), "method", errors)
     if "methods" in raw:
         value = raw["methods"]
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) for v in value):
-            errors.append(f"The 'methods' field must be a non-empty list of {list(METHODS)}; got {value!r}")
+            errors.append(f"The 'methods' field must be a non-empty list of {list(method_names())}; got {value!r}")
             return DEFAULT_METHODS
-        return tuple(value)
+        return imported_method_names(tuple(value), "methods", errors)
     return DEFAULT_METHODS
+
+
+def imported_method_names(methods: tuple, field: str, errors: list[str]) -> tuple:
+    """``methods`` with each ``module:attribute`` imported, registered and replaced by the method's name."""
+    found = []
+    for method in methods:
+        if ":" in method:
+            try:
+                method = get_method(method, field).name
+            except ConfigError as exc:
+                errors.extend(exc.messages)
+                continue
+        found.append(method)
+    return tuple(found) or DEFAULT_METHODS
 
 
 def method_problems(methods, model, analyses) -> list[str]:
@@ -119,10 +134,10 @@ def method_problems(methods, model, analyses) -> list[str]:
     """
     methods = tuple(methods)
     field_name = "method" if len(methods) == 1 else "methods"
-    unknown = [m for m in methods if m not in METHODS]
+    unknown = [m for m in methods if m not in method_names()]
     if unknown:
-        return [f"The '{field_name}' field must name methods from {list(METHODS)}; got {list(unknown)!r}"
-                f"{suggestions(unknown, METHODS)}"]
+        return [f"The '{field_name}' field must name methods from {list(method_names())}; got {list(unknown)!r}"
+                f"{suggestions(unknown, method_names())}"]
     problems = []
     repeated = sorted({m for m in methods if methods.count(m) > 1})
     if repeated:
@@ -133,7 +148,7 @@ def method_problems(methods, model, analyses) -> list[str]:
             problems.append(_model_cannot(model, missing, field_name))
     for spec in analyses:
         info = resolve_analysis(spec.name)
-        refused = [m for m in methods if m not in info.methods]
+        refused = [m for m in methods if not get_method(m).accepts(info)]
         if refused:
             problems.append(f"The test {spec.label} cannot take {' or '.join(refused)} judgements (it accepts "
                             f"{', '.join(info.methods)}); remove it or set '{field_name}' to {list(info.methods)}")
@@ -141,59 +156,29 @@ def method_problems(methods, model, analyses) -> list[str]:
 
 
 def _model_cannot(model, missing: list[str], field_name: str) -> str:
-    if "rank" in missing:
-        how = ("a Likert model generates ranks only with a 'rank_noise' (in its file, or "
-               "model: {preset: NAME, rank_noise: VALUE})")
-    else:
-        how = "a rank-only model (kind: rank_only) generates rankings only: set 'method: rank'"
+    how = "; ".join(get_method(m).model_requirement for m in missing)
+    generated = tuple(model.methods)
+    if len(generated) == 1:
+        how += f"; or set 'method: {generated[0]}'"
     return (f"The '{field_name}' field asks for {' and '.join(missing)} judgements, which the model "
             f"{model.name!r} cannot generate (it generates {', '.join(model.methods)}): {how}")
 
 
-def likert_model_digest_source(model) -> dict:
-    """The part of a model that Likert trials depend on: its file form without ``rank_noise``.
+def shared_model_digest_source(model) -> dict:
+    """The part of a model that every method's trials depend on: its file form without ``rank_noise``.
 
     Stored Likert trials stay reusable when a model gains (or changes) its ``rank_noise``;
-    rank trials carry the rank generator in their own fingerprints (:func:`rank_generator`).
+    a method's trials carry what else they depend on in their own fingerprints
+    (:meth:`simdesign.methods.AnnotationMethod.fingerprint`).
     """
     mapping = dict(model.to_dict())
     mapping.pop("rank_noise", None)
     return mapping
 
 
-def rank_generator(model) -> dict:
-    """What rank trials depend on beyond the Likert part of a joint model (empty for a rank-only model)."""
-    noise = getattr(model, "rank_noise", None)
-    return {} if noise is None else {"rank_noise": float(noise)}
-
-
-# Tests measured to be miscalibrated on rankings (issue 13): test name -> (applies(design, n_systems), warning).
-# With one document per annotator the mixed model's annotator slopes can reproduce every ranking of that
-# one document. Measured as README "Rank studies" says (coherence, rank_noise 1.0,
-# 40 documents x 3 annotators, each annotator ranks one document, effect zero, 50 trials, seed 13).
-RANK_CALIBRATION = {
-    "clmm_native": (
-        lambda design, n_systems: design.max_judgements_per_annotator(n_systems) == n_systems,
-        "each annotator ranks one document, so the mixed model's annotator slopes can reproduce every ranking; "
-        "measured on ranks there (coherence, rank_noise 1.0, 40 documents x 3 annotators, 50 trials): type I "
-        "error 0.22 [0.15, 0.31] with failed fits counted as non-rejections, and 60% of fits failing (not "
-        "converged), against 0.064 [0.041, 0.099] and no failures on Likert scores (README, 'Rank studies'). "
-        "Use a per-document or per-block test, or let each annotator rank several documents"),
-}
+likert_model_digest_source = shared_model_digest_source  # the name before issue 28
 
 
 def method_warnings(config) -> list[str]:
-    """Warnings before a run: tests known to be miscalibrated on rankings for some of the config's designs."""
-    if "rank" not in config.methods:
-        return []
-    found = []
-    for spec in config.analyses:
-        entry = RANK_CALIBRATION.get(spec.name)
-        if entry is None:
-            continue
-        applies, text = entry
-        designs = [d.label for d in config.designs if applies(d, config.model.n_systems)]
-        if designs:
-            found.append(f"The test {spec.label} on ranks is not calibrated for the design(s) {designs}: {text}")
-    return found
-
+    """Warnings before a run: tests known to be miscalibrated on one of the config's methods."""
+    return [text for method in config.methods for text in get_method(method).warnings(config)]

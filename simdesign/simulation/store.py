@@ -33,6 +33,7 @@ from simdesign.runner.stores import (DISTRIBUTION, MANIFEST, TEMPORARY_SUFFIX, T
                                      package_versions, read_manifest, refuse_orphan_chunks, release_store,
                                      remove_leftovers, short_fingerprint, write_manifest)
 from simdesign.simulation.config import SimulationConfig, stable_digest
+from simdesign.simulation.methods import DEFAULT_METHODS
 
 TRIALS_DIR = "trials"
 RESULT_COLUMNS = ("design", "trial", "test", "pair", "system_a", "system_b", "true_diff", "estimate", "p_value",
@@ -96,9 +97,10 @@ class ResultsStore:
 
     def _clash_message(self, clashes: list, config: SimulationConfig) -> str:
         """Why stored results of these labels cannot be resumed: the options, or the model's rank generator."""
+        from simdesign.methods import get_method
         from simdesign.simulation.methods import spec_method
 
-        ranked = {spec.label for spec in config.work_specs if spec_method(spec) != "likert"}
+        ranked = {spec.label for spec in config.work_specs if not get_method(spec_method(spec)).is_default}
         rank_clashes = [label for label in clashes if label in ranked]
         parts = []
         if rank_clashes:
@@ -243,7 +245,7 @@ class ResultsStore:
             return pd.DataFrame({column: [] for column in RESULT_COLUMNS})
         table = pd.concat(frames, ignore_index=True)
         if "method" in table:  # chunks of Likert-only work have no method column (engine.with_method_column)
-            table["method"] = table["method"].fillna("likert")
+            table["method"] = table["method"].fillna(DEFAULT_METHODS[0])
         duplicated = table.duplicated(["design", "trial", "test", "pair"])
         if duplicated.any():
             raise StoreError(f"{self.directory}: {int(duplicated.sum())} stored rows are duplicated; "

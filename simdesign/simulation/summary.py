@@ -20,6 +20,7 @@ from simdesign.analyses import resolve_analysis
 from simdesign.analyses.base import FAILURES, SINGULAR
 # ESTIMANDS re-exported: the summary's registry before it became every study kind's
 from simdesign.core.estimands import ESTIMANDS, Estimand, estimands_of, register_estimand  # noqa: F401
+from simdesign.simulation.methods import DEFAULT_METHODS, spec_method
 from simdesign.simulation.replication import replication_summary_rows
 from simdesign.stats.reliability import krippendorff_alpha, shr
 from simdesign.stats.montecarlo import mean_interval, wilson_interval  # noqa: F401  (wilson_interval: re-exported)
@@ -363,7 +364,7 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
     """
     rows = []
     n_systems = config.model.n_systems
-    methods = tuple(getattr(config, "methods", ("likert",)))
+    methods = tuple(getattr(config, "methods", DEFAULT_METHODS))
     for design in config.designs:
         design_rows = table[table["design"] == design.label]
         for spec in work_items(config, methods, estimands=False):
@@ -375,7 +376,7 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
             random_effects = resolve_analysis(spec.name).random_effects
             for row in summarise_group(group, config.alpha, config.is_null, random_effects=random_effects):
                 rows.append({**design.columns(), "judgements": design.judgements(n_systems),
-                             "test": getattr(spec, "test_label", spec.label), "method": getattr(spec, "method", "likert"),
+                             "test": getattr(spec, "test_label", spec.label), "method": spec_method(spec),
                              **row, "trials": trials, "effect": config.effect_label, "alpha": config.alpha,
                              "mean_fit_seconds": fit_seconds})
         for spec in work_items(config, methods, estimands=True):
@@ -383,13 +384,13 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
             if group.empty:
                 continue
             rows.append({**design.columns(), "judgements": design.judgements(n_systems), "test": "",
-                         "method": getattr(spec, "method", "likert"), "estimand": spec.name, **ESTIMANDS[spec.name].summarise(group), "trials": group["trial"].nunique(),
+                         "method": spec_method(spec), "estimand": spec.name, **ESTIMANDS[spec.name].summarise(group), "trials": group["trial"].nunique(),
                          "effect": config.effect_label, "alpha": config.alpha,
                          "mean_fit_seconds": group["fit_seconds"].mean()})
         rows += [{**design.columns(), "judgements": design.judgements(n_systems), **row, "effect": config.effect_label,
                   "alpha": config.alpha} for row in replication_summary_rows(config, design_rows)]
     # The method column only where a config names a method other than Likert: Likert summaries keep their form.
-    columns = list(SUMMARY_COLUMNS) if methods == ("likert",) else list(SUMMARY_COLUMNS_WITH_METHOD)
+    columns = list(SUMMARY_COLUMNS) if methods == DEFAULT_METHODS else list(SUMMARY_COLUMNS_WITH_METHOD)
     summary = pd.DataFrame(rows, columns=columns)
     for column in ("blocks", "docs_per_block", "annotators_per_block"):
         summary[column] = summary[column].astype("Int64")

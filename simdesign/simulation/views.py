@@ -13,6 +13,7 @@ import math
 import pandas as pd
 
 from simdesign.core.estimands import headline_estimand
+from simdesign.simulation.methods import DEFAULT_METHODS
 
 # Summary columns that describe a design, shown beside its label in a wide table (when present).
 DESIGN_INFO = ("kind", "annotators", "docs", "judgements_per_output", "judgements")
@@ -51,7 +52,7 @@ def column_label(row) -> str:
     or the estimand for a per-trial reliability estimand (which has no test)."""
     test = row["test"] if isinstance(row["test"], str) and row["test"] else row["estimand"]
     method = row.get("method")
-    return f"{test}, {method}" if isinstance(method, str) and method and method != "likert" else test
+    return f"{test}, {method}" if isinstance(method, str) and method and method not in DEFAULT_METHODS else test
 
 
 def wide_table(summary: pd.DataFrame, estimand: str, digits: int = 3, design_info: bool = False) -> pd.DataFrame:

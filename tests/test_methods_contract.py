@@ -1,0 +1,252 @@
+"""The contract every registered annotation method keeps, and a plug-in method run end to end (issue 28, part 1).
+
+Run over the built-in methods and a test-only one (:mod:`plugin_method`, pass/fail judgements) registered
+from this module: each is found by name (with a hint for a misspelt one), keeps its own random stream and
+result labels, samples judgements of the right shape and range from every model that generates it, reads a
+small table of its own into the common oriented form, names callable steps, and says what a judged output
+costs where the paper measured it. The plug-in then runs through ``simdesign.simulate``, the summary, the
+figures and a plan without any edit to the package.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import simdesign
+from simdesign.core.designs import BlockDesign
+from simdesign.core.errors import ConfigError
+from simdesign.core.seeds import DATA_STREAM, data_rng, label_key
+from simdesign.methods import (all_methods, default_method, get_method, method_names, registered,
+                               split_result_label)
+from simdesign.model import RankOnlyModel, load_model
+from simdesign.pilot.tables import orient, read_table
+from simdesign.planning.planner import annotation_times
+
+from plugin_method import PASS_FAIL, pass_mark
+
+# A small table per method, in its own file form, and the oriented scores read_table must give.
+EXAMPLES = {
+    "likert": (pd.DataFrame({"annotator": ["a"] * 3 + ["b"] * 3, "document": ["d"] * 6, "system": list("xyz") * 2,
+                             "score": [1, 3, 2, 2, 3, 1]}), [1, 3, 2, 2, 3, 1]),
+    "rank": (pd.DataFrame({"annotator": ["a"] * 3 + ["b"] * 3, "document": ["d"] * 6, "system": list("xyz") * 2,
+                           "rank": [3, 1, 2, 2, 1, 3]}), [1, 3, 2, 2, 3, 1]),  # reversed: S + 1 - rank
+    "passfail": (pd.DataFrame({"annotator": ["a"] * 3 + ["b"] * 3, "document": ["d"] * 6, "system": list("xyz") * 2,
+                               "passed": [0, 1, 1, 0, 1, 0]}), [0, 1, 1, 0, 1, 0]),
+}
+
+
+@pytest.fixture(params=["likert", "rank", "passfail"])
+def method(request):
+    """Every built-in method, and the plug-in registered for the test's duration."""
+    if request.param == PASS_FAIL.name:
+        with registered(PASS_FAIL):
+            yield PASS_FAIL
+    else:
+        yield get_method(request.param)
+
+
+def models():
+    joint = load_model("coherence")  # a preset with a fitted rank_noise: Likert and Rank
+    rank_only = RankOnlyModel("toy", ("a", "b", "c"), [0.0, 0.5, 1.0], np.eye(2) * 0.2, np.eye(2) * 0.1)
+    return [joint, rank_only]
+
+
+def test_the_built_in_methods_are_registered_with_likert_the_default():
+    assert method_names()[:2] == ("likert", "rank") and default_method().name == "likert"
+    assert PASS_FAIL.name not in method_names()  # registered only inside the tests that use it
+
+
+def test_found_by_name_and_a_misspelt_name_gets_a_hint(method):
+    assert get_method(method.name) is method and method.name in method_names()
+    with pytest.raises(ConfigError, match=f"did you mean '{method.name}'"):
+        get_method(method.name[:-1] + "x")
+    assert method.label and method.value_column and method.value_name
+
+
+def test_stream_suffix(method):
+    """The default method's stream is the plain (design, trial) key; every other method's key adds its labels."""
+    expected = np.random.Generator(np.random.PCG64(np.random.SeedSequence(
+        7, spawn_key=(label_key("block-design"), 3, DATA_STREAM) + tuple(label_key(s) for s in method.stream_suffix))))
+    assert data_rng(7, "block-design", 3, method.stream_suffix).random(4).tolist() == expected.random(4).tolist()
+    plain = data_rng(7, "block-design", 3).random(4).tolist()
+    assert (plain == data_rng(7, "block-design", 3, method.stream_suffix).random(4).tolist()) == method.is_default
+    suffixes = [m.stream_suffix for m in all_methods()]
+    assert len(set(suffixes)) == len(suffixes)
+
+
+def test_result_labels_round_trip(method):
+    label = method.result_label("ttest_doc")
+    assert split_result_label(label) == ("ttest_doc", method.name)
+    assert (label == "ttest_doc") == method.is_default
+
+
+def test_sampling_shapes_and_ranges(method):
+    design = BlockDesign(4, 3, 2)
+    generating = [model for model in models() if method.can_generate(model)]
+    assert generating, f"no test model generates {method.name}"
+    for model in generating:
+        assert method.name in model.methods
+        data = model.sample(design, np.random.default_rng(1), method=method.name)
+        assert data.scores.shape == (design.blocks * design.docs_per_block * design.annotators_per_block,
+                                     model.n_systems)
+        assert data.scores.dtype.kind == "i"
+        if method.rankings:  # every (annotator, document) gives each output a different value, 1..S
+            assert (np.sort(data.scores, axis=1) == np.arange(1, model.n_systems + 1)).all()
+    for model in models():
+        if not method.can_generate(model):
+            with pytest.raises(ConfigError, match=method.name):
+                model.sample(design, np.random.default_rng(1), method=method.name)
+
+
+def test_reading_a_small_table_gives_the_oriented_scores(method, tmp_path):
+    frame, scores = EXAMPLES[method.name]
+    path = tmp_path / "table.csv"
+    frame.to_csv(path, index=False)
+    read, info = read_table(path)  # the method is inferred from its judgement column
+    assert info["method"] == method.name
+    assert read["score"].tolist() == scores
+    assert method.step("describe")(info)
+
+
+# A simulated study in each method's own file form (the inverse of its orientation), S = number of systems.
+FILE_FORMS = {
+    "likert": lambda frame, S: frame,
+    "rank": lambda frame, S: frame.assign(rank=S + 1 - frame["score"]).drop(columns="score"),
+    "passfail": lambda frame, S: frame.rename(columns={"score": "passed"}),
+}
+
+
+def test_check_statistics_of_a_study_from_the_model_itself(method):
+    """The method's predictive check on a study simulated from the checked model: its table has the observed
+    and simulated values, and nearly every statistic lies inside its simulated 95% range."""
+    model = next(model for model in models() if method.can_generate(model) and len(model.systems) == 5)
+    study = model.sample(BlockDesign(8, 5, 3), np.random.default_rng(11), method=method.name).to_frame()
+    oriented, _ = orient(FILE_FORMS[method.name](study.drop(columns="block"), model.n_systems), method.name)
+    table, simulated = method.step("check")(model, oriented, trials=40, seed=2)
+    assert {"statistic", "system", "observed", "sim_low", "sim_high", "inside"} <= set(table.columns)
+    assert simulated.shape == (40, len(table)) and (table["sim_low"] <= table["sim_high"]).all()
+    assert table["inside"].mean() >= 0.8, table[~table["inside"]]
+
+
+def test_steps_resolve_to_functions(method):
+    for role in method.steps:
+        assert callable(method.step(role))
+    with pytest.raises(ConfigError, match="no 'no_such_step' step"):
+        method.step("no_such_step")
+
+
+def test_cost_per_output():
+    """The paper measured Likert and Rank times (seconds per judged output); the plug-in has none."""
+    times = annotation_times()
+    for name in ("likert", "rank"):
+        measured = get_method(name).measured_seconds(times)
+        assert set(measured) == {"coherence", "repetition"}
+        assert all(entry["capped_mean_seconds"] > 0 for entry in measured.values())
+    assert get_method("rank").measured_seconds(times)["coherence"]["capped_mean_seconds"] == pytest.approx(26.67,
+                                                                                                         abs=0.01)
+    assert PASS_FAIL.measured_seconds(times) == {}
+
+
+def test_a_plan_needs_the_seconds_of_a_method_the_paper_did_not_time():
+    from simdesign.planning.planner import parse_plan
+
+    plan = {"name": "p", "model": "coherence", "effect": "fitted", "tests": ["ttest_doc"], "target_power": 0.8,
+            "cost": {"pay_per_hour": 12}, "max_type1": None,
+            "search": {"designs": [{"kind": "block", "blocks": 4, "docs_per_block": 5, "annotators_per_block": 2}],
+                       "methods": ["passfail"]}}
+    with registered(PASS_FAIL):
+        with pytest.raises(ConfigError, match="measured none for the Pass/fail method"):
+            parse_plan(plan)
+        config = parse_plan({**plan, "cost": {"pay_per_hour": 12, "seconds_per_judgement": {"passfail": 5}}})
+    assert config.method_costs["passfail"].seconds_per_judgement == 5
+    assert [c.test.label for c in config.candidates] == ["ttest_doc@passfail"]
+
+
+def test_accepted_tests():
+    """Rankings are taken only by tests declared valid on them; scores and pass/fail by every test."""
+    from simdesign.analyses import ANALYSES
+
+    assert not get_method("rank").accepts(ANALYSES["art"]) and get_method("rank").accepts(ANALYSES["ttest_doc"])
+    assert all(get_method("likert").accepts(info) and PASS_FAIL.accepts(info) for info in ANALYSES.values())
+
+
+def test_pass_fail_share_matches_the_model(tmp_path):
+    """Monte Carlo: the share of passes per system is the model's P(latent > pass mark), within 4 MCSE."""
+    model = load_model("coherence")
+    probabilities = model.marginal_probabilities()  # P(category) per system, integrated over random effects
+    passing = probabilities[:, len(model.thresholds) // 2 + 1:].sum(axis=1)  # categories above the mark
+    with registered(PASS_FAIL):
+        shares = np.array([model.sample(BlockDesign(20, 5, 3), np.random.default_rng(seed), method="passfail")
+                           .scores.mean(axis=0) for seed in range(200)])
+    mcse = shares.std(axis=0, ddof=1) / np.sqrt(len(shares))  # studies are the independent unit
+    assert np.all(np.abs(shares.mean(axis=0) - passing) < 4 * mcse), (shares.mean(axis=0), passing, mcse)
+    assert pass_mark(model) == model.thresholds[3]
+
+
+@pytest.mark.slow
+def test_a_plug_in_method_runs_end_to_end(tmp_path):
+    """simulate (a config naming the plug-in), summarise, plot and plan, with no edit to the package."""
+    config = {"name": "passfail", "model": "coherence", "effect": "fitted", "method": "passfail",
+              "designs": [{"kind": "block", "blocks": 4, "docs_per_block": 5, "annotators_per_block": 2}],
+              "tests": ["ttest_doc", "art_doc"], "trials": 20, "seed": 5}
+    with registered(PASS_FAIL):
+        # two workers: the method travels with the chunks to processes that never registered it
+        result = simdesign.simulate(config, out_dir=tmp_path / "run", jobs=2, progress=False)
+        summary = result.summary()
+        power = summary[summary["estimand"] == "power"]
+        assert set(power["method"]) == {"passfail"} and set(power["test"]) == {"ttest_doc", "art_doc"}
+        assert (power["trials"] == 20).all() and power["rate"].between(0, 1).all()
+        assert set(result.trials["test"]) == {"ttest_doc@passfail", "art_doc@passfail"}
+        paths = result.plot(tmp_path / "figures")
+        assert paths and all(path.exists() for path in paths)
+        # the same trials again from the store (keys and fingerprints of the plug-in's results)
+        again = simdesign.simulate(config, out_dir=tmp_path / "run", jobs=1, progress=False)
+        pd.testing.assert_frame_equal(again.summary(), summary)
+        # a real study's table of the method, read by its 'passed' column and analysed
+        frame = result.config.model.sample(BlockDesign(6, 5, 2), np.random.default_rng(3), method="passfail").to_frame()
+        frame.rename(columns={"score": "passed"}).to_csv(tmp_path / "study.csv", index=False)
+        analysis = simdesign.analyse(tmp_path / "study.csv", tests=["ttest_doc"], bootstrap=200)
+        assert analysis.method == "passfail" and analysis.value_name == "share passing"
+        assert analysis.table["mean"].between(0, 1).all() and len(analysis.table) == 5
+        plan = simdesign.plan({
+            "name": "passfail-plan", "model": "coherence", "effect": "fitted", "tests": ["ttest_doc"],
+            "target_power": 0.8, "cost": {"pay_per_hour": 12, "seconds_per_judgement": {"passfail": 5}},
+            "search": {"designs": [{"kind": "block", "blocks": 4, "docs_per_block": 5, "annotators_per_block": 2},
+                                   {"kind": "block", "blocks": 10, "docs_per_block": 5, "annotators_per_block": 2}],
+                       "methods": ["likert", "passfail"]},
+            "screen_trials": 10, "max_trials": 20, "confirm_trials": 10, "max_type1": None, "seed": 2},
+            out_dir=tmp_path / "plan", jobs=1, progress=False)
+        table = plan.table
+        assert set(table["method"]) == {"likert", "passfail"}
+        assert set(table.loc[table["method"] == "passfail", "test"]) == {"ttest_doc@passfail"}
+        assert (tmp_path / "plan" / "studies-passfail").exists()
+
+
+@pytest.mark.slow
+def test_a_plug_in_method_named_by_its_import_path_runs_from_the_command_line(tmp_path):
+    """`simdesign run` with `method: plugin_method:PASS_FAIL`, then `simdesign plot` in a fresh process that
+    finds the method again from the stored config (fresh processes: nothing is registered beforehand)."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    config = {"name": "passfail-cli", "model": "coherence", "effect": "zero", "method": "plugin_method:PASS_FAIL",
+              "designs": [{"kind": "block", "blocks": 3, "docs_per_block": 4, "annotators_per_block": 2}],
+              "tests": ["ttest_doc"], "trials": 12, "seed": 4}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    tests_dir = str(Path(__file__).resolve().parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests_dir, os.environ.get("PYTHONPATH", "")])}
+    out = tmp_path / "results"
+    for command in (["run", str(tmp_path / "config.yaml"), "--out", str(out), "--jobs", "1"],
+                    ["plot", str(out)]):
+        done = subprocess.run([sys.executable, "-m", "simdesign.cli", *command], capture_output=True, text=True,
+                              env=env, cwd=tmp_path, timeout=600)
+        assert done.returncode == 0, done.stderr
+    summary = pd.read_csv(out / "summary.csv")
+    assert set(summary.loc[summary["estimand"] == "type1", "method"]) == {"passfail"}
+    assert "passfail" not in method_names()  # this process never registered it
