@@ -31,6 +31,7 @@ from simdesign.core.judgements import Judgements
 from simdesign.model.common import covariance_square_root, effect_scale
 
 METHODS = ("likert", "rank")
+CHOICES = ("best_first", "worst_first")  # how a rank-only model builds a ranking (RankOnlyModel.choice)
 
 
 def check_method(method, available) -> str:
@@ -76,6 +77,13 @@ class RankOnlyModel:
     annotator_slope_cov, document_slope_cov : array-like, shape (S-1, S-1)
         Covariance of the slopes of the non-reference systems (intercepts cancel in a ranking).
     citation, provenance : str, optional
+    choice : {'best_first', 'worst_first'}, default 'best_first'
+        The order in which the ranking is built: the latent value is ``eta + e`` with standard
+        Gumbel ``e`` (the best output is a logit choice among all, then the best of the rest, ...;
+        the usual rank-ordered logit), or ``eta - e`` (the *worst* output is a logit choice, then
+        the worst of the rest, ...). Both have closed-form ranking probabilities; they differ in
+        where the ranking is most decisive. On the paper's rank files worst-first fits better
+        (:mod:`simdesign.pilot.rank_model_fit`).
 
     Examples
     --------
@@ -94,6 +102,7 @@ class RankOnlyModel:
     document_slope_cov: np.ndarray
     citation: str = ""
     provenance: str = ""
+    choice: str = "best_first"
     methods: tuple = field(init=False, default=("rank",))
     _loadings: dict = field(init=False, repr=False)
 
@@ -118,6 +127,8 @@ class RankOnlyModel:
                 loadings[key] = covariance_square_root((cov + cov.T) / 2, key)
             except ConfigError as exc:
                 errors.extend(exc.messages)
+        if self.choice not in CHOICES:
+            errors.append(f"The 'choice' field must be one of {', '.join(CHOICES)}; got {self.choice!r}")
         if errors:
             raise ConfigError([f"Model '{self.name}': {m}" for m in errors])
         object.__setattr__(self, "systems", systems)
@@ -135,7 +146,8 @@ class RankOnlyModel:
     def sample(self, design: Design, rng: np.random.Generator, effect="fitted", method="rank") -> Judgements:
         """Sample one ranking study; scores are reversed ranks (S = best).
 
-        Draw order: assignment, annotator slopes, document slopes, Gumbel noise.
+        Draw order: assignment, annotator slopes, document slopes, Gumbel noise (added for
+        ``choice`` best_first, subtracted for worst_first).
         """
         check_method(method, self.methods)
         assignment = design.assign(rng)
@@ -146,7 +158,8 @@ class RankOnlyModel:
         document[:, 1:] = rng.standard_normal((assignment.n_documents, self.n_systems - 1)) \
             @ self._loadings["document_slope_cov"].T
         eta = self.effects_for(effect) + slopes[assignment.annotator] + document[assignment.document]
-        latent = eta + rng.gumbel(size=eta.shape)
+        noise = rng.gumbel(size=eta.shape)
+        latent = eta + noise if self.choice == "best_first" else eta - noise
         return Judgements(scores=reversed_ranks(latent), annotator=assignment.annotator,
                           document=assignment.document, block=assignment.block, systems=self.systems)
 
@@ -155,7 +168,9 @@ class RankOnlyModel:
         return {"kind": "rank_only", "name": self.name, "systems": list(self.systems),
                 "effects": self.effects.tolist(), "annotator_slope_cov": np.asarray(self.annotator_slope_cov).tolist(),
                 "document_slope_cov": np.asarray(self.document_slope_cov).tolist(),
-                "citation": self.citation, "provenance": self.provenance}
+                "citation": self.citation, "provenance": self.provenance,
+                # written only when not the default, so existing models (and their fingerprints) are unchanged
+                **({} if self.choice == "best_first" else {"choice": self.choice})}
 
     @classmethod
     def from_dict(cls, data: dict, name: str | None = None) -> "RankOnlyModel":
@@ -166,4 +181,4 @@ class RankOnlyModel:
         return cls(name=str(data.get("name", name or "model")), systems=tuple(data["systems"]),
                    effects=data["effects"], annotator_slope_cov=data["annotator_slope_cov"],
                    document_slope_cov=data["document_slope_cov"], citation=str(data.get("citation", "")),
-                   provenance=str(data.get("provenance", "")))
+                   provenance=str(data.get("provenance", "")), choice=data.get("choice", "best_first"))

@@ -158,11 +158,15 @@ def likert_model_digest_source(model) -> dict:
     """
     mapping = dict(model.to_dict())
     mapping.pop("rank_noise", None)
+    mapping.pop("rank_model", None)  # a separately fitted rank model (simdesign.model.method_pair)
     return mapping
 
 
 def rank_generator(model) -> dict:
     """What rank trials depend on beyond the Likert part of a joint model (empty for a rank-only model)."""
+    rank_model = getattr(model, "rank_model", None)
+    if rank_model is not None:
+        return {"rank_model": rank_model.to_dict()}
     noise = getattr(model, "rank_noise", None)
     return {} if noise is None else {"rank_noise": float(noise)}
 
