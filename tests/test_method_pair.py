@@ -134,3 +134,17 @@ def test_worst_first_is_the_reversed_best_first_ranking_of_negated_effects():
     assert "choice" not in best.to_dict() and RankOnlyModel.from_dict(worst.to_dict()).choice == "worst_first"
     with pytest.raises(ConfigError, match="choice"):
         RankOnlyModel("x", ("a", "b"), [0.0, 1.0], [[0.1]], [[0.1]], choice="middle_first")
+
+
+@pytest.mark.slow
+def test_worst_first_fit_recovers_its_truth_and_has_the_higher_likelihood():
+    from simdesign.pilot.rank_model_fit import fit_better_choice
+
+    truth = RankOnlyModel("w", ("a", "b", "c"), [0.0, 1.0, -1.5], np.eye(2) * 0.1, np.eye(2) * 0.1,
+                          choice="worst_first")
+    frame = truth.sample(BlockDesign(60, 5, 2), np.random.default_rng(5)).to_frame()
+    best, logliks = fit_better_choice(frame)
+    assert best.model.choice == "worst_first" and logliks["worst_first"] > logliks["best_first"]
+    # a sign slip in the reversal would put the effects at (0, -1, 1.5): many SEs away
+    assert np.all(np.abs(best.model.effects - truth.effects) < 4 * best.beta_se + 1e-12), (best.model.effects,
+                                                                                           best.beta_se)

@@ -40,7 +40,8 @@ def parse_methods(search_raw, model, errors: list[str]) -> tuple:
         return default
     missing = [m for m in raw if m not in available]
     if missing and model is not None:
-        need = ("a joint Likert/Rank model (a Likert model with 'rank_noise': the presets, or 'simdesign fit "
+        need = ("a model of both methods (separately fitted: model: {preset: TASK, rank_model: TASK}; or a joint "
+                "Likert/Rank model, a Likert model with 'rank_noise': the presets, or 'simdesign fit "
                 "RANKS.csv --likert-model MODEL')" if "rank" in missing else "a Likert model")
         errors.append(f"The 'search.methods' field asks for {missing}, which needs {need}; model "
                       f"'{model.name}' generates only {list(available)}")

@@ -143,7 +143,8 @@ def method_problems(methods, model, analyses) -> list[str]:
 def _model_cannot(model, missing: list[str], field_name: str) -> str:
     if "rank" in missing:
         how = ("a Likert model generates ranks only with a 'rank_noise' (in its file, or "
-               "model: {preset: NAME, rank_noise: VALUE})")
+               "model: {preset: NAME, rank_noise: VALUE}) or a rank model fitted to rankings "
+               "(model: {preset: NAME, rank_model: NAME or FILE})")
     else:
         how = "a rank-only model (kind: rank_only) generates rankings only: set 'method: rank'"
     return (f"The '{field_name}' field asks for {' and '.join(missing)} judgements, which the model "
