@@ -67,16 +67,24 @@ def stored_summary(path: Path, effect, results: Path) -> pd.DataFrame:
 
 
 def with_reused_rows(summary: pd.DataFrame, earlier: pd.DataFrame) -> pd.DataFrame:
-    """``summary`` with the earlier run's rows of every (test, method, effect) it has no simulated trials for."""
-    keys = ["test", "method", "effect"]
-    simulated = summary[summary["trials"] > 0] if "trials" in summary else summary
-    done = set(map(tuple, simulated[keys].astype(str).to_numpy()))
-    missing = ~earlier[keys].astype(str).apply(tuple, axis=1).isin(done)
-    added = earlier[missing]
-    if not added.empty:
-        print(f"reused {len(added)} rows of {sorted(set(map(tuple, added[keys].to_numpy())))}")
-    kept = summary[summary[keys].astype(str).apply(tuple, axis=1).isin(done)]
-    return pd.concat([kept, added], ignore_index=True)
+    """``summary`` with the earlier run's rows of every (design, test, method, effect) it has fewer trials of.
+
+    The earlier run must be of the same config and model part (e.g. its Likert rows when only the rank
+    model changed); a point simulated here with at least the earlier run's trials keeps this run's rows.
+    """
+    keys = ["design", "test", "method", "effect"]
+
+    def trials_by_key(frame: pd.DataFrame) -> pd.Series:
+        return frame.groupby(keys)["trials"].max()
+
+    here, before = trials_by_key(summary), trials_by_key(earlier)
+    taken = before[before > here.reindex(before.index).fillna(0)].index
+    from_earlier = earlier.set_index(keys).index.isin(taken)
+    replaced = summary.set_index(keys).index.isin(taken)
+    if len(taken):
+        print(f"reused the earlier rows of {len(taken)} (design, test, method, effect) points: "
+              f"{sorted(set((test, method, effect) for _, test, method, effect in taken))}")
+    return pd.concat([summary[~replaced], earlier[from_earlier]], ignore_index=True)
 
 
 def main(argv=None) -> int:
@@ -88,8 +96,8 @@ def main(argv=None) -> int:
                         help="simulate the mixed model on these methods only (e.g. rank, when the Likert trials "
                              "are stored or given by --reuse-rows)")
     parser.add_argument("--reuse-rows", default=None,
-                        help="a summary CSV of an earlier run of this config: its rows for (test, method) pairs "
-                             "this run has not simulated are added to the figure and its CSV (e.g. Likert rows, "
+                        help="a summary CSV of an earlier run of this config: its rows of every point this run has "
+                             "fewer trials of replace this run's in the figure and its CSV (e.g. Likert rows, "
                              "which do not depend on the rank model)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--results", default="results")
