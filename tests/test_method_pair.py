@@ -1,5 +1,6 @@
 """Likert and Rank from separately fitted models (simdesign.model.method_pair) and the worst-first rank model."""
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from simdesign.model import OrdinalMixedModel, RankOnlyModel, load_model
 from simdesign.model.method_pair import LikertRankModel, likert_rank_model, load_rank_model, reordered
 from simdesign.simulation.config import load_config, parse_config
 
+ROOT = Path(__file__).resolve().parents[1]
 TOY = RankOnlyModel("toy", ("a", "b", "c", "d"), [0.0, 0.5, 1.0, -0.3],
                     [[0.3, 0.1, 0.0], [0.1, 0.2, 0.05], [0.0, 0.05, 0.4]], np.diag([0.1, 0.2, 0.3]))
 
@@ -98,9 +100,8 @@ def test_config_refuses_bad_rank_models_naming_the_field(model, words, tmp_path)
 def test_committed_rank_configs_use_the_separately_fitted_models():
     for path in ("configs/rank_vs_likert_coherence.yaml", "configs/plan_methods_coherence.yaml",
                  "configs/plan_methods_repetition.yaml"):
-        text = open(path).read()
-        assert "rank_model:" in text, path
-    model = load_config("configs/rank_vs_likert_coherence.yaml").model
+        assert "rank_model:" in (ROOT / path).read_text(), path
+    model = load_config(ROOT / "configs/rank_vs_likert_coherence.yaml").model
     assert isinstance(model, LikertRankModel) and model.rank_model.to_dict() == \
         reordered(load_rank_model("coherence"), model.systems).to_dict()
 
