@@ -62,9 +62,11 @@ class Rank(AnnotationMethod):
     stream_suffix = ("rank",)  # the key rank studies have always had (label_key('rank') appended)
     result_suffix = "@rank"
     model_requirement = ("a Likert model generates ranks only with a 'rank_noise' (in its file, or "
-                         "model: {preset: NAME, rank_noise: VALUE}); a rank-only model (kind: rank_only) "
+                         "model: {preset: NAME, rank_noise: VALUE}) or a rank model fitted to rankings "
+                         "(model: {preset: NAME, rank_model: NAME or FILE}); a rank-only model (kind: rank_only) "
                          "generates rankings only")
-    planning_requirement = ("a joint Likert/Rank model (a Likert model with 'rank_noise': the presets, or "
+    planning_requirement = ("a model of both methods (separately fitted: model: {preset: TASK, rank_model: TASK}; "
+                            "or a joint Likert/Rank model, a Likert model with 'rank_noise': the presets, or "
                             "'simdesign fit RANKS.csv --likert-model MODEL')")
     analysis_note = ("Rank data: tests work on the reversed rank S + 1 - rank (positive estimate = a better), the "
                      "table reports mean ranks 1-based (1 = best)")
@@ -84,11 +86,18 @@ class Rank(AnnotationMethod):
         return reversed_ranks(eta + model.ranking_noise(rng, eta.shape))
 
     def fingerprint(self, model) -> dict:
-        # a joint model's rank trials depend on its rank_noise, which the shared model digest leaves out
+        # a joint model's rank trials depend on its rank_noise, a separately fitted pair's on its rank model
+        # (simdesign.model.method_pair); the shared model digest leaves both out
+        rank_model = getattr(model, "rank_model", None)
+        if rank_model is not None:
+            return {"rank_model": rank_model.to_dict()}
         noise = getattr(model, "rank_noise", None)
         return {} if noise is None else {"rank_noise": float(noise)}
 
     def model_note(self, model) -> str:
+        rank_model = getattr(model, "rank_model", None)
+        if rank_model is not None:
+            return f"rankings from {rank_model.name}"
         noise = getattr(model, "rank_noise", None)
         return "" if noise is None else f"rank_noise {noise:g}"
 

@@ -294,6 +294,10 @@ class OrdinalMixedModel:
             return _from_shared_json(data, name)
         if data.get("kind") == "rank_only":
             return RankOnlyModel.from_dict(data, name)
+        if "rank_model" in data:  # Likert and Rank from separate fits (simdesign.model.method_pair)
+            from simdesign.model.method_pair import LikertRankModel
+
+            return LikertRankModel.from_dict(data, name)
         required = ("scale", "systems", "thresholds", "effects", "annotator_cov", "document_cov")
         missing = [key for key in required if key not in data]
         if missing:

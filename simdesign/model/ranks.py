@@ -40,6 +40,9 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+CHOICES = ("best_first", "worst_first")  # how a rank-only model builds a ranking (RankOnlyModel.choice)
+
+
 def generated_methods(model) -> tuple:
     """The names of the registered methods that ``model`` generates, in registration order."""
     return tuple(method.name for method in all_methods() if method.can_generate(model))
@@ -68,6 +71,13 @@ class RankOnlyModel:
     annotator_slope_cov, document_slope_cov : array-like, shape (S-1, S-1)
         Covariance of the slopes of the non-reference systems (intercepts cancel in a ranking).
     citation, provenance : str, optional
+    choice : {'best_first', 'worst_first'}, default 'best_first'
+        The order in which the ranking is built: the latent value is ``eta + e`` with standard
+        Gumbel ``e`` (the best output is a logit choice among all, then the best of the rest, ...;
+        the usual rank-ordered logit), or ``eta - e`` (the *worst* output is a logit choice, then
+        the worst of the rest, ...). Both have closed-form ranking probabilities; they differ in
+        where the ranking is most decisive. On the paper's rank files worst-first fits better
+        (:mod:`simdesign.pilot.rank_model_fit`).
 
     Examples
     --------
@@ -86,6 +96,7 @@ class RankOnlyModel:
     document_slope_cov: np.ndarray
     citation: str = ""
     provenance: str = ""
+    choice: str = "best_first"
     _loadings: dict = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -109,6 +120,8 @@ class RankOnlyModel:
                 loadings[key] = covariance_square_root((cov + cov.T) / 2, key)
             except ConfigError as exc:
                 errors.extend(exc.messages)
+        if self.choice not in CHOICES:
+            errors.append(f"The 'choice' field must be one of {', '.join(CHOICES)}; got {self.choice!r}")
         if errors:
             raise ConfigError([f"Model '{self.name}': {m}" for m in errors])
         object.__setattr__(self, "systems", systems)
@@ -128,8 +141,10 @@ class RankOnlyModel:
     generates_rankings = True
 
     def ranking_noise(self, rng: np.random.Generator, shape: tuple) -> np.ndarray:
-        """The latent noise of a ranking: standard Gumbel (the rank-ordered logit)."""
-        return rng.gumbel(size=shape)
+        """The latent noise of a ranking: standard Gumbel (the rank-ordered logit), subtracted when the
+        ranking is built worst first (``choice``: the same draws, so both orders share their streams)."""
+        noise = rng.gumbel(size=shape)
+        return noise if self.choice == "best_first" else -noise
 
     def effects_for(self, effect) -> np.ndarray:
         """Fixed effects beta under an effect setting ('fitted', 'zero' or a scale factor)."""
@@ -138,8 +153,9 @@ class RankOnlyModel:
     def sample(self, design: Design, rng: np.random.Generator, effect="fitted", method=None) -> Judgements:
         """Sample one ranking study; scores are reversed ranks (S = best).
 
-        Draw order: assignment, annotator slopes, document slopes, Gumbel noise. ``method``: the
-        annotation method (default: the only one the model generates).
+        Draw order: assignment, annotator slopes, document slopes, Gumbel noise (added for
+        ``choice`` best_first, subtracted for worst_first). ``method``: the annotation method
+        (default: the only one the model generates).
         """
         method = check_method(generated_methods(self)[0] if method is None else method, self)
         assignment = design.assign(rng)
@@ -158,7 +174,9 @@ class RankOnlyModel:
         return {"kind": "rank_only", "name": self.name, "systems": list(self.systems),
                 "effects": self.effects.tolist(), "annotator_slope_cov": np.asarray(self.annotator_slope_cov).tolist(),
                 "document_slope_cov": np.asarray(self.document_slope_cov).tolist(),
-                "citation": self.citation, "provenance": self.provenance}
+                "citation": self.citation, "provenance": self.provenance,
+                # written only when not the default, so existing models (and their fingerprints) are unchanged
+                **({} if self.choice == "best_first" else {"choice": self.choice})}
 
     @classmethod
     def from_dict(cls, data: dict, name: str | None = None) -> "RankOnlyModel":
@@ -169,4 +187,4 @@ class RankOnlyModel:
         return cls(name=str(data.get("name", name or "model")), systems=tuple(data["systems"]),
                    effects=data["effects"], annotator_slope_cov=data["annotator_slope_cov"],
                    document_slope_cov=data["document_slope_cov"], citation=str(data.get("citation", "")),
-                   provenance=str(data.get("provenance", "")))
+                   provenance=str(data.get("provenance", "")), choice=data.get("choice", "best_first"))

@@ -339,7 +339,8 @@ class PlanConfig:
             # Rank studies: their own store, and the engine's 'method' key (issue 13, section 1).
             mappings[store_name(family, method)] = {
                 **({} if get_method(method).is_default else {"method": config_name(method)}),
-                "name": f"{self.name}-{store_name(family, method)}", "model": self.model_source,
+                # a model given inline (e.g. {preset: ..., rank_model: ...}) has no source: its file form
+                "name": f"{self.name}-{store_name(family, method)}", "model": self.model_source or self.model.to_dict(),
                 "effect": self.effect if effect is None else effect,
                 "designs": [design_mapping(d) for d in designs],
                 "tests": [{"name": t.name, "label": t.label, **t.options} for t in tests],

@@ -42,6 +42,7 @@ from simdesign.model import PRESETS, OrdinalMixedModel, RankOnlyModel, effect_sc
 from simdesign.methods import config_name, get_method
 from simdesign.simulation.methods import (DEFAULT_METHODS, method_problems, method_specs, method_warnings,
                                           parse_methods, shared_model_digest_source, spec_method)
+from simdesign.model.method_pair import load_rank_model, with_rank_model
 from simdesign.simulation.replication import ReplicationSettings, parse_replication, replication_problems
 from simdesign.core.estimands import ESTIMANDS, requestable_estimands
 from simdesign.simulation.summary import estimand_names
@@ -954,14 +955,16 @@ def parse_figure(raw, errors: list[str]) -> FigureSpec:
     return FigureSpec(**{k: v for k, v in raw.items() if k in ("x", "estimand", "colour", "log_x")})
 
 
-MODEL_OVERRIDE_KEYS = ("rank_noise",)
+MODEL_OVERRIDE_KEYS = ("rank_noise", "rank_model")
 
 
 def model_with_overrides(source: dict, base_dir: Path | None, errors: list[str]):
     """``model: {preset: coherence, rank_noise: 1.0}`` (or ``{file: PATH, ...}``): a model with fields replaced.
 
     Only ``rank_noise`` can be replaced: it turns a Likert model into a joint Likert/Rank one
-    (issue 13) without writing a model file. The result is written inline in stored configs.
+    (issue 13) without writing a model file. Or ``rank_model`` (a preset task or a rank-only model
+    file) is added: rankings then come from that model (:mod:`simdesign.model.method_pair`). The
+    result is written inline in stored configs.
     """
     unknown = sorted(set(source) - {"preset", "file", *MODEL_OVERRIDE_KEYS})
     if unknown or ("preset" in source) == ("file" in source):
@@ -972,8 +975,19 @@ def model_with_overrides(source: dict, base_dir: Path | None, errors: list[str])
     if base is None:
         return None
     if not isinstance(base, OrdinalMixedModel):
-        errors.append(f"The 'model.rank_noise' override needs a Likert model; {base.name!r} is rank-only")
+        errors.append(f"The 'model.{'rank_model' if 'rank_model' in source else 'rank_noise'}' override needs a "
+                      f"Likert model; {base.name!r} is rank-only")
         return None
+    if "rank_model" in source:  # rankings from a model fitted to rankings (simdesign.model.method_pair)
+        if "rank_noise" in source:
+            errors.append("A 'model' mapping takes 'rank_noise' (rankings from the Likert model) or 'rank_model' "
+                          "(rankings from a rank-only fit), not both")
+            return None
+        try:
+            return with_rank_model(base, load_rank_model(source["rank_model"], base_dir))
+        except ConfigError as exc:
+            errors.extend(exc.messages)
+            return None
     try:
         return dataclasses.replace(base, **{key: source[key] for key in MODEL_OVERRIDE_KEYS if key in source})
     except ConfigError as exc:

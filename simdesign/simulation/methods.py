@@ -173,6 +173,7 @@ def shared_model_digest_source(model) -> dict:
     """
     mapping = dict(model.to_dict())
     mapping.pop("rank_noise", None)
+    mapping.pop("rank_model", None)  # a separately fitted rank model (simdesign.model.method_pair)
     return mapping
 
 
