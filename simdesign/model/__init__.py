@@ -221,6 +221,10 @@ class OrdinalMixedModel:
         annotator_part = rng.standard_normal((assignment.n_annotators, n_systems)) @ self._annotator_loading.T
         document_part = rng.standard_normal((assignment.n_documents, n_systems)) @ self._document_loading.T
         eta = beta + annotator_part[assignment.annotator] + document_part[assignment.document]
+        coverage = getattr(design, "coverage", None)
+        if coverage is not None and method == "rank":
+            raise ConfigError(f"The design {design.label} has partial coverage: a ranking needs every system's "
+                              "output for the document, so 'method: rank' cannot be used with 'coverage'")
         if method == "rank":
             latent = eta + self.rank_noise * rng.logistic(size=eta.shape)
             return Judgements(scores=reversed_ranks(latent), annotator=assignment.annotator,
@@ -229,6 +233,11 @@ class OrdinalMixedModel:
         latent = eta + rng.logistic(size=eta.shape)
         category = np.searchsorted(self.thresholds, latent, side="left")
         scores = np.asarray(self.scale, dtype=np.int64)[category]
+        if coverage is not None:
+            # drawn after every other draw, so the outputs that exist have the scores the complete design's
+            # study on the same stream would have; the others do not exist (NaN, never a score)
+            covered = coverage.covered(rng, self.systems, assignment.n_documents)
+            scores = np.where(covered[assignment.document], scores, np.nan)
         return Judgements(scores=scores, annotator=assignment.annotator, document=assignment.document,
                           block=assignment.block, systems=self.systems), document_part
 

@@ -138,6 +138,9 @@ class RankOnlyModel:
         Draw order: assignment, annotator slopes, document slopes, Gumbel noise.
         """
         check_method(method, self.methods)
+        if getattr(design, "coverage", None) is not None:
+            raise ConfigError(f"The design {design.label} has partial coverage: a ranking needs every system's "
+                              "output for the document, so a rank-only model cannot simulate it")
         assignment = design.assign(rng)
         slopes = np.zeros((assignment.n_annotators, self.n_systems))
         slopes[:, 1:] = rng.standard_normal((assignment.n_annotators, self.n_systems - 1)) \

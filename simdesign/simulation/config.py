@@ -32,7 +32,7 @@ from pathlib import Path
 from simdesign.runner.limits import study_size_problems
 from simdesign.analyses import ANALYSES, resolve_analysis
 from simdesign.analyses.base import current_options
-from simdesign.core.designs import DESIGN_KINDS
+from simdesign.core.designs import COVERAGE_FIELD, DESIGN_KINDS, design_to_mapping
 from simdesign.core.fields import count_problem, field_problem
 from simdesign.runner.study import study_field_problems
 from simdesign.core.errors import ConfigError
@@ -41,6 +41,7 @@ from simdesign.core.yamlio import read_yaml_file
 from simdesign.model import PRESETS, OrdinalMixedModel, RankOnlyModel, effect_scale, load_model
 from simdesign.simulation.methods import (DEFAULT_METHODS, likert_model_digest_source, method_problems, method_specs,
                                           method_warnings, parse_methods, rank_generator, spec_method)
+from simdesign.simulation.coverage import coverage_problems
 from simdesign.simulation.replication import ReplicationSettings, parse_replication, replication_problems
 from simdesign.stats.reliability import RELIABILITY_ESTIMANDS
 from simdesign.simulation.summary import estimand_names
@@ -365,8 +366,7 @@ document_intercept_scale, methods
         mapping = {
             "name": self.name, "model": self.model_source if self.model_source else self.model.to_dict(),
             "effect": self.effect,
-            "designs": [{"kind": d.kind, **{f.name: getattr(d, f.name) for f in dataclasses.fields(d)}}
-                        for d in self.designs],
+            "designs": [design_to_mapping(d) for d in self.designs],
             "tests": tests, "trials": self.trials, "alpha": self.alpha, "seed": self.seed,
             "art_resamples": self.art_resamples, "art_exact": self.art_exact,
             "figure": dataclasses.asdict(self.figure),
@@ -558,6 +558,8 @@ def config_problems(values: dict, check_empty: bool = True) -> list[str]:
         problems += study_size_problems(designs, model.n_systems, analyses, values.get("art_resamples")
                                         if isinstance(values.get("art_resamples"), int) else None)
     problems += replication_problems(values.get("replication"), analyses)
+    problems += coverage_problems(designs, analyses, estimands, model, values.get("methods") or DEFAULT_METHODS,
+                                  values.get("replication"))
     if values.get("replication") is not None and tuple(values.get("methods") or DEFAULT_METHODS) != DEFAULT_METHODS:
         problems.append("The 'replication' estimands are computed on Likert studies only; "
                         f"leave out 'method'/'methods' (got {list(values.get('methods'))})")
@@ -822,11 +824,12 @@ def parse_designs(items, errors: list[str]) -> list:
                           f"{did_you_mean(kind, DESIGN_KINDS)}")
             continue
         cls = DESIGN_KINDS[kind]
-        fields = [f.name for f in dataclasses.fields(cls)]
-        extra = sorted(set(item) - set(fields) - {"kind"})
+        fields = list(cls.fields)
+        optional = [COVERAGE_FIELD] if COVERAGE_FIELD in item else []  # partial coverage (docs/designs.md)
+        extra = sorted(set(item) - set(fields) - {"kind", *optional})
         missing = [f for f in fields if f not in item]
         if extra or missing:
-            errors.append(f"{where} ({kind}) needs exactly the fields {fields}"
+            errors.append(f"{where} ({kind}) needs exactly the fields {fields} (and optionally '{COVERAGE_FIELD}')"
                           + (f"; unknown {extra}" if extra else "") + (f"; missing {missing}" if missing else "")
                           + suggestions(extra, fields))
             continue
@@ -842,7 +845,7 @@ def parse_designs(items, errors: list[str]) -> list:
             continue
         count = lengths.pop() if lengths else 1
         for index in range(count):
-            values = {f: (item[f][index] if isinstance(item[f], list) else item[f]) for f in fields}
+            values = {f: (item[f][index] if isinstance(item[f], list) else item[f]) for f in fields + optional}
             try:
                 designs.append(cls(**values))
             except ConfigError as exc:

@@ -372,6 +372,7 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
     methods = tuple(getattr(config, "methods", ("likert",)))
     for design in config.designs:
         design_rows = table[table["design"] == design.label]
+        judgements = design.judgements(n_systems, config.model.systems)  # expected under partial coverage
         for spec in work_items(config, methods, estimands=False):
             group = design_rows[design_rows["test"] == spec.label].sort_values(["trial", "pair"])
             if group.empty:
@@ -380,7 +381,7 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
             fit_seconds = group.drop_duplicates("trial")["fit_seconds"].mean()
             random_effects = resolve_analysis(spec.name).random_effects
             for row in summarise_group(group, config.alpha, config.is_null, random_effects=random_effects):
-                rows.append({**design.columns(), "judgements": design.judgements(n_systems),
+                rows.append({**design.columns(), "judgements": judgements,
                              "test": getattr(spec, "test_label", spec.label), "method": getattr(spec, "method", "likert"),
                              **row, "trials": trials, "effect": config.effect_label, "alpha": config.alpha,
                              "mean_fit_seconds": fit_seconds})
@@ -388,11 +389,11 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
             group = design_rows[design_rows["test"] == spec.label].sort_values("trial")
             if group.empty:
                 continue
-            rows.append({**design.columns(), "judgements": design.judgements(n_systems), "test": "",
+            rows.append({**design.columns(), "judgements": judgements, "test": "",
                          "method": getattr(spec, "method", "likert"), "estimand": spec.name, **summarise_estimand(group), "trials": group["trial"].nunique(),
                          "effect": config.effect_label, "alpha": config.alpha,
                          "mean_fit_seconds": group["fit_seconds"].mean()})
-        rows += [{**design.columns(), "judgements": design.judgements(n_systems), **row, "effect": config.effect_label,
+        rows += [{**design.columns(), "judgements": judgements, **row, "effect": config.effect_label,
                   "alpha": config.alpha} for row in replication_summary_rows(config, design_rows)]
     # The method column only where a config names a method other than Likert: Likert summaries keep their form.
     columns = list(SUMMARY_COLUMNS) if methods == ("likert",) else list(SUMMARY_COLUMNS_WITH_METHOD)
