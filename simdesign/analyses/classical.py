@@ -119,32 +119,37 @@ def _unit_differences(judgements: Judgements, unit: str) -> tuple[np.ndarray, np
 def _partial_unit_differences(judgements: Judgements, unit: str) -> tuple[np.ndarray, np.ndarray]:
     """:func:`unit_differences` of a study with missing outputs (partial coverage, docs/designs.md).
 
-    A pair of systems is compared only on the judgements where both outputs exist: per unit, the
-    differences of those judgements. ``means`` is NaN for a unit without any (the unit is not in that
-    pair's test); ``sums`` is 0 there, which adds nothing to a sign-flip sum, so the randomisation test
-    over all units is the test over the units the pair has. ``sums`` are integer sums when every unit
-    a pair has holds the same number of judgements (as for complete data), else the means.
+    On single judgements a pair of systems is compared on the (annotator, document) pairs where both
+    outputs were judged. On documents or blocks, each system's mean is over its judgements in the unit and
+    the pair's difference is the difference of the two means, for the units where both systems have
+    judgements (under partial coverage: the documents both systems cover). ``means`` is NaN for a unit a
+    pair does not have (it is not in that pair's test); ``sums`` is 0 there, which adds nothing to a
+    sign-flip sum, so the randomisation test over all units is the test over the pair's own units.
+    ``sums`` are integer sums of differences when every unit a pair has holds the same number of judgements
+    of each system (as for complete data), else the means.
     """
     pairs = system_pairs(judgements.n_systems)
     first, second = [i for i, _ in pairs], [j for _, j in pairs]
     observed = judgements.observed
-    both = observed[:, first] & observed[:, second]
     scores = np.where(observed, judgements.scores, 0.0)
-    differences = np.where(both, scores[:, first] - scores[:, second], 0.0)
     if unit == "single":
+        both = observed[:, first] & observed[:, second]
+        differences = np.where(both, scores[:, first] - scores[:, second], 0.0)
         return np.rint(differences).astype(np.int64), np.where(both, differences, np.nan)
     ids = judgements.document if unit == "doc" else judgements.block
     n_units = int(ids.max()) + 1
     present = np.bincount(ids, minlength=n_units) > 0
-    unit_sums = np.stack([np.bincount(ids, weights=differences[:, c], minlength=n_units)
-                          for c in range(len(pairs))], axis=1)[present]
-    counts = np.stack([np.bincount(ids, weights=both[:, c], minlength=n_units)
-                       for c in range(len(pairs))], axis=1)[present]
-    paired = counts > 0
-    means = np.where(paired, unit_sums / np.where(paired, counts, 1), np.nan)
-    held = counts[paired]
+    sums = np.stack([np.bincount(ids, weights=scores[:, s], minlength=n_units)
+                     for s in range(judgements.n_systems)], axis=1)[present]
+    counts = np.stack([np.bincount(ids, weights=observed[:, s], minlength=n_units)
+                       for s in range(judgements.n_systems)], axis=1)[present]
+    paired = (counts[:, first] > 0) & (counts[:, second] > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        system_means = sums / counts
+    means = np.where(paired, system_means[:, first] - system_means[:, second], np.nan)
+    held = np.concatenate([counts[:, first][paired], counts[:, second][paired]])
     if held.size and np.all(held == held[0]):
-        return np.rint(unit_sums).astype(np.int64), means
+        return np.where(paired, np.rint(sums[:, first] - sums[:, second]), 0).astype(np.int64), means
     return np.where(paired, means, 0.0), means
 
 
