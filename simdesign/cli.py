@@ -101,7 +101,7 @@ def run_rates(args) -> int:
         show = summary[summary["estimand"].isin(["type1", "power", "familywise", *config.estimands,
                                                  *(REPLICATION_ESTIMANDS[:3] if config.replication else ())])]
         with pd.option_context("display.width", 160, "display.max_rows", 200):
-            print(show[["design", "test", *(["method"] if "method" in show else []), "estimand", "rate", "ci_low",
+            print(show[["design", "test", *[c for c in ("method", "criterion") if c in show], "estimand", "rate", "ci_low",
                         "ci_high", "mcse", "n_failed"]]
                   .to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     return 0

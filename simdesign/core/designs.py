@@ -250,6 +250,25 @@ def expected_judgements(design, n_systems: int, systems=None) -> float:
     return int(total) if total == int(total) else total
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Who judges what in one trial: the assignment, and which documents each system covers (None: all)."""
+
+    assignment: Assignment
+    covered: np.ndarray | None = None
+
+
+def draw_layout(design, rng: np.random.Generator, systems) -> Layout:
+    """The layout of one trial, drawn as a study's sampling draws it (the assignment first, the coverage last).
+
+    For studies that share one layout (several criteria judged by the same annotators on the same outputs);
+    ``systems`` are the model's names, in order.
+    """
+    assignment = design.assign(rng)
+    covered = None if design.coverage is None else design.coverage.covered(rng, systems, assignment.n_documents)
+    return Layout(assignment, covered)
+
+
 @functools.lru_cache(maxsize=64)
 def _pairs_per_document(design) -> np.ndarray:
     """Assigned annotators of each document (the same in every trial for every design kind)."""

@@ -185,7 +185,8 @@ class OrdinalMixedModel:
         """Fixed effects beta under an effect setting ('fitted', 'zero' or a scale factor)."""
         return self.effects * effect_scale(effect)
 
-    def sample(self, design: Design, rng: np.random.Generator, effect="fitted", method="likert") -> Judgements:
+    def sample(self, design: Design, rng: np.random.Generator, effect="fitted", method="likert",
+               layout=None) -> Judgements:
         """Sample one study: fresh random effects, assignment and scores.
 
         Parameters
@@ -201,14 +202,18 @@ class OrdinalMixedModel:
             logistic noise of scale ``rank_noise``; scores are then reversed
             ranks (S = best). The draw order is the same for both methods.
 
+        layout : simdesign.core.designs.Layout, optional
+            A layout drawn before (:func:`~simdesign.core.designs.draw_layout`): its assignment and
+            coverage are used instead of drawing them from ``rng`` (several criteria of one study).
+
         Returns
         -------
         Judgements
         """
-        return self.sample_with_document_part(design, rng, effect, method)[0]
+        return self.sample_with_document_part(design, rng, effect, method, layout)[0]
 
     def sample_with_document_part(self, design: Design, rng: np.random.Generator, effect="fitted",
-                                  method="likert") -> tuple[Judgements, np.ndarray]:
+                                  method="likert", layout=None) -> tuple[Judgements, np.ndarray]:
         """:meth:`sample`, and the study's document random parts z_s . v_d, shape (n_documents, S).
 
         The same draws as :meth:`sample` (one generator, one draw order), for callers that need the
@@ -216,7 +221,7 @@ class OrdinalMixedModel:
         """
         check_method(method, self.methods)
         beta = self.effects_for(effect)
-        assignment = design.assign(rng)
+        assignment = design.assign(rng) if layout is None else layout.assignment
         n_systems = self.n_systems
         annotator_part = rng.standard_normal((assignment.n_annotators, n_systems)) @ self._annotator_loading.T
         document_part = rng.standard_normal((assignment.n_documents, n_systems)) @ self._document_loading.T
@@ -236,7 +241,8 @@ class OrdinalMixedModel:
         if coverage is not None:
             # drawn after every other draw, so the outputs that exist have the scores the complete design's
             # study on the same stream would have; the others do not exist (NaN, never a score)
-            covered = coverage.covered(rng, self.systems, assignment.n_documents)
+            covered = coverage.covered(rng, self.systems, assignment.n_documents) if layout is None \
+                else layout.covered
             scores = np.where(covered[assignment.document], scores, np.nan)
         return Judgements(scores=scores, annotator=assignment.annotator, document=assignment.document,
                           block=assignment.block, systems=self.systems), document_part

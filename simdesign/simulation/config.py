@@ -42,6 +42,8 @@ from simdesign.model import PRESETS, OrdinalMixedModel, RankOnlyModel, effect_sc
 from simdesign.simulation.methods import (DEFAULT_METHODS, likert_model_digest_source, method_problems, method_specs,
                                           method_warnings, parse_methods, rank_generator, spec_method)
 from simdesign.simulation.coverage import coverage_problems
+from simdesign.simulation.criteria import (Criterion, criteria_problems, criteria_to_mapping, criterion_specs,
+                                           parse_criteria)
 from simdesign.simulation.replication import ReplicationSettings, parse_replication, replication_problems
 from simdesign.stats.reliability import RELIABILITY_ESTIMANDS
 from simdesign.simulation.summary import estimand_names
@@ -49,7 +51,7 @@ from simdesign.core.checks import is_integer, is_number
 
 TOP_LEVEL_KEYS = ("name", "model", "effect", "designs", "tests", "trials", "alpha", "seed", "art_resamples",
                   "art_exact", "chunk_size", "figure", "description", "estimands", "replication",
-                  "document_intercept_scale", "method", "methods", "study")
+                  "document_intercept_scale", "method", "methods", "study", "criteria")
 MODEL_TYPES = (OrdinalMixedModel, RankOnlyModel)  # a Likert (or joint Likert/Rank) model, or a rank-only one
 FIGURE_X = ("annotators", "judgements", "docs", "blocks", "annotators_per_block", "judgements_per_output")
 FIGURE_COLOUR = ("test", "shape")
@@ -209,6 +211,7 @@ document_intercept_scale, methods
     replication: ReplicationSettings | None = None  # exact replications (simdesign.simulation.replication)
     document_intercept_scale: float | None = None  # sets the model's (OrdinalMixedModel); None: the model's own
     methods: tuple = DEFAULT_METHODS  # annotation methods, each a dimension of the results (simulation/methods.py)
+    criteria: tuple = ()  # several criteria per study, each a dimension of the results (simulation/criteria.py)
     # The YAML's name for the tests; stored in 'analyses' (an init-only alias: see the class docstring).
     tests: dataclasses.InitVar[object] = None
 
@@ -271,6 +274,9 @@ document_intercept_scale, methods
                         for a in (self._parsed_test(item, position, tests_field, problems, inherited)
                                   if not isinstance(item, AnalysisSpec) else [item])]
         object.__setattr__(self, "analyses", ParsedTests(analyses) if isinstance(analyses, (list, tuple)) else analyses)
+        if isinstance(self.criteria, (list, str, dict)) or any(not isinstance(c, Criterion) for c in self.criteria):
+            object.__setattr__(self, "criteria", parse_criteria({"criteria": self.criteria, "model": self.model},
+                                                                None, resolve_model, problems))
         if isinstance(self.estimands, (list, str)):
             object.__setattr__(self, "estimands", tuple([self.estimands] if isinstance(self.estimands, str)
                                                         else self.estimands))
@@ -317,6 +323,8 @@ document_intercept_scale, methods
         Likert items are the specs themselves; others are :class:`~simdesign.simulation.methods.MethodSpec`
         labelled ``<label>@<method>``.
         """
+        if self.criteria:  # criteria and methods other than Likert do not combine (criteria_problems)
+            return criterion_specs(tuple(self.analyses) + self.estimand_specs, self.criteria)
         return method_specs(tuple(self.analyses) + self.estimand_specs, self.methods)
 
     def analysis_fingerprints(self) -> dict:
@@ -328,7 +336,11 @@ document_intercept_scale, methods
         found = {}
         for spec in self.work_specs:
             method = spec_method(spec)
-            if method == "likert":
+            if hasattr(spec, "criterion"):  # the criterion and its model's Likert part (simulation/criteria.py)
+                found[spec.label] = stable_digest({
+                    "name": spec.name, "options": spec.options, "criterion": spec.criterion,
+                    "model": stable_digest(likert_model_digest_source(spec.model))})
+            elif method == "likert":
                 found[spec.label] = spec.fingerprint if isinstance(spec, AnalysisSpec) else ""
             else:
                 found[spec.label] = stable_digest({"name": spec.name, "options": spec.options, "method": method,
@@ -383,6 +395,8 @@ document_intercept_scale, methods
             mapping["document_intercept_scale"] = self.document_intercept_scale
         if tuple(self.methods) != DEFAULT_METHODS:  # left out for Likert, so existing configs hash as before
             mapping["methods"] = list(self.methods)
+        if self.criteria:
+            mapping["criteria"] = criteria_to_mapping(self.criteria)
         return mapping
 
     to_dict = to_mapping  # the name before 0.2; kept for callers
@@ -560,6 +574,8 @@ def config_problems(values: dict, check_empty: bool = True) -> list[str]:
     problems += replication_problems(values.get("replication"), analyses)
     problems += coverage_problems(designs, analyses, estimands, model, values.get("methods") or DEFAULT_METHODS,
                                   values.get("replication"))
+    problems += criteria_problems(values.get("criteria") or (), model, values.get("methods") or DEFAULT_METHODS,
+                                  values.get("replication"), MODEL_TYPES)
     if values.get("replication") is not None and tuple(values.get("methods") or DEFAULT_METHODS) != DEFAULT_METHODS:
         problems.append("The 'replication' estimands are computed on Likert studies only; "
                         f"leave out 'method'/'methods' (got {list(values.get('methods'))})")
@@ -723,6 +739,7 @@ def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
     values.update(name=raw.get("name"), effect=raw.get("effect", "fitted"), description=str(raw.get("description", "")))
     values["document_intercept_scale"] = raw.get("document_intercept_scale")
     values["methods"] = parse_methods(raw, errors)
+    values["criteria"] = parse_criteria(raw, base_dir, resolve_model, errors)
     if model is not None:
         values["model"] = with_intercept_scale(model, values["document_intercept_scale"], errors)
     values["designs"] = parse_designs(raw.get("designs"), errors)

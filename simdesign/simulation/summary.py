@@ -383,6 +383,7 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
             for row in summarise_group(group, config.alpha, config.is_null, random_effects=random_effects):
                 rows.append({**design.columns(), "judgements": judgements,
                              "test": getattr(spec, "test_label", spec.label), "method": getattr(spec, "method", "likert"),
+                             "criterion": getattr(spec, "criterion", None),
                              **row, "trials": trials, "effect": config.effect_label, "alpha": config.alpha,
                              "mean_fit_seconds": fit_seconds})
         for spec in work_items(config, methods, estimands=True):
@@ -390,13 +391,16 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
             if group.empty:
                 continue
             rows.append({**design.columns(), "judgements": judgements, "test": "",
-                         "method": getattr(spec, "method", "likert"), "estimand": spec.name, **summarise_estimand(group), "trials": group["trial"].nunique(),
+                         "method": getattr(spec, "method", "likert"), "criterion": getattr(spec, "criterion", None),
+                         "estimand": spec.name, **summarise_estimand(group), "trials": group["trial"].nunique(),
                          "effect": config.effect_label, "alpha": config.alpha,
                          "mean_fit_seconds": group["fit_seconds"].mean()})
         rows += [{**design.columns(), "judgements": judgements, **row, "effect": config.effect_label,
                   "alpha": config.alpha} for row in replication_summary_rows(config, design_rows)]
     # The method column only where a config names a method other than Likert: Likert summaries keep their form.
     columns = list(SUMMARY_COLUMNS) if methods == ("likert",) else list(SUMMARY_COLUMNS_WITH_METHOD)
+    if getattr(config, "criteria", ()):  # the criterion column only where a config lists criteria
+        columns.insert(columns.index("test") + 1, "criterion")
     summary = pd.DataFrame(rows, columns=columns)
     for column in ("blocks", "docs_per_block", "annotators_per_block"):
         summary[column] = summary[column].astype("Int64")
