@@ -507,6 +507,28 @@ class PoolDesign(_WithoutBlocks):
         return f"pool-N{self.docs}-M{self.annotators}-k{self.judgements_per_output}" + coverage_suffix(self)
 
     @classmethod
+    def for_workers(cls, workers: int, items_per_worker: int, workers_per_item: int, **options) -> "PoolDesign":
+        """The pool in which each of ``workers`` judges about ``items_per_worker`` items (documents, each with
+        all its systems' outputs) and every item gets ``workers_per_item`` distinct workers.
+
+        A crowdsourcing platform's assignment (docs/designs.md, "Workers who judge some items"): the
+        documents are round(workers x items_per_worker / workers_per_item), and the pool's loads differ by at
+        most one document. ``options`` go to the design (e.g. ``coverage``).
+
+        Examples
+        --------
+        >>> d = PoolDesign.for_workers(46, 26, 3)
+        >>> d.label, d.pairs / d.annotators
+        ('pool-N399-M46-k3', 26.02173913043478)
+        """
+        for name, value in (("workers", workers), ("items_per_worker", items_per_worker),
+                            ("workers_per_item", workers_per_item)):
+            if not is_integer(value, 1):
+                raise ConfigError(f"The '{name}' of a worker assignment must be a positive integer; got {value!r}")
+        return cls(docs=max(1, round(workers * items_per_worker / workers_per_item)), annotators=workers,
+                   judgements_per_output=workers_per_item, **options)
+
+    @classmethod
     def search_designs(cls, shape: str, n_docs: int, grid) -> list:
         """Planner hook: pool size M from ``search.annotators``, k from ``search.judgements_per_output``."""
         return [cls(n_docs, m, k) for m in grid("annotators", [10, 20, 40])
