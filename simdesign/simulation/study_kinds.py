@@ -118,6 +118,11 @@ class Sweeps(StudyKind):
 
         return run_parsed_sweep(config[0], config[1], out_dir, progress=progress, backend=backend)
 
+    def stored_rows(self, config, out_dir):
+        from simdesign.simulation.sweep import stored_sweep_summary
+
+        return stored_sweep_summary(config[1], out_dir)
+
     def summarise(self, config, rows):
         return rows
 

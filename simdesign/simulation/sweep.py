@@ -27,9 +27,11 @@ from simdesign.core.errors import ConfigError
 from simdesign.core.seeds import analysis_rng
 from simdesign.core.suggest import suggestions
 from simdesign.model.common import effect_scale
-from simdesign.runner.stores import claim_store, release_stores_under
+from simdesign.core.errors import StoreError
+from simdesign.runner.stores import MANIFEST, claim_store, read_manifest, release_stores_under, write_manifest
 from simdesign.simulation.config import TOP_LEVEL_KEYS, parse_config, read_config_mapping
 from simdesign.simulation.engine import run_simulation
+from simdesign.simulation.store import ResultsStore
 from simdesign.runner.study import study_field_problems
 from simdesign.simulation.summary import size_adjusted_power, summarise
 
@@ -139,19 +141,57 @@ def run_parsed_sweep(raw: dict, configs: list, out_dir=None, jobs: int = 1, prog
     out_dir = Path(out_dir) if out_dir else Path("results") / str(raw.get("name"))
     claim_store(out_dir)  # the whole sweep is one run: a second one into the same --out is refused at once
     try:
+        _write_sweep_manifest(raw, configs, out_dir)
         return _run_combinations(configs, out_dir, jobs, progress, backend)
     finally:
         release_stores_under(out_dir)
 
 
+def _write_sweep_manifest(raw: dict, configs: list, out_dir: Path) -> None:
+    """The sweep's own manifest (kind 'sweep', its config), from which ``simdesign plot DIR`` redraws it.
+
+    Each combination's run keeps its own store and manifest below; this one records the sweep (the latest
+    run's mapping: its trial count), its model written as the runs resolved it (a preset, an absolute file
+    path or inline), so the directory is redrawn from anywhere. A directory holding another kind is refused.
+    """
+    path = out_dir / MANIFEST
+    if path.is_file() and read_manifest(path).get("kind") != "sweep":
+        raise StoreError(f"{out_dir} holds a {read_manifest(path).get('kind') or 'rates'} study, not a sweep; "
+                         "write the sweep elsewhere with --out DIR")
+    model = configs[0][2].to_mapping()["model"] if configs else raw.get("model")
+    write_manifest(path, {"kind": "sweep", "config": {**raw, "model": model}})
+
+
+def stored_sweep_summary(configs: list, out_dir) -> pd.DataFrame:
+    """The stacked summaries of a sweep's stored runs (:func:`run_parsed_sweep`'s table), simulating nothing.
+
+    For ``simdesign plot`` of a sweep directory; ``run_seconds`` is empty (nothing was run).
+
+    Raises
+    ------
+    StoreError
+        A combination's run is missing or damaged (its directory is named).
+    """
+    runs = [(values, config, ResultsStore(Path(out_dir) / run_label(values)).read_trials(trials=config.trials),
+             float("nan")) for values, _, config in configs]
+    return _stacked_summaries(runs)
+
+
 def _run_combinations(configs: list, out_dir: Path, jobs: int, progress: bool, backend) -> pd.DataFrame:
     """Every combination's run (each its own store under ``out_dir``), summaries stacked."""
-    tables, runs = [], []
+    runs = []
     for values, mapping, config in configs:
         started = time.perf_counter()
         store = run_simulation(config, out_dir / run_label(values), mapping, jobs=jobs, progress=progress,
                                backend=backend)
-        trial_rows = store.read_trials(trials=config.trials)
+        runs.append((values, config, store.read_trials(trials=config.trials), time.perf_counter() - started))
+    return _stacked_summaries(runs)
+
+
+def _stacked_summaries(runs_with_seconds: list) -> pd.DataFrame:
+    """(swept values, config, trial rows, seconds) of every run -> the stacked summaries and size-adjusted rows."""
+    tables, runs = [], []
+    for values, config, trial_rows, seconds in runs_with_seconds:
         runs.append((values, config, trial_rows))
         table = summarise(config, trial_rows)
         for key, value in values.items():
@@ -159,7 +199,7 @@ def _run_combinations(configs: list, out_dir: Path, jobs: int, progress: bool, b
                 table.insert(0, key, value)
         table["document_intercept_variance"] = float(config.model.sampled_document_cov[0, 0])
         table["shared_document_covariance"] = shared_document_covariance(config.model)
-        table["run_seconds"] = time.perf_counter() - started
+        table["run_seconds"] = seconds
         tables.append(table)
     summary = pd.concat(tables, ignore_index=True)
     return pd.concat([summary, size_adjusted_rows(summary, runs)], ignore_index=True)
