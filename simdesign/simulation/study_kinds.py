@@ -51,6 +51,16 @@ class PanelStudies(StudyKind):
 
         return stored_trials(config, out_dir)
 
+    cell_column = "setting"
+
+    def replay_cells(self, config):
+        return [label for label, _ in config.settings()]
+
+    def replay(self, config, cell, trial):
+        from simdesign.simulation.panel_study import simulate_trial
+
+        return simulate_trial(config, cell, dict(config.settings())[cell], trial)
+
     def summarise(self, config, rows):
         from simdesign.simulation.panel_summary import summarise_panel_study
 
@@ -82,6 +92,29 @@ class MetricValidation(StudyKind):
         from simdesign.simulation.metric_validation import cell_label
 
         return MetricValidationStore(out_dir).read([cell_label(s, d) for s, d in config.cells()], config.trials)
+
+    def replay_cells(self, config):
+        from simdesign.simulation.metric_validation import cell_label
+
+        return [cell_label(s, d) for s, d in config.cells()]
+
+    def replay(self, config, cell, trial):
+        from simdesign.simulation.metric_store import ROW_COLUMNS
+        from simdesign.simulation.metric_validation import one_trial, system_level_targets
+
+        rows = one_trial(config, *self._sizes(config, cell), trial, system_level_targets(config))
+        return pd.DataFrame(rows, columns=list(ROW_COLUMNS))
+
+    def stored_trial(self, config, rows, cell, trial):
+        systems, documents = self._sizes(config, cell)
+        return rows[(rows["systems"] == systems) & (rows["documents"] == documents)
+                    & (rows["trial"] == trial)].reset_index(drop=True)
+
+    @staticmethod
+    def _sizes(config, cell):
+        from simdesign.simulation.metric_validation import cell_label
+
+        return {cell_label(s, d): (s, d) for s, d in config.cells()}[cell]
 
     def summarise(self, config, rows):
         from simdesign.simulation.metric_validation import summarise_metric_validation
