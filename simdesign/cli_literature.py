@@ -29,7 +29,7 @@ def add_parser(subparsers) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from simdesign.simulation.sweep import draw_sweep, run_sweep
+    from simdesign.simulation.sweep import draw_kind_sweep, draw_sweep, load_sweep, run_kind, run_sweep
 
     warn_if_deprecated(args, "sweep")
     check_study_arguments(args)
@@ -39,9 +39,18 @@ def cmd_sweep(args) -> int:
     out_dir = study_out_dir(args, raw["name"])
     paths = [out_dir / "summary.csv"]
     summary.to_csv(paths[0], index=False)
-    paths += write_study_figures(args, out_dir, raw["name"], summary, lambda base: draw_sweep(raw, summary, base))
+    other_kind = run_kind(raw) is not None  # a sweep of a panel study, a metric validation, a plug-in kind
+    if other_kind:
+        configs = load_sweep(args.config, args.trials)[1]
+        paths += write_study_figures(args, out_dir, raw["name"], summary,
+                                     lambda base: draw_kind_sweep(configs, summary, base))
+    else:
+        paths += write_study_figures(args, out_dir, raw["name"], summary, lambda base: draw_sweep(raw, summary, base))
     print(f"wrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - started:.0f} s")
-    if not args.quiet:
+    if not args.quiet and other_kind:
+        with pd.option_context("display.width", 160, "display.max_rows", 500):
+            print(summary.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    elif not args.quiet:
         show = summary[summary["estimand"].isin(["type1", "power", "power_size_adjusted"])]
         columns = [c for c in raw["sweep"] if c in show.columns] + ["test", "estimand", "rate", "mcse", "n_failed"]
         with pd.option_context("display.width", 160, "display.max_rows", 500):

@@ -160,8 +160,10 @@ class Sweeps(StudyKind):
         return rows
 
     def plot(self, config, summary, out_base):
-        from simdesign.simulation.sweep import draw_sweep
+        from simdesign.simulation.sweep import _kind_of, draw_kind_sweep, draw_sweep
 
+        if _kind_of(config[1]) is not None:  # a sweep of another kind: each run's own figure
+            return draw_kind_sweep(config[1], summary, Path(out_base))
         return draw_sweep(config[0], summary, Path(out_base))
 
 
@@ -191,6 +193,8 @@ def study_kind(mapping: dict) -> str:
     recognised = [kind for kind, own in keys.items() if own and set(own) & set(mapping)]
     if "replication" in recognised and len(recognised) > 1:
         recognised.remove("replication")  # e.g. a sweep of a replication config
+    if "sweep" in recognised or declared == "sweep":  # a sweep of any kind: its runs are of that kind
+        recognised = ["sweep"]
     if declared is not None:
         if declared not in keys:
             raise ConfigError(f"The 'study' field must be one of {known_kinds()}; got {declared!r}")

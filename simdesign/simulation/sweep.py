@@ -37,6 +37,24 @@ from simdesign.simulation.summary import size_adjusted_power, summarise
 
 # Keys a sweep may vary: those that change the data or the tests' behaviour, not the run's identity.
 SWEEPABLE = ("effect", "document_intercept_scale", "alpha", "art_resamples")
+# A sweep of another study kind (panels, metric validation, a plug-in kind) may vary any key of that kind's
+# config but these, which make a run what it is (its name and stream) or only cut its work into pieces.
+RUN_IDENTITY = ("name", "study", "seed", "trials", "chunk_size", "sweep")
+
+
+def swept_kind(raw: dict) -> str:
+    """The study kind each run of a sweep is: the kind of the config without its 'sweep' (rates by default)."""
+    from simdesign.simulation.study_kinds import study_kind
+
+    return study_kind({key: value for key, value in raw.items() if key not in ("sweep", "study")}
+                      | ({"study": raw["study"]} if raw.get("study") not in (None, "sweep") else {}))
+
+
+def sweepable_keys(kind: str) -> tuple | None:
+    """The keys a sweep of ``kind`` may vary (None: any key but :data:`RUN_IDENTITY`)."""
+    from simdesign.simulation.study_kinds import ENGINE_KINDS
+
+    return SWEEPABLE if kind in ENGINE_KINDS else None
 
 
 def sweep_runs(raw: dict) -> list[tuple[dict, dict]]:
@@ -51,8 +69,13 @@ def sweep_runs(raw: dict) -> list[tuple[dict, dict]]:
     if not isinstance(sweep, dict) or not sweep:
         raise ConfigError(f"A sweep config needs a 'sweep' mapping of keys from {list(SWEEPABLE)} to lists of "
                           f"values; got {sweep!r}")
+    kind = swept_kind(raw)
+    allowed = sweepable_keys(kind)
     problems = [f"The 'sweep.{key}' key cannot be swept; allowed: {list(SWEEPABLE)}"
-                for key in sweep if key not in SWEEPABLE]
+                for key in sweep if allowed is not None and key not in allowed]
+    problems += [f"The 'sweep.{key}' key cannot be swept: it makes a {kind} run what it is (its name and random "
+                 f"stream) or only cuts its work; a sweep of a {kind} study may vary any other key of its config"
+                 for key in sweep if allowed is None and key in RUN_IDENTITY]
     problems += [f"The 'sweep.{key}' field must be a non-empty list; got {values!r}"
                  for key, values in sweep.items() if not isinstance(values, list) or not values]
     if problems:
@@ -64,8 +87,10 @@ def sweep_runs(raw: dict) -> list[tuple[dict, dict]]:
     if overridden:
         raise ConfigError(f"The top-level key(s) {overridden} are swept too ('sweep.{overridden[0]}'), so the "
                           "top-level value would be ignored in every run: remove it, or put it in the sweep's list")
-    # each run is a rate study: the sweep's own keys are not its
+    # each run is a study of the swept kind: the sweep's own keys are not its
     base = {key: value for key, value in raw.items() if key not in ("sweep", "study")}
+    if raw.get("study") not in (None, "sweep"):
+        base["study"] = raw["study"]
     runs = []
     for combination in itertools.product(*sweep.values()):
         values = dict(zip(sweep, combination))
@@ -95,12 +120,25 @@ def load_sweep(path, trials: int | None = None) -> tuple[dict, list]:
 
 def parse_sweep(raw: dict, base_dir: Path | None = None) -> tuple[dict, list]:
     """Validate a sweep mapping: itself and (swept values, mapping, SimulationConfig) per run (ConfigError)."""
-    unknown = sorted(set(raw) - set(TOP_LEVEL_KEYS) - {"sweep"})
+    # a rate sweep's keys are checked here; another kind's by that kind's parser, run by run
+    unknown = sorted(set(raw) - set(TOP_LEVEL_KEYS) - {"sweep"}) if run_kind(raw) is None else []
     if unknown:
         raise ConfigError(f"Unknown config key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS) + ['sweep']}"
                           f"{suggestions(unknown, [*TOP_LEVEL_KEYS, 'sweep'])}")
-    configs = [(values, mapping, parse_config(mapping, base_dir=base_dir)) for values, mapping in sweep_runs(raw)]
+    runs = sweep_runs(raw)
+    kind = run_kind(raw)
+    configs = [(values, mapping, parse_config(mapping, base_dir=base_dir) if kind is None
+                else kind.parse(mapping, base_dir)) for values, mapping in runs]
     return raw, configs
+
+
+def run_kind(raw: dict):
+    """The registered StudyKind of a sweep's runs, or None for rate (and replication) runs through the engine."""
+    from simdesign.runner.study import REGISTERED
+    from simdesign.simulation.study_kinds import ENGINE_KINDS
+
+    kind = swept_kind(raw)
+    return None if kind in ENGINE_KINDS else REGISTERED[kind]
 
 
 def run_sweep(path, out_dir=None, jobs: int = 1, trials: int | None = None,
@@ -158,8 +196,9 @@ def _write_sweep_manifest(raw: dict, configs: list, out_dir: Path) -> None:
     if path.is_file() and read_manifest(path).get("kind") != "sweep":
         raise StoreError(f"{out_dir} holds a {read_manifest(path).get('kind') or 'rates'} study, not a sweep; "
                          "write the sweep elsewhere with --out DIR")
-    model = configs[0][2].to_mapping()["model"] if configs else raw.get("model")
-    write_manifest(path, {"kind": "sweep", "config": {**raw, "model": model}})
+    if configs and hasattr(configs[0][2], "to_mapping"):  # a rate study's model as its runs resolved it
+        raw = {**raw, "model": configs[0][2].to_mapping()["model"]}
+    write_manifest(path, {"kind": "sweep", "config": raw})
 
 
 def stored_sweep_summary(configs: list, out_dir) -> pd.DataFrame:
@@ -172,13 +211,51 @@ def stored_sweep_summary(configs: list, out_dir) -> pd.DataFrame:
     StoreError
         A combination's run is missing or damaged (its directory is named).
     """
+    kind = _kind_of(configs)
+    if kind is not None:
+        return _stacked_kind_summaries(kind, [(values, config, kind.stored_rows(config, Path(out_dir) / run_label(values)),
+                                               float("nan")) for values, _, config in configs])
     runs = [(values, config, ResultsStore(Path(out_dir) / run_label(values)).read_trials(trials=config.trials),
              float("nan")) for values, _, config in configs]
     return _stacked_summaries(runs)
 
 
+def _kind_of(configs: list):
+    """The StudyKind of a sweep's parsed runs (None for rate runs, SimulationConfig objects)."""
+    from simdesign.simulation.config import SimulationConfig
+
+    if not configs or isinstance(configs[0][2], SimulationConfig):
+        return None
+    return run_kind(configs[0][1])
+
+
+def _stacked_kind_summaries(kind, runs: list) -> pd.DataFrame:
+    """(swept values, config, rows, seconds) of every run of another kind -> its summaries with the swept values."""
+    tables = []
+    for values, config, rows, seconds in runs:
+        table = kind.summarise(config, rows).copy()
+        for key, value in values.items():
+            if key in table.columns:
+                table[key] = value
+            else:
+                table.insert(0, key, value)
+        table["run_seconds"] = seconds
+        tables.append(table)
+    return pd.concat(tables, ignore_index=True)
+
+
 def _run_combinations(configs: list, out_dir: Path, jobs: int, progress: bool, backend) -> pd.DataFrame:
     """Every combination's run (each its own store under ``out_dir``), summaries stacked."""
+    kind = _kind_of(configs)
+    if kind is not None:  # another study kind: each run through the kind's own runner and store
+        from simdesign.runner.execute import backend_spec
+
+        spec, runs = backend_spec(backend, jobs), []
+        for values, _, config in configs:
+            started = time.perf_counter()
+            rows = kind.run(config, out_dir / run_label(values), spec, progress)
+            runs.append((values, config, rows, time.perf_counter() - started))
+        return _stacked_kind_summaries(kind, runs)
     runs = []
     for values, mapping, config in configs:
         started = time.perf_counter()
@@ -302,6 +379,18 @@ def plot_sweep(summary: pd.DataFrame, x: str, title: str, out_base: Path,
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return [save_png(fig, out_base)]
+
+
+def draw_kind_sweep(configs: list, summary: pd.DataFrame, out_base: Path) -> list[Path]:
+    """The figures of a sweep of another study kind: each run's own figure, ``<out_base>_<run label>``."""
+    kind = _kind_of(configs)
+    paths = []
+    for values, _, config in configs:
+        part = summary[np.logical_and.reduce([summary[key].astype(str) == str(value)
+                                              for key, value in values.items()])]
+        # the run's summary with the swept columns beside it (a kind's figure reads the columns it knows)
+        paths += kind.plot(config, part.reset_index(drop=True), Path(f"{out_base}_{run_label(values)}"))
+    return paths
 
 
 def draw_sweep(raw: dict, summary: pd.DataFrame, out_base: Path) -> list[Path]:
