@@ -101,7 +101,8 @@ def run_rates(args) -> int:
         show = summary[summary["estimand"].isin(["type1", "power", "familywise", *config.estimands,
                                                  *(REPLICATION_ESTIMANDS[:3] if config.replication else ())])]
         with pd.option_context("display.width", 160, "display.max_rows", 200):
-            print(show[["design", "test", *[c for c in ("method", "criterion") if c in show], "estimand", "rate", "ci_low",
+            extra = [column for column in ("method", "criterion") if column in show]
+            print(show[["design", "test", *extra, "estimand", "rate", "ci_low",
                         "ci_high", "mcse", "n_failed"]]
                   .to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     return 0

@@ -29,19 +29,20 @@ def add_parser(subparsers) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from simdesign.simulation.sweep import draw_kind_sweep, draw_sweep, load_sweep, run_kind, run_sweep
+    from simdesign.simulation.study_kinds import study_kind
+    from simdesign.simulation.sweep import draw_kind_sweep, draw_sweep, kind_of_runs, load_sweep, run_sweep
 
     warn_if_deprecated(args, "sweep")
     check_study_arguments(args)
     started = time.perf_counter()
     summary, raw = run_sweep(args.config, out_dir=args.out, jobs=args.jobs, trials=args.trials,
-                             progress=not args.quiet, backend=study_backend(args))
+                             progress=not args.quiet, backend=study_backend(args), recognise=study_kind)
     out_dir = study_out_dir(args, raw["name"])
     paths = [out_dir / "summary.csv"]
     summary.to_csv(paths[0], index=False)
-    other_kind = run_kind(raw) is not None  # a sweep of a panel study, a metric validation, a plug-in kind
+    configs = load_sweep(args.config, args.trials, study_kind)[1]
+    other_kind = kind_of_runs(configs) is not None  # a sweep of a panel study, a metric validation, a plug-in kind
     if other_kind:
-        configs = load_sweep(args.config, args.trials)[1]
         paths += write_study_figures(args, out_dir, raw["name"], summary,
                                      lambda base: draw_kind_sweep(configs, summary, base))
     else:

@@ -218,7 +218,8 @@ def test_a_partial_coverage_run_stores_and_summarises(tmp_path):
     config = parse_config(_config(tests=["ttest_doc", "clmm_native"], trials=4))
     store = run_simulation(config, tmp_path / "out", config.to_mapping(), jobs=1, progress=False)
     summary = summarise(config, store.read_trials())
-    assert set(summary["design"]) == {config.designs[0].label} and config.designs[0].label.startswith("block-B10-D2-A2-cov")
+    label = config.designs[0].label
+    assert set(summary["design"]) == {label} and label.startswith("block-B10-D2-A2-cov")
     # the judgements column counts the outputs that exist: BART has half of the 20 documents
     assert set(summary["judgements"]) == {4 * 40 + 20}
     assert (summary["n_failed"] == 0).all()

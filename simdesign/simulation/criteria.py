@@ -170,7 +170,8 @@ def criteria_problems(criteria, model, methods, replication, model_types) -> lis
         problems.append(f"The 'criteria' field lists {repeated} more than once")
     systems = tuple(getattr(model, "systems", ()))
     for criterion in criteria:
-        if not isinstance(criterion.model, model_types) or getattr(criterion.model, "methods", ("likert",))[0] != "likert":
+        likert = getattr(criterion.model, "methods", ("likert",))[0] == "likert"
+        if not isinstance(criterion.model, model_types) or not likert:
             problems.append(f"The criterion {criterion.name!r} needs a Likert model; got {criterion.model!r}")
         elif systems and tuple(criterion.model.systems) != systems:
             problems.append(f"The criterion {criterion.name!r}'s model has the systems "

@@ -28,13 +28,12 @@ from simdesign.analyses.base import BACKEND_CHECKS, DEGENERATE, OK, AnalysisInfo
 from simdesign.runner.execute import run_chunks
 from simdesign.simulation.backends import DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, r_backed
 from simdesign.simulation.config import AnalysisSpec, SimulationConfig
-from simdesign.core.designs import Design
+from simdesign.core.designs import Design, draw_layout
 from simdesign.core.errors import ConfigError, MissingBackendError
 from simdesign.core.judgements import Judgements
 from simdesign.model import OrdinalMixedModel
 from simdesign.simulation.replication import is_replication_item, replication_rows, replication_work
 from simdesign.stats.reliability import RELIABILITY_ESTIMANDS, UndefinedReliability
-from simdesign.core.designs import draw_layout
 from simdesign.core.seeds import analysis_rng, criterion_rng, data_rng
 from simdesign.core.threads import single_threaded
 from simdesign.runner.limits import check_trial_count

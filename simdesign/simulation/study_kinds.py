@@ -136,7 +136,7 @@ class Sweeps(StudyKind):
     def parse(self, mapping, base_dir=None):
         from simdesign.simulation.sweep import parse_sweep
 
-        return parse_sweep(mapping, base_dir)
+        return parse_sweep(mapping, base_dir, study_kind)
 
     def config_name(self, config):
         return str(config[0].get("name"))
@@ -144,7 +144,7 @@ class Sweeps(StudyKind):
     def with_trials(self, config, trials):
         from simdesign.simulation.sweep import parse_sweep
 
-        return parse_sweep({**config[0], "trials": trials})
+        return parse_sweep({**config[0], "trials": trials}, None, study_kind)
 
     def run(self, config, out_dir, backend, progress):
         from simdesign.simulation.sweep import run_parsed_sweep
@@ -160,9 +160,9 @@ class Sweeps(StudyKind):
         return rows
 
     def plot(self, config, summary, out_base):
-        from simdesign.simulation.sweep import _kind_of, draw_kind_sweep, draw_sweep
+        from simdesign.simulation.sweep import draw_kind_sweep, draw_sweep, kind_of_runs
 
-        if _kind_of(config[1]) is not None:  # a sweep of another kind: each run's own figure
+        if kind_of_runs(config[1]) is not None:  # a sweep of another kind: each run's own figure
             return draw_kind_sweep(config[1], summary, Path(out_base))
         return draw_sweep(config[0], summary, Path(out_base))
 

@@ -18,21 +18,21 @@ from __future__ import annotations
 
 import itertools
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from simdesign.core.errors import ConfigError
+from simdesign.core.errors import ConfigError, StoreError
 from simdesign.core.seeds import analysis_rng
 from simdesign.core.suggest import suggestions
 from simdesign.model.common import effect_scale
-from simdesign.core.errors import StoreError
 from simdesign.runner.stores import MANIFEST, claim_store, read_manifest, release_stores_under, write_manifest
-from simdesign.simulation.config import TOP_LEVEL_KEYS, parse_config, read_config_mapping
+from simdesign.simulation.config import TOP_LEVEL_KEYS, SimulationConfig, parse_config, read_config_mapping
 from simdesign.simulation.engine import run_simulation
 from simdesign.simulation.store import ResultsStore
-from simdesign.runner.study import study_field_problems
+from simdesign.runner.study import REGISTERED, study_field_problems
 from simdesign.simulation.summary import size_adjusted_power, summarise
 
 # Keys a sweep may vary: those that change the data or the tests' behaviour, not the run's identity.
@@ -42,22 +42,31 @@ SWEEPABLE = ("effect", "document_intercept_scale", "alpha", "art_resamples")
 RUN_IDENTITY = ("name", "study", "seed", "trials", "chunk_size", "sweep")
 
 
-def swept_kind(raw: dict) -> str:
-    """The study kind each run of a sweep is: the kind of the config without its 'sweep' (rates by default)."""
-    from simdesign.simulation.study_kinds import study_kind
+@dataclass(frozen=True)
+class KindRun:
+    """One combination of a sweep of another study kind: the registered kind and its parsed config."""
 
-    return study_kind({key: value for key, value in raw.items() if key not in ("sweep", "study")}
-                      | ({"study": raw["study"]} if raw.get("study") not in (None, "sweep") else {}))
-
-
-def sweepable_keys(kind: str) -> tuple | None:
-    """The keys a sweep of ``kind`` may vary (None: any key but :data:`RUN_IDENTITY`)."""
-    from simdesign.simulation.study_kinds import ENGINE_KINDS
-
-    return SWEEPABLE if kind in ENGINE_KINDS else None
+    kind: object
+    config: object
 
 
-def sweep_runs(raw: dict) -> list[tuple[dict, dict]]:
+def swept_kind(raw: dict, recognise=None):
+    """The registered StudyKind of a sweep's runs (the kind of the config without its 'sweep'), or None when
+    they are rate (or replication) studies, run by the engine.
+
+    ``recognise(mapping) -> kind name`` tells a config's kind (:func:`simdesign.simulation.study_kinds.study_kind`,
+    given by the callers that know the kinds, so that this module does not import them); without it every
+    sweep is a rate sweep.
+    """
+    if recognise is None:
+        return None
+    base = {key: value for key, value in raw.items() if key not in ("sweep", "study")}
+    if raw.get("study") not in (None, "sweep"):
+        base["study"] = raw["study"]
+    return REGISTERED.get(recognise(base))  # rates and replication are not registered kinds
+
+
+def sweep_runs(raw: dict, kind=None) -> list[tuple[dict, dict]]:
     """(swept values, config mapping) for every combination, in the order of the sweep's lists.
 
     Raises
@@ -69,13 +78,11 @@ def sweep_runs(raw: dict) -> list[tuple[dict, dict]]:
     if not isinstance(sweep, dict) or not sweep:
         raise ConfigError(f"A sweep config needs a 'sweep' mapping of keys from {list(SWEEPABLE)} to lists of "
                           f"values; got {sweep!r}")
-    kind = swept_kind(raw)
-    allowed = sweepable_keys(kind)
     problems = [f"The 'sweep.{key}' key cannot be swept; allowed: {list(SWEEPABLE)}"
-                for key in sweep if allowed is not None and key not in allowed]
-    problems += [f"The 'sweep.{key}' key cannot be swept: it makes a {kind} run what it is (its name and random "
-                 f"stream) or only cuts its work; a sweep of a {kind} study may vary any other key of its config"
-                 for key in sweep if allowed is None and key in RUN_IDENTITY]
+                for key in sweep if kind is None and key not in SWEEPABLE]
+    problems += [f"The 'sweep.{key}' key cannot be swept: it makes a {kind.name} run what it is (its name and "
+                 f"random stream) or only cuts its work; a sweep of a {kind.name} study may vary any other key of "
+                 "its config" for key in sweep if kind is not None and key in RUN_IDENTITY]
     problems += [f"The 'sweep.{key}' field must be a non-empty list; got {values!r}"
                  for key, values in sweep.items() if not isinstance(values, list) or not values]
     if problems:
@@ -89,7 +96,7 @@ def sweep_runs(raw: dict) -> list[tuple[dict, dict]]:
                           "top-level value would be ignored in every run: remove it, or put it in the sweep's list")
     # each run is a study of the swept kind: the sweep's own keys are not its
     base = {key: value for key, value in raw.items() if key not in ("sweep", "study")}
-    if raw.get("study") not in (None, "sweep"):
+    if kind is not None and raw.get("study") not in (None, "sweep"):
         base["study"] = raw["study"]
     runs = []
     for combination in itertools.product(*sweep.values()):
@@ -103,7 +110,7 @@ def run_label(values: dict) -> str:
     return ",".join(f"{key}={value}" for key, value in values.items())
 
 
-def load_sweep(path, trials: int | None = None) -> tuple[dict, list]:
+def load_sweep(path, trials: int | None = None, recognise=None) -> tuple[dict, list]:
     """Read and validate a sweep config: its mapping and (swept values, mapping, SimulationConfig) per run.
 
     Raises
@@ -115,34 +122,28 @@ def load_sweep(path, trials: int | None = None) -> tuple[dict, list]:
     raw = read_config_mapping(path, "sweep config")
     if trials is not None:
         raw = {**raw, "trials": trials}
-    return parse_sweep(raw, path.parent)
+    return parse_sweep(raw, path.parent, recognise)
 
 
-def parse_sweep(raw: dict, base_dir: Path | None = None) -> tuple[dict, list]:
-    """Validate a sweep mapping: itself and (swept values, mapping, SimulationConfig) per run (ConfigError)."""
+def parse_sweep(raw: dict, base_dir: Path | None = None, recognise=None) -> tuple[dict, list]:
+    """Validate a sweep mapping: itself and (swept values, mapping, config) per run (ConfigError).
+
+    A run's config is a SimulationConfig, or for a sweep of another kind (``recognise``: :func:`swept_kind`)
+    a :class:`KindRun` with the kind's parsed config.
+    """
+    kind = swept_kind(raw, recognise)
     # a rate sweep's keys are checked here; another kind's by that kind's parser, run by run
-    unknown = sorted(set(raw) - set(TOP_LEVEL_KEYS) - {"sweep"}) if run_kind(raw) is None else []
+    unknown = sorted(set(raw) - set(TOP_LEVEL_KEYS) - {"sweep"}) if kind is None else []
     if unknown:
         raise ConfigError(f"Unknown config key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS) + ['sweep']}"
                           f"{suggestions(unknown, [*TOP_LEVEL_KEYS, 'sweep'])}")
-    runs = sweep_runs(raw)
-    kind = run_kind(raw)
     configs = [(values, mapping, parse_config(mapping, base_dir=base_dir) if kind is None
-                else kind.parse(mapping, base_dir)) for values, mapping in runs]
+                else KindRun(kind, kind.parse(mapping, base_dir))) for values, mapping in sweep_runs(raw, kind)]
     return raw, configs
 
 
-def run_kind(raw: dict):
-    """The registered StudyKind of a sweep's runs, or None for rate (and replication) runs through the engine."""
-    from simdesign.runner.study import REGISTERED
-    from simdesign.simulation.study_kinds import ENGINE_KINDS
-
-    kind = swept_kind(raw)
-    return None if kind in ENGINE_KINDS else REGISTERED[kind]
-
-
 def run_sweep(path, out_dir=None, jobs: int = 1, trials: int | None = None,
-              progress: bool = False, backend="loky") -> tuple[pd.DataFrame, dict]:
+              progress: bool = False, backend="loky", recognise=None) -> tuple[pd.DataFrame, dict]:
     """Run every combination of a sweep config and stack the summaries.
 
     Parameters
@@ -169,7 +170,7 @@ def run_sweep(path, out_dir=None, jobs: int = 1, trials: int | None = None,
     raw : dict
         The config mapping as read.
     """
-    raw, configs = load_sweep(path, trials)
+    raw, configs = load_sweep(path, trials, recognise)
     return run_parsed_sweep(raw, configs, out_dir, jobs, progress, backend), raw
 
 
@@ -196,7 +197,7 @@ def _write_sweep_manifest(raw: dict, configs: list, out_dir: Path) -> None:
     if path.is_file() and read_manifest(path).get("kind") != "sweep":
         raise StoreError(f"{out_dir} holds a {read_manifest(path).get('kind') or 'rates'} study, not a sweep; "
                          "write the sweep elsewhere with --out DIR")
-    if configs and hasattr(configs[0][2], "to_mapping"):  # a rate study's model as its runs resolved it
+    if configs and isinstance(configs[0][2], SimulationConfig):  # a rate study's model as its runs resolved it
         raw = {**raw, "model": configs[0][2].to_mapping()["model"]}
     write_manifest(path, {"kind": "sweep", "config": raw})
 
@@ -211,22 +212,19 @@ def stored_sweep_summary(configs: list, out_dir) -> pd.DataFrame:
     StoreError
         A combination's run is missing or damaged (its directory is named).
     """
-    kind = _kind_of(configs)
+    kind = kind_of_runs(configs)
     if kind is not None:
-        return _stacked_kind_summaries(kind, [(values, config, kind.stored_rows(config, Path(out_dir) / run_label(values)),
-                                               float("nan")) for values, _, config in configs])
+        stored = [(values, run.config, kind.stored_rows(run.config, Path(out_dir) / run_label(values)),
+                   float("nan")) for values, _, run in configs]
+        return _stacked_kind_summaries(kind, stored)
     runs = [(values, config, ResultsStore(Path(out_dir) / run_label(values)).read_trials(trials=config.trials),
              float("nan")) for values, _, config in configs]
     return _stacked_summaries(runs)
 
 
-def _kind_of(configs: list):
+def kind_of_runs(configs: list):
     """The StudyKind of a sweep's parsed runs (None for rate runs, SimulationConfig objects)."""
-    from simdesign.simulation.config import SimulationConfig
-
-    if not configs or isinstance(configs[0][2], SimulationConfig):
-        return None
-    return run_kind(configs[0][1])
+    return configs[0][2].kind if configs and isinstance(configs[0][2], KindRun) else None
 
 
 def _stacked_kind_summaries(kind, runs: list) -> pd.DataFrame:
@@ -246,15 +244,15 @@ def _stacked_kind_summaries(kind, runs: list) -> pd.DataFrame:
 
 def _run_combinations(configs: list, out_dir: Path, jobs: int, progress: bool, backend) -> pd.DataFrame:
     """Every combination's run (each its own store under ``out_dir``), summaries stacked."""
-    kind = _kind_of(configs)
+    kind = kind_of_runs(configs)
     if kind is not None:  # another study kind: each run through the kind's own runner and store
         from simdesign.runner.execute import backend_spec
 
         spec, runs = backend_spec(backend, jobs), []
-        for values, _, config in configs:
+        for values, _, run in configs:
             started = time.perf_counter()
-            rows = kind.run(config, out_dir / run_label(values), spec, progress)
-            runs.append((values, config, rows, time.perf_counter() - started))
+            rows = kind.run(run.config, out_dir / run_label(values), spec, progress)
+            runs.append((values, run.config, rows, time.perf_counter() - started))
         return _stacked_kind_summaries(kind, runs)
     runs = []
     for values, mapping, config in configs:
@@ -383,13 +381,13 @@ def plot_sweep(summary: pd.DataFrame, x: str, title: str, out_base: Path,
 
 def draw_kind_sweep(configs: list, summary: pd.DataFrame, out_base: Path) -> list[Path]:
     """The figures of a sweep of another study kind: each run's own figure, ``<out_base>_<run label>``."""
-    kind = _kind_of(configs)
+    kind = kind_of_runs(configs)
     paths = []
-    for values, _, config in configs:
+    for values, _, run in configs:
         part = summary[np.logical_and.reduce([summary[key].astype(str) == str(value)
                                               for key, value in values.items()])]
         # the run's summary with the swept columns beside it (a kind's figure reads the columns it knows)
-        paths += kind.plot(config, part.reset_index(drop=True), Path(f"{out_base}_{run_label(values)}"))
+        paths += kind.plot(run.config, part.reset_index(drop=True), Path(f"{out_base}_{run_label(values)}"))
     return paths
 
 
