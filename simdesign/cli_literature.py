@@ -30,19 +30,30 @@ def add_parser(subparsers) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from simdesign.simulation.sweep import SIZE_ADJUSTED, draw_sweep, run_sweep
+    from simdesign.simulation.study_kinds import study_kind
+    from simdesign.simulation.sweep import (SIZE_ADJUSTED, draw_kind_sweep, draw_sweep, kind_of_runs, load_sweep,
+                                            run_sweep)
 
     warn_if_deprecated(args, "sweep")
     check_study_arguments(args)
     started = time.perf_counter()
     summary, raw = run_sweep(args.config, out_dir=args.out, jobs=args.jobs, trials=args.trials,
-                             progress=not args.quiet, backend=study_backend(args))
+                             progress=not args.quiet, backend=study_backend(args), recognise=study_kind)
     out_dir = study_out_dir(args, raw["name"])
     paths = [out_dir / "summary.csv"]
     summary.to_csv(paths[0], index=False)
-    paths += write_study_figures(args, out_dir, raw["name"], summary, lambda base: draw_sweep(raw, summary, base))
+    configs = load_sweep(args.config, args.trials, study_kind)[1]
+    other_kind = kind_of_runs(configs) is not None  # a sweep of a panel study, a metric validation, a plug-in kind
+    if other_kind:
+        paths += write_study_figures(args, out_dir, raw["name"], summary,
+                                     lambda base: draw_kind_sweep(configs, summary, base))
+    else:
+        paths += write_study_figures(args, out_dir, raw["name"], summary, lambda base: draw_sweep(raw, summary, base))
     print(f"wrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - started:.0f} s")
-    if not args.quiet:
+    if not args.quiet and other_kind:
+        with pd.option_context("display.width", 160, "display.max_rows", 500):
+            print(summary.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    elif not args.quiet:
         show = summary[summary["estimand"].isin([headline_estimand(True), headline_estimand(False),
                                                  SIZE_ADJUSTED.name])]
         columns = [c for c in raw["sweep"] if c in show.columns] + ["test", "estimand", "rate", "mcse", "n_failed"]

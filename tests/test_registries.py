@@ -273,8 +273,9 @@ ALLOWED_MENTIONS = {
     # the predictive check's statistics of real data (a table of its own, compared with simulated studies)
     "simdesign/pilot/check.py": {"krippendorff_alpha", "shr"},
     "simdesign/pilot/rank_check.py": {"krippendorff_alpha", "shr"},
-    # a design kind's registration: the estimands its configs refuse (refused_estimands)
-    "simdesign/core/designs.py": {"shr"},
+    # a design kind's registration: the estimands its configs refuse (refused_estimands); and the design field
+    # 'coverage' (partial coverage: which outputs exist), a homonym of the metric-validation estimand
+    "simdesign/core/designs.py": {"shr", "coverage"},
     # homonyms: the word means something else there. Spearman's rho as a correlation method, and the panel
     # study's per-trial column of it (from which its 'spearman' estimand is the mean)
     "simdesign/api.py": {"spearman"},

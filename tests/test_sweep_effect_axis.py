@@ -1,5 +1,6 @@
 """A sweep over effect sizes alone (issue 31 part 3, configs/replication_effects.yaml) draws its figure."""
 import pandas as pd
+import pytest
 
 from simdesign.simulation.sweep import draw_sweep
 
@@ -27,3 +28,27 @@ def test_an_effect_sweep_of_a_replication_draws_against_the_effect_multiple(tmp_
     assert [path.exists() for path in paths] == [True]
     # sorted by label: x0.25, x1, zero -> their multiples of the fitted effects
     assert seen["x"] == [0.25, 1.0, 0.0]
+
+
+@pytest.mark.slow  # two runs, two figures: about 5 s
+def test_plot_redraws_a_sweep_directory_from_its_stored_runs(tmp_path, monkeypatch):
+    """`simdesign plot DIR` of a sweep: the stacked summary from the runs' stores equals the run's (issue 27)."""
+    import pandas as pd
+
+    from simdesign.cli import main
+
+    config = tmp_path / "sweep.yaml"
+    config.write_text("name: sw\nmodel: coherence\ntests: [ttest_doc]\ntrials: 6\nseed: 3\n"
+                      "designs:\n  - {kind: block, blocks: 3, docs_per_block: 4, annotators_per_block: 2}\n"
+                      "sweep:\n  effect: [zero, fitted]\n")
+    out = tmp_path / "out"
+    assert main(["run", str(config), "--out", str(out), "--jobs", "1", "--quiet"]) == 0
+    ran = pd.read_csv(out / "summary.csv")
+    (out / "summary.csv").unlink()
+    (out / "sw.png").unlink()
+    monkeypatch.chdir(tmp_path)  # redrawn from elsewhere: the manifest records what the runs resolved
+    assert main(["plot", str(out)]) == 0
+    redrawn = pd.read_csv(out / "summary.csv")
+    assert (out / "sw.png").is_file() and set(redrawn["estimand"]) >= {"type1", "power", "power_size_adjusted"}
+    pd.testing.assert_frame_equal(ran.drop(columns="run_seconds"), redrawn.drop(columns="run_seconds"))
+    assert redrawn["run_seconds"].isna().all()

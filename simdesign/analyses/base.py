@@ -18,6 +18,7 @@ from typing import Callable
 
 import numpy as np
 
+from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
 from simdesign.methods import all_methods
 
@@ -81,6 +82,16 @@ class AnalysisInfo:
     not the option's default (a default changed after the option was added). Such stores are accepted only
     by a test that gives the option this value (``SimulationConfig``'s ``accepted_fingerprints``)."""
 
+    needs_complete: bool | Callable[[dict], bool] = True
+    """Whether the analysis needs every system's output for every document, or a function of its options
+    saying so. A study under partial coverage (docs/designs.md) lacks some outputs; an analysis that does not
+    say it handles that (False: paired tests on the units both systems cover, means over existing outputs,
+    mixed models fitted to the judgements there are) is refused for such a design when the config is read,
+    with :attr:`complete_reason`, and never sees a missing output (:func:`run_analysis`). True by default,
+    so a plug-in is refused until it says otherwise."""
+    complete_reason: str = "it has not been made to handle missing outputs"
+    """Why the analysis needs complete data (the refusal's words)."""
+
     @property
     def methods(self) -> tuple:
         """The registered annotation methods whose judgements the analysis accepts (their names)."""
@@ -89,6 +100,21 @@ class AnalysisInfo:
     def draws_random_numbers(self, options: dict) -> bool:
         """Whether a run with ``options`` needs its random generator (see ``uses_rng``)."""
         return bool(self.uses_rng(options) if callable(self.uses_rng) else self.uses_rng)
+
+    def requires_complete(self, options: dict) -> bool:
+        """Whether a run with ``options`` needs every output to exist (see ``needs_complete``)."""
+        return bool(self.needs_complete(options) if callable(self.needs_complete) else self.needs_complete)
+
+
+def partial_coverage_refusal(info: AnalysisInfo, label: str, options: dict, design_label: str | None = None
+                             ) -> str | None:
+    """The refusal of a test that needs complete data on a design with missing outputs, or None when it may run."""
+    if not info.requires_complete(options):
+        return None
+    what = "a study" if design_label is None else f"the design {design_label}"
+    return (f"The test {label} cannot analyse {what}, whose systems lack outputs for some "
+            f"documents (partial coverage): {info.complete_reason}; use a test that handles missing outputs "
+            f"({', '.join(sorted(name for name, entry in ANALYSES.items() if not entry.requires_complete({})))})")
 
 
 ANALYSES: dict[str, AnalysisInfo] = {}
@@ -163,6 +189,9 @@ def run_analysis(info: AnalysisInfo, judgements: Judgements, rng: np.random.Gene
     failed result with the exception's text, never a p-value.
     """
     n_pairs = judgements.n_systems * (judgements.n_systems - 1) // 2
+    if not judgements.complete and info.requires_complete(options):
+        # the config refuses this before a run; a call from code must not read a missing output as a score
+        raise ConfigError(partial_coverage_refusal(info, info.name, options))
     start = time.perf_counter()
     try:
         result = info.function(judgements, rng, **options)

@@ -80,6 +80,8 @@ def unit_mean_and_sd(judgements: Judgements, unit: str) -> tuple[np.ndarray, np.
     """
     def compute(judgements: Judgements) -> tuple[np.ndarray, ...]:
         _, means = unit_differences(judgements, unit)
+        if not judgements.complete:
+            return _read_only(*_partial_mean_and_sd(means)[:2])
         if means.shape[0] > 1:
             return _read_only(*mean_and_sd(means))  # = means.mean(axis=0), means.std(axis=0, ddof=1)
         return _read_only(means.mean(axis=0), np.zeros(means.shape[1]))
@@ -94,6 +96,8 @@ def _read_only(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 def _unit_differences(judgements: Judgements, unit: str) -> tuple[np.ndarray, np.ndarray]:
+    if not judgements.complete:
+        return _partial_unit_differences(judgements, unit)
     contrast = pair_contrast_matrix(judgements.n_systems)
     if unit == "single":
         differences = judgements.scores @ contrast
@@ -110,6 +114,70 @@ def _unit_differences(judgements: Judgements, unit: str) -> tuple[np.ndarray, np
     if np.all(counts == counts[0]):
         return sums, means
     return means, means
+
+
+def _partial_unit_differences(judgements: Judgements, unit: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`unit_differences` of a study with missing outputs (partial coverage, docs/designs.md).
+
+    On single judgements a pair of systems is compared on the (annotator, document) pairs where both
+    outputs were judged. On documents or blocks, each system's mean is over its judgements in the unit and
+    the pair's difference is the difference of the two means, for the units where both systems have
+    judgements (under partial coverage: the documents both systems cover). ``means`` is NaN for a unit a
+    pair does not have (it is not in that pair's test); ``sums`` is 0 there, which adds nothing to a
+    sign-flip sum, so the randomisation test over all units is the test over the pair's own units.
+    ``sums`` are integer sums of differences when every unit a pair has holds the same number of judgements
+    of each system (as for complete data), else the means.
+    """
+    pairs = system_pairs(judgements.n_systems)
+    first, second = [i for i, _ in pairs], [j for _, j in pairs]
+    observed = judgements.observed
+    scores = np.where(observed, judgements.scores, 0.0)
+    if unit == "single":
+        both = observed[:, first] & observed[:, second]
+        differences = np.where(both, scores[:, first] - scores[:, second], 0.0)
+        return np.rint(differences).astype(np.int64), np.where(both, differences, np.nan)
+    ids = judgements.document if unit == "doc" else judgements.block
+    n_units = int(ids.max()) + 1
+    present = np.bincount(ids, minlength=n_units) > 0
+    sums = np.stack([np.bincount(ids, weights=scores[:, s], minlength=n_units)
+                     for s in range(judgements.n_systems)], axis=1)[present]
+    counts = np.stack([np.bincount(ids, weights=observed[:, s], minlength=n_units)
+                       for s in range(judgements.n_systems)], axis=1)[present]
+    paired = (counts[:, first] > 0) & (counts[:, second] > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        system_means = sums / counts
+    means = np.where(paired, system_means[:, first] - system_means[:, second], np.nan)
+    held = np.concatenate([counts[:, first][paired], counts[:, second][paired]])
+    if held.size and np.all(held == held[0]):
+        return np.where(paired, np.rint(sums[:, first] - sums[:, second]), 0).astype(np.int64), means
+    return np.where(paired, means, 0.0), means
+
+
+def _partial_mean_and_sd(means: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean, sd (ddof 1; 0 below two units) and number of units of each column, NaN entries left out."""
+    kept = ~np.isnan(means)
+    n = kept.sum(axis=0)
+    values = np.where(kept, means, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = values.sum(axis=0) / n
+        squares = np.where(kept, (means - mean) ** 2, 0.0).sum(axis=0)
+        sd = np.where(n > 1, np.sqrt(squares / np.maximum(n - 1, 1)), 0.0)
+    return mean, sd, n
+
+
+def _partial_ttest(judgements: Judgements, unit: str) -> PairwiseResult:
+    """The paired t-test of each pair over the units where both systems have outputs (partial coverage)."""
+    _, means = unit_differences(judgements, unit)
+    estimate, spread, n = _partial_mean_and_sd(means)
+    scale = np.maximum(1.0, np.nanmax(np.abs(np.where(np.isnan(means), 0.0, means)), axis=0))
+    defined = (n > 1) & (spread > 1e-12 * scale)
+    p_value = np.full(len(estimate), np.nan)
+    if defined.any():
+        t = estimate[defined] / (spread[defined] / np.sqrt(n[defined]))
+        p_value[defined] = 2 * stats.t.sf(np.abs(t), n[defined] - 1)
+    status = np.where(defined, OK, DEGENERATE).astype(object)
+    message = "" if defined.all() else "fewer than two paired units or zero variance of differences for some pairs"
+    return PairwiseResult(estimate=estimate, p_value=p_value, status=status, message=message)
 
 
 def _degenerate_block_result(n_pairs: int, message: str) -> PairwiseResult:
@@ -136,6 +204,8 @@ def paired_ttest(judgements: Judgements, rng: np.random.Generator, unit: str = "
     problem = _check_units(judgements, unit)
     if problem:
         return _degenerate_block_result(n_pairs, problem)
+    if not judgements.complete:
+        return _partial_ttest(judgements, unit)
     _, means = unit_differences(judgements, unit)
     estimate, spread = unit_mean_and_sd(judgements, unit)
     estimate = estimate.copy()
@@ -212,11 +282,19 @@ def paired_randomisation(judgements: Judgements, rng: np.random.Generator, unit:
     problem = _check_units(judgements, unit)
     if problem:
         return _degenerate_block_result(n_pairs, problem)
-    sums, _ = unit_differences(judgements, unit)
-    p_value = randomisation_pvalues(sums, rng, resamples=resamples, exact=exact,
-                                    combination=pair_combination_matrix(judgements.n_systems))
-    return PairwiseResult(estimate=unit_mean_and_sd(judgements, unit)[0].copy(), p_value=p_value,
-                          status=np.full(n_pairs, OK, dtype=object))
+    sums, means = unit_differences(judgements, unit)
+    # With missing outputs a pair's units are those both systems cover, so its column is no longer the
+    # difference of two reference pairs' columns: no combination then (each column flipped on its own values).
+    combination = pair_combination_matrix(judgements.n_systems) if judgements.complete else None
+    p_value = randomisation_pvalues(sums, rng, resamples=resamples, exact=exact, combination=combination)
+    status = np.full(n_pairs, OK, dtype=object)
+    if not judgements.complete:  # a pair without a unit where both systems have outputs has no test
+        unpaired = np.isnan(means).all(axis=0)
+        p_value = np.where(unpaired, np.nan, p_value)
+        status[unpaired] = DEGENERATE
+    return PairwiseResult(estimate=unit_mean_and_sd(judgements, unit)[0].copy(), p_value=p_value, status=status,
+                          message="no unit where both systems have outputs for some pairs"
+                          if (status == DEGENERATE).any() else "")
 
 
 # scipy.stats.wilcoxon(d, method="auto") chooses its p-value by this rule (read from scipy/stats/_wilcoxon.py
@@ -292,10 +370,36 @@ def wilcoxon_documents(judgements: Judgements, rng: np.random.Generator) -> Pair
     failure (scipy would report p = 1 or NaN there).
     """
     _, means = unit_differences(judgements, "doc")
+    if not judgements.complete:
+        return _partial_wilcoxon(means)
     p_value, defined = wilcoxon_pvalues(means)
     status = np.where(defined, OK, DEGENERATE).astype(object)
     message = "" if defined.all() else "all document differences zero for some pairs"
     return PairwiseResult(estimate=means.mean(axis=0), p_value=p_value, status=status, message=message)
+
+
+def _partial_wilcoxon(means: np.ndarray) -> PairwiseResult:
+    """:func:`wilcoxon_documents` under partial coverage: each pair over the documents both systems cover.
+
+    Pairs that cover the same documents are tested together (scipy's rule then sees each pair's own n).
+    """
+    kept = ~np.isnan(means)
+    p_value = np.full(means.shape[1], np.nan)
+    defined = np.zeros(means.shape[1], dtype=bool)
+    patterns, group = np.unique(kept.T, axis=0, return_inverse=True)
+    for index, rows in enumerate(patterns):
+        columns = np.flatnonzero(group.ravel() == index)
+        if rows.sum() == 0:
+            continue
+        p_value[columns], defined[columns] = wilcoxon_pvalues(means[np.ix_(rows, columns)])
+    estimate, _, _ = _partial_mean_and_sd(means)
+    status = np.where(defined, OK, DEGENERATE).astype(object)
+    message = "" if defined.all() else "no document, or all document differences zero, for some pairs"
+    return PairwiseResult(estimate=estimate, p_value=p_value, status=status, message=message)
+
+
+BLOCK_COMPLETE_REASON = ("a block's mean of one system would average other documents than the other system's, "
+                         "so the pairing by block is lost")
 
 
 def _positive_int_option(value):
@@ -320,6 +424,9 @@ for _unit, _suffix, _what in (("single", "", "single judgements paired by (annot
             description=f"Paired t-test over {_what}.",
             takes_rankings=f"ttest{_suffix}" in RANK_TESTS,
             uses_rng=False,
+            # per judgement pairs both outputs exist for; per block would compare different documents
+            needs_complete=_unit == "block",
+            complete_reason=BLOCK_COMPLETE_REASON,
             chunk_trials=CLASSICAL_CHUNK_TRIALS,
         ))
     register(AnalysisInfo(
@@ -330,6 +437,8 @@ for _unit, _suffix, _what in (("single", "", "single judgements paired by (annot
         description=f"Paired approximate randomisation test (sign flips) over {_what}.",
         takes_rankings=f"art{_suffix}" in RANK_TESTS,
         chunk_trials=CLASSICAL_CHUNK_TRIALS,
+        needs_complete=_unit == "block",
+        complete_reason=BLOCK_COMPLETE_REASON,
     ))
 
 CLASSICAL_TESTS = ("ttest", "ttest_doc", "ttest_block", "art", "art_doc", "art_block", "wilcoxon_doc")

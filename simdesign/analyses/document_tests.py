@@ -105,13 +105,25 @@ BATCH_CELLS = 2_000_000
 
 
 def document_means(judgements: Judgements) -> np.ndarray:
-    """Per-document mean score of every system, shape (n_documents, n_systems) (judged documents only)."""
+    """Per-document mean score of every system, shape (n_documents, n_systems) (judged documents only).
+
+    Under partial coverage a system's mean is over its existing outputs' judgements, NaN for a document
+    it has no output for.
+    """
     ids = judgements.document
     n_documents = int(ids.max()) + 1
     counts = np.bincount(ids, minlength=n_documents)
+    present = counts > 0
+    if not judgements.complete:
+        observed = judgements.observed
+        scores = np.where(observed, judgements.scores, 0.0)
+        sums = np.stack([np.bincount(ids, weights=scores[:, s], minlength=n_documents)
+                         for s in range(judgements.n_systems)], axis=1)[present]
+        held = np.stack([np.bincount(ids, weights=observed[:, s], minlength=n_documents)
+                         for s in range(judgements.n_systems)], axis=1)[present]
+        return np.where(held > 0, sums / np.where(held > 0, held, 1), np.nan)
     sums = np.stack([np.bincount(ids, weights=judgements.scores[:, s], minlength=n_documents)
                      for s in range(judgements.n_systems)], axis=1)
-    present = counts > 0
     return sums[present] / counts[present, None]
 
 
@@ -383,6 +395,8 @@ def unpaired_ttest(judgements: Judgements, rng: np.random.Generator, threshold: 
     pairs = system_pairs(judgements.n_systems)
     first = means[:, [i for i, _ in pairs]]
     second = means[:, [j for _, j in pairs]]
+    if not judgements.complete:  # each system's documents are the ones it has outputs for (theory only)
+        return _partial_welch(first, second)
     estimate = first.mean(axis=0) - second.mean(axis=0)
     if threshold == "independent_bootstrap":
         p_value = unpaired_bootstrap_pvalues(first, second, rng, bootstrap_resamples)
@@ -395,6 +409,33 @@ def unpaired_ttest(judgements: Judgements, rng: np.random.Generator, threshold: 
             p_value[defined] = stats.ttest_ind(first[:, defined], second[:, defined], axis=0,
                                                equal_var=False).pvalue
     return _result(estimate, p_value, "Welch's t")
+
+
+def _partial_welch(first: np.ndarray, second: np.ndarray) -> PairwiseResult:
+    """Welch's t-test of each pair of columns, each over its non-missing documents (partial coverage).
+
+    Written out (mean, variance and Welch-Satterthwaite df over the kept entries) so that all pairs take one
+    vectorised pass; the p-value is ``scipy.stats.ttest_ind(a, b, equal_var=False)``'s on each column's kept values.
+    """
+    def moments(values):
+        kept = ~np.isnan(values)
+        n = kept.sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(kept, values, 0.0).sum(axis=0) / n
+            variance = np.where(kept, (values - mean) ** 2, 0.0).sum(axis=0) / (n - 1)
+        return mean, variance, n
+
+    mean_a, variance_a, n_a = moments(first)
+    mean_b, variance_b, n_b = moments(second)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share_a, share_b = variance_a / n_a, variance_b / n_b
+        scale = np.sqrt(share_a + share_b)
+        defined = (n_a > 1) & (n_b > 1) & (scale > 0)
+        df = (share_a + share_b) ** 2 / (share_a ** 2 / (n_a - 1) + share_b ** 2 / (n_b - 1))
+        t = (mean_a - mean_b) / scale
+    p_value = np.full(first.shape[1], np.nan)
+    p_value[defined] = 2 * stats.t.sf(np.abs(t[defined]), df[defined])
+    return _result(mean_a - mean_b, p_value, "Welch's t")
 
 
 def paired_document_test(judgements: Judgements, rng: np.random.Generator, statistic: str,
@@ -428,6 +469,12 @@ def _draws_for_threshold(options: dict) -> bool:
     return options.get("threshold", "theory") != "theory"
 
 
+# Under partial coverage only the theoretical threshold is offered: the swaps and the bootstraps resample
+# the pairs of outputs of a document, which a pair of systems may not have.
+THRESHOLD_COMPLETE_REASON = ("its resampling thresholds (mc, hb, the bootstraps) resample documents with both "
+                             "systems' outputs; threshold theory handles missing outputs")
+
+
 register(AnalysisInfo(
     name="ttest_unpaired",
     function=unpaired_ttest,
@@ -438,6 +485,8 @@ register(AnalysisInfo(
                 "pairing) or independent_bootstrap (each system resampled on its own: drops the pairing).",
     chunk_trials=CLASSICAL_CHUNK_TRIALS,
     uses_rng=_draws_for_threshold,
+    needs_complete=_draws_for_threshold,
+    complete_reason=THRESHOLD_COMPLETE_REASON,
 ))
 
 # ttest_doc and wilcoxon_doc are registered here, once, so that their 'threshold' option and its resampling live
@@ -457,6 +506,8 @@ for _statistic, _name in PAIRED_TEST_NAMES.items():
         takes_rankings=True,  # reversed ranks are scores too (simdesign.methods.rank)
         uses_rng=_draws_for_threshold,
         chunk_trials=CLASSICAL_CHUNK_TRIALS,
+        needs_complete=_draws_for_threshold,
+        complete_reason=THRESHOLD_COMPLETE_REASON,
     ))
 
 DOCUMENT_TESTS = ("ttest_unpaired", "ttest_doc", "wilcoxon_doc")

@@ -138,6 +138,8 @@ register(AnalysisInfo(
     # stores written before the option existed hold Wald z results: only a test with df z may resume them
     former_defaults={"df": "z"},
     verbose=clmm_native_verbose, chunk_trials=10, random_effects=True,
+    # the likelihood is a sum over the judgements there are: unbalanced data need nothing else
+    needs_complete=False,
     # On rankings it fits reversed ranks as ordered categories 1..S, as the paper analysed its Rank data.
     takes_rankings=True,
     description="simdesign's cumulative link mixed model (same model as ordinal::clmm), pairwise Wald contrasts "

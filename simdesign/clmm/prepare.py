@@ -270,13 +270,19 @@ def _frame_columns(frame: pd.DataFrame) -> _Columns:
 def _judgements_columns(judgements: Judgements) -> _Columns:
     """The columns of ``judgements.to_frame()`` (a row per pair and system, systems in order), without pandas."""
     n_pairs, n_systems = judgements.scores.shape
+    # under partial coverage a missing output has no judgement: only the existing ones are observations
+    kept = slice(None) if judgements.complete else judgements.observed.ravel()
     codes, n_levels = {}, {}
     for name in TERM_NAMES:
-        levels, level_codes = np.unique(getattr(judgements, name), return_inverse=True)
-        codes[name], n_levels[name] = np.repeat(level_codes, n_systems), len(levels)
+        if judgements.complete:
+            levels, level_codes = np.unique(getattr(judgements, name), return_inverse=True)
+            codes[name], n_levels[name] = np.repeat(level_codes, n_systems), len(levels)
+        else:  # levels with no judgement left (a document no system covers) are not levels of the fit
+            levels, codes[name] = np.unique(np.repeat(getattr(judgements, name), n_systems)[kept], return_inverse=True)
+            n_levels[name] = len(levels)
     appearing = list(dict.fromkeys(judgements.systems))  # in order of appearance, as pandas.factorize
-    system_label = np.tile([appearing.index(name) for name in judgements.systems], n_pairs)
-    score = judgements.scores.ravel().astype(float)
+    system_label = np.tile([appearing.index(name) for name in judgements.systems], n_pairs)[kept]
+    score = judgements.scores.ravel().astype(float)[kept]
     _check_scores(score)
     _check_system_count(len(appearing))
     return _Columns(codes, n_levels, system_label, appearing, score)

@@ -20,14 +20,16 @@ Three kinds exist (docs/designs.md):
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 
 from simdesign.core.errors import ConfigError
-from simdesign.core.checks import is_integer
+from simdesign.core.checks import is_integer, is_number
 
 
 @dataclass(frozen=True)
@@ -59,8 +61,242 @@ def _positive_int(errors: list[str], field: str, value) -> int:
     return int(value)
 
 
+COVERAGE_FIELD = "coverage"
+"""The optional design field of every design kind: which documents each system has outputs for."""
+
+
 @dataclass(frozen=True)
-class BlockDesign:
+class Coverage:
+    """Which documents each system has an output for: *partial coverage* (docs/designs.md).
+
+    A system that covers only part of the documents has no output for the others, so nobody judges
+    them there: those (system, document) judgements do not exist (the study's
+    :class:`~simdesign.core.judgements.Judgements` marks them missing, its long table lacks their rows).
+
+    Parameters
+    ----------
+    systems : tuple of (str, value)
+        ``(system name, share or documents)`` sorted by name; a share in (0, 1] means that system has
+        outputs for round(share x docs) documents, drawn anew in every trial (uniformly, without
+        replacement, from the trial's data stream after every other draw); a tuple of 0-based document
+        indices means exactly those documents in every trial. Systems not named cover every document.
+        The name ``*`` stands for every system not named otherwise.
+
+    Examples
+    --------
+    >>> Coverage.from_config(0.8).label, Coverage.from_config({"b": [0, 2]}).describe()
+    ('cov0.8', 'b: documents [0, 2]')
+    """
+
+    systems: tuple
+
+    EVERY: ClassVar[str] = "*"
+
+    @classmethod
+    def from_config(cls, value) -> "Coverage":
+        """The config's form: a share for every system, or a mapping system -> share or list of documents.
+
+        Raises
+        ------
+        ConfigError
+            Naming the system and value (the documents' range is checked by the design, which knows it).
+        """
+        if isinstance(value, Coverage):
+            return value
+        mapping = {cls.EVERY: value} if is_number(value) else value
+        if not isinstance(mapping, dict) or not mapping:
+            raise ConfigError(f"The '{COVERAGE_FIELD}' field must be a share in (0, 1] for every system, or a "
+                              f"mapping system -> share or list of 0-based documents; got {value!r}")
+        errors, items = [], []
+        for system, spec in mapping.items():
+            where = COVERAGE_FIELD if system == cls.EVERY else f"{COVERAGE_FIELD}.{system}"
+            if not isinstance(system, str) or not system:
+                errors.append(f"The '{COVERAGE_FIELD}' field's keys must be system names; got {system!r}")
+            elif is_number(spec):
+                if not 0 < spec <= 1:
+                    errors.append(f"The '{where}' share must be in (0, 1]; got {spec!r}")
+                items.append((system, float(spec)))
+            elif isinstance(spec, (list, tuple)) and spec and all(is_integer(d, 0) for d in spec):
+                if len(set(spec)) != len(spec):
+                    errors.append(f"The '{where}' documents list some document twice; got {list(spec)}")
+                items.append((system, tuple(sorted(int(d) for d in spec))))
+            else:
+                errors.append(f"The '{where}' field must be a share in (0, 1] or a non-empty list of 0-based "
+                              f"document indices; got {spec!r}")
+        if errors:
+            raise ConfigError(errors)
+        return cls(tuple(sorted(items)))
+
+    def to_config(self):
+        """The config's form (:meth:`from_config` of it gives an equal Coverage)."""
+        if len(self.systems) == 1 and self.systems[0][0] == self.EVERY:
+            return self.systems[0][1]
+        return {system: (list(spec) if isinstance(spec, tuple) else spec) for system, spec in self.systems}
+
+    @property
+    def label(self) -> str:
+        """``cov<share>`` for one share of every system, else ``cov`` and a digest of the mapping."""
+        if len(self.systems) == 1 and self.systems[0][0] == self.EVERY:
+            return f"cov{self.systems[0][1]:g}"
+        return "cov" + hashlib.sha256(json.dumps(self.to_config(), sort_keys=True).encode()).hexdigest()[:8]
+
+    def named(self) -> list[str]:
+        """The system names the coverage gives (``*`` left out)."""
+        return [system for system, _ in self.systems if system != self.EVERY]
+
+    def spec_of(self, system: str):
+        """A system's share or documents, or None when it covers every document."""
+        found = dict(self.systems)
+        return found.get(system, found.get(self.EVERY))
+
+    def problems(self, docs: int) -> list[str]:
+        """What does not fit a design of ``docs`` documents (a document out of range, a share of no document)."""
+        errors = []
+        for system, spec in self.systems:
+            where = f"{COVERAGE_FIELD}.{system}"
+            if isinstance(spec, tuple) and spec[-1] >= docs:
+                errors.append(f"The '{where}' documents must be 0-based indices below the design's {docs} "
+                              f"documents; got {list(spec)}")
+            elif isinstance(spec, float) and round(spec * docs) < 1:
+                errors.append(f"The '{where}' share {spec:g} of {docs} documents covers no document; give a "
+                              f"share of at least {1 / docs:.3g}")
+        return errors
+
+    def covered_count(self, spec, docs: int) -> int:
+        """How many documents a system with ``spec`` (a share or documents) covers."""
+        return len(spec) if isinstance(spec, tuple) else int(round(spec * docs))
+
+    def covered(self, rng: np.random.Generator, systems, docs: int) -> np.ndarray:
+        """Which documents each system covers in one trial: bool, shape (docs, len(systems)).
+
+        A share's documents are drawn from ``rng`` (system by system in model order); document lists
+        draw nothing.
+
+        Raises
+        ------
+        ConfigError
+            The coverage names a system the model does not have.
+        """
+        unknown = sorted(set(self.named()) - set(systems))
+        if unknown:
+            raise ConfigError(f"The '{COVERAGE_FIELD}' field names system(s) {unknown} the model does not have; "
+                              f"its systems: {list(systems)}")
+        covered = np.ones((docs, len(systems)), dtype=bool)
+        for column, system in enumerate(systems):
+            spec = self.spec_of(system)
+            if spec is None:
+                continue
+            covered[:, column] = False
+            chosen = spec if isinstance(spec, tuple) else rng.choice(docs, self.covered_count(spec, docs),
+                                                                     replace=False)
+            covered[list(chosen), column] = True
+        return covered
+
+    def judgements(self, pairs_per_document: np.ndarray, systems) -> float:
+        """Expected judgements of a study whose documents have ``pairs_per_document`` assigned annotators."""
+        docs, pairs = len(pairs_per_document), float(pairs_per_document.sum())
+        total = 0.0
+        for system in systems:
+            spec = self.spec_of(system)
+            if spec is None:
+                total += pairs
+            elif isinstance(spec, tuple):
+                total += float(pairs_per_document[list(spec)].sum())
+            else:  # a uniform draw: every document is covered with probability count / docs
+                total += pairs * self.covered_count(spec, docs) / docs
+        return total
+
+    def describe(self) -> str:
+        """One phrase: which share or documents each named system covers."""
+        parts = []
+        for system, spec in self.systems:
+            name = "every system" if system == self.EVERY else system
+            parts.append(f"{name}: documents {list(spec)}" if isinstance(spec, tuple)
+                         else f"{name}: {spec:.0%} of documents")
+        return "; ".join(parts)
+
+
+def _with_coverage(design, errors: list[str]) -> None:
+    """Check a design's ``coverage`` field and store it as a :class:`Coverage` (None: every output exists)."""
+    value = design.coverage
+    if value is None:
+        return
+    try:
+        coverage = Coverage.from_config(value)
+    except ConfigError as exc:
+        errors.extend(exc.messages)
+        return
+    object.__setattr__(design, COVERAGE_FIELD, coverage)
+    if not errors:
+        errors.extend(coverage.problems(design.docs))
+
+
+def design_coverage(design):
+    """The design's :class:`Coverage`, or None when every output exists (also for a plug-in design kind
+    without the ``coverage`` field)."""
+    return getattr(design, COVERAGE_FIELD, None)
+
+
+def coverage_suffix(design) -> str:
+    """The label's part for partial coverage: ``-cov...``, or '' for a design whose outputs all exist."""
+    coverage = design_coverage(design)
+    return "" if coverage is None else f"-{coverage.label}"
+
+
+def expected_judgements(design, n_systems: int, systems=None) -> float:
+    """Judgements of one study of ``design``: the expected count under partial coverage, else the exact one.
+
+    ``systems`` (the model's names) are needed only when the coverage names systems; without them every
+    system counts as covered like the coverage's ``*`` entry (or fully).
+    """
+    coverage = design_coverage(design)
+    if coverage is None:
+        return design.pairs * n_systems
+    names = list(systems) if systems is not None else [f"\0{k}" for k in range(n_systems)]
+    total = coverage.judgements(_pairs_per_document(design), names)
+    return int(total) if total == int(total) else total
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Who judges what in one trial: the assignment, and which documents each system covers (None: all)."""
+
+    assignment: Assignment
+    covered: np.ndarray | None = None
+
+
+def draw_layout(design, rng: np.random.Generator, systems) -> Layout:
+    """The layout of one trial, drawn as a study's sampling draws it (the assignment first, the coverage last).
+
+    For studies that share one layout (several criteria judged by the same annotators on the same outputs);
+    ``systems`` are the model's names, in order.
+    """
+    assignment = design.assign(rng)
+    coverage = design_coverage(design)
+    covered = None if coverage is None else coverage.covered(rng, systems, assignment.n_documents)
+    return Layout(assignment, covered)
+
+
+@functools.lru_cache(maxsize=64)
+def _pairs_per_document(design) -> np.ndarray:
+    """Assigned annotators of each document (the same in every trial for every design kind)."""
+    assignment = design.assign(np.random.default_rng(0))
+    return np.bincount(assignment.document, minlength=assignment.n_documents)
+
+
+class _Described:
+    """:meth:`describe` of every design kind: its layout's phrase, and which outputs exist under partial coverage."""
+
+    def describe(self) -> str:
+        """One phrase for reports (docs/designs.md)."""
+        phrase = self._layout_phrase()
+        if self.coverage is None:
+            return phrase
+        return f"{phrase}; partial coverage ({self.coverage.describe()}; the other outputs do not exist)"
+
+
+@dataclass(frozen=True)
+class BlockDesign(_Described):
     """Blocks of documents, each judged by its own annotators.
 
     Parameters
@@ -82,6 +318,7 @@ class BlockDesign:
     blocks: int
     docs_per_block: int
     annotators_per_block: int
+    coverage: Coverage | None = field(default=None, kw_only=True)
     kind: ClassVar[str] = "block"
     kind_label: ClassVar[str] = "block design"
     has_blocks: ClassVar[bool] = True
@@ -98,12 +335,14 @@ class BlockDesign:
         errors: list[str] = []
         for field in ("blocks", "docs_per_block", "annotators_per_block"):
             _positive_int(errors, field, getattr(self, field))
+        _with_coverage(self, errors)
         if errors:
             raise ConfigError(errors)
 
     @property
     def label(self) -> str:
-        return f"block-B{self.blocks}-D{self.docs_per_block}-A{self.annotators_per_block}"
+        return (f"block-B{self.blocks}-D{self.docs_per_block}-A{self.annotators_per_block}"
+                + coverage_suffix(self))
 
     @classmethod
     def search_designs(cls, shape: str, n_docs: int, grid) -> list:
@@ -148,8 +387,9 @@ class BlockDesign:
         """Assigned (annotator, document) pairs."""
         return self.docs * self.annotators_per_block
 
-    def judgements(self, n_systems: int) -> int:
-        return self.pairs * n_systems
+    def judgements(self, n_systems: int, systems=None) -> int | float:
+        """Judgements of one study (expected under partial coverage: :func:`expected_judgements`)."""
+        return expected_judgements(self, n_systems, systems)
 
     def judgements_per_annotator(self, n_systems: int) -> int:
         return self.docs_per_block * n_systems
@@ -158,8 +398,8 @@ class BlockDesign:
         """The heaviest annotator's load (every annotator of a block design has the same)."""
         return self.judgements_per_annotator(n_systems)
 
-    def describe(self) -> str:
-        """One phrase for reports (docs/designs.md)."""
+    def _layout_phrase(self) -> str:
+        """The layout in one phrase (:meth:`describe` adds the coverage)."""
         if self.shape == "nested":
             documents = "document" if self.docs_per_block == 1 else "documents"
             return f"nested: {self.annotators} annotators, each judging their own {self.docs_per_block} {documents}"
@@ -198,7 +438,7 @@ def _block_assignment(blocks: int, dpb: int, apb: int) -> Assignment:
     return assignment
 
 
-class _WithoutBlocks:
+class _WithoutBlocks(_Described):
     """The summary columns of a design kind without blocks (pool, overlap): its block columns are empty."""
 
     def columns(self) -> dict:
@@ -233,6 +473,7 @@ class PoolDesign(_WithoutBlocks):
     docs: int
     annotators: int
     judgements_per_output: int
+    coverage: Coverage | None = field(default=None, kw_only=True)
     kind: ClassVar[str] = "pool"
     kind_label: ClassVar[str] = "pool design"
     has_blocks: ClassVar[bool] = False
@@ -265,12 +506,35 @@ class PoolDesign(_WithoutBlocks):
                 f"annotator of the pool judges something; got docs {docs} x judgements_per_output {k} = "
                 f"{docs * k} judged pairs for annotators {annotators}"
             )
+        _with_coverage(self, errors)
         if errors:
             raise ConfigError(errors)
 
     @property
     def label(self) -> str:
-        return f"pool-N{self.docs}-M{self.annotators}-k{self.judgements_per_output}"
+        return f"pool-N{self.docs}-M{self.annotators}-k{self.judgements_per_output}" + coverage_suffix(self)
+
+    @classmethod
+    def for_workers(cls, workers: int, items_per_worker: int, workers_per_item: int, **options) -> "PoolDesign":
+        """The pool in which each of ``workers`` judges about ``items_per_worker`` items (documents, each with
+        all its systems' outputs) and every item gets ``workers_per_item`` distinct workers.
+
+        A crowdsourcing platform's assignment (docs/designs.md, "Workers who judge some items"): the
+        documents are round(workers x items_per_worker / workers_per_item), and the pool's loads differ by at
+        most one document. ``options`` go to the design (e.g. ``coverage``).
+
+        Examples
+        --------
+        >>> d = PoolDesign.for_workers(46, 26, 3)
+        >>> d.label, d.pairs / d.annotators
+        ('pool-N399-M46-k3', 26.02173913043478)
+        """
+        for name, value in (("workers", workers), ("items_per_worker", items_per_worker),
+                            ("workers_per_item", workers_per_item)):
+            if not is_integer(value, 1):
+                raise ConfigError(f"The '{name}' of a worker assignment must be a positive integer; got {value!r}")
+        return cls(docs=max(1, round(workers * items_per_worker / workers_per_item)), annotators=workers,
+                   judgements_per_output=workers_per_item, **options)
 
     @classmethod
     def search_designs(cls, shape: str, n_docs: int, grid) -> list:
@@ -282,8 +546,9 @@ class PoolDesign(_WithoutBlocks):
     def pairs(self) -> int:
         return self.docs * self.judgements_per_output
 
-    def judgements(self, n_systems: int) -> int:
-        return self.pairs * n_systems
+    def judgements(self, n_systems: int, systems=None) -> int | float:
+        """Judgements of one study (expected under partial coverage: :func:`expected_judgements`)."""
+        return expected_judgements(self, n_systems, systems)
 
     def judgements_per_annotator(self, n_systems: int) -> float:
         return self.pairs * n_systems / self.annotators
@@ -296,8 +561,8 @@ class PoolDesign(_WithoutBlocks):
     def shape_of(columns) -> str:
         return "pool"
 
-    def describe(self) -> str:
-        """One phrase for reports (docs/designs.md)."""
+    def _layout_phrase(self) -> str:
+        """The layout in one phrase (:meth:`describe` adds the coverage)."""
         annotators = "annotator" if self.judgements_per_output == 1 else "annotators"
         return (f"a pool of {self.annotators} annotators sharing {self.docs} documents, "
                 f"{self.judgements_per_output} {annotators} per document")
@@ -360,6 +625,7 @@ class OverlapDesign(_WithoutBlocks):
     shared_docs: int
     unique_docs_per_annotator: int
     annotators: int
+    coverage: Coverage | None = field(default=None, kw_only=True)
     kind: ClassVar[str] = "overlap"
     kind_label: ClassVar[str] = "overlap design"
     has_blocks: ClassVar[bool] = False
@@ -384,12 +650,14 @@ class OverlapDesign(_WithoutBlocks):
         if not is_integer(annotators, 2):
             errors.append(f"The 'annotators' field of an overlap design must be an integer of at least 2 "
                           f"(with one annotator nothing is shared); got {annotators!r}")
+        _with_coverage(self, errors)
         if errors:
             raise ConfigError(errors)
 
     @property
     def label(self) -> str:
-        return f"overlap-S{self.shared_docs}-U{self.unique_docs_per_annotator}-A{self.annotators}"
+        return (f"overlap-S{self.shared_docs}-U{self.unique_docs_per_annotator}-A{self.annotators}"
+                + coverage_suffix(self))
 
     @classmethod
     def search_designs(cls, shape: str, n_docs: int, grid) -> list:
@@ -414,8 +682,9 @@ class OverlapDesign(_WithoutBlocks):
         mean = self.pairs / self.docs
         return int(mean) if mean == int(mean) else mean
 
-    def judgements(self, n_systems: int) -> int:
-        return self.pairs * n_systems
+    def judgements(self, n_systems: int, systems=None) -> int | float:
+        """Judgements of one study (expected under partial coverage: :func:`expected_judgements`)."""
+        return expected_judgements(self, n_systems, systems)
 
     def judgements_per_annotator(self, n_systems: int) -> int:
         return (self.shared_docs + self.unique_docs_per_annotator) * n_systems
@@ -428,8 +697,8 @@ class OverlapDesign(_WithoutBlocks):
     def shape_of(columns) -> str:
         return "overlap"
 
-    def describe(self) -> str:
-        """One phrase for reports (docs/designs.md)."""
+    def _layout_phrase(self) -> str:
+        """The layout in one phrase (:meth:`describe` adds the coverage)."""
         shared = "document" if self.shared_docs == 1 else "documents"
         own = "document" if self.unique_docs_per_annotator == 1 else "documents"
         return (f"{self.annotators} annotators all judging the same {self.shared_docs} shared {shared}, "
@@ -504,7 +773,11 @@ def shape_markers() -> dict:
 
 def design_to_mapping(design) -> dict:
     """A design as a config writes it (one design, scalar fields): ``{'kind': ..., field: value, ...}``."""
-    return {"kind": design.kind, **{field: getattr(design, field) for field in design.fields}}
+    mapping = {"kind": design.kind, **{name: getattr(design, name) for name in design.fields}}
+    coverage = design_coverage(design)
+    if coverage is not None:  # written only when set, so complete designs keep their form
+        mapping[COVERAGE_FIELD] = coverage.to_config()
+    return mapping
 
 
 def design_from_mapping(mapping: dict):
@@ -513,12 +786,14 @@ def design_from_mapping(mapping: dict):
     if kind not in DESIGN_KINDS:
         raise ConfigError(f"The design 'kind' field must be one of {sorted(DESIGN_KINDS)}; got {kind!r}")
     cls = DESIGN_KINDS[kind]
-    unknown = sorted(set(mapping) - {"kind", *cls.fields})
+    unknown = sorted(set(mapping) - {"kind", COVERAGE_FIELD, *cls.fields})
     missing = [field for field in cls.fields if field not in mapping]
     if unknown or missing:
         raise ConfigError(f"A {kind} design has the fields {list(cls.fields)}; "
                           f"unknown: {unknown}, missing: {missing}")
-    return cls(**{field: mapping[field] for field in cls.fields})
+    # coverage only when given: a plug-in design kind need not have the field
+    extra = {COVERAGE_FIELD: mapping[COVERAGE_FIELD]} if mapping.get(COVERAGE_FIELD) is not None else {}
+    return cls(**{name: mapping[name] for name in cls.fields}, **extra)
 
 
 def shape_of_row(row) -> str:

@@ -22,7 +22,10 @@ class Judgements:
     Attributes
     ----------
     scores : ndarray of int, shape (n_pairs, n_systems)
-        Score values (on the model's scale, e.g. 1..7).
+        Score values (on the model's scale, e.g. 1..7). Under partial coverage (a system without an
+        output for some documents, docs/designs.md) a float array whose missing outputs are NaN:
+        :attr:`observed` says which exist, :meth:`to_frame` lacks the others' rows, and only analyses
+        that handle missing outputs get such a study (``AnalysisInfo.needs_complete``).
     annotator, document, block : ndarray of int, shape (n_pairs,)
         Dense 0-based ids; ``block`` is -1 where the design has no blocks.
     systems : tuple of str
@@ -75,6 +78,22 @@ class Judgements:
         return self.scores.shape[1]
 
     @property
+    def complete(self) -> bool:
+        """Whether every system's output exists for every pair (no partial coverage)."""
+        return self.observed is None
+
+    @property
+    def observed(self) -> np.ndarray | None:
+        """Which judgements exist, bool shape (n_pairs, n_systems); None when all do (a complete study)."""
+        def compute(judgements: "Judgements"):
+            if judgements.scores.dtype.kind != "f":
+                return None
+            mask = ~np.isnan(judgements.scores)
+            mask.flags.writeable = False
+            return None if mask.all() else mask
+        return self.derived("observed", compute)
+
+    @property
     def has_blocks(self) -> bool:
         return bool(self.block.size) and bool(self.block.min() >= 0)
 
@@ -84,7 +103,7 @@ class Judgements:
         Returns
         -------
         pandas.DataFrame
-            Columns ``annotator, document, block, system, score``; ``block``
+            Columns ``annotator, document, block, system, score`` (no row for a missing output); ``block``
             is missing (<NA>) for designs without blocks; ``system`` holds
             the system names.
         """
@@ -92,13 +111,18 @@ class Judgements:
         block = pd.array(np.repeat(self.block, n_systems), dtype="Int64")
         if not self.has_blocks:
             block[:] = pd.NA
-        return pd.DataFrame({
+        frame = pd.DataFrame({
             "annotator": np.repeat(self.annotator, n_systems),
             "document": np.repeat(self.document, n_systems),
             "block": block,
             "system": np.tile(np.asarray(self.systems, dtype=object), n_pairs),
             "score": self.scores.ravel(),
         })
+        if self.complete:
+            return frame
+        # a missing output has no judgement: its row is left out, never written as a score
+        frame = frame[self.observed.ravel()].reset_index(drop=True)
+        return frame.astype({"score": np.int64})
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, systems=None, block_column: str | None = None) -> "Judgements":

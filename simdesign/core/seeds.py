@@ -13,7 +13,7 @@ import hashlib
 
 import numpy as np
 
-DATA_STREAM, ANALYSIS_STREAM, REPLICATION_STREAM = 0, 1, 2
+DATA_STREAM, ANALYSIS_STREAM, REPLICATION_STREAM, CRITERION_STREAM = 0, 1, 2, 3
 
 
 @functools.lru_cache(maxsize=4096)  # a few labels per run, hashed for every trial's streams
@@ -57,4 +57,16 @@ def replication_rng(root_seed: int, design_label: str, trial: int) -> np.random.
     replication depends on neither workers nor chunking.
     """
     sequence = np.random.SeedSequence(root_seed, spawn_key=(label_key(design_label), trial, REPLICATION_STREAM))
+    return _generator(sequence)
+
+
+def criterion_rng(root_seed: int, design_label: str, trial: int, criterion: str) -> np.random.Generator:
+    """The generator of one criterion's random effects and noise in one trial (several criteria per study).
+
+    The criteria of a trial share its layout (assignment and coverage, drawn from :func:`data_rng`);
+    each criterion's own draws come from this stream, keyed by the criterion's name, so they are the same
+    whichever other criteria a config lists.
+    """
+    sequence = np.random.SeedSequence(root_seed, spawn_key=(label_key(design_label), trial, CRITERION_STREAM,
+                                                            label_key(criterion)))
     return _generator(sequence)

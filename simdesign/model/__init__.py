@@ -22,7 +22,7 @@ import numpy as np
 import yaml
 from scipy import special
 
-from simdesign.core.designs import Design
+from simdesign.core.designs import Design, design_coverage
 from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
 from simdesign.model.common import PSD_TOLERANCE, covariance_square_root, effect_scale  # noqa: F401 (public here)
@@ -203,7 +203,8 @@ class OrdinalMixedModel:
         """Fixed effects beta under an effect setting ('fitted', 'zero' or a scale factor)."""
         return self.effects * effect_scale(effect)
 
-    def sample(self, design: Design, rng: np.random.Generator, effect="fitted", method=None) -> Judgements:
+    def sample(self, design: Design, rng: np.random.Generator, effect="fitted", method=None,
+               layout=None) -> Judgements:
         """Sample one study: fresh random effects, assignment and scores.
 
         Parameters
@@ -220,14 +221,18 @@ class OrdinalMixedModel:
             responses (Rank: reversed ranks, S = best); the model's draws come first,
             in the same order for every method.
 
+        layout : simdesign.core.designs.Layout, optional
+            A layout drawn before (:func:`~simdesign.core.designs.draw_layout`): its assignment and
+            coverage are used instead of drawing them from ``rng`` (several criteria of one study).
+
         Returns
         -------
         Judgements
         """
-        return self.sample_with_document_part(design, rng, effect, method)[0]
+        return self.sample_with_document_part(design, rng, effect, method, layout)[0]
 
     def sample_with_document_part(self, design: Design, rng: np.random.Generator, effect="fitted",
-                                  method=None) -> tuple[Judgements, np.ndarray]:
+                                  method=None, layout=None) -> tuple[Judgements, np.ndarray]:
         """:meth:`sample`, and the study's document random parts z_s . v_d, shape (n_documents, S).
 
         The same draws as :meth:`sample` (one generator, one draw order), for callers that need the
@@ -235,12 +240,22 @@ class OrdinalMixedModel:
         """
         method = check_method(method, self)
         beta = self.effects_for(effect)
-        assignment = design.assign(rng)
+        assignment = design.assign(rng) if layout is None else layout.assignment
         n_systems = self.n_systems
         annotator_part = rng.standard_normal((assignment.n_annotators, n_systems)) @ self._annotator_loading.T
         document_part = rng.standard_normal((assignment.n_documents, n_systems)) @ self._document_loading.T
         eta = beta + annotator_part[assignment.annotator] + document_part[assignment.document]
+        coverage = design_coverage(design)
+        if coverage is not None and method.rankings:
+            raise ConfigError(f"The design {design.label} has partial coverage: a ranking needs every system's "
+                              f"output for the document, so 'method: {method.name}' cannot be used with 'coverage'")
         scores = method.responses(self, eta, rng)
+        if coverage is not None:
+            # drawn after every other draw, so the outputs that exist have the scores the complete design's
+            # study on the same stream would have; the others do not exist (NaN, never a score)
+            covered = coverage.covered(rng, self.systems, assignment.n_documents) if layout is None \
+                else layout.covered
+            scores = np.where(covered[assignment.document], scores, np.nan)
         return Judgements(scores=scores, annotator=assignment.annotator, document=assignment.document,
                           block=assignment.block, systems=self.systems), document_part
 

@@ -126,20 +126,22 @@ class LikertRankModel(OrdinalMixedModel):
     # Rankings come from the rank model; every other method's responses from the Likert part.
     generates_rankings = True
 
-    def sample(self, design: Design, rng: np.random.Generator, effect="fitted", method=None) -> Judgements:
+    def sample(self, design: Design, rng: np.random.Generator, effect="fitted", method=None,
+               layout=None) -> Judgements:
         """One study: Likert scores from the Likert part, rankings from ``rank_model`` (their own draws)."""
         method = check_method(method, self)
-        if method.rankings:
+        if method.rankings:  # a ranking study has no criteria (config checks), hence no shared layout
             return self.rank_model.sample(design, rng, effect, method=method)
-        return super().sample(design, rng, effect, method)
+        return super().sample(design, rng, effect, method, layout)
 
-    def sample_with_document_part(self, design: Design, rng: np.random.Generator, effect="fitted", method=None):
+    def sample_with_document_part(self, design: Design, rng: np.random.Generator, effect="fitted", method=None,
+                                  layout=None):
         method = check_method(method, self)
         if method.rankings:
             raise ConfigError(f"Model '{self.name}': its rankings come from a rank-only model, whose document "
                               "effects are on another scale than the Likert part's; only Likert studies give "
                               "their document parts")
-        return super().sample_with_document_part(design, rng, effect, method)
+        return super().sample_with_document_part(design, rng, effect, method, layout)
 
     def to_dict(self) -> dict:
         """The Likert part's file form with the rank model under ``rank_model``."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from simdesign.core.designs import Design
+from simdesign.core.designs import Design, design_coverage
 from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
 from simdesign.methods import all_methods, default_method, get_method, method_names
@@ -158,6 +158,9 @@ class RankOnlyModel:
         (default: the only one the model generates).
         """
         method = check_method(generated_methods(self)[0] if method is None else method, self)
+        if design_coverage(design) is not None:
+            raise ConfigError(f"The design {design.label} has partial coverage: a ranking needs every system's "
+                              "output for the document, so a rank-only model cannot simulate it")
         assignment = design.assign(rng)
         slopes = np.zeros((assignment.n_annotators, self.n_systems))
         slopes[:, 1:] = rng.standard_normal((assignment.n_annotators, self.n_systems - 1)) \

@@ -93,6 +93,27 @@ class StudyKind:
         """One trial of one cell, from ``rng`` (its own stream), as rows."""
         raise NotImplementedError
 
+    # -- replaying one stored trial (``simdesign replay``)
+    cell_column: str = "cell"
+    """The column of :meth:`stored_rows` that names a row's cell (with 'trial', what a replay selects by)."""
+
+    def stored_trial(self, config, rows: pd.DataFrame, cell: str, trial: int) -> pd.DataFrame:
+        """The rows of one trial of one cell among :meth:`stored_rows` (default: by :attr:`cell_column`)."""
+        return rows[(rows[self.cell_column] == cell) & (rows["trial"] == trial)].reset_index(drop=True)
+
+    def replay_cells(self, config) -> list[str]:
+        """The cells whose trials :meth:`replay` recomputes (default: :meth:`cells`)."""
+        return self.cells(config)
+
+    def replay(self, config, cell: str, trial: int) -> pd.DataFrame:
+        """One trial of one cell recomputed from its seed, as the stored rows of that trial (default: the
+        generic runner's :meth:`trial_rows` on the trial's stream). A kind that cannot replay raises
+        NotImplementedError."""
+        rows = self.trial_rows(config, cell, trial, trial_stream(self.seed(config), cell, trial)).copy()
+        rows.insert(0, "trial", trial)
+        rows.insert(0, "cell", cell)
+        return rows
+
     # -- results
     def run(self, config, out_dir: Path, backend: BackendSpec, progress: bool) -> pd.DataFrame:
         """Compute what ``out_dir`` misses and return every stored row (default: :func:`run_trials`)."""

@@ -32,7 +32,7 @@ from pathlib import Path
 from simdesign.runner.limits import study_size_problems
 from simdesign.analyses import ANALYSES, resolve_analysis
 from simdesign.analyses.base import current_options
-from simdesign.core.designs import DESIGN_KINDS
+from simdesign.core.designs import COVERAGE_FIELD, DESIGN_KINDS, design_to_mapping
 from simdesign.core.fields import count_problem, field_problem
 from simdesign.runner.study import study_field_problems
 from simdesign.core.errors import ConfigError
@@ -43,6 +43,9 @@ from simdesign.methods import config_name, get_method
 from simdesign.simulation.methods import (DEFAULT_METHODS, method_problems, method_specs, method_warnings,
                                           parse_methods, shared_model_digest_source, spec_method)
 from simdesign.model.method_pair import load_rank_model, with_rank_model
+from simdesign.simulation.coverage import coverage_problems
+from simdesign.simulation.criteria import (Criterion, criteria_problems, criteria_to_mapping, criterion_specs,
+                                           parse_criteria)
 from simdesign.simulation.replication import ReplicationSettings, parse_replication, replication_problems
 from simdesign.core.estimands import ESTIMANDS, requestable_estimands
 from simdesign.simulation.summary import estimand_names
@@ -50,7 +53,7 @@ from simdesign.core.checks import is_integer, is_number
 
 TOP_LEVEL_KEYS = ("name", "model", "effect", "designs", "tests", "trials", "alpha", "seed", "art_resamples",
                   "art_exact", "chunk_size", "figure", "description", "estimands", "replication",
-                  "document_intercept_scale", "method", "methods", "study")
+                  "document_intercept_scale", "method", "methods", "study", "criteria")
 MODEL_TYPES = (OrdinalMixedModel, RankOnlyModel)  # a Likert (or joint Likert/Rank) model, or a rank-only one
 FIGURE_X = ("annotators", "judgements", "docs", "blocks", "annotators_per_block", "judgements_per_output")
 FIGURE_COLOUR = ("test", "shape")
@@ -205,6 +208,7 @@ document_intercept_scale, methods
     replication: ReplicationSettings | None = None  # exact replications (simdesign.simulation.replication)
     document_intercept_scale: float | None = None  # sets the model's (OrdinalMixedModel); None: the model's own
     methods: tuple = DEFAULT_METHODS  # annotation methods, each a dimension of the results (simulation/methods.py)
+    criteria: tuple = ()  # several criteria per study, each a dimension of the results (simulation/criteria.py)
     # The YAML's name for the tests; stored in 'analyses' (an init-only alias: see the class docstring).
     tests: dataclasses.InitVar[object] = None
 
@@ -267,6 +271,9 @@ document_intercept_scale, methods
                         for a in (self._parsed_test(item, position, tests_field, problems, inherited)
                                   if not isinstance(item, AnalysisSpec) else [item])]
         object.__setattr__(self, "analyses", ParsedTests(analyses) if isinstance(analyses, (list, tuple)) else analyses)
+        if isinstance(self.criteria, (list, str, dict)) or any(not isinstance(c, Criterion) for c in self.criteria):
+            object.__setattr__(self, "criteria", parse_criteria({"criteria": self.criteria, "model": self.model},
+                                                                None, resolve_model, problems))
         if isinstance(self.estimands, (list, str)):
             object.__setattr__(self, "estimands", tuple([self.estimands] if isinstance(self.estimands, str)
                                                         else self.estimands))
@@ -313,6 +320,8 @@ document_intercept_scale, methods
         Likert items are the specs themselves; others are :class:`~simdesign.simulation.methods.MethodSpec`
         labelled ``<label>@<method>``.
         """
+        if self.criteria:  # criteria and methods other than Likert do not combine (criteria_problems)
+            return criterion_specs(tuple(self.analyses) + self.estimand_specs, self.criteria)
         return method_specs(tuple(self.analyses) + self.estimand_specs, self.methods)
 
     def analysis_fingerprints(self) -> dict:
@@ -325,7 +334,11 @@ document_intercept_scale, methods
         found = {}
         for spec in self.work_specs:
             method = get_method(spec_method(spec))
-            if method.is_default:
+            if hasattr(spec, "criterion"):  # the criterion and its model's shared part (simulation/criteria.py)
+                found[spec.label] = stable_digest({
+                    "name": spec.name, "options": spec.options, "criterion": spec.criterion,
+                    "model": stable_digest(shared_model_digest_source(spec.model))})
+            elif method.is_default:
                 found[spec.label] = spec.fingerprint if isinstance(spec, AnalysisSpec) else ""
             else:
                 found[spec.label] = stable_digest({"name": spec.name, "options": spec.options, "method": method.name,
@@ -363,8 +376,7 @@ document_intercept_scale, methods
         mapping = {
             "name": self.name, "model": self.model_source if self.model_source else self.model.to_dict(),
             "effect": self.effect,
-            "designs": [{"kind": d.kind, **{f.name: getattr(d, f.name) for f in dataclasses.fields(d)}}
-                        for d in self.designs],
+            "designs": [design_to_mapping(d) for d in self.designs],
             "tests": tests, "trials": self.trials, "alpha": self.alpha, "seed": self.seed,
             "art_resamples": self.art_resamples, "art_exact": self.art_exact,
             "figure": dataclasses.asdict(self.figure),
@@ -381,6 +393,8 @@ document_intercept_scale, methods
             mapping["document_intercept_scale"] = self.document_intercept_scale
         if tuple(self.methods) != DEFAULT_METHODS:  # left out for Likert, so existing configs hash as before
             mapping["methods"] = [config_name(method) for method in self.methods]  # a plug-in by its import path
+        if self.criteria:
+            mapping["criteria"] = criteria_to_mapping(self.criteria)
         return mapping
 
     to_dict = to_mapping  # the name before 0.2; kept for callers
@@ -557,6 +571,10 @@ def config_problems(values: dict, check_empty: bool = True) -> list[str]:
         problems += study_size_problems(designs, model.n_systems, analyses, values.get("art_resamples")
                                         if isinstance(values.get("art_resamples"), int) else None)
     problems += replication_problems(values.get("replication"), analyses)
+    problems += coverage_problems(designs, analyses, estimands, model, values.get("methods") or DEFAULT_METHODS,
+                                  values.get("replication"))
+    problems += criteria_problems(values.get("criteria") or (), model, values.get("methods") or DEFAULT_METHODS,
+                                  values.get("replication"), MODEL_TYPES)
     if values.get("replication") is not None and tuple(values.get("methods") or DEFAULT_METHODS) != DEFAULT_METHODS:
         problems.append("The 'replication' estimands are computed on Likert studies only; "
                         f"leave out 'method'/'methods' (got {list(values.get('methods'))})")
@@ -720,6 +738,7 @@ def parse_config(raw: dict, base_dir: Path | None = None) -> SimulationConfig:
     values.update(name=raw.get("name"), effect=raw.get("effect", "fitted"), description=str(raw.get("description", "")))
     values["document_intercept_scale"] = raw.get("document_intercept_scale")
     values["methods"] = parse_methods(raw, errors)
+    values["criteria"] = parse_criteria(raw, base_dir, resolve_model, errors)
     if model is not None:
         values["model"] = with_intercept_scale(model, values["document_intercept_scale"], errors)
     values["designs"] = parse_designs(raw.get("designs"), errors)
@@ -826,11 +845,12 @@ def parse_designs(items, errors: list[str]) -> list:
                           f"{did_you_mean(kind, DESIGN_KINDS)}")
             continue
         cls = DESIGN_KINDS[kind]
-        fields = [f.name for f in dataclasses.fields(cls)]
-        extra = sorted(set(item) - set(fields) - {"kind"})
+        fields = list(cls.fields)
+        optional = [COVERAGE_FIELD] if COVERAGE_FIELD in item else []  # partial coverage (docs/designs.md)
+        extra = sorted(set(item) - set(fields) - {"kind", *optional})
         missing = [f for f in fields if f not in item]
         if extra or missing:
-            errors.append(f"{where} ({kind}) needs exactly the fields {fields}"
+            errors.append(f"{where} ({kind}) needs exactly the fields {fields} (and optionally '{COVERAGE_FIELD}')"
                           + (f"; unknown {extra}" if extra else "") + (f"; missing {missing}" if missing else "")
                           + suggestions(extra, fields))
             continue
@@ -846,7 +866,7 @@ def parse_designs(items, errors: list[str]) -> list:
             continue
         count = lengths.pop() if lengths else 1
         for index in range(count):
-            values = {f: (item[f][index] if isinstance(item[f], list) else item[f]) for f in fields}
+            values = {f: (item[f][index] if isinstance(item[f], list) else item[f]) for f in fields + optional}
             try:
                 designs.append(cls(**values))
             except ConfigError as exc:

@@ -28,18 +28,19 @@ from simdesign.analyses.base import BACKEND_CHECKS, DEGENERATE, OK, AnalysisInfo
 from simdesign.runner.execute import run_chunks
 from simdesign.simulation.backends import DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, r_backed
 from simdesign.simulation.config import AnalysisSpec, SimulationConfig
-from simdesign.core.designs import Design
+from simdesign.core.designs import Design, draw_layout
 from simdesign.core.errors import ConfigError, MissingBackendError
 from simdesign.core.judgements import Judgements
 from simdesign.model import OrdinalMixedModel
 from simdesign.simulation.replication import is_replication_item, replication_rows, replication_work
 from simdesign.core.estimands import Estimand, estimand
 from simdesign.stats.reliability import UndefinedReliability
-from simdesign.core.seeds import analysis_rng, data_rng
+from simdesign.core.seeds import analysis_rng, criterion_rng, data_rng
 from simdesign.methods import default_method, get_method
 from simdesign.core.threads import single_threaded
 from simdesign.runner.limits import check_trial_count
 from simdesign.simulation.methods import METHOD_COLUMN, spec_method
+from simdesign.simulation.criteria import CRITERION_COLUMN, spec_criterion, split_criterion_label
 from simdesign.simulation.store import RESULT_COLUMNS, ResultsStore
 
 log = logging.getLogger(__name__)
@@ -188,34 +189,44 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
     estimand_rows = []
     methods = [registry.get(METHOD_ENTRY + name) or get_method(name)
                for name in dict.fromkeys(spec_method(spec) for spec in chunk.analyses)]
+    # several criteria (simulation/criteria.py): one study per criterion, all on the trial's one layout
+    criteria = {spec.criterion: spec.model for spec in chunk.analyses if spec_criterion(spec) is not None}
+    criterion_diffs = {name: _true_differences(criterion_model, effect, pairs)
+                       for name, criterion_model in criteria.items()}
+    tested_diffs = []  # each tested result's true differences, with criteria (their models differ)
     design_label = chunk.design.label  # a property formatting its string on every call
     # Replication items (simdesign.simulation.replication) share one replication study per trial (Likert).
     replicated = [spec for spec in chunk.analyses if is_replication_item(spec)]
     for trial in range(chunk.first_trial, chunk.stop_trial):
         # One study per method and trial, each from its own stream; Likert's stream is the one it always had.
-        studies = {method.name: model.sample(chunk.design, data_rng(root_seed, design_label, trial,
-                                                                    method.stream_suffix), effect, method=method)
-                   for method in methods}
+        if criteria:
+            studies = _criterion_studies(model, criteria, effect, root_seed, chunk.design, trial)
+        else:
+            studies = {method.name: model.sample(chunk.design, data_rng(root_seed, design_label, trial,
+                                                                        method.stream_suffix), effect, method=method)
+                       for method in methods}
         if replicated:  # replication runs on the default method only (the config refuses others)
             estimand_rows += replication_rows(replicated, model, effect, root_seed, chunk.design, trial,
                                               studies[default_method().name], registry)
         for spec in chunk.analyses:
             if is_replication_item(spec):
                 continue
-            judgements = studies[spec_method(spec)]
+            judgements = studies[spec_criterion(spec) if criteria else spec_method(spec)]
             if isinstance(registry[spec.name], Estimand):
                 estimand_rows.append(reliability_row(judgements, spec, root_seed, design_label, trial,
                                                      registry[spec.name]))
                 continue
             tested.append((trial, spec.label, analyse(judgements, spec, root_seed, design_label, trial,
                                                       registry[spec.name])))
+            if criteria:
+                tested_diffs.append(criterion_diffs[spec.criterion])
     # built only when needed (about a millisecond even when empty)
     estimand_frame = None if tested and not estimand_rows else pd.DataFrame(
         estimand_rows, columns=list(RESULT_COLUMNS)).astype(
         {"trial": np.int64, "pair": np.int64, "estimate": float, "fit_status": "string"})
     rows = len(tested)
     if rows == 0:
-        return with_method_column(estimand_frame, methods)
+        return with_criterion_column(with_method_column(estimand_frame, methods), criteria)
     flat = _result_columns(tested, n_pairs)
     frame = pd.DataFrame({
         "design": design_label,
@@ -224,7 +235,7 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
         "pair": np.tile(np.arange(n_pairs), rows),
         "system_a": np.tile(system_a, rows),
         "system_b": np.tile(system_b, rows),
-        "true_diff": np.tile(true_diff, rows),
+        "true_diff": np.concatenate(tested_diffs) if criteria else np.tile(true_diff, rows),
         "estimate": flat["estimate"].astype(float),
         "p_value": flat["p_value"].astype(float),
         "status": flat["status"].astype(str),
@@ -234,7 +245,29 @@ def _simulate_chunk(model: OrdinalMixedModel, effect, root_seed: int, chunk: Chu
     })
     if estimand_rows:
         frame = pd.concat([frame, estimand_frame], ignore_index=True)
-    return with_method_column(frame, methods)
+    return with_criterion_column(with_method_column(frame, methods), criteria)
+
+
+def _true_differences(model, effect, pairs) -> np.ndarray:
+    """beta_i - beta_j of every pair under ``effect`` (the latent scale)."""
+    beta = model.effects_for(effect)
+    return np.array([beta[i] - beta[j] for i, j in pairs])
+
+
+def _criterion_studies(model, criteria: dict, effect, root_seed: int, design: Design, trial: int) -> dict:
+    """One study per criterion of one trial: the layout from the trial's data stream, each criterion's own
+    draws from its stream (simulation/criteria.py)."""
+    layout = draw_layout(design, data_rng(root_seed, design.label, trial), model.systems)
+    return {name: criterion_model.sample(design, criterion_rng(root_seed, design.label, trial, name), effect,
+                                         layout=layout)
+            for name, criterion_model in criteria.items()}
+
+
+def with_criterion_column(frame: pd.DataFrame, criteria: dict) -> pd.DataFrame:
+    """Add the 'criterion' column to a chunk's rows when the config has criteria (other rows keep their form)."""
+    if criteria:
+        frame[CRITERION_COLUMN] = [split_criterion_label(label)[1] for label in frame["test"]]
+    return frame
 
 
 def _result_columns(tested: list, n_pairs: int) -> dict:
@@ -449,7 +482,13 @@ def replay_trial(config: SimulationConfig, design_label: str, trial: int, test_l
     check_replay_request(config, design_label, trial, test_label)
     designs = {d.label: d for d in config.designs}
     specs = {s.label: s for s in config.work_specs}
-    method = get_method(spec_method(specs[test_label]))
+    spec = specs[test_label]
+    if spec_criterion(spec) is not None:
+        criteria = {spec.criterion: spec.model}
+        judgements = _criterion_studies(config.model, criteria, config.effect, config.seed, designs[design_label],
+                                        trial)[spec.criterion]
+        return judgements, analyse(judgements, spec, config.seed, design_label, trial)
+    method = get_method(spec_method(spec))
     judgements = config.model.sample(designs[design_label],
                                      data_rng(config.seed, design_label, trial, method.stream_suffix),
                                      config.effect, method=method)

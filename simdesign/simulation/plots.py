@@ -112,6 +112,9 @@ def draw_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title
     rows["shape"] = rows.apply(design_shape, axis=1)
     if "method" in rows and rows["method"].nunique() > 1:  # one line per (test, method): Likert vs Rank
         rows["test"] = [f"{test}, {method}" if test else method for test, method in zip(rows["test"], rows["method"])]
+    if "criterion" in rows and rows["criterion"].nunique() > 1:  # one line per (test, criterion)
+        rows["test"] = [f"{test}, {criterion}" if test else criterion
+                        for test, criterion in zip(rows["test"], rows["criterion"])]
     rows, left_out, notes = _rows_on_x_axis(rows, figure.x)
     fig = Figure(figsize=(6.4, 4.4), constrained_layout=True)
     ax = fig.subplots()

@@ -33,6 +33,8 @@ class RateStudies(StudyKind):
     path (``ENGINE_KINDS``); the planner runs its candidate designs through this kind's interface."""
 
     name, keys = "rates", ()
+    # a sweep of rate studies is the engine's own loop of runs (simulation/sweep.py), not a sweep of a kind
+    sweeps_through_engine = True
 
     def parse(self, mapping, base_dir=None):
         from simdesign.simulation.config import parse_config
@@ -115,6 +117,16 @@ class PanelStudies(StudyKind):
 
         return stored_trials(config, out_dir)
 
+    cell_column = "setting"
+
+    def replay_cells(self, config):
+        return [label for label, _ in config.settings()]
+
+    def replay(self, config, cell, trial):
+        from simdesign.simulation.panel_study import simulate_trial
+
+        return simulate_trial(config, cell, dict(config.settings())[cell], trial)
+
     def summarise(self, config, rows):
         from simdesign.simulation.panel_summary import summarise_panel_study
 
@@ -147,6 +159,29 @@ class MetricValidation(StudyKind):
 
         return MetricValidationStore(out_dir).read([cell_label(s, d) for s, d in config.cells()], config.trials)
 
+    def replay_cells(self, config):
+        from simdesign.simulation.metric_validation import cell_label
+
+        return [cell_label(s, d) for s, d in config.cells()]
+
+    def replay(self, config, cell, trial):
+        from simdesign.simulation.metric_store import ROW_COLUMNS
+        from simdesign.simulation.metric_validation import one_trial, system_level_targets
+
+        rows = one_trial(config, *self._sizes(config, cell), trial, system_level_targets(config))
+        return pd.DataFrame(rows, columns=list(ROW_COLUMNS))
+
+    def stored_trial(self, config, rows, cell, trial):
+        systems, documents = self._sizes(config, cell)
+        return rows[(rows["systems"] == systems) & (rows["documents"] == documents)
+                    & (rows["trial"] == trial)].reset_index(drop=True)
+
+    @staticmethod
+    def _sizes(config, cell):
+        from simdesign.simulation.metric_validation import cell_label
+
+        return {cell_label(s, d): (s, d) for s, d in config.cells()}[cell]
+
     def summarise(self, config, rows):
         from simdesign.simulation.metric_validation import summarise_metric_validation
 
@@ -167,7 +202,7 @@ class Sweeps(StudyKind):
     def parse(self, mapping, base_dir=None):
         from simdesign.simulation.sweep import parse_sweep
 
-        return parse_sweep(mapping, base_dir)
+        return parse_sweep(mapping, base_dir, study_kind)
 
     def config_name(self, config):
         return str(config[0].get("name"))
@@ -175,19 +210,26 @@ class Sweeps(StudyKind):
     def with_trials(self, config, trials):
         from simdesign.simulation.sweep import parse_sweep
 
-        return parse_sweep({**config[0], "trials": trials})
+        return parse_sweep({**config[0], "trials": trials}, None, study_kind)
 
     def run(self, config, out_dir, backend, progress):
         from simdesign.simulation.sweep import run_parsed_sweep
 
         return run_parsed_sweep(config[0], config[1], out_dir, progress=progress, backend=backend)
 
+    def stored_rows(self, config, out_dir):
+        from simdesign.simulation.sweep import stored_sweep_summary
+
+        return stored_sweep_summary(config[1], out_dir)
+
     def summarise(self, config, rows):
         return rows
 
     def plot(self, config, summary, out_base):
-        from simdesign.simulation.sweep import draw_sweep
+        from simdesign.simulation.sweep import draw_kind_sweep, draw_sweep, kind_of_runs
 
+        if kind_of_runs(config[1]) is not None:  # a sweep of another kind: each run's own figure
+            return draw_kind_sweep(config[1], summary, Path(out_base))
         return draw_sweep(config[0], summary, Path(out_base))
 
 
@@ -217,6 +259,8 @@ def study_kind(mapping: dict) -> str:
     recognised = [kind for kind, own in keys.items() if own and set(own) & set(mapping)]
     if "replication" in recognised and len(recognised) > 1:
         recognised.remove("replication")  # e.g. a sweep of a replication config
+    if "sweep" in recognised or declared == "sweep":  # a sweep of any kind: its runs are of that kind
+        recognised = ["sweep"]
     if declared is not None:
         if declared not in keys:
             raise ConfigError(f"The 'study' field must be one of {known_kinds()}; got {declared!r}")

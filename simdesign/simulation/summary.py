@@ -18,6 +18,7 @@ import pandas as pd
 
 from simdesign.analyses import resolve_analysis
 from simdesign.analyses.base import FAILURES, SINGULAR
+from simdesign.core.designs import design_coverage
 # ESTIMANDS re-exported: the summary's registry before it became every study kind's
 from simdesign.core.estimands import ESTIMANDS, Estimand, estimands_of, register_estimand  # noqa: F401
 from simdesign.simulation.methods import DEFAULT_METHODS, spec_method
@@ -367,6 +368,9 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
     methods = tuple(getattr(config, "methods", DEFAULT_METHODS))
     for design in config.designs:
         design_rows = table[table["design"] == design.label]
+        # the expected count under partial coverage (a plug-in design kind without coverage takes n_systems only)
+        judgements = (design.judgements(n_systems) if design_coverage(design) is None
+                      else design.judgements(n_systems, config.model.systems))
         for spec in work_items(config, methods, estimands=False):
             group = design_rows[design_rows["test"] == spec.label].sort_values(["trial", "pair"])
             if group.empty:
@@ -375,22 +379,26 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
             fit_seconds = group.drop_duplicates("trial")["fit_seconds"].mean()
             random_effects = resolve_analysis(spec.name).random_effects
             for row in summarise_group(group, config.alpha, config.is_null, random_effects=random_effects):
-                rows.append({**design.columns(), "judgements": design.judgements(n_systems),
+                rows.append({**design.columns(), "judgements": judgements,
                              "test": getattr(spec, "test_label", spec.label), "method": spec_method(spec),
+                             "criterion": getattr(spec, "criterion", None),
                              **row, "trials": trials, "effect": config.effect_label, "alpha": config.alpha,
                              "mean_fit_seconds": fit_seconds})
         for spec in work_items(config, methods, estimands=True):
             group = design_rows[design_rows["test"] == spec.label].sort_values("trial")
             if group.empty:
                 continue
-            rows.append({**design.columns(), "judgements": design.judgements(n_systems), "test": "",
-                         "method": spec_method(spec), "estimand": spec.name, **ESTIMANDS[spec.name].summarise(group), "trials": group["trial"].nunique(),
+            rows.append({**design.columns(), "judgements": judgements, "test": "",
+                         "method": spec_method(spec), "criterion": getattr(spec, "criterion", None),
+                         "estimand": spec.name, **ESTIMANDS[spec.name].summarise(group), "trials": group["trial"].nunique(),
                          "effect": config.effect_label, "alpha": config.alpha,
                          "mean_fit_seconds": group["fit_seconds"].mean()})
-        rows += [{**design.columns(), "judgements": design.judgements(n_systems), **row, "effect": config.effect_label,
+        rows += [{**design.columns(), "judgements": judgements, **row, "effect": config.effect_label,
                   "alpha": config.alpha} for row in replication_summary_rows(config, design_rows)]
     # The method column only where a config names a method other than Likert: Likert summaries keep their form.
     columns = list(SUMMARY_COLUMNS) if methods == DEFAULT_METHODS else list(SUMMARY_COLUMNS_WITH_METHOD)
+    if getattr(config, "criteria", ()):  # the criterion column only where a config lists criteria
+        columns.insert(columns.index("test") + 1, "criterion")
     summary = pd.DataFrame(rows, columns=columns)
     for column in ("blocks", "docs_per_block", "annotators_per_block"):
         summary[column] = summary[column].astype("Int64")

@@ -18,27 +18,58 @@ from __future__ import annotations
 
 import itertools
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from simdesign.core.errors import ConfigError
+from simdesign.core.errors import ConfigError, StoreError
 from simdesign.core.estimands import Estimand, estimand_label, has_nominal_level, headline_estimand, register_estimand
 from simdesign.core.seeds import analysis_rng
 from simdesign.core.suggest import suggestions
 from simdesign.model.common import effect_scale
-from simdesign.runner.stores import claim_store, release_stores_under
-from simdesign.simulation.config import TOP_LEVEL_KEYS, parse_config, read_config_mapping
+from simdesign.runner.stores import MANIFEST, claim_store, read_manifest, release_stores_under, write_manifest
+from simdesign.simulation.config import TOP_LEVEL_KEYS, SimulationConfig, parse_config, read_config_mapping
 from simdesign.simulation.engine import run_simulation
-from simdesign.runner.study import study_field_problems
+from simdesign.simulation.store import ResultsStore
+from simdesign.runner.study import REGISTERED, study_field_problems
 from simdesign.simulation.summary import size_adjusted_power, summarise
 
 # Keys a sweep may vary: those that change the data or the tests' behaviour, not the run's identity.
 SWEEPABLE = ("effect", "document_intercept_scale", "alpha", "art_resamples")
+# A sweep of another study kind (panels, metric validation, a plug-in kind) may vary any key of that kind's
+# config but these, which make a run what it is (its name and stream) or only cut its work into pieces.
+RUN_IDENTITY = ("name", "study", "seed", "trials", "chunk_size", "sweep")
 
 
-def sweep_runs(raw: dict) -> list[tuple[dict, dict]]:
+@dataclass(frozen=True)
+class KindRun:
+    """One combination of a sweep of another study kind: the registered kind and its parsed config."""
+
+    kind: object
+    config: object
+
+
+def swept_kind(raw: dict, recognise=None):
+    """The registered StudyKind of a sweep's runs (the kind of the config without its 'sweep'), or None when
+    they are rate (or replication) studies, run by the engine.
+
+    ``recognise(mapping) -> kind name`` tells a config's kind (:func:`simdesign.simulation.study_kinds.study_kind`,
+    given by the callers that know the kinds, so that this module does not import them); without it every
+    sweep is a rate sweep.
+    """
+    if recognise is None:
+        return None
+    base = {key: value for key, value in raw.items() if key not in ("sweep", "study")}
+    if raw.get("study") not in (None, "sweep"):
+        base["study"] = raw["study"]
+    kind = REGISTERED.get(recognise(base))  # replication is not a registered kind
+    # rate studies are registered (the planner runs them through the kind interface) but swept by the engine
+    return None if kind is None or getattr(kind, "sweeps_through_engine", False) else kind
+
+
+def sweep_runs(raw: dict, kind=None) -> list[tuple[dict, dict]]:
     """(swept values, config mapping) for every combination, in the order of the sweep's lists.
 
     Raises
@@ -51,7 +82,10 @@ def sweep_runs(raw: dict) -> list[tuple[dict, dict]]:
         raise ConfigError(f"A sweep config needs a 'sweep' mapping of keys from {list(SWEEPABLE)} to lists of "
                           f"values; got {sweep!r}")
     problems = [f"The 'sweep.{key}' key cannot be swept; allowed: {list(SWEEPABLE)}"
-                for key in sweep if key not in SWEEPABLE]
+                for key in sweep if kind is None and key not in SWEEPABLE]
+    problems += [f"The 'sweep.{key}' key cannot be swept: it makes a {kind.name} run what it is (its name and "
+                 f"random stream) or only cuts its work; a sweep of a {kind.name} study may vary any other key of "
+                 "its config" for key in sweep if kind is not None and key in RUN_IDENTITY]
     problems += [f"The 'sweep.{key}' field must be a non-empty list; got {values!r}"
                  for key, values in sweep.items() if not isinstance(values, list) or not values]
     if problems:
@@ -63,8 +97,10 @@ def sweep_runs(raw: dict) -> list[tuple[dict, dict]]:
     if overridden:
         raise ConfigError(f"The top-level key(s) {overridden} are swept too ('sweep.{overridden[0]}'), so the "
                           "top-level value would be ignored in every run: remove it, or put it in the sweep's list")
-    # each run is a rate study: the sweep's own keys are not its
+    # each run is a study of the swept kind: the sweep's own keys are not its
     base = {key: value for key, value in raw.items() if key not in ("sweep", "study")}
+    if kind is not None and raw.get("study") not in (None, "sweep"):
+        base["study"] = raw["study"]
     runs = []
     for combination in itertools.product(*sweep.values()):
         values = dict(zip(sweep, combination))
@@ -77,7 +113,7 @@ def run_label(values: dict) -> str:
     return ",".join(f"{key}={value}" for key, value in values.items())
 
 
-def load_sweep(path, trials: int | None = None) -> tuple[dict, list]:
+def load_sweep(path, trials: int | None = None, recognise=None) -> tuple[dict, list]:
     """Read and validate a sweep config: its mapping and (swept values, mapping, SimulationConfig) per run.
 
     Raises
@@ -89,21 +125,28 @@ def load_sweep(path, trials: int | None = None) -> tuple[dict, list]:
     raw = read_config_mapping(path, "sweep config")
     if trials is not None:
         raw = {**raw, "trials": trials}
-    return parse_sweep(raw, path.parent)
+    return parse_sweep(raw, path.parent, recognise)
 
 
-def parse_sweep(raw: dict, base_dir: Path | None = None) -> tuple[dict, list]:
-    """Validate a sweep mapping: itself and (swept values, mapping, SimulationConfig) per run (ConfigError)."""
-    unknown = sorted(set(raw) - set(TOP_LEVEL_KEYS) - {"sweep"})
+def parse_sweep(raw: dict, base_dir: Path | None = None, recognise=None) -> tuple[dict, list]:
+    """Validate a sweep mapping: itself and (swept values, mapping, config) per run (ConfigError).
+
+    A run's config is a SimulationConfig, or for a sweep of another kind (``recognise``: :func:`swept_kind`)
+    a :class:`KindRun` with the kind's parsed config.
+    """
+    kind = swept_kind(raw, recognise)
+    # a rate sweep's keys are checked here; another kind's by that kind's parser, run by run
+    unknown = sorted(set(raw) - set(TOP_LEVEL_KEYS) - {"sweep"}) if kind is None else []
     if unknown:
         raise ConfigError(f"Unknown config key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS) + ['sweep']}"
                           f"{suggestions(unknown, [*TOP_LEVEL_KEYS, 'sweep'])}")
-    configs = [(values, mapping, parse_config(mapping, base_dir=base_dir)) for values, mapping in sweep_runs(raw)]
+    configs = [(values, mapping, parse_config(mapping, base_dir=base_dir) if kind is None
+                else KindRun(kind, kind.parse(mapping, base_dir))) for values, mapping in sweep_runs(raw, kind)]
     return raw, configs
 
 
 def run_sweep(path, out_dir=None, jobs: int = 1, trials: int | None = None,
-              progress: bool = False, backend="loky") -> tuple[pd.DataFrame, dict]:
+              progress: bool = False, backend="loky", recognise=None) -> tuple[pd.DataFrame, dict]:
     """Run every combination of a sweep config and stack the summaries.
 
     Parameters
@@ -130,7 +173,7 @@ def run_sweep(path, out_dir=None, jobs: int = 1, trials: int | None = None,
     raw : dict
         The config mapping as read.
     """
-    raw, configs = load_sweep(path, trials)
+    raw, configs = load_sweep(path, trials, recognise)
     return run_parsed_sweep(raw, configs, out_dir, jobs, progress, backend), raw
 
 
@@ -140,19 +183,93 @@ def run_parsed_sweep(raw: dict, configs: list, out_dir=None, jobs: int = 1, prog
     out_dir = Path(out_dir) if out_dir else Path("results") / str(raw.get("name"))
     claim_store(out_dir)  # the whole sweep is one run: a second one into the same --out is refused at once
     try:
+        _write_sweep_manifest(raw, configs, out_dir)
         return _run_combinations(configs, out_dir, jobs, progress, backend)
     finally:
         release_stores_under(out_dir)
 
 
+def _write_sweep_manifest(raw: dict, configs: list, out_dir: Path) -> None:
+    """The sweep's own manifest (kind 'sweep', its config), from which ``simdesign plot DIR`` redraws it.
+
+    Each combination's run keeps its own store and manifest below; this one records the sweep (the latest
+    run's mapping: its trial count), its model written as the runs resolved it (a preset, an absolute file
+    path or inline), so the directory is redrawn from anywhere. A directory holding another kind is refused.
+    """
+    path = out_dir / MANIFEST
+    if path.is_file() and read_manifest(path).get("kind") != "sweep":
+        raise StoreError(f"{out_dir} holds a {read_manifest(path).get('kind') or 'rates'} study, not a sweep; "
+                         "write the sweep elsewhere with --out DIR")
+    if configs and isinstance(configs[0][2], SimulationConfig):  # a rate study's model as its runs resolved it
+        raw = {**raw, "model": configs[0][2].to_mapping()["model"]}
+    write_manifest(path, {"kind": "sweep", "config": raw})
+
+
+def stored_sweep_summary(configs: list, out_dir) -> pd.DataFrame:
+    """The stacked summaries of a sweep's stored runs (:func:`run_parsed_sweep`'s table), simulating nothing.
+
+    For ``simdesign plot`` of a sweep directory; ``run_seconds`` is empty (nothing was run).
+
+    Raises
+    ------
+    StoreError
+        A combination's run is missing or damaged (its directory is named).
+    """
+    kind = kind_of_runs(configs)
+    if kind is not None:
+        stored = [(values, run.config, kind.stored_rows(run.config, Path(out_dir) / run_label(values)),
+                   float("nan")) for values, _, run in configs]
+        return _stacked_kind_summaries(kind, stored)
+    runs = [(values, config, ResultsStore(Path(out_dir) / run_label(values)).read_trials(trials=config.trials),
+             float("nan")) for values, _, config in configs]
+    return _stacked_summaries(runs)
+
+
+def kind_of_runs(configs: list):
+    """The StudyKind of a sweep's parsed runs (None for rate runs, SimulationConfig objects)."""
+    return configs[0][2].kind if configs and isinstance(configs[0][2], KindRun) else None
+
+
+def _stacked_kind_summaries(kind, runs: list) -> pd.DataFrame:
+    """(swept values, config, rows, seconds) of every run of another kind -> its summaries with the swept values."""
+    tables = []
+    for values, config, rows, seconds in runs:
+        table = kind.summarise(config, rows).copy()
+        for key, value in values.items():
+            if key in table.columns:
+                table[key] = value
+            else:
+                table.insert(0, key, value)
+        table["run_seconds"] = seconds
+        tables.append(table)
+    return pd.concat(tables, ignore_index=True)
+
+
 def _run_combinations(configs: list, out_dir: Path, jobs: int, progress: bool, backend) -> pd.DataFrame:
     """Every combination's run (each its own store under ``out_dir``), summaries stacked."""
-    tables, runs = [], []
+    kind = kind_of_runs(configs)
+    if kind is not None:  # another study kind: each run through the kind's own runner and store
+        from simdesign.runner.execute import backend_spec
+
+        spec, runs = backend_spec(backend, jobs), []
+        for values, _, run in configs:
+            started = time.perf_counter()
+            rows = kind.run(run.config, out_dir / run_label(values), spec, progress)
+            runs.append((values, run.config, rows, time.perf_counter() - started))
+        return _stacked_kind_summaries(kind, runs)
+    runs = []
     for values, mapping, config in configs:
         started = time.perf_counter()
         store = run_simulation(config, out_dir / run_label(values), mapping, jobs=jobs, progress=progress,
                                backend=backend)
-        trial_rows = store.read_trials(trials=config.trials)
+        runs.append((values, config, store.read_trials(trials=config.trials), time.perf_counter() - started))
+    return _stacked_summaries(runs)
+
+
+def _stacked_summaries(runs_with_seconds: list) -> pd.DataFrame:
+    """(swept values, config, trial rows, seconds) of every run -> the stacked summaries and size-adjusted rows."""
+    tables, runs = [], []
+    for values, config, trial_rows, seconds in runs_with_seconds:
         runs.append((values, config, trial_rows))
         table = summarise(config, trial_rows)
         for key, value in values.items():
@@ -160,7 +277,7 @@ def _run_combinations(configs: list, out_dir: Path, jobs: int, progress: bool, b
                 table.insert(0, key, value)
         table["document_intercept_variance"] = float(config.model.sampled_document_cov[0, 0])
         table["shared_document_covariance"] = shared_document_covariance(config.model)
-        table["run_seconds"] = time.perf_counter() - started
+        table["run_seconds"] = seconds
         tables.append(table)
     summary = pd.concat(tables, ignore_index=True)
     return pd.concat([summary, size_adjusted_rows(summary, runs)], ignore_index=True)
@@ -271,6 +388,18 @@ def plot_sweep(summary: pd.DataFrame, x: str, title: str, out_base: Path,
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return [save_png(fig, out_base)]
+
+
+def draw_kind_sweep(configs: list, summary: pd.DataFrame, out_base: Path) -> list[Path]:
+    """The figures of a sweep of another study kind: each run's own figure, ``<out_base>_<run label>``."""
+    kind = kind_of_runs(configs)
+    paths = []
+    for values, _, run in configs:
+        part = summary[np.logical_and.reduce([summary[key].astype(str) == str(value)
+                                              for key, value in values.items()])]
+        # the run's summary with the swept columns beside it (a kind's figure reads the columns it knows)
+        paths += kind.plot(run.config, part.reset_index(drop=True), Path(f"{out_base}_{run_label(values)}"))
+    return paths
 
 
 def draw_sweep(raw: dict, summary: pd.DataFrame, out_base: Path) -> list[Path]:

@@ -52,7 +52,9 @@ def column_label(row) -> str:
     or the estimand for a per-trial reliability estimand (which has no test)."""
     test = row["test"] if isinstance(row["test"], str) and row["test"] else row["estimand"]
     method = row.get("method")
-    return f"{test}, {method}" if isinstance(method, str) and method and method not in DEFAULT_METHODS else test
+    test = f"{test}, {method}" if isinstance(method, str) and method and method not in DEFAULT_METHODS else test
+    criterion = row.get("criterion")  # several criteria per study (simulation/criteria.py)
+    return f"{test}, {criterion}" if isinstance(criterion, str) and criterion else test
 
 
 def wide_table(summary: pd.DataFrame, estimand: str, digits: int = 3, design_info: bool = False) -> pd.DataFrame:

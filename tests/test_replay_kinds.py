@@ -1,0 +1,59 @@
+"""`simdesign replay` beyond rates (issue 27): a stored trial of a panel study, a metric validation or a plug-in
+kind recomputed from its seed equals the stored rows; kinds without trials of their own say how to replay."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import yaml
+
+import plugin_study_kind  # noqa: F401 -- registers the coin-flips kind
+import simdesign
+from simdesign.cli import main, same_rows
+
+PANEL = {"name": "ps", "model": "coherence", "docs": 4, "trials": 3, "subsamples": 2, "bootstrap": 20, "seed": 3,
+         "panels": {"expert": {"annotators": 2, "judge": "all"}, "crowd": {"pool": 10, "per_output": 4}}}
+METRIC = {"name": "mv", "model": "coherence", "population": {"kind": "normal"},
+          "metric": {"summary_correlation": 0.5, "system_correlation": 0.8}, "systems": [5], "documents": [10],
+          "methods": ["pearson"], "trials": 3, "bootstrap_resamples": 20, "permutation_resamples": 20, "seed": 3}
+COINS = {"name": "coins", "coins": [0.2, 0.7], "flips": 20, "trials": 5, "seed": 4}
+
+
+@pytest.mark.parametrize("mapping, cell", [pytest.param(PANEL, None, marks=pytest.mark.slow),  # 5-10 s
+                                           pytest.param(METRIC, "S5-D10", marks=pytest.mark.slow),  # 1-2 s
+                                           (COINS, "p0.7")])
+def test_a_replayed_trial_equals_the_stored_rows(tmp_path, capsys, mapping, cell):
+    result = simdesign.simulate(mapping, out_dir=tmp_path / "out", jobs=1, progress=False)
+    kind, config = result.kind, result.config
+    cell = cell or kind.replay_cells(config)[0]
+    replayed = kind.replay(config, cell, 2)
+    stored = kind.stored_trial(config, result.rows, cell, 2)
+    assert len(stored) and same_rows(replayed, stored)
+    # another trial's rows differ: the comparison can fail
+    assert not same_rows(kind.replay(config, cell, 1), stored)
+    assert main(["replay", str(tmp_path / "out"), "--design", cell, "--trial", "2",
+                 "--save", str(tmp_path / "trial.csv")]) == 0
+    assert "replayed rows equal the stored ones" in capsys.readouterr().out
+    assert len(pd.read_csv(tmp_path / "trial.csv")) == len(stored)
+
+
+def test_replay_refusals_name_the_cells_and_the_trials(tmp_path, capsys):
+    simdesign.simulate(COINS, out_dir=tmp_path / "out", jobs=1, progress=False)
+    assert main(["replay", str(tmp_path / "out"), "--design", "p0.3", "--trial", "0"]) == 2
+    assert "its cells: ['p0.2', 'p0.7']" in capsys.readouterr().err
+    assert main(["replay", str(tmp_path / "out"), "--design", "p0.2", "--trial", "9"]) == 2
+    assert "Trial 9 of p0.2 is not stored" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # two runs of a sweep: 5-12 s
+def test_a_sweep_says_to_replay_one_of_its_runs(tmp_path, capsys):
+    sweep = {"name": "sw", "model": "coherence", "tests": ["ttest_doc"], "trials": 2, "seed": 2,
+             "designs": [{"kind": "block", "blocks": 3, "docs_per_block": 2, "annotators_per_block": 2}],
+             "sweep": {"effect": ["zero", 0.5]}}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--jobs", "1", "--quiet"]) == 0
+    assert main(["replay", str(tmp_path / "out"), "--design", "x", "--trial", "0"]) == 2
+    assert "replay a trial of one of its runs" in capsys.readouterr().err
+    run = tmp_path / "out" / "effect=0.5"
+    assert main(["replay", str(run), "--design", "block-B3-D2-A2", "--trial", "1", "--test", "ttest_doc"]) == 0
+    assert "replayed p-values and statuses equal the stored ones" in capsys.readouterr().out
