@@ -1,0 +1,231 @@
+"""Tests of every system pair when systems cover only part of the documents (missing outputs).
+
+In a TAC year every machine summariser writes a summary for every topic, but each human summariser
+writes for about half of them (Rankel et al. 2011; docs/literature.md). A system's scores are then a
+matrix ``scores`` (systems x documents) with an availability mask ``available`` of the same shape:
+an output that does not exist is absent, never a value. Every function here reads
+``scores[available]`` only; what the other entries hold (NaN, a number) changes nothing.
+
+For a pair (i, j) the tests use
+
+* ``ttest_unpaired`` (Welch's t): system i's scores on *its* documents against system j's on *its*
+  documents, two independent samples of sizes n_i and n_j;
+* ``ttest_doc`` (paired t) and ``wilcoxon_doc`` (signed-rank): the differences on the documents
+  *both* cover.
+
+Thresholds (:mod:`simdesign.analyses.document_tests` explains them for complete data):
+
+* ``theory``: Welch's t distribution (scipy), Student's t, scipy's Wilcoxon p-values (``method="auto"``);
+* ``mc`` (Rankel et al.'s Monte-Carlo threshold): on each document both cover, the two scores are
+  swapped with probability 1/2, and the test's own statistic is recomputed. For the paired tests this
+  is :func:`~simdesign.analyses.document_tests.swap_pvalues` on the shared documents. For the unpaired
+  test the documents only one system covers stay with it (a swap needs both outputs): with
+  x* = (s + e d) / 2 and y* = (s - e d) / 2 on a shared document (s = x + y, d = x - y, e = +-1), the
+  sums and sums of squares of both samples are linear in the signs e (x*^2 = (s^2 + d^2 + 2 e s d) / 4),
+  so Welch's T* of every resample is a few matrix products (:func:`unpaired_swap_pvalues`). With full
+  coverage this is ``swap_pvalues(..., "welch")`` (same draws, same p-values: a test checks it);
+* ``hb`` (document pairs resampled with replacement, then swapped): for the paired tests only, on the
+  shared documents. It has no counterpart for two samples of different documents, so ``ttest_unpaired``
+  does not take it here.
+
+Pairs whose document sets are the same are tested together (one matrix per group): in a TAC layout
+the 903 machine-machine pairs form one group and each human's 43 pairs with the machines another. A
+pair whose statistic is undefined (fewer than two documents, no variation) gets a NaN p-value; the
+caller counts it as undefined, never as a decision.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from simdesign.analyses.classical import wilcoxon_pvalues
+from simdesign.analyses.document_tests import (BATCH_CELLS, _exceedances, one_sample_t, swap_pvalues, swap_signs,
+                                               welch_t)
+from simdesign.core.lazy_scipy import stats  # scipy.stats, imported on first use
+from simdesign.stats.one_sample_t import one_sample_t_pvalues
+
+PARTIAL_TESTS = {"ttest_unpaired": ("theory", "mc"), "ttest_doc": ("theory", "mc", "hb"),
+                 "wilcoxon_doc": ("theory", "mc", "hb")}
+"""Each test with the thresholds it takes on partially covered pairs (module docstring)."""
+
+
+def group_pairs(available: np.ndarray, pairs: list[tuple[int, int]], paired: bool) -> list[np.ndarray]:
+    """Indices of ``pairs`` grouped by the documents their test uses, groups in order of their first pair.
+
+    Parameters
+    ----------
+    available : ndarray of bool, shape (n_systems, n_documents)
+    pairs : list of (i, j)
+    paired : bool
+        True: by the documents both systems cover; False: by (i's documents, j's documents).
+    """
+    groups: dict[bytes, list[int]] = {}
+    for index, (i, j) in enumerate(pairs):
+        key = (available[i] & available[j]).tobytes() if paired else \
+            available[i].tobytes() + available[j].tobytes()
+        groups.setdefault(key, []).append(index)
+    return [np.asarray(members) for members in groups.values()]
+
+
+def _checked_values(scores: np.ndarray, available: np.ndarray) -> None:
+    if scores.shape != available.shape:
+        raise ValueError(f"scores {scores.shape} and available {available.shape} must have the same shape")
+    if not np.isfinite(scores[available]).all():
+        raise ValueError("an available output has a non-finite score; a missing output must be marked "
+                         "unavailable, not given as NaN")
+
+
+def paired_pvalues(first: np.ndarray, second: np.ndarray, test: str, threshold: str, rng: np.random.Generator,
+                   resamples: int) -> np.ndarray:
+    """p-values of a paired test for a group of pairs on the same (shared) documents.
+
+    Parameters
+    ----------
+    first, second : ndarray, shape (n_documents, n_pairs)
+        Scores of the pairs' first and second systems on the documents both cover.
+    test : {'ttest_doc', 'wilcoxon_doc'}
+    threshold : {'theory', 'mc', 'hb'}
+    rng : numpy.random.Generator
+        Used by 'mc' and 'hb' only.
+    resamples : int
+
+    Returns
+    -------
+    ndarray, shape (n_pairs,)
+        NaN where the statistic is undefined (fewer than two documents, all differences equal or zero).
+    """
+    n, n_pairs = first.shape
+    if n < 2:
+        return np.full(n_pairs, np.nan)
+    statistic = {"ttest_doc": "ttest", "wilcoxon_doc": "wilcoxon"}[test]
+    if threshold in ("mc", "hb"):
+        return swap_pvalues(first, second, statistic, rng, resamples, threshold == "hb")
+    differences = first - second
+    if statistic == "wilcoxon":
+        p_value, defined = wilcoxon_pvalues(differences)
+        return np.where(defined, p_value, np.nan)
+    defined = np.isfinite(one_sample_t(differences, axis=0))
+    p_value = np.full(n_pairs, np.nan)
+    if defined.any():
+        p_value[defined] = one_sample_t_pvalues(differences[:, defined])
+    return p_value
+
+
+def unpaired_swap_pvalues(first: np.ndarray, second: np.ndarray, first_covers: np.ndarray,
+                          second_covers: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """Welch's t with Rankel's MC threshold when the two systems cover different documents (module docstring).
+
+    Parameters
+    ----------
+    first, second : ndarray, shape (n_documents, n_pairs)
+        Scores of the pairs' first and second systems on all documents; only covered rows are read.
+    first_covers, second_covers : ndarray of bool, shape (n_documents,)
+        The documents the first (second) systems of the group cover.
+    rng : numpy.random.Generator
+        One sign per shared document and resample (the draws of
+        :func:`~simdesign.analyses.document_tests.swap_signs`, batch by batch as ``swap_pvalues`` draws them).
+    resamples : int
+
+    Returns
+    -------
+    ndarray, shape (n_pairs,)
+        (1 + #{|T*| >= |T|}) / (R + 1); NaN where Welch's t is undefined on the data.
+    """
+    n1, n2, n_pairs = int(first_covers.sum()), int(second_covers.sum()), first.shape[1]
+    if n1 < 2 or n2 < 2:
+        return np.full(n_pairs, np.nan)
+    shared = first_covers & second_covers
+    # Welch's t is unchanged by a shift common to both samples: centring keeps the sums of squares well scaled
+    centre = (first[first_covers].sum(axis=0) + second[second_covers].sum(axis=0)) / (n1 + n2)
+    x, y = first - centre, second - centre
+    observed = np.abs(welch_t(x[first_covers], y[second_covers], axis=0))
+    d, s = x[shared] - y[shared], x[shared] + y[shared]
+    only_x, only_y = first_covers & ~shared, second_covers & ~shared
+    base_sum_x = s.sum(axis=0) / 2 + x[only_x].sum(axis=0)
+    base_sum_y = s.sum(axis=0) / 2 + y[only_y].sum(axis=0)
+    common_square = ((s ** 2).sum(axis=0) + (d ** 2).sum(axis=0)) / 4
+    base_square_x = common_square + (x[only_x] ** 2).sum(axis=0)
+    base_square_y = common_square + (y[only_y] ** 2).sum(axis=0)
+    cross = s * d / 2
+    n_shared = d.shape[0]
+    exceed = np.zeros(n_pairs)
+    batch = max(1, BATCH_CELLS // max(1, n_shared * n_pairs))  # swap_pvalues's batches, so its draws
+    for start in range(0, resamples, batch):
+        _, signs = swap_signs(rng, n_shared, min(batch, resamples - start), False)
+        half_difference, signed_cross = signs @ d / 2, signs @ cross
+        sum_x, sum_y = base_sum_x + half_difference, base_sum_y - half_difference
+        var_x = (base_square_x + signed_cross - sum_x ** 2 / n1) / (n1 - 1)
+        var_y = (base_square_y - signed_cross - sum_y ** 2 / n2) / (n2 - 1)
+        # a variance that is 0 up to the rounding of sums of squares counts as 0 (as _moments does)
+        var_x = np.where(var_x > 1e-12 * base_square_x / n1, var_x, 0.0)
+        var_y = np.where(var_y > 1e-12 * base_square_y / n2, var_y, 0.0)
+        scale = np.sqrt(var_x / n1 + var_y / n2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            boot = np.where(scale > 0, (sum_x / n1 - sum_y / n2) / scale, np.nan)
+        exceed += _exceedances(boot, observed)
+    return np.where(np.isfinite(observed), (1.0 + exceed) / (resamples + 1.0), np.nan)
+
+
+def unpaired_pvalues(first: np.ndarray, second: np.ndarray, first_covers: np.ndarray, second_covers: np.ndarray,
+                     threshold: str, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """p-values of Welch's unpaired t for a group of pairs whose systems cover the same documents each.
+
+    Parameters as :func:`unpaired_swap_pvalues`, with ``threshold`` 'theory' (scipy's Welch test) or 'mc'.
+    """
+    if threshold == "mc":
+        return unpaired_swap_pvalues(first, second, first_covers, second_covers, rng, resamples)
+    a, b = first[first_covers], second[second_covers]
+    p_value = np.full(first.shape[1], np.nan)
+    if a.shape[0] < 2 or b.shape[0] < 2:
+        return p_value
+    defined = np.isfinite(welch_t(a, b, axis=0))
+    if defined.any():
+        p_value[defined] = stats.ttest_ind(a[:, defined], b[:, defined], axis=0, equal_var=False).pvalue
+    return p_value
+
+
+def partial_pair_pvalues(scores: np.ndarray, available: np.ndarray, pairs: list[tuple[int, int]], test: str,
+                         threshold: str, rng: np.random.Generator, resamples: int = 1000) -> np.ndarray:
+    """Two-sided p-values of ``test`` with ``threshold`` for every pair, from the available outputs only.
+
+    Parameters
+    ----------
+    scores : ndarray of float, shape (n_systems, n_documents)
+        Entries where ``available`` is False are never read (they may be NaN).
+    available : ndarray of bool, shape (n_systems, n_documents)
+    pairs : list of (i, j)
+    test : {'ttest_unpaired', 'ttest_doc', 'wilcoxon_doc'}
+    threshold : str
+        One of ``PARTIAL_TESTS[test]``.
+    rng : numpy.random.Generator
+        Resampling thresholds draw from it, group by group in the order of :func:`group_pairs`.
+    resamples : int
+
+    Returns
+    -------
+    ndarray, shape (n_pairs,)
+        NaN for a pair whose statistic is undefined.
+
+    Raises
+    ------
+    ValueError
+        An unknown test or threshold, or an available output whose score is not finite.
+    """
+    if threshold not in PARTIAL_TESTS.get(test, ()):
+        raise ValueError(f"test {test!r} with threshold {threshold!r} is not one of {PARTIAL_TESTS}")
+    scores, available = np.asarray(scores, float), np.asarray(available, bool)
+    _checked_values(scores, available)
+    # the unread entries become 0, so no NaN reaches an arithmetic that does not select them away
+    values = np.where(available, scores, 0.0)
+    p_value = np.full(len(pairs), np.nan)
+    paired = test != "ttest_unpaired"
+    for members in group_pairs(available, pairs, paired):
+        i = np.array([pairs[m][0] for m in members])
+        j = np.array([pairs[m][1] for m in members])
+        if paired:
+            shared = available[i[0]] & available[j[0]]
+            p_value[members] = paired_pvalues(values[i][:, shared].T, values[j][:, shared].T, test, threshold,
+                                              rng, resamples)
+        else:
+            p_value[members] = unpaired_pvalues(values[i].T, values[j].T, available[i[0]], available[j[0]],
+                                                threshold, rng, resamples)
+    return p_value
