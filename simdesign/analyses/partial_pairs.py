@@ -91,21 +91,21 @@ def aligned_samples(values: np.ndarray, available: np.ndarray, first: np.ndarray
     x_covers, y_covers : ndarray of bool, shape (n_rows,)
     """
     a, b = available[first], available[second]
-    n_pairs = first.size
-    columns = []
-    blocks = ((a & b, a & b),) if paired else ((a & b, a & b), (a & ~b, None), (None, b & ~a))
-    for mask_x, mask_y in blocks:
-        mask = mask_x if mask_x is not None else mask_y
-        rows = mask.sum(axis=1)[0]
-        # every pair's selected documents, in document order, as one (rows, n_pairs) block
-        xs = values[first][mask].reshape(n_pairs, rows).T if mask_x is not None else np.zeros((rows, n_pairs))
-        ys = values[second][mask].reshape(n_pairs, rows).T if mask_y is not None else np.zeros((rows, n_pairs))
-        columns.append((xs, ys, rows))
-    x = np.vstack([block[0] for block in columns])
-    y = np.vstack([block[1] for block in columns])
-    shared, x_only, y_only = (block[2] for block in columns) if not paired else (columns[0][2], 0, 0)
-    x_covers = np.r_[np.ones(shared + x_only, bool), np.zeros(y_only, bool)]
-    y_covers = np.r_[np.ones(shared, bool), np.zeros(x_only, bool), np.ones(y_only, bool)]
+
+    def block(systems: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        # every pair's selected documents, in document order, as the columns of one (count, n_pairs) block
+        return values[systems][mask].reshape(systems.size, int(mask[0].sum())).T
+
+    x, y = block(first, a & b), block(second, a & b)
+    if paired:
+        covers = np.ones(x.shape[0], bool)
+        return x, y, covers, covers
+    x_only, y_only = block(first, a & ~b), block(second, b & ~a)
+    n_shared, n_x, n_y = x.shape[0], x_only.shape[0], y_only.shape[0]
+    x = np.vstack([x, x_only, np.zeros_like(y_only)])
+    y = np.vstack([y, np.zeros_like(x_only), y_only])
+    x_covers = np.r_[np.ones(n_shared + n_x, bool), np.zeros(n_y, bool)]
+    y_covers = np.r_[np.ones(n_shared, bool), np.zeros(n_x, bool), np.ones(n_y, bool)]
     return x, y, x_covers, y_covers
 
 
