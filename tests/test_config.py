@@ -91,6 +91,10 @@ def test_shipped_configs_are_valid():
             from simdesign.simulation.metric_validation import load_metric_config
             assert load_metric_config(path).name
             continue
+        if yaml.safe_load(path.read_text()).get("study") == "tac":  # the TAC-sized study has its own schema
+            from simdesign.simulation.tac_study import parse_tac_config
+            assert parse_tac_config(yaml.safe_load(path.read_text()), path.parent).name
+            continue
         if "sweep" in yaml.safe_load(path.read_text()):  # a sweep: every run is a simulation config
             from simdesign.simulation.sweep import load_sweep
             assert all(config.name for _, _, config in load_sweep(path)[1])

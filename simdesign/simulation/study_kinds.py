@@ -233,7 +233,9 @@ class Sweeps(StudyKind):
         return draw_sweep(config[0], summary, Path(out_base))
 
 
-for _kind in (RateStudies(), PanelStudies(), MetricValidation(), Sweeps()):
+from simdesign.simulation.tac_study import TacStudy  # noqa: E402 -- the TAC-sized study (issue 31), a generic kind
+
+for _kind in (RateStudies(), PanelStudies(), MetricValidation(), Sweeps(), TacStudy()):
     register_study_kind(_kind)
 
 
