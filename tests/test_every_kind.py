@@ -37,9 +37,12 @@ METRIC = {"name": "mv", "model": "coherence", "population": {"kind": "normal"},
 # the swept key is not also given at the top level (a config doing so is refused: its value would be ignored)
 SWEEP = {**{key: value for key, value in RATES.items() if key != "effect"}, "name": "sw", "estimands": [],
          "sweep": {"effect": ["zero", 0.5]}}
+CROWD = {"study": "crowd", "name": "cw", "items": {"structure": "single", "items": 15},
+         "workers": {"workers": 8, "per_item": 4, "spammer_share": 0.25}, "ks": [1, 2, 4], "subsamples": 2,
+         "aggregations": ["mean", "mace"], "grid": {"spammer_share": [0.0, 0.25]}, "trials": 12, "seed": 5}
 COINS = {"name": "coins", "coins": [0.2, 0.7], "flips": 20, "trials": 30, "seed": 4}
 KINDS = {"rates": RATES, "replication": REPLICATION, "panels": PANEL, "metric-validation": METRIC, "sweep": SWEEP,
-         "coin-flips": COINS}
+         "crowd": CROWD, "coin-flips": COINS}
 TIMING = ["fit_seconds", "run_seconds", "mean_fit_seconds"]
 
 
@@ -77,7 +80,8 @@ def chunk_files(out: Path) -> list[Path]:
 
 
 @pytest.mark.parametrize("kind, size", [("rates", {"trials": 3000}), ("replication", {"trials": 600}),
-                                        ("panels", {"trials": 300}), ("metric-validation", {"trials": 400})])
+                                        ("panels", {"trials": 300}), ("metric-validation", {"trials": 400}),
+                                        ("crowd", {"trials": 150})])
 def test_sigkill_then_resume_gives_the_rows_of_an_uninterrupted_run(tmp_path, kind, size):
     mapping = {**KINDS[kind], **size}
     path = tmp_path / "config.yaml"

@@ -130,6 +130,8 @@ class Sweeps(StudyKind):
 for _kind in (PanelStudies(), MetricValidation(), Sweeps()):
     register_study_kind(_kind)
 
+from simdesign.simulation import crowd_study  # noqa: E402,F401 -- registers 'crowd' (worker-level crowd studies)
+
 
 def known_kinds() -> list[str]:
     """Every value a config's ``study`` field may take."""
