@@ -12,9 +12,8 @@ import simdesign
 from simdesign.cli import main
 from simdesign.core.errors import ConfigError
 from simdesign.model.crowd import Criterion, ItemStructure, WorkerModel, assign, sample_crowd
-from simdesign.simulation.crowd_study import (parse_crowd_study, spearman_brown_curve, spearman_brown_knee,
-                                              spearman_interval, spearman_rows, threshold_rows)
-from simdesign.stats.knee import kneedle
+from simdesign.simulation.crowd_study import parse_crowd_study, spearman_interval, spearman_rows, threshold_rows
+from simdesign.stats.knee import kneedle, spearman_brown_curve, spearman_brown_knee
 
 SINGLE = ItemStructure()
 OVERALL = (Criterion("overall"),)

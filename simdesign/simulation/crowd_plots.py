@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 
 from simdesign.simulation.panel_plots import METHOD_LABELS
 from simdesign.simulation.plots import save_png
+from simdesign.stats.knee import spearman_brown_knee
 
 
 def _label(method: str) -> str:
@@ -69,8 +70,6 @@ def _against_grid(axes, config, table: pd.DataFrame, criterion: str, quantity: s
 
 
 def _knees(axis, config, table: pd.DataFrame) -> None:
-    from simdesign.simulation.crowd_study import spearman_brown_knee
-
     grid = np.linspace(0.02, 0.95, 94)
     axis.plot(grid, [spearman_brown_knee(r, config.ks) for r in grid], color="grey",
               label="Spearman-Brown knee (curve family alone)")

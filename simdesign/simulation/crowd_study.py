@@ -43,7 +43,7 @@ from simdesign.model.crowd import (Criterion, ItemStructure, WorkerModel, sample
                                    worker_problems)
 from simdesign.runner.study import StudyKind, register_study_kind, study_field_problems
 from simdesign.stats.aggregation import AGGREGATIONS
-from simdesign.stats.knee import kneedle
+from simdesign.stats.knee import kneedle, spearman_brown_knee
 from simdesign.stats.montecarlo import mean_interval, wilson_interval
 
 KEYS = ("study", "name", "description", "model", "effect", "items", "criteria", "workers", "ks", "subsamples",
@@ -240,22 +240,6 @@ def trial_rows(config: CrowdStudyConfig, workers: WorkerModel, rng: np.random.Ge
                          "rho_expert": float(np.nanmean(pairs[:, 0])), "rho_truth": float(np.nanmean(pairs[:, 1])),
                          "rho_study": float(study), "study_low": low, "study_high": high, "beats_mos": beats})
     return pd.DataFrame(rows)
-
-
-def spearman_brown_curve(rho_1: float, ks) -> np.ndarray:
-    """Relative correlation of a k-worker mean with any criterion: sqrt(k / (1 + (k - 1) rho_1)).
-
-    The Spearman-Brown reliability of a mean of k workers is k rho_1 / (1 + (k - 1) rho_1); a correlation with
-    an outside criterion grows with the square root of the reliability, so its curve over k is this one times
-    the one-worker correlation, a factor Kneedle's rescaling removes.
-    """
-    ks = np.asarray(ks, dtype=float)
-    return np.sqrt(ks / (1 + (ks - 1) * rho_1))
-
-
-def spearman_brown_knee(rho_1: float, ks) -> float:
-    """The Kneedle knee of :func:`spearman_brown_curve` over ``ks``: the knee the curve family alone gives."""
-    return kneedle(ks, spearman_brown_curve(rho_1, ks)) if np.isfinite(rho_1) and 0 < rho_1 < 1 else float("nan")
 
 
 def _mean_row(values) -> dict:

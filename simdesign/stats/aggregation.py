@@ -160,17 +160,13 @@ def mace(ratings: np.ndarray, workers: np.ndarray, scale, smoothing: float | Non
     (probability 1 - theta_j) and answer from their own distribution xi_j. So
     P(answer a | T = t) = theta_j [a = t] + (1 - theta_j) xi_j[a].
 
-    EM as in the paper (its EM variant, not its variational one): the E-step
-    gives each item's posterior q_i(t) and, for each judgement, the expected
-    probability that the worker knew, q_i(a) theta_j / (theta_j + (1 - theta_j)
-    xi_j[a]); the M-step sets theta_j and xi_j to their expected counts plus
-    ``smoothing`` pseudo-counts per cell (MACE's 0.01 / classes by default).
-    Written here, not taken from crowd-kit (its MACE is the test oracle,
-    tests/test_aggregation.py): crowd-kit's fit is pandas-based with 10 random
-    restarts, far too slow for thousands of fits per simulation, and pulls in
-    transformers and nltk. One deterministic start (theta 0.5, xi each worker's
-    own answer shares) replaces the restarts; EM runs until the posteriors change
-    by less than ``tol``.
+    EM (the paper's EM, not its variational variant): the E-step gives item
+    posteriors q_i(t) and P(knew) = q_i(a) theta_j / (theta_j + (1 - theta_j) xi_j[a]) per
+    judgement; the M-step sets theta_j, xi_j to expected counts + ``smoothing``.
+    Not taken from crowd-kit (the test oracle, tests/test_mace.py): its fit is
+    pandas-based with random restarts, far too slow for a simulation, and pulls
+    in transformers and nltk. One deterministic start (theta 0.5, xi each
+    worker's own answer shares); EM stops when no posterior moves by ``tol``.
 
     Parameters
     ----------
@@ -179,9 +175,8 @@ def mace(ratings: np.ndarray, workers: np.ndarray, scale, smoothing: float | Non
     scale : sequence
         The ordered score values (the classes).
     smoothing : float, optional
-        Pseudo-count per cell of theta and xi; default 0.01 / len(scale).
-    max_iter : int, default 100
-    tol : float, default 1e-6
+        Pseudo-count per cell of theta and xi; default 0.01 / len(scale) (MACE's).
+    max_iter, tol : int, float, default 100, 1e-6
 
     Returns
     -------
@@ -191,8 +186,7 @@ def mace(ratings: np.ndarray, workers: np.ndarray, scale, smoothing: float | Non
     strategy : ndarray, shape (n_workers, n_classes)
         xi_j.
     log_likelihood : float
-        The marginal log-likelihood of the answers at the parameters of the last E-step (those returned,
-        unless ``max_iter`` ended EM first).
+        Of the answers, at the last E-step's parameters (one M-step before those returned if max_iter ends EM).
 
     Examples
     --------
