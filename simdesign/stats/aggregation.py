@@ -207,15 +207,15 @@ def mace(ratings: np.ndarray, workers: np.ndarray, scale, smoothing: float | Non
     competence = np.full(n_workers, 0.5)
     strategy = np.bincount(worker * n_classes + label, minlength=n_workers * n_classes).reshape(n_workers, n_classes)
     strategy = (strategy + smoothing) / (strategy.sum(axis=1, keepdims=True) + n_classes * smoothing)
-    item_label = item * n_classes + label
+    is_label = label[:, None] == np.arange(n_classes)  # (judgements, classes)
     posterior, previous = None, None
     for _ in range(max_iter):
-        # E-step: log P(a | t) = log spam for every t, plus log((knows + spam) / spam) at t = a, summed per item
+        # E-step: log P(a | t) per judgement and class, summed per item
         spam = (1.0 - competence[worker]) * strategy[worker, label]
         knows = competence[worker]
-        log_joint = (np.bincount(item, weights=np.log(spam), minlength=n_items)[:, None]
-                     + np.bincount(item_label, weights=np.log1p(knows / spam),
-                                   minlength=n_items * n_classes).reshape(n_items, n_classes) - np.log(n_classes))
+        log_answer = np.log(np.where(is_label, knows[:, None] + spam[:, None], spam[:, None]))
+        log_joint = np.stack([np.bincount(item, weights=log_answer[:, c], minlength=n_items)
+                              for c in range(n_classes)], axis=1) - np.log(n_classes)
         largest = log_joint.max(axis=1, keepdims=True)
         joint = np.exp(log_joint - largest)
         log_likelihood = float((np.log(joint.sum(axis=1)) + largest[:, 0]).sum())
