@@ -528,8 +528,9 @@ def build_parser() -> argparse.ArgumentParser:
     presets = sub.add_parser("presets", help="list the built-in models")
     presets.set_defaults(func=cmd_presets)
 
-    from simdesign import cli_analyse, cli_design, cli_explore, cli_literature, cli_metrics, cli_panels
+    from simdesign import cli_analyse, cli_crowd, cli_design, cli_explore, cli_literature, cli_metrics, cli_panels
     cli_analyse.add_parser(sub)
+    cli_crowd.add_parser(sub)
     cli_metrics.add_parser(sub)
     cli_panels.add_parser(sub)
     cli_literature.add_parser(sub)

@@ -113,7 +113,7 @@ CASES = {
                               ["--trial", "non-negative integer; got -1"]),
     "plan-jobs-zero": ("plan", {}, ["--jobs", "0"], ["'--jobs' option must be a positive number", "got 0"]),
     "panels-aggregation-typo": ("panels", {"aggregations": ["mean", "mode"]}, [],
-                                ["'aggregations' field", "['mean', 'median', 'majority', 'dawid_skene']",
+                                ["'aggregations' field", "['mean', 'median', 'majority', 'dawid_skene', 'mace']",
                                  "got ['mean', 'mode']"]),
     "panels-negative-noise-in-grid": ("panels", {"sensitivity": {"noise": [0.5, -1]}}, [],
                                       ["'sensitivity grid: panels.crowd.noise' field", "> 0", "got -1"]),

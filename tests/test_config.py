@@ -95,6 +95,10 @@ def test_shipped_configs_are_valid():
             from simdesign.simulation.tac_study import parse_tac_config
             assert parse_tac_config(yaml.safe_load(path.read_text()), path.parent).name
             continue
+        if yaml.safe_load(path.read_text()).get("study") == "crowd":  # crowd studies (simdesign/simulation/crowd_study)
+            from simdesign.simulation.crowd_study import parse_crowd_study
+            assert parse_crowd_study(yaml.safe_load(path.read_text()), base_dir=path.parent).name
+            continue
         if "sweep" in yaml.safe_load(path.read_text()):  # a sweep: every run is a simulation config
             from simdesign.simulation.sweep import load_sweep
             assert all(config.name for _, _, config in load_sweep(path)[1])

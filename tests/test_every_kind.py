@@ -37,12 +37,15 @@ METRIC = {"name": "mv", "model": "coherence", "population": {"kind": "normal"},
 # the swept key is not also given at the top level (a config doing so is refused: its value would be ignored)
 SWEEP = {**{key: value for key, value in RATES.items() if key != "effect"}, "name": "sw", "estimands": [],
          "sweep": {"effect": ["zero", 0.5]}}
+CROWD = {"study": "crowd", "name": "cw", "items": {"structure": "single", "items": 15},
+         "workers": {"workers": 8, "per_item": 4, "spammer_share": 0.25}, "ks": [1, 2, 4], "subsamples": 2,
+         "aggregations": ["mean", "mace"], "grid": {"spammer_share": [0.0, 0.25]}, "trials": 12, "seed": 5}
 COINS = {"name": "coins", "coins": [0.2, 0.7], "flips": 20, "trials": 30, "seed": 4}
 TAC = {"study": "tac", "name": "tac", "documents": 10, "machines": {"count": 5, "missing": 0.2},
        "humans": {"count": 4, "per_document": 2}, "bootstrap_resamples": 49, "trials": 12, "chunk_size": 2, "seed": 6,
        "tests": ["ttest_unpaired", {"name": "ttest_doc", "threshold": "mc"}, "wilcoxon_doc"]}
 KINDS = {"rates": RATES, "replication": REPLICATION, "panels": PANEL, "metric-validation": METRIC, "sweep": SWEEP,
-         "coin-flips": COINS, "tac": TAC}
+         "crowd": CROWD, "coin-flips": COINS, "tac": TAC}
 TIMING = ["fit_seconds", "run_seconds", "mean_fit_seconds"]
 
 
@@ -81,7 +84,7 @@ def chunk_files(out: Path) -> list[Path]:
 
 @pytest.mark.parametrize("kind, size", [("rates", {"trials": 3000}), ("replication", {"trials": 600}),
                                         ("panels", {"trials": 300}), ("metric-validation", {"trials": 400}),
-                                        ("tac", {"trials": 200})])
+                                        ("crowd", {"trials": 150}), ("tac", {"trials": 200})])
 def test_sigkill_then_resume_gives_the_rows_of_an_uninterrupted_run(tmp_path, kind, size):
     mapping = {**KINDS[kind], **size}
     path = tmp_path / "config.yaml"

@@ -11,7 +11,8 @@ from simdesign.simulation.panel_summary import KNEE, SPEARMAN
 from simdesign.simulation.plots import save_png
 
 TARGET_TITLES = {"expert": "crowd aggregate vs expert panel mean", "truth": "crowd aggregate vs true expected score"}
-METHOD_LABELS = {"mean": "mean (MOS)", "median": "median", "majority": "majority vote", "dawid_skene": "Dawid-Skene"}
+METHOD_LABELS = {"mean": "mean (MOS)", "median": "median", "majority": "majority vote", "dawid_skene": "Dawid-Skene",
+                 "mace": "MACE"}
 
 
 def _knee_text(knee: pd.Series) -> str:

@@ -218,7 +218,7 @@ def parse_panel_study(raw: dict, base_dir: Path | None = None) -> PanelStudyConf
     reference, crowd = raw.get("reference", "expert"), raw.get("crowd", "crowd")
     if panels:
         errors += _role_problems(panels, reference, crowd) + _pool_problems(panels, values["docs"])
-    aggregations = raw.get("aggregations", list(AGGREGATIONS))
+    aggregations = raw.get("aggregations", list(PanelStudyConfig.aggregations))
     if not isinstance(aggregations, list) or not aggregations or any(a not in AGGREGATIONS for a in aggregations) \
             or len(set(aggregations)) != len(aggregations):
         errors.append(f"The 'aggregations' field must be a list of distinct names from {list(AGGREGATIONS)}; "

@@ -238,6 +238,8 @@ from simdesign.simulation.tac_study import TacStudy  # noqa: E402 -- the TAC-siz
 for _kind in (RateStudies(), PanelStudies(), MetricValidation(), Sweeps(), TacStudy()):
     register_study_kind(_kind)
 
+from simdesign.simulation import crowd_study  # noqa: E402,F401 -- registers 'crowd' (worker-level crowd studies)
+
 
 def known_kinds() -> list[str]:
     """Every value a config's ``study`` field may take."""

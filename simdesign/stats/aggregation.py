@@ -12,6 +12,10 @@ and ``scale``: the ordered score values. It returns one float per item.
   item with votes 2, 2, 5, 5 gets 3.5).
 * ``dawid_skene``: the Dawid & Skene (1979) competence model fitted by EM;
   the item's value is its posterior expected score.
+* ``mace``: MACE (Hovy, Berg-Kirkpatrick, Vaswani & Hovy 2013), a worker
+  either knows the item's class or spams from their own answer
+  distribution; fitted by EM (:func:`mace`); the item's value is its
+  posterior expected score.
 
 :data:`AGGREGATIONS` is the registry (name -> function).
 """
@@ -147,10 +151,99 @@ def aggregate_dawid_skene(ratings: np.ndarray, workers: np.ndarray, scale) -> np
     return posterior @ np.asarray(list(scale), dtype=float)
 
 
+def mace(ratings: np.ndarray, workers: np.ndarray, scale, smoothing: float | None = None, max_iter: int = 100,
+         tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """MACE (Hovy et al. 2013) by EM: item posteriors, each worker's competence and spamming distribution.
+
+    The model: item i's true class T_i is uniform over the scale; when worker j
+    judges it, they know it with probability theta_j and answer T_i, or spam
+    (probability 1 - theta_j) and answer from their own distribution xi_j. So
+    P(answer a | T = t) = theta_j [a = t] + (1 - theta_j) xi_j[a].
+
+    EM (the paper's EM, not its variational variant): the E-step gives item
+    posteriors q_i(t) and P(knew) = q_i(a) theta_j / (theta_j + (1 - theta_j) xi_j[a]) per
+    judgement; the M-step sets theta_j, xi_j to expected counts + ``smoothing``.
+    Not taken from crowd-kit (the test oracle, tests/test_mace.py): its fit is
+    pandas-based with random restarts, far too slow for a simulation, and pulls
+    in transformers and nltk. One deterministic start (theta 0.5, xi each
+    worker's own answer shares); EM stops when no posterior moves by ``tol``.
+
+    Parameters
+    ----------
+    ratings, workers : ndarray, shape (n_items, k)
+        Scores (values of ``scale``) and worker ids (any integers).
+    scale : sequence
+        The ordered score values (the classes).
+    smoothing : float, optional
+        Pseudo-count per cell of theta and xi; default 0.01 / len(scale) (MACE's).
+    max_iter, tol : int, float, default 100, 1e-6
+
+    Returns
+    -------
+    posterior : ndarray, shape (n_items, n_classes)
+    competence : ndarray, shape (n_workers,)
+        theta_j, workers in sorted id order.
+    strategy : ndarray, shape (n_workers, n_classes)
+        xi_j.
+    log_likelihood : float
+        Of the answers, at the last E-step's parameters (one M-step before those returned if max_iter ends EM).
+
+    Examples
+    --------
+    >>> posterior, competence, _, _ = mace(np.array([[1, 1, 2], [2, 2, 1]]), np.array([[0, 1, 2], [0, 1, 2]]), [1, 2])
+    >>> posterior.argmax(axis=1).tolist()
+    [0, 1]
+    """
+    scale = np.asarray(list(scale))
+    ratings = np.asarray(ratings)
+    n_items, n_classes = ratings.shape[0], len(scale)
+    smoothing = 0.01 / n_classes if smoothing is None else float(smoothing)
+    item = np.repeat(np.arange(n_items), ratings.shape[1])
+    label = np.searchsorted(scale, ratings.ravel())
+    vote_counts(ratings, scale)  # refuses values off the scale
+    worker_ids, worker = np.unique(np.asarray(workers).ravel(), return_inverse=True)
+    n_workers = len(worker_ids)
+    given = np.bincount(worker, minlength=n_workers).astype(float)
+    competence = np.full(n_workers, 0.5)
+    strategy = np.bincount(worker * n_classes + label, minlength=n_workers * n_classes).reshape(n_workers, n_classes)
+    strategy = (strategy + smoothing) / (strategy.sum(axis=1, keepdims=True) + n_classes * smoothing)
+    is_label = label[:, None] == np.arange(n_classes)  # (judgements, classes)
+    posterior, previous = None, None
+    for _ in range(max_iter):
+        # E-step: log P(a | t) per judgement and class, summed per item
+        spam = (1.0 - competence[worker]) * strategy[worker, label]
+        knows = competence[worker]
+        log_answer = np.log(np.where(is_label, knows[:, None] + spam[:, None], spam[:, None]))
+        log_joint = np.stack([np.bincount(item, weights=log_answer[:, c], minlength=n_items)
+                              for c in range(n_classes)], axis=1) - np.log(n_classes)
+        largest = log_joint.max(axis=1, keepdims=True)
+        joint = np.exp(log_joint - largest)
+        log_likelihood = float((np.log(joint.sum(axis=1)) + largest[:, 0]).sum())
+        posterior = joint / joint.sum(axis=1, keepdims=True)
+        if previous is not None and np.abs(posterior - previous).max() < tol:
+            break
+        previous = posterior
+        # M-step: expected 'knew' per judgement; the rest is spam answered with its label
+        knew = posterior[item, label] * knows / (knows + spam)
+        knew_total = np.bincount(worker, weights=knew, minlength=n_workers)
+        competence = (knew_total + smoothing) / (given + 2 * smoothing)
+        spammed = np.bincount(worker * n_classes + label, weights=1.0 - knew,
+                              minlength=n_workers * n_classes).reshape(n_workers, n_classes) + smoothing
+        strategy = spammed / spammed.sum(axis=1, keepdims=True)
+    return posterior, competence, strategy, log_likelihood
+
+
+def aggregate_mace(ratings: np.ndarray, workers: np.ndarray, scale) -> np.ndarray:
+    """Posterior expected score per item under a MACE fit (:func:`mace`)."""
+    posterior = mace(ratings, workers, scale)[0]
+    return posterior @ np.asarray(list(scale), dtype=float)
+
+
 AGGREGATIONS = {
     "mean": aggregate_mean,
     "median": aggregate_median,
     "majority": aggregate_majority,
     "dawid_skene": aggregate_dawid_skene,
+    "mace": aggregate_mace,
 }
 """Aggregation methods by name: function(ratings, workers, scale) -> one value per item."""

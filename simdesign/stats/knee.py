@@ -52,3 +52,19 @@ def kneedle(x, y) -> float:
     x_scaled = (x - x[0]) / (x[-1] - x[0])
     y_scaled = (y - y.min()) / (y.max() - y.min())
     return float(x[int(np.argmax(y_scaled - x_scaled))])
+
+
+def spearman_brown_curve(rho_1: float, ks) -> np.ndarray:
+    """Relative correlation of a k-worker mean with any criterion: sqrt(k / (1 + (k - 1) rho_1)).
+
+    The Spearman-Brown reliability of a mean of k workers is k rho_1 / (1 + (k - 1) rho_1); a correlation with
+    an outside criterion grows with the square root of the reliability, so its curve over k is this one times
+    the one-worker correlation, a factor Kneedle's rescaling removes.
+    """
+    ks = np.asarray(ks, dtype=float)
+    return np.sqrt(ks / (1 + (ks - 1) * rho_1))
+
+
+def spearman_brown_knee(rho_1: float, ks) -> float:
+    """The Kneedle knee of :func:`spearman_brown_curve` over ``ks``: the knee the curve family alone gives."""
+    return kneedle(ks, spearman_brown_curve(rho_1, ks)) if np.isfinite(rho_1) and 0 < rho_1 < 1 else float("nan")
