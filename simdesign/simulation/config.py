@@ -41,7 +41,8 @@ from simdesign.core.yamlio import read_yaml_file
 from simdesign.model import PRESETS, OrdinalMixedModel, RankOnlyModel, effect_scale, load_model
 from simdesign.simulation.methods import (DEFAULT_METHODS, likert_model_digest_source, method_problems, method_specs,
                                           method_warnings, parse_methods, rank_generator, spec_method)
-from simdesign.simulation.replication import ReplicationSettings, parse_replication, replication_problems
+from simdesign.simulation.replication import (ReplicationSettings, parse_replication, replication_problems,
+                                              with_reported_means)
 from simdesign.stats.reliability import RELIABILITY_ESTIMANDS
 from simdesign.simulation.summary import estimand_names
 from simdesign.core.checks import is_integer, is_number
@@ -277,6 +278,9 @@ document_intercept_scale, methods
             object.__setattr__(self, "figure", parse_figure(self.figure, problems))
         if not isinstance(self.replication, ReplicationSettings):
             object.__setattr__(self, "replication", parse_replication(self.replication, problems))
+        if getattr(self.replication, "means", None) is not None and isinstance(self.model, OrdinalMixedModel):
+            # the original's reported means as the effects (idempotent: a model with those means is kept)
+            object.__setattr__(self, "model", with_reported_means(self.model, self.replication, problems))
 
     @staticmethod
     def _parsed_test(item, position: int, tests_field: str, problems: list[str], inherited: dict) -> list:
@@ -557,7 +561,7 @@ def config_problems(values: dict, check_empty: bool = True) -> list[str]:
     if hasattr(model, "n_systems"):
         problems += study_size_problems(designs, model.n_systems, analyses, values.get("art_resamples")
                                         if isinstance(values.get("art_resamples"), int) else None)
-    problems += replication_problems(values.get("replication"), analyses)
+    problems += replication_problems(values.get("replication"), analyses, model)
     if values.get("replication") is not None and tuple(values.get("methods") or DEFAULT_METHODS) != DEFAULT_METHODS:
         problems.append("The 'replication' estimands are computed on Likert studies only; "
                         f"leave out 'method'/'methods' (got {list(values.get('methods'))})")
