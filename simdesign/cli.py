@@ -200,11 +200,26 @@ def cmd_replay(args) -> int:
     return 0
 
 
+def plan_has_replication(path) -> bool:
+    """Whether a plan config has a 'replication' mapping (read again, checked, by the planner that takes it)."""
+    from simdesign.core.yamlio import load_yaml
+
+    try:
+        raw = load_yaml(Path(path).read_text())
+    except (OSError, ConfigError, ValueError):
+        return False  # the ordinary planner reads it and reports the problem
+    return isinstance(raw, dict) and "replication" in raw
+
+
 def cmd_plan(args) -> int:
     from simdesign.planning.planner import load_plan
 
     overrides = {key: value for key, value in (("max_trials", args.max_trials), ("screen_trials", args.screen_trials))
                  if value is not None}
+    if plan_has_replication(args.config):  # a replication plan (simdesign.planning.replication_plan)
+        from simdesign.planning.replication_plan import cmd_replication_plan
+
+        return cmd_replication_plan(args, overrides)
     config = load_plan(args.config, overrides)
     out_dir = Path(args.out) if args.out else Path("results") / config.name
     simulated = sum(1 for c in config.candidates if not c.excluded)

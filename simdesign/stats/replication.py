@@ -43,6 +43,26 @@ def score_correlation(original: np.ndarray, replication: np.ndarray) -> float:
     return float(stats.pearsonr(original, replication).statistic)
 
 
+def row_correlations(original: np.ndarray, replication: np.ndarray) -> np.ndarray:
+    """:func:`score_correlation` of each row pair at once (NaN where either row is constant).
+
+    Parameters
+    ----------
+    original, replication : ndarray, shape (studies, systems)
+
+    Returns
+    -------
+    ndarray, shape (studies,)
+    """
+    a = np.asarray(original, float) - np.mean(original, axis=1, keepdims=True)
+    b = np.asarray(replication, float) - np.mean(replication, axis=1, keepdims=True)
+    norms = np.sqrt(np.sum(a * a, axis=1) * np.sum(b * b, axis=1))
+    constant = (np.ptp(original, axis=1) == 0) | (np.ptp(replication, axis=1) == 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.clip(np.sum(a * b, axis=1) / norms, -1.0, 1.0)
+    return np.where(constant, np.nan, r)
+
+
 def trends(differences: np.ndarray, tolerance: float = 0.0) -> np.ndarray:
     """-1 (lower), 0 (equal: |difference| <= tolerance) or +1 (higher) per system pair."""
     differences = np.asarray(differences, float)
