@@ -110,7 +110,7 @@ def read(result, label: str, structured: bool) -> list[dict]:
 def plot(table: pd.DataFrame, out_base: Path) -> None:
     subset = table[table["correction"] == "none"]
     tests = list(dict.fromkeys(subset["test"]))
-    fig, axes = plt.subplots(1, len(tests), figsize=(5 * len(tests), 4.6), sharex=True, sharey=True)
+    fig, axes = plt.subplots(1, len(tests), figsize=(5 * len(tests), 6.4), sharex=True, sharey=True)
     markers = {"all": "o", "adjacent": "s", "first": "^", "close three": "D"}
     settings = list(dict.fromkeys(subset["setting"]))
     colours = plt.cm.viridis(np.linspace(0, 0.9, len(settings)))
@@ -130,7 +130,7 @@ def plot(table: pd.DataFrame, out_base: Path) -> None:
     fig.legend(loc="lower center", ncol=4, fontsize=6.5, frameon=False)
     fig.suptitle("Exact replications of overlap-S10-U30-A3: effect size, the original's means and tested pairs "
                  "(uncorrected)", fontsize=9)
-    fig.tight_layout(rect=(0, 0.22, 1, 0.96))
+    fig.tight_layout(rect=(0, 0.3, 1, 0.96))
     for suffix in (".png",):
         fig.savefig(out_base.with_suffix(suffix), dpi=130)
     plt.close(fig)

@@ -1,6 +1,7 @@
 """The replication planner (issue 31 part 4): parsing, the per-trial events, agreement with the replication
 study kind, and the recommendation's guarantee on the decision procedure with events at known rates."""
 import numpy as np
+import pandas as pd
 import pytest
 
 from simdesign import api
@@ -162,3 +163,29 @@ def test_recommending_a_replication_below_the_target_probability_is_at_most_the_
     mcse = max(np.sqrt(rate * (1 - rate) / replications), 1 / replications)
     print(f"10 replication designs at P 0.795: wrong recommendations {rate:.4f} (MCSE {mcse:.4f}), bound {bound}")
     assert rate <= bound + 3 * mcse
+
+
+@pytest.mark.slow
+def test_cli_plans_a_replication_and_writes_table_recommendation_and_figure(tmp_path, capsys):
+    import yaml
+
+    from simdesign.cli import main
+
+    raw = plan(replication={"target": "r", "at_least": 0.5, "probability": 0.5})
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    code = main(["plan", str(path), "--out", str(tmp_path / "out"), "--jobs", "1", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "planning the replication of overlap-S3-U4-A3" in out
+    for name in ("plan.csv", "recommendation.md", "rp.png"):
+        assert (tmp_path / "out" / name).exists()
+    text = (tmp_path / "out" / "recommendation.md").read_text()
+    assert "has a Pearson r of the system scores of at least 0.5" in text and "Confirmed on 20 fresh pairs" in text
+    table = pd.read_csv(tmp_path / "out" / "plan.csv")
+    assert {"probability", "mean_f1", "mean_r", "reproduced_share"} <= set(table.columns)
+    # a bad replication mapping is refused with exit code 2, naming the field
+    raw["replication"]["target"] = "f2"
+    path.write_text(yaml.safe_dump(raw))
+    assert main(["plan", str(path), "--out", str(tmp_path / "bad")]) == 2
+    assert "'replication.target' field must be one of" in capsys.readouterr().err
