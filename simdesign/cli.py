@@ -219,6 +219,7 @@ def cmd_plan(args) -> int:
     if plan_has_replication(args.config):  # a replication plan (simdesign.planning.replication_plan)
         from simdesign.planning.replication_plan import cmd_replication_plan
 
+        api.check_jobs(args.jobs)
         return cmd_replication_plan(args, overrides)
     config = load_plan(args.config, overrides)
     out_dir = Path(args.out) if args.out else Path("results") / config.name

@@ -91,7 +91,7 @@ def test_row_correlations_equal_scipy_row_by_row():
 def test_events_at_the_original_design_are_the_replication_kinds_trials(tmp_path):
     # the candidate that is the original's design: trial t's pair is the replication study kind's trial t
     config = parse_replication_plan(plan(replication={"target": "f1", "at_least": 0.5}))
-    outcomes = ReplicationOutcomes(config, tmp_path, jobs=1)
+    outcomes = ReplicationOutcomes(config, tmp_path)
     key = ("overlap-S3-U4-A3", "ttest_doc")
     outcomes.power({key: (0, 8)})
     planned = outcomes.tables[key]
@@ -103,7 +103,7 @@ def test_events_at_the_original_design_are_the_replication_kinds_trials(tmp_path
     np.testing.assert_allclose(planned["replication_r"], kind["replication_r"])
     np.testing.assert_allclose(planned["matching_accuracy"], kind["matching_accuracy"])
     # stored: a second source on the same directory reads, simulates nothing
-    again = ReplicationOutcomes(config, tmp_path, jobs=1)
+    again = ReplicationOutcomes(config, tmp_path)
     again.power({key: (0, 8)})
     assert again.new_studies == 0 and outcomes.new_studies == 16
 
@@ -122,7 +122,7 @@ class KnownEventRates(ReplicationOutcomes):
     """
 
     def __init__(self, config, out_dir, original_rate, rates, seed):
-        super().__init__(config, out_dir, jobs=1)
+        super().__init__(config, out_dir)
         plan_ = config.plan
         length = plan_.max_trials + plan_.confirm_candidates * plan_.confirm_trials
         rng = np.random.default_rng(seed)

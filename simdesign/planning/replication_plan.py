@@ -57,6 +57,7 @@ from simdesign.core.suggest import suggestions
 from simdesign.core.threads import single_threaded
 from simdesign.planning.plan_search import OutcomeSource, PlanResult, SimulatedOutcomes, decide_plan
 from simdesign.planning.planner import PlanConfig, parse_plan
+from simdesign.runner.execute import run_chunks
 from simdesign.simulation.config import read_config_mapping, stable_digest
 from simdesign.simulation.replication import (REPLICATION_PREFIX, ReplicationSettings, chosen_pairs,
                                               parse_replication)
@@ -222,6 +223,12 @@ def study_outcomes(model, effect: float, seed: int, design, spec, study: str, fi
             "means": np.array(means)}
 
 
+def _chunk_outcomes(chunk: tuple, model, effect: float, seed: int) -> tuple[tuple, dict]:
+    """A runner task: ``(chunk, study_outcomes of its trials)``; chunk = (study, design, test, first, stop)."""
+    study, design, spec, first, stop = chunk
+    return chunk, study_outcomes(model, effect, seed, design, spec, study, first, stop)
+
+
 def trial_events(original: dict, replication: dict, target: ReplicationTarget, alpha: float,
                  tested: np.ndarray) -> pd.DataFrame:
     """Per trial: the replication's F1, r, matching accuracy, whether it reproduced every decision, and the event.
@@ -294,14 +301,15 @@ class ReplicationOutcomes(OutcomeSource):
     out_dir : Path
     null_source : OutcomeSource or None
         Where the type I checks come from (:class:`~simdesign.planning.plan_search.SimulatedOutcomes`).
-    jobs : int
-        Worker processes for the studies (loky); the outcomes do not depend on it.
+    executor : ChunkExecutor or None
+        The runner's executor for the studies (None: computed here, one after another); the outcomes do
+        not depend on it.
     """
 
     def __init__(self, config: ReplicationPlan, out_dir: Path, null_source: OutcomeSource | None = None,
-                 jobs: int = 1):
+                 executor=None):
         plan = config.plan
-        self.config, self.null_source, self.jobs = config, null_source, max(1, int(jobs))
+        self.config, self.null_source, self.executor = config, null_source, executor
         self.tests = {spec.label: spec for spec in plan.tests}
         self.designs = {d.label: d for d in plan.designs}
         self.tested = chosen_pairs(config.target.settings, plan.model.systems)
@@ -317,33 +325,40 @@ class ReplicationOutcomes(OutcomeSource):
     def _studies(self, requests: list) -> None:
         """Compute and store the missing trials of (study, design, test, first, stop) requests."""
         plan = self.config.plan
-        tasks = []
-        for study, design, spec, first, stop in requests:
-            have = self.files.get((study, design.label, spec.label))
-            missing = [t for t in range(first, stop) if t not in have]
-            for start in range(0, len(missing), TRIALS_PER_TASK):
-                chunk = missing[start:start + TRIALS_PER_TASK]
-                # missing trials are consecutive runs in practice (looks extend ranges); a gap splits the task
-                runs = np.split(chunk, np.where(np.diff(chunk) != 1)[0] + 1)
-                tasks += [(study, design, spec, int(run[0]), int(run[-1]) + 1) for run in runs]
-        if not tasks:
-            return
-        arguments = [(plan.model, plan.effect, plan.seed, design, spec, study, first, stop)
-                     for study, design, spec, first, stop in tasks]
-        if self.jobs == 1 or len(tasks) == 1:
-            results = [study_outcomes(*args) for args in arguments]
-        else:
-            from joblib import Parallel, delayed
-
-            results = Parallel(n_jobs=self.jobs, backend="loky")(delayed(study_outcomes)(*args) for args in arguments)
         touched = set()
-        for (study, design, spec, first, stop), result in zip(tasks, results):
+
+        def missing() -> list:
+            tasks = {}
+            for study, design, spec, first, stop in requests:
+                have = self.files.get((study, design.label, spec.label))
+                trials = [t for t in range(first, stop) if t not in have]
+                # missing trials are consecutive runs in practice (looks extend ranges); a gap splits a task
+                for run in (np.split(trials, np.where(np.diff(trials) != 1)[0] + 1) if trials else []):
+                    for start in range(0, len(run), TRIALS_PER_TASK):
+                        piece = run[start:start + TRIALS_PER_TASK]
+                        tasks[(study, design.label, spec.label, int(piece[0]))] = (study, design, spec, int(piece[0]),
+                                                                                   int(piece[-1]) + 1)
+            return list(tasks.values())  # the original's trials once, however many candidates ask
+
+        def task(chunk):
+            from joblib import delayed
+
+            return delayed(_chunk_outcomes)(chunk, plan.model, plan.effect, plan.seed)
+
+        def save(chunk, result) -> None:
+            study, design, spec, first, stop = chunk
             key = (study, design.label, spec.label)
             store = self.files.get(key)
             for offset, trial in enumerate(range(first, stop)):
                 store[trial] = tuple(result[name][offset] for name in ("p_value", "estimate", "usable", "means"))
             touched.add(key)
             self._new += stop - first
+
+        if self.executor is None:
+            for chunk in missing():
+                save(*_chunk_outcomes(chunk, plan.model, plan.effect, plan.seed))
+        else:
+            run_chunks(self.executor, missing, task, save)
         for key in touched:
             self.files.save(key)
 
@@ -410,7 +425,7 @@ def run_replication_plan(config: ReplicationPlan, out_dir: Path, jobs: int = 1, 
         with ChunkExecutor(spec, needs_r=False) as executor:
             null_source = SimulatedOutcomes(config.plan, out_dir, executor) if config.plan.max_type1 is not None \
                 else None
-            outcomes = ReplicationOutcomes(config, out_dir, null_source, jobs)
+            outcomes = ReplicationOutcomes(config, out_dir, null_source, executor)
             result = decide_plan(config.plan, outcomes, progress=progress)
     finally:
         release_stores_under(out_dir)
@@ -480,7 +495,7 @@ def replication_recommendation(config: ReplicationPlan, result: PlanResult) -> s
     trials = tables.get(candidate.key)
     if trials is not None and len(trials):
         f1 = trials["significance_f1"]
-        text += (f". Over those trials the replication's mean F1 was "
+        text += (f". Over all its trials (search and confirmation) the replication's mean F1 was "
                  f"{np.nanmean(f1) if f1.notna().any() else float('nan'):.3f} (undefined in {int(f1.isna().sum())}), "
                  f"mean r {np.nanmean(trials['replication_r']):.3f}, every decision reproduced in "
                  f"{trials['reproduced'].mean():.1%}")
@@ -509,8 +524,7 @@ def plot_replication_plan(table: pd.DataFrame, config: ReplicationPlan, out_base
     target = config.target
     if target.probability is not None:
         ax.axhline(target.probability, color="grey", ls="--", lw=1, label=f"target {target.probability:g}")
-    recommended = table[table["decision"] == "pass"] if "decision" in table else table.iloc[:0]
-    chosen = recommended[recommended["confirmation"] == "confirmed"] if "confirmation" in table else recommended
+    chosen = table[table["decision"] == "recommended"]
     if len(chosen):
         ax.scatter(chosen["cost"], chosen["probability"], s=160, facecolors="none", edgecolors="red",
                    label="recommended (confirmed)")
@@ -518,7 +532,7 @@ def plot_replication_plan(table: pd.DataFrame, config: ReplicationPlan, out_base
            ylabel=f"P(replication {target.target}"
                   + (f" >= {target.at_least:g})" if target.at_least is not None else ")"),
            ylim=(-0.02, 1.02),
-           title=f"Replicating {target.original.label}: cheapest design that {target.target}s "
+           title=f"Replicating {target.original.label}: each replication design's probability of the target "
                  f"(search intervals at the look's confidence)")
     ax.title.set_fontsize(8)
     ax.legend(fontsize=7)
@@ -555,13 +569,10 @@ def replication_plan_summary(config: ReplicationPlan) -> str:
 
 
 def cmd_replication_plan(args, overrides: dict) -> int:
-    """``simdesign plan`` for a plan config with a ``replication`` mapping (the CLI's hook)."""
-    from simdesign import api
-
+    """``simdesign plan`` for a plan config with a ``replication`` mapping (the CLI's hook; it checked --jobs)."""
     config = load_replication_plan(args.config, overrides)
     if args.backend not in (None, "loky"):
         raise ConfigError(f"A replication plan runs on the loky backend only; got --backend {args.backend}")
-    api.check_jobs(args.jobs)
     from simdesign.runner.workers import available_cores, local_jobs
 
     jobs = local_jobs(args.jobs)
