@@ -82,6 +82,7 @@ def test_means_solved_into_effects_give_those_means_in_an_independent_simulation
     assert 0 < solved.effects[1] < solved.effects[2] < 0.2
 
 
+@pytest.mark.slow
 def test_a_config_with_means_keeps_its_model_through_a_round_trip():
     config = parse_config(_config(replication={"means": [4.3, 4.4, 4.5, 5.3, 3.5]}))
     assert np.allclose(config.model.expected_scores(), [4.3, 4.4, 4.5, 5.3, 3.5], atol=1e-9)
