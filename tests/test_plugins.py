@@ -39,7 +39,7 @@ def test_a_requested_test_only_estimand_is_simulated_summarised_and_plotted(tmp_
     stored = result.trials[result.trials["test"] == "mean_score"].sort_values("trial")
     design = config.designs[0]
     # each trial's value from the trial's own data, sampled again here from its seed
-    expected = [config.model.sample(design, data_rng(SEED, design.label, trial, "likert"), "zero").scores.mean()
+    expected = [config.model.sample(design, data_rng(SEED, design.label, trial, default_method().stream_suffix), "zero").scores.mean()
                 for trial in range(30)]
     assert stored["estimate"].to_numpy() == pytest.approx(expected)
     row = result.summary().set_index("estimand").loc["mean_score"]
@@ -105,7 +105,7 @@ def test_a_test_only_design_kind_is_simulated_summarised_and_plotted(tmp_path, r
     assert len(type1) == 2 and type1["trials"].eq(30).all() and type1["rate"].between(0, 1).all()
     # the same data whoever samples it: the stored trial 3 of a ring design, sampled again here
     design = config.designs[0]
-    again = config.model.sample(design, data_rng(SEED, design.label, 3, "likert"), "zero")
+    again = config.model.sample(design, data_rng(SEED, design.label, 3, default_method().stream_suffix), "zero")
     trials = result.trials
     alpha_row = trials[(trials["design"] == design.label) & (trials["test"] == "krippendorff_alpha")
                        & (trials["trial"] == 3)]

@@ -71,7 +71,8 @@ def test_krippendorff_alpha_stays_allowed_for_overlap_designs():
 
 @pytest.mark.parametrize("value, message", [
     ({"tolerance": -0.1}, "'replication.tolerance' field must be a non-negative number"),
-    ({"tol": 0}, r"Unknown 'replication' key\(s\) \['tol'\]; allowed: \['tolerance'\]"),
+    ({"tol": 0}, r"Unknown 'replication' key\(s\) \['tol'\]; allowed: \['tolerance', 'pairs', 'correction', "
+                 r"'criteria', 'means', 'kappa'\]"),
     ("yes", "'replication' field must be true, false or a mapping"),
 ])
 def test_replication_field_is_validated(value, message):

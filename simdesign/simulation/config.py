@@ -45,8 +45,9 @@ from simdesign.simulation.methods import (DEFAULT_METHODS, method_problems, meth
 from simdesign.model.method_pair import load_rank_model, with_rank_model
 from simdesign.simulation.coverage import coverage_problems
 from simdesign.simulation.criteria import (Criterion, criteria_problems, criteria_to_mapping, criterion_specs,
-                                           parse_criteria)
-from simdesign.simulation.replication import ReplicationSettings, parse_replication, replication_problems
+                                           parse_criteria, spec_criterion)
+from simdesign.simulation.replication import (ReplicationSettings, parse_replication, replication_problems,
+                                              with_reported_means)
 from simdesign.core.estimands import ESTIMANDS, requestable_estimands
 from simdesign.simulation.summary import estimand_names
 from simdesign.core.checks import is_integer, is_number
@@ -281,6 +282,9 @@ document_intercept_scale, methods
             object.__setattr__(self, "figure", parse_figure(self.figure, problems))
         if not isinstance(self.replication, ReplicationSettings):
             object.__setattr__(self, "replication", parse_replication(self.replication, problems))
+        if getattr(self.replication, "means", None) is not None and isinstance(self.model, OrdinalMixedModel):
+            # the original's reported means as the effects (idempotent: a model with those means is kept)
+            object.__setattr__(self, "model", with_reported_means(self.model, self.replication, problems))
 
     @staticmethod
     def _parsed_test(item, position: int, tests_field: str, problems: list[str], inherited: dict) -> list:
@@ -334,7 +338,7 @@ document_intercept_scale, methods
         found = {}
         for spec in self.work_specs:
             method = get_method(spec_method(spec))
-            if hasattr(spec, "criterion"):  # the criterion and its model's shared part (simulation/criteria.py)
+            if spec_criterion(spec) is not None:  # the criterion and its model's shared part (simulation/criteria.py)
                 found[spec.label] = stable_digest({
                     "name": spec.name, "options": spec.options, "criterion": spec.criterion,
                     "model": stable_digest(shared_model_digest_source(spec.model))})
@@ -570,7 +574,7 @@ def config_problems(values: dict, check_empty: bool = True) -> list[str]:
     if hasattr(model, "n_systems"):
         problems += study_size_problems(designs, model.n_systems, analyses, values.get("art_resamples")
                                         if isinstance(values.get("art_resamples"), int) else None)
-    problems += replication_problems(values.get("replication"), analyses)
+    problems += replication_problems(values.get("replication"), analyses, model)
     problems += coverage_problems(designs, analyses, estimands, model, values.get("methods") or DEFAULT_METHODS,
                                   values.get("replication"))
     problems += criteria_problems(values.get("criteria") or (), model, values.get("methods") or DEFAULT_METHODS,

@@ -108,8 +108,9 @@ def criterion_specs(specs, criteria) -> tuple:
 
 
 def spec_criterion(spec) -> str | None:
-    """The criterion of a work item (None for a config without criteria)."""
-    return getattr(spec, "criterion", None)
+    """The criterion of a work item (None for a config without criteria; a replication item's own
+    ``criterion`` is its repetition number, not one of these)."""
+    return spec.criterion if isinstance(spec, CriterionSpec) else None
 
 
 def parse_criteria(raw: dict, base_dir, resolve_model, errors: list[str]) -> tuple:

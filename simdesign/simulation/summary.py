@@ -19,6 +19,7 @@ import pandas as pd
 from simdesign.analyses import resolve_analysis
 from simdesign.analyses.base import FAILURES, SINGULAR
 from simdesign.core.designs import design_coverage
+from simdesign.simulation.criteria import spec_criterion
 # ESTIMANDS re-exported: the summary's registry before it became every study kind's
 from simdesign.core.estimands import ESTIMANDS, Estimand, estimands_of, register_estimand  # noqa: F401
 from simdesign.simulation.methods import DEFAULT_METHODS, spec_method
@@ -381,7 +382,7 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
             for row in summarise_group(group, config.alpha, config.is_null, random_effects=random_effects):
                 rows.append({**design.columns(), "judgements": judgements,
                              "test": getattr(spec, "test_label", spec.label), "method": spec_method(spec),
-                             "criterion": getattr(spec, "criterion", None),
+                             "criterion": spec_criterion(spec),
                              **row, "trials": trials, "effect": config.effect_label, "alpha": config.alpha,
                              "mean_fit_seconds": fit_seconds})
         for spec in work_items(config, methods, estimands=True):
@@ -389,7 +390,7 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
             if group.empty:
                 continue
             rows.append({**design.columns(), "judgements": judgements, "test": "",
-                         "method": spec_method(spec), "criterion": getattr(spec, "criterion", None),
+                         "method": spec_method(spec), "criterion": spec_criterion(spec),
                          "estimand": spec.name, **ESTIMANDS[spec.name].summarise(group), "trials": group["trial"].nunique(),
                          "effect": config.effect_label, "alpha": config.alpha,
                          "mean_fit_seconds": group["fit_seconds"].mean()})
