@@ -24,7 +24,7 @@ Layers (a module imports only its own layer and those listed before it; ``tests/
 4. ``analyses``: the registered tests (+ ``rsession``, the R session they run in);
 5. ``simulation``: config, engine, backends, store, summary, plots;
 6. ``planning`` and ``pilot``: two clients of simulation that ignore each other;
-7. ``outputs``, ``api``, ``cli``, ``cli_analyse``, ``cli_metrics``, ``cli_design``, ``cli_explore``, ``explore``
+7. ``outputs``, ``api``, ``cli`` (one module per command), ``explore``
    (the web explorer): user-facing entry points, flat at the top so
    ``python -m simdesign.cli`` and the ``simdesign`` console script keep their paths.
 

@@ -160,13 +160,13 @@ LAYERS = {
     "simdesign.analyses": 4,
     "simdesign.simulation": 5,
     "simdesign.planning": 6, "simdesign.pilot": 6,
-    "simdesign.outputs": 7, "simdesign.api": 7, "simdesign.cli": 7, "simdesign.cli_analyse": 7, "simdesign": 7,
+    "simdesign.outputs": 7, "simdesign.api": 7, "simdesign.cli": 7, "simdesign": 7,
 }
 
 
 def layer_of(module: str) -> int:
     """The layer of a module: that of the longest prefix in :data:`LAYERS` (``simdesign.cli`` is not
-    ``simdesign.cli_analyse``'s prefix: prefixes match whole dotted parts)."""
+    ``simdesign.clinic``'s prefix: prefixes match whole dotted parts)."""
     matches = [prefix for prefix in LAYERS if module == prefix or module.startswith(prefix + ".")]
     if not matches:
         raise KeyError(f"{module} has no layer in LAYERS: add its folder")
@@ -182,7 +182,7 @@ def test_layer_check_catches_a_planted_upward_import():
     assert upward_imports({"simdesign.core.designs": {"simdesign.simulation.config"}}) == [
         "simdesign.core.designs (layer 0) imports simdesign.simulation.config (layer 5)"]
     assert upward_imports({"simdesign.simulation.config": {"simdesign.core.designs"}}) == []
-    assert layer_of("simdesign.cli_analyse") == 7 and layer_of("simdesign.clmm.laplace") == 3
+    assert layer_of("simdesign.cli.analyse") == 7 and layer_of("simdesign.clmm.laplace") == 3
 
 
 def test_every_module_has_a_layer():

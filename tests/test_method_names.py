@@ -28,7 +28,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "simdesign"
 ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("planning/plan_report.py", "rank"): (2, "the plan table's position column (1 = the best candidate)"),
     ("planning/plan_views.py", "rank"): (1, "the plan table's position column"),
-    ("cli.py", "rank"): (1, "the plan table's position column, printed by `simdesign plan`"),
+    ("cli/plan.py", "rank"): (1, "the plan table's position column, printed by `simdesign plan`"),
     ("planning/replication_plan.py", "rank"): (1, "the plan table's position column, printed by a replication plan"),
     ("planning/planner.py", "likert"): (2, "min_difference's unit: expected Likert scores (EFFECT_UNITS and one call: a "
                                           "scale, not an annotation method)"),

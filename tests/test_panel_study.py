@@ -1,4 +1,4 @@
-"""Panel studies (simdesign.simulation.panel_study / panel_summary / cli_panels)."""
+"""Panel studies (simdesign.simulation.panel_study / panel_summary / cli.panels)."""
 from __future__ import annotations
 
 import numpy as np

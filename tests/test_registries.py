@@ -269,7 +269,7 @@ ALLOWED_MENTIONS = {
     "simdesign/planning/plan_report.py": {"power", "type1"},
     "simdesign/planning/plan_search.py": {"power", "type1"},
     "simdesign/planning/plan_views.py": {"power", "type1"},
-    "simdesign/cli.py": {"power"},  # the plan table's columns it prints
+    "simdesign/cli/plan.py": {"power"},  # the plan table's columns it prints
     "simdesign/planning/replication_plan.py": {"power"},  # the plan table's column it renames to 'probability'
     # the predictive check's statistics of real data (a table of its own, compared with simulated studies)
     "simdesign/pilot/check.py": {"krippendorff_alpha", "shr"},

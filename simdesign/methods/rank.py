@@ -73,8 +73,8 @@ class Rank(AnnotationMethod):
     steps = {"read_table": "simdesign.pilot.ranks:read_rank_table",
              "orient": "simdesign.pilot.ranks:orient_ranks",
              "describe": "simdesign.pilot.ranks:describe_ranks",
-             "cli_fit": "simdesign.cli_rank_fit:fit",
-             "cli_check": "simdesign.cli_rank_fit:check",
+             "cli_fit": "simdesign.cli.fit_ranks:fit",
+             "cli_check": "simdesign.cli.fit_ranks:check",
              "fit": "simdesign.pilot.rank_fit:fit_rank_only",  # the rank-ordered logit with random slopes
              "fit_noise": "simdesign.pilot.rank_noise:fit_rank_noise",  # rank_noise of a joint Likert/Rank model
              "check": "simdesign.pilot.rank_check:rank_predictive_check"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import time
 
-from simdesign.cli_study import (add_study_arguments, check_study_arguments, study_backend, study_out_dir,
+from simdesign.cli.study_options import (add_study_arguments, check_study_arguments, study_backend, study_out_dir,
                                  warn_if_deprecated, write_study_figures)
 
 

@@ -1,6 +1,5 @@
-"""``simdesign sweep`` and ``simdesign metric-validation``: the literature questions of issue 16, parts 3 and 4.
-
-Registered in :mod:`simdesign.cli` by :func:`add_parser`.
+"""``simdesign sweep CONFIG`` (deprecated: ``simdesign run CONFIG``): a config at every combination of its
+'sweep' settings, the rates drawn against the swept setting; ``run`` calls :func:`cmd_sweep` for sweeps.
 """
 from __future__ import annotations
 
@@ -9,24 +8,17 @@ import time
 import pandas as pd
 
 from simdesign.core.estimands import headline_estimand
-from simdesign.cli_study import (add_study_arguments, check_study_arguments, study_backend, study_out_dir,
+from simdesign.cli.study_options import (add_study_arguments, check_study_arguments, study_backend, study_out_dir,
                                  warn_if_deprecated, write_study_figures)
 
 
 def add_parser(subparsers) -> None:
-    """Add the ``sweep`` and ``metric-validation`` subcommands to the CLI's subparsers."""
+    """Add the ``sweep`` subcommand (deprecated: ``simdesign run CONFIG``) to the CLI's subparsers."""
     sweep = subparsers.add_parser(
         "sweep", help="deprecated, use `simdesign run CONFIG`: run a config at every combination of its 'sweep' settings (e.g. effect and "
                       "document_intercept_scale) and draw the rates against the swept setting")
     add_study_arguments(sweep, jobs_help="parallel workers per run (default 1)", quiet_help="no progress bars or table")
     sweep.set_defaults(func=cmd_sweep)
-
-    metric = subparsers.add_parser(
-        "metric-validation", help="deprecated, use `simdesign run CONFIG`: validate an automatic metric against simulated human judgements: correlations, "
-                                  "bootstrap interval coverage (systems, inputs, both), permutation test power")
-    add_study_arguments(metric, figure_help="also write the coverage figure and its table as FIGURE.png and FIGURE.csv",
-                        quiet_help="no progress bar or table")
-    metric.set_defaults(func=cmd_metric_validation)
 
 
 def cmd_sweep(args) -> int:
@@ -59,29 +51,4 @@ def cmd_sweep(args) -> int:
         columns = [c for c in raw["sweep"] if c in show.columns] + ["test", "estimand", "rate", "mcse", "n_failed"]
         with pd.option_context("display.width", 160, "display.max_rows", 500):
             print(show[columns].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    return 0
-
-
-def cmd_metric_validation(args) -> int:
-    """``simdesign metric-validation CONFIG``: run, write trials.csv, summary.csv and the coverage figure."""
-    from simdesign.simulation.metric_validation import (load_metric_config, plot_coverage, run_metric_validation,
-                                                        summarise_metric_validation)
-
-    warn_if_deprecated(args, "metric-validation")
-    check_study_arguments(args)
-    started = time.perf_counter()
-    config = load_metric_config(args.config, args.trials)
-    out_dir = study_out_dir(args, config.name)
-    rows = run_metric_validation(config, out_dir, jobs=args.jobs, progress=not args.quiet,
-                                 backend=study_backend(args))
-    summary = summarise_metric_validation(rows, config)
-    rows.to_csv(out_dir / "trials.csv", index=False)
-    summary.to_csv(out_dir / "summary.csv", index=False)
-    paths = [out_dir / "trials.csv", out_dir / "summary.csv"]
-    paths += write_study_figures(args, out_dir, config.name, summary,
-                                 lambda base: [plot_coverage(summary, config, base)])
-    print(f"wrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - started:.0f} s")
-    if not args.quiet:
-        with pd.option_context("display.width", 180, "display.max_rows", 500):
-            print(summary.drop(columns=["note"]).to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     return 0

@@ -1,0 +1,44 @@
+"""``simdesign check MODEL TABLE``: the predictive check of a model against real judgements."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from simdesign.methods import get_method, method_names
+from simdesign.model import load_model
+from simdesign.cli.options import judgements_options
+from simdesign.cli.fit import read_judgements_args, run_check_command
+
+
+def cmd_check(args) -> int:
+    from simdesign.pilot.tables import table_method
+
+    method = table_method(args)
+    model_method = get_method(load_model(args.model).methods[0])  # a rank-only model checks its rankings
+    for own in (method, model_method):
+        if "cli_check" in own.steps:  # a method with a check command of its own (Rank: simdesign/cli/fit_ranks.py)
+            return own.step("cli_check")(args)
+    frame, _ = read_judgements_args(args)
+    model = load_model(args.model)
+    run_check_command(model, frame, args.out or Path("results") / f"check-{file_name_part(model.name)}", args.trials,
+                      args.seed)
+    return 0
+
+
+def file_name_part(name: str) -> str:
+    """A model's name made safe as part of a file name: a name read from a model file (``../../x``) never
+    chooses where results are written."""
+    return re.sub(r"[^\w.+-]+", "_", str(name)).strip("._") or "model"
+
+
+def add_parser(sub) -> None:
+    """Add the command to the CLI's subparsers."""
+    check = sub.add_parser("check", help="predictive check: simulate studies with the data's design from a model "
+                                         "and compare statistics with the data")
+    check.add_argument("model", help="model file or preset")
+    judgements_options(check)
+    check.add_argument("--trials", type=int, default=200)
+    check.add_argument("--out", help="directory for check.csv and check.png (default results/check-<model>)")
+    check.add_argument("--seed", type=int, default=0)
+    check.add_argument("--method", choices=method_names(), help="default: from a score or rank column")
+    check.set_defaults(func=cmd_check)

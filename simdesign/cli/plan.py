@@ -1,0 +1,66 @@
+"""``simdesign plan CONFIG``: the cheapest design reaching a target (or the best within a budget)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from simdesign import api
+from simdesign.cli.options import backend_options
+
+
+def plan_has_replication(path) -> bool:
+    """Whether a plan config has a 'replication' mapping (read again, checked, by the planner that takes it)."""
+    from simdesign.core.yamlio import load_yaml
+
+    try:
+        raw = load_yaml(Path(path).read_text())
+    except Exception:  # noqa: BLE001 -- any unreadable file: the ordinary planner reads it again and reports it
+        return False
+    return isinstance(raw, dict) and "replication" in raw
+
+
+def cmd_plan(args) -> int:
+    from simdesign.planning.planner import load_plan
+
+    overrides = {key: value for key, value in (("max_trials", args.max_trials), ("screen_trials", args.screen_trials))
+                 if value is not None}
+    if plan_has_replication(args.config):  # a replication plan (simdesign.planning.replication_plan)
+        from simdesign.planning.replication_plan import cmd_replication_plan
+
+        api.check_jobs(args.jobs)
+        return cmd_replication_plan(args, overrides)
+    config = load_plan(args.config, overrides)
+    out_dir = Path(args.out) if args.out else Path("results") / config.name
+    simulated = sum(1 for c in config.candidates if not c.excluded)
+    api.check_jobs(args.jobs)
+    print(f"planning {config.name}: {len(config.candidates)} candidates (design x test), {simulated} to simulate; "
+              f"{config.screen_trials} screening trials, up to {config.max_trials}")
+    outcome = api.plan(config, out_dir=out_dir, jobs=args.jobs, progress=not args.quiet, backend=args.backend,
+                       figure=args.figure, scheduler=args.scheduler, workers=args.workers, retries=args.retries)
+    paths = outcome.paths
+    shown = outcome.table[outcome.table["trials"] > 0].head(args.show)
+    with pd.option_context("display.width", 200, "display.max_rows", 200):
+        print(shown[["rank", "design", "test", "judgements", "annotators", "cost", "power", "ci_low", "ci_high",
+                     "trials", "decision"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print()
+    print(outcome.recommendation)
+    print(outcome.effort)
+    print(f"wrote {paths['table']}, {paths['recommendation']}, {', '.join(str(p) for p in paths['figures'])}")
+    return 0 if outcome.recommended is not None else 1
+
+
+def add_parser(sub) -> None:
+    """Add the command to the CLI's subparsers."""
+    plan = sub.add_parser("plan", help="find the cheapest design reaching a target power (or the most powerful "
+                                       "within a budget) under a cost model")
+    plan.add_argument("config", help="plan config (YAML; see configs/plan_example.yaml)")
+    plan.add_argument("--out", help="results directory (default results/<plan name>); a re-run resumes")
+    plan.add_argument("--jobs", type=int, default=-1, help="parallel workers (default: all cores)")
+    plan.add_argument("--screen-trials", type=int, help="override the config's screen_trials")
+    plan.add_argument("--max-trials", type=int, help="override the config's max_trials")
+    plan.add_argument("--figure", help="figure path without suffix (default <out>/<plan name>)")
+    plan.add_argument("--show", type=int, default=15, help="rows of the ranked table to print")
+    backend_options(plan)
+    plan.add_argument("--quiet", action="store_true", help="no per-stage progress lines")
+    plan.set_defaults(func=cmd_plan)
