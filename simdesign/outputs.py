@@ -14,7 +14,7 @@ from simdesign.core.errors import ConfigError
 from simdesign.core.estimands import has_nominal_level, headline_estimand, role_name
 from simdesign.simulation.config import SimulationConfig, parse_config
 from simdesign.methods import get_method
-from simdesign.simulation.methods import DEFAULT_METHODS
+from simdesign.simulation.method_specs import DEFAULT_METHODS
 from simdesign.simulation.store import ResultsStore
 
 FAILURE_COLUMNS = ("design", "test", "n_failed", "n_tests", "rate", "note", "kind")
@@ -94,7 +94,7 @@ def failure_table(summary: pd.DataFrame) -> pd.DataFrame:
     """
     failures = summary[(summary["estimand"] == role_name("failure_share")) & (summary["n_failed"] > 0)]
     if "method" in failures:  # a rank row is named as the store and `simdesign replay` name it: <test>@rank
-        from simdesign.simulation.methods import result_label
+        from simdesign.simulation.method_specs import result_label
         failures = failures.assign(test=[result_label(test, method)
                                          for test, method in zip(failures["test"], failures["method"])])
     table = failures[list(FAILURE_COLUMNS[:-1])].reset_index(drop=True).copy()

@@ -7,7 +7,7 @@ import yaml
 
 from simdesign.core.errors import ConfigError
 from simdesign.model import load_model
-from simdesign.planning.methods import check_engine_method
+from simdesign.planning.method_search import check_engine_method
 from simdesign.planning.plan_report import plan_table, recommendation_text
 from simdesign.planning.plan_search import OutcomeSource, decide_plan
 from simdesign.planning.planner import annotation_times, parse_plan

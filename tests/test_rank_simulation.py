@@ -21,7 +21,7 @@ from simdesign.core.errors import ConfigError, StoreError
 from simdesign.model import RankOnlyModel, load_model
 from simdesign.simulation.config import parse_config
 from simdesign.simulation.engine import replay_trial
-from simdesign.simulation.methods import result_label, split_result_label
+from simdesign.simulation.method_specs import result_label, split_result_label
 from simdesign.simulation.summary import SUMMARY_COLUMNS
 
 JOINT = {"preset": "coherence", "rank_noise": 1.0}

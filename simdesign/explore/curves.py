@@ -24,7 +24,7 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 from simdesign.core.estimands import estimand_label, has_nominal_level, headline_estimand
 from simdesign.core.yamlio import load_yaml
 from simdesign.outputs import shipped_figures_folder
-from simdesign.simulation.methods import DEFAULT_METHODS, result_label
+from simdesign.simulation.method_specs import DEFAULT_METHODS, result_label
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 DEFAULT_FIGURES = shipped_figures_folder()

@@ -28,7 +28,7 @@ from simdesign.core.estimands import headline_estimand, role_name
 from simdesign.analyses.classical import CLASSICAL_TESTS
 from simdesign.core.errors import ConfigError, MissingBackendError
 from simdesign.simulation.engine import Chunk, check_backends, chunk_registry, simulate_chunk
-from simdesign.simulation.methods import DEFAULT_METHODS
+from simdesign.simulation.method_specs import DEFAULT_METHODS
 from simdesign.simulation.summary import summarise
 
 log = logging.getLogger(__name__)

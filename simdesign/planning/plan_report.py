@@ -10,7 +10,7 @@ from matplotlib.figure import Figure  # never pyplot: library code neither needs
 from simdesign.core.designs import plan_colours
 from simdesign.planning.plan_search import (BEST, FAIL, LIBERAL, NOT_CONFIRMED, NOT_NEEDED, PASS, TIED,
                                    UNDECIDED, WORSE, PlanResult, run_plan, type1_stalled)
-from simdesign.planning.methods import method_sentence
+from simdesign.planning.method_search import method_sentence
 from simdesign.planning.planner import PlanConfig, max_judgements_per_annotator
 
 PLAN_COLUMNS = ("rank", "design", "shape", "test", "method", "blocks", "docs_per_block", "annotators_per_block", "docs",

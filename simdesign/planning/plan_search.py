@@ -109,7 +109,7 @@ import pandas as pd
 from simdesign.analyses import system_pairs
 from simdesign.simulation.config import stable_digest
 from simdesign.simulation.backends import DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, r_backed
-from simdesign.planning.methods import check_engine_method, method_config, method_of_label, store_suffix
+from simdesign.planning.method_search import check_engine_method, method_config, method_of_label, store_suffix
 from simdesign.planning.planner import Candidate, PlanConfig
 from simdesign.runner.stores import atomic_write_bytes, release_stores_under
 from simdesign.runner.study import REGISTERED

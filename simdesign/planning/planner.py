@@ -61,7 +61,7 @@ from simdesign.core.suggest import did_you_mean, suggestions
 from simdesign.core.yamlio import load_yaml
 from simdesign.methods import config_name, default_method, get_method, method_names
 from simdesign.model import OrdinalMixedModel, effect_scale
-from simdesign.planning.methods import parse_methods, store_name, tests_for_method
+from simdesign.planning.method_search import parse_methods, store_name, tests_for_method
 
 PLAN_KEYS = ("name", "description", "model", "effect", "tests", "alpha", "target_power", "budget", "power_over",
              "cost", "limits", "search", "screen_trials", "max_trials", "confidence", "cost_tolerance",

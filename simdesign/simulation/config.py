@@ -40,7 +40,7 @@ from simdesign.core.suggest import did_you_mean, suggestions
 from simdesign.core.yamlio import read_yaml_file
 from simdesign.model import PRESETS, OrdinalMixedModel, RankOnlyModel, effect_scale, load_model
 from simdesign.methods import config_name, get_method
-from simdesign.simulation.methods import (DEFAULT_METHODS, method_problems, method_specs, method_warnings,
+from simdesign.simulation.method_specs import (DEFAULT_METHODS, method_problems, method_specs, method_warnings,
                                           parse_methods, shared_model_digest_source, spec_method)
 from simdesign.model.method_pair import load_rank_model, with_rank_model
 from simdesign.simulation.coverage import coverage_problems
@@ -208,7 +208,7 @@ document_intercept_scale, methods
     estimands: tuple = ()  # per-trial reliability estimands (docs/reliability.md), e.g. ('krippendorff_alpha',)
     replication: ReplicationSettings | None = None  # exact replications (simdesign.simulation.replication)
     document_intercept_scale: float | None = None  # sets the model's (OrdinalMixedModel); None: the model's own
-    methods: tuple = DEFAULT_METHODS  # annotation methods, each a dimension of the results (simulation/methods.py)
+    methods: tuple = DEFAULT_METHODS  # annotation methods, each a dimension of the results (simulation/method_specs.py)
     criteria: tuple = ()  # several criteria per study, each a dimension of the results (simulation/criteria.py)
     # The YAML's name for the tests; stored in 'analyses' (an init-only alias: see the class docstring).
     tests: dataclasses.InitVar[object] = None
@@ -321,7 +321,7 @@ document_intercept_scale, methods
     def work_specs(self) -> tuple:
         """Every (test or estimand, method) the engine runs and the store keys, by result label.
 
-        Likert items are the specs themselves; others are :class:`~simdesign.simulation.methods.MethodSpec`
+        Likert items are the specs themselves; others are :class:`~simdesign.simulation.method_specs.MethodSpec`
         labelled ``<label>@<method>``.
         """
         if self.criteria:  # criteria and methods other than Likert do not combine (criteria_problems)

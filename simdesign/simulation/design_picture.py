@@ -127,8 +127,8 @@ def _wrap(text: str, width: int = 46) -> str:
 
 
 def draw_designs(designs, n_systems: int = 5, seed: int = 0, columns: int | None = None,
-                 panel_size: tuple = (3.8, 4.0)):
-    """A figure with one panel per design.
+                 subplot_size: tuple = (3.8, 4.0)):
+    """A figure with one subplot per design.
 
     Parameters
     ----------
@@ -138,7 +138,7 @@ def draw_designs(designs, n_systems: int = 5, seed: int = 0, columns: int | None
         As :func:`draw_design_on`.
     columns : int, optional
         Panels per row (default: all in one row, at most 4).
-    panel_size : (width, height) in inches
+    subplot_size : (width, height) in inches
 
     Returns
     -------
@@ -154,7 +154,7 @@ def draw_designs(designs, n_systems: int = 5, seed: int = 0, columns: int | None
     designs = as_designs(designs)
     columns = columns or min(len(designs), 4)
     rows = -(-len(designs) // columns)
-    figure = Figure(figsize=(panel_size[0] * columns, panel_size[1] * rows + 0.6))
+    figure = Figure(figsize=(subplot_size[0] * columns, subplot_size[1] * rows + 0.6))
     axes = figure.subplots(rows, columns, squeeze=False)
     for ax, design in zip(axes.ravel(), designs):
         draw_design_on(ax, design, n_systems=n_systems, seed=seed)
@@ -201,7 +201,7 @@ def write_design_picture(designs, path, n_systems: int = 5, seed: int = 0, colum
 
 def design_png(design, n_systems: int = 5, seed: int = 0, dpi: int = 100) -> bytes:
     """One design's picture as PNG bytes (for a web page)."""
-    figure = draw_designs([design], n_systems=n_systems, seed=seed, panel_size=(4.6, 3.8))
+    figure = draw_designs([design], n_systems=n_systems, seed=seed, subplot_size=(4.6, 3.8))
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()

@@ -39,7 +39,7 @@ from simdesign.core.seeds import analysis_rng, criterion_rng, data_rng
 from simdesign.methods import default_method, get_method
 from simdesign.core.threads import single_threaded
 from simdesign.runner.limits import check_trial_count
-from simdesign.simulation.methods import METHOD_COLUMN, spec_method
+from simdesign.simulation.method_specs import METHOD_COLUMN, spec_method
 from simdesign.simulation.criteria import CRITERION_COLUMN, spec_criterion, split_criterion_label
 from simdesign.simulation.store import RESULT_COLUMNS, ResultsStore
 
@@ -93,7 +93,7 @@ def iter_chunks(config: SimulationConfig, store: ResultsStore | None, trials: in
     chunk_size = config.chunk_size or min((resolve_analysis(spec.name).chunk_trials for spec in config.analyses),
                                           default=RELIABILITY_CHUNK_TRIALS)
     # Reliability estimands are stored like tests (one row per trial), so they resume the same way.
-    # One work item per (test or estimand, method), keyed by result label (simulation/methods.py).
+    # One work item per (test or estimand, method), keyed by result label (simulation/method_specs.py).
     work = tuple(config.work_specs) + replication_work(config)
     for design in config.designs:
         done = store.completed(design.label) if store is not None else {}

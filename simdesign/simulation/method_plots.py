@@ -1,4 +1,4 @@
-"""Figures comparing annotation methods: one panel per (estimand, test), one line per method (issue 13)."""
+"""Figures comparing annotation methods: one subplot per (estimand, test), one line per method (issue 13)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,14 +25,14 @@ def plot_method_grid(summary: pd.DataFrame, estimands, title: str, out_base: Pat
         Summary rows (:func:`simdesign.simulation.summary.summarise`) with a ``method`` column,
         possibly of several runs (e.g. effect zero and fitted).
     estimands : sequence of str
-        One row of panels each, e.g. ``["type1", "power"]``.
+        One row of subplots each, e.g. ``["type1", "power"]``.
     title : str
     out_base : Path
         Written as ``out_base.png``.
     x : str
         Design column on the (log) x axis.
     alpha : float, optional
-        Nominal level, drawn on ``type1`` panels.
+        Nominal level, drawn on ``type1`` subplots.
 
     Returns
     -------
@@ -43,7 +43,7 @@ def plot_method_grid(summary: pd.DataFrame, estimands, title: str, out_base: Pat
                              squeeze=False, sharex=True, constrained_layout=True)
     for row, estimand in enumerate(estimands):
         for column, test in enumerate(tests):
-            _draw_panel(axes[row][column], summary[(summary["estimand"] == estimand) & (summary["test"] == test)],
+            _draw_subplot(axes[row][column], summary[(summary["estimand"] == estimand) & (summary["test"] == test)],
                         x, alpha if has_nominal_level(estimand) else None)
             axes[row][column].set_title(f"{test}: {estimand_label(estimand)}", fontsize=9)
             if column == 0:
@@ -58,7 +58,7 @@ def plot_method_grid(summary: pd.DataFrame, estimands, title: str, out_base: Pat
     return [path]
 
 
-def _draw_panel(ax, rows: pd.DataFrame, x: str, alpha: float | None) -> None:
+def _draw_subplot(ax, rows: pd.DataFrame, x: str, alpha: float | None) -> None:
     for method in dict.fromkeys(rows["method"]):
         part = rows[rows["method"] == method].sort_values(x)
         values = part[x].astype(float).to_numpy()

@@ -76,7 +76,7 @@ def run_power_curve(raw: dict, second_correlations, out_root, jobs: int = 1, bas
 
 def plot_power_curves(curves: pd.DataFrame, out_base, exchangeable: pd.DataFrame | None = None,
                       alpha: float = 0.05, title: str = ""):
-    """Rejection rate against the difference of correlations, a panel per number of systems (Wilson bands).
+    """Rejection rate against the difference of correlations, a subplot per number of systems (Wilson bands).
 
     ``exchangeable``: the type I errors without metric-specific system bias, drawn as hollow markers at 0.
     """

@@ -536,7 +536,7 @@ def summarise_metric_validation(rows: pd.DataFrame, config: MetricValidationConf
 
 
 def plot_coverage(summary: pd.DataFrame, config: MetricValidationConfig, out_base: Path) -> Path:
-    """Coverage of the intervals against the number of systems: a panel per method and documents.
+    """Coverage of the intervals against the number of systems: a subplot per method and documents.
 
     Solid lines: coverage of the population correlation; with ``heldout``, dashed lines (hollow
     markers): coverage of a held-out study's correlation (the paper's protocol), colours as the solid ones.

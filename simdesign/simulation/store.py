@@ -33,7 +33,7 @@ from simdesign.runner.stores import (DISTRIBUTION, MANIFEST, TEMPORARY_SUFFIX, T
                                      package_versions, read_manifest, refuse_orphan_chunks, release_store,
                                      remove_leftovers, short_fingerprint, write_manifest)
 from simdesign.simulation.config import SimulationConfig, stable_digest
-from simdesign.simulation.methods import DEFAULT_METHODS
+from simdesign.simulation.method_specs import DEFAULT_METHODS
 
 TRIALS_DIR = "trials"
 RESULT_COLUMNS = ("design", "trial", "test", "pair", "system_a", "system_b", "true_diff", "estimate", "p_value",
@@ -98,7 +98,7 @@ class ResultsStore:
     def _clash_message(self, clashes: list, config: SimulationConfig) -> str:
         """Why stored results of these labels cannot be resumed: the options, or the model's rank generator."""
         from simdesign.methods import get_method
-        from simdesign.simulation.methods import spec_method
+        from simdesign.simulation.method_specs import spec_method
 
         ranked = {spec.label for spec in config.work_specs if not get_method(spec_method(spec)).is_default}
         rank_clashes = [label for label in clashes if label in ranked]

@@ -22,7 +22,7 @@ from simdesign.core.designs import design_coverage
 from simdesign.simulation.criteria import spec_criterion
 # ESTIMANDS re-exported: the summary's registry before it became every study kind's
 from simdesign.core.estimands import ESTIMANDS, Estimand, estimands_of, register_estimand  # noqa: F401
-from simdesign.simulation.methods import DEFAULT_METHODS, spec_method
+from simdesign.simulation.method_specs import DEFAULT_METHODS, spec_method
 from simdesign.simulation.replication import replication_summary_rows
 from simdesign.stats.reliability import krippendorff_alpha, shr
 from simdesign.stats.montecarlo import mean_interval, wilson_interval  # noqa: F401  (wilson_interval: re-exported)
@@ -36,13 +36,13 @@ SUMMARY_COLUMNS = DESIGN_COLUMNS + ("test", "estimand", "rate", "ci_low", "ci_hi
                                     "trials", "effect", "alpha", "mean_fit_seconds", "note")
 
 
-# With a method other than Likert (simdesign.simulation.methods) the summary says which method each row is on.
+# With a method other than Likert (simdesign.simulation.method_specs) the summary says which method each row is on.
 SUMMARY_COLUMNS_WITH_METHOD = SUMMARY_COLUMNS[:SUMMARY_COLUMNS.index("test") + 1] + ("method",) \
     + SUMMARY_COLUMNS[SUMMARY_COLUMNS.index("test") + 1:]
 
 
 def work_items(config, methods: tuple, estimands: bool) -> list:
-    """The config's (test, method) or (estimand, method) work items, by result label (simulation/methods.py)."""
+    """The config's (test, method) or (estimand, method) work items, by result label (simulation/method_specs.py)."""
     specs = getattr(config, "work_specs", None)
     if specs is None:  # a config object from before methods existed
         specs = tuple(config.analyses) + tuple(config.estimand_specs)

@@ -13,7 +13,7 @@ import math
 import pandas as pd
 
 from simdesign.core.estimands import headline_estimand
-from simdesign.simulation.methods import DEFAULT_METHODS
+from simdesign.simulation.method_specs import DEFAULT_METHODS
 
 # Summary columns that describe a design, shown beside its label in a wide table (when present).
 DESIGN_INFO = ("kind", "annotators", "docs", "judgements_per_output", "judgements")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 
 from simdesign.methods import get_method, method_names
-from simdesign.simulation.methods import DEFAULT_METHODS, imported_method_names, result_label, split_result_label
+from simdesign.simulation.method_specs import DEFAULT_METHODS, imported_method_names, result_label, split_result_label
 
 
 def parse_methods(search_raw, model, errors: list[str]) -> tuple:
