@@ -16,6 +16,7 @@ import simdesign
 from simdesign.core.estimands import ESTIMANDS
 from simdesign.core.errors import ConfigError
 from simdesign.core.seeds import data_rng
+from simdesign.methods import default_method
 from simdesign.planning.plan_report import plan_study, plan_table
 from simdesign.planning.planner import parse_plan
 from simdesign.simulation.config import SimulationConfig, parse_config

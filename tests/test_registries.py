@@ -387,7 +387,7 @@ TINY_STUDIES = {
               "trials": 6, "seed": 2, "estimands": ["krippendorff_alpha", "shr"],
               "designs": [{"kind": "block", "blocks": 4, "docs_per_block": 2, "annotators_per_block": 2}]},
     "replication": {"name": "rep", "model": "coherence", "effect": "fitted", "tests": ["ttest_doc"], "trials": 6,
-                    "seed": 3, "replication": {"tolerance": 0},
+                    "seed": 3, "replication": {"tolerance": 0, "kappa": True},
                     "designs": [{"kind": "overlap", "shared_docs": 4, "unique_docs_per_annotator": 2,
                                  "annotators": 3}]},
     "panels": {"name": "ps", "model": "coherence", "docs": 4, "trials": 4, "subsamples": 2, "bootstrap": 10,
