@@ -40,6 +40,7 @@ def test_a_constrained_refit_equals_the_fit_of_the_merged_systems(pair):
     assert ratios[position[pair]] == pytest.approx(expected, abs=2e-5)
 
 
+@pytest.mark.slow
 def test_likelihood_ratios_are_close_to_the_wald_statistics_with_many_annotators():
     """Asymptotically LR and z^2 agree; with 40 annotators they are within 15% of each other for clear pairs."""
     study = _study(1, 40, annotators_per_block=40, seed=2)
