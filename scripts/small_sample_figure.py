@@ -7,6 +7,11 @@ designs): ``figures/small_sample_fig{4,5}_<task>.csv``, written by
 Draws ``figures/small_sample_type1.png`` and ``figures/small_sample_power.png`` and prints the type I table
 of docs/model.md (rate +- MCSE, with the verdict against 0.075 by the rule written there).
 
+The tests that refit the model (``configs/small_sample_refits_<task>.yaml``: ``test: lrt`` and ``test:
+bootstrap`` at 3, 6 and 15 annotators) and lmer with Kenward-Roger df (``configs/small_sample_kr_<task>.yaml``)
+are read from ``figures/small_sample_refits_<task>.csv`` where present (fewer trials per point: each row
+carries its own), drawn on the type I panels beside the others and printed as their own table.
+
     python scripts/small_sample_figure.py [--figures figures]
 """
 from __future__ import annotations
@@ -27,6 +32,11 @@ TESTS = {  # summary label -> legend text, in drawing order
     "clmm_native[design,paper]": "t, containment df (design)",
     "ttest_doc": "ttest_doc",
     "art_block": "ARTagg (art_block)",
+}
+REFIT_TESTS = {  # the refitting tests' labels (configs/small_sample_refits_*.yaml, small_sample_kr_*.yaml)
+    "clmm_native[lrt,paper]": "LRT, Bartlett factor (10 draws)",
+    "clmm_native[bootstrap20,paper]": "bootstrap-t (20 draws)",
+    "lmer[kr,paper]": "lmer, Kenward-Roger df",
 }
 RUNS = {"type1": "small_sample_fig4", "power": "small_sample_fig5"}  # kind -> committed tables' prefix
 
@@ -51,10 +61,56 @@ def table(figures: Path, kind: str = "type1") -> pd.DataFrame | None:
         rates = pd.read_csv(path).query("estimand == @kind and test in @TESTS").copy()
         rates.insert(0, "task", task)
         frames.append(rates.rename(columns={"rate": kind}))
+    if kind == "type1":
+        frames += refit_rows(figures)
     frame = pd.concat(frames, ignore_index=True)
     if kind == "type1":
         frame["verdict"] = [verdict(low, high) for low, high in zip(frame["ci_low"], frame["ci_high"])]
     return frame
+
+
+def refit_rows(figures: Path) -> list[pd.DataFrame]:
+    """The refitting tests' type I rows of each task whose table exists (only their labels: the Wald tests'
+    rows of those runs repeat, on fewer trials, the same studies as the Figure-4 tables')."""
+    frames = []
+    for task in TASKS:
+        path = figures / f"small_sample_refits_{task}.csv"
+        if path.exists():
+            rates = pd.read_csv(path).query("estimand == 'type1' and test in @REFIT_TESTS").copy()
+            rates.insert(0, "task", task)
+            frames.append(rates.rename(columns={"rate": "type1"}))
+    return frames
+
+
+def refit_markdown(frame: pd.DataFrame) -> str:
+    """docs/model.md's table of the refitting tests: per task and annotator count, rate +- MCSE (trials),
+    with the Figure-4 tables' Wald z, design df and Satterthwaite rows at the same designs."""
+    shown = {**{label: TESTS[label] for label in ("clmm_native[paper]", "clmm_native[design,paper]",
+                                                 "clmm_native[satterthwaite,paper]")}, **REFIT_TESTS}
+    marks = {"holds": "", "fails": " (fails)", "undecided": " (undecided)"}
+    lines = []
+    for task in TASKS:
+        part = frame[(frame["task"] == task) & frame["test"].isin(list(REFIT_TESTS))]
+        if part.empty:
+            continue
+        counts = sorted(part["annotators"].unique())
+        part = frame[(frame["task"] == task) & frame["annotators"].isin(counts)]
+        tests = [label for label in shown if label in set(part["test"])]
+        lines += [f"| {task}: annotators | " + " | ".join(shown[label] for label in tests) + " |",
+                  "|---" * (len(tests) + 1) + "|"]
+        for annotators, rows in part.groupby("annotators"):
+            cells = []
+            for label in tests:
+                row = rows[rows["test"] == label]
+                if row.empty:
+                    cells.append("not run")
+                    continue
+                row = row.iloc[0]
+                cells.append(f"{row['type1']:.3f} ± {row['mcse']:.3f} ({int(row['trials'])})"
+                             + marks[row["verdict"]])
+            lines.append(f"| {annotators} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 def markdown(frame: pd.DataFrame, kind: str) -> str:
@@ -63,6 +119,7 @@ def markdown(frame: pd.DataFrame, kind: str) -> str:
     lines = []
     for task in TASKS:
         part = frame[frame["task"] == task]
+        part = part[part["test"].isin(list(TESTS))]
         tests = [label for label in TESTS if label in set(part["test"])]
         lines += [f"| {task}: annotators | " + " | ".join(TESTS[label] for label in tests) + " |",
                   "|---" * (len(tests) + 1) + "|"]
@@ -85,14 +142,17 @@ def figure(frame: pd.DataFrame, out: Path, kind: str = "type1") -> None:
     fig, axes = plt.subplots(1, len(TASKS), figsize=(11, 4.2), sharey=True)
     for ax, task in zip(axes, TASKS):
         part = frame[frame["task"] == task]
-        for k, (label, text) in enumerate(TESTS.items()):
+        for k, (label, text) in enumerate({**TESTS, **REFIT_TESTS}.items()):
             rows = part[part["test"] == label].sort_values("annotators")
             if rows.empty:
                 continue
             shift = 1.0 + 0.03 * (k - 1.5)  # side by side on the log axis
+            refit = label in REFIT_TESTS
+            if refit:
+                text = f"{text}, {int(rows['trials'].min())}-{int(rows['trials'].max())} trials"
             ax.errorbar(rows["annotators"] * shift, rows[kind],
                         yerr=[rows[kind] - rows["ci_low"], rows["ci_high"] - rows[kind]],
-                        marker="o", ms=4, capsize=2, label=text)
+                        marker="s" if refit else "o", ms=4, capsize=2, ls=":" if refit else "-", label=text)
         ax.set_xscale("log")
         counts = sorted(part["annotators"].unique())
         ax.set_xticks(counts, [str(c) for c in counts])
@@ -105,8 +165,10 @@ def figure(frame: pd.DataFrame, out: Path, kind: str = "type1") -> None:
             ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
             ax.minorticks_off()
         ax.set_xlabel("annotators (3 per block, 100 documents)")
-        trials = int(part["trials"].min()) if len(part) else 0
-        ax.set_title(f"{task} ({trials} trials per point)")
+        plain = part[part["test"].isin(list(TESTS))]
+        trials = int(plain["trials"].min()) if len(plain) else 0
+        ax.set_title(f"{task} ({trials} trials per point" + (", refitting tests fewer" if len(plain) < len(part)
+                                                              else "") + ")")
         ax.grid(alpha=0.3)
     if kind == "type1":
         axes[0].set_ylabel("type I error (alpha 0.05; dotted 0.075)")
@@ -133,6 +195,8 @@ def main() -> None:
             continue
         figure(frame, args.figures / f"small_sample_{kind}", kind)
         print(markdown(frame, kind))
+        if kind == "type1":
+            print(refit_markdown(frame))
 
 
 if __name__ == "__main__":

@@ -276,15 +276,24 @@ def _pair_contrast_rows(n_systems: int) -> np.ndarray:
     return rows
 
 
-def _fit_lmer(judgements: Judgements, structure: str, verbose: bool = False) -> dict:
-    from simdesign.analyses.rsession import as_dict, session
+# Degrees of freedom of lmer's contrasts (option df): lmerTest's Satterthwaite, or Kenward-Roger from pbkrtest
+# (also the bias-adjusted covariance of the fixed effects), R's names for them.
+LMER_DF = {"satterthwaite": "Satterthwaite", "kr": "Kenward-Roger"}
 
+
+def _fit_lmer(judgements: Judgements, structure: str, verbose: bool = False, df: str = "satterthwaite") -> dict:
+    from simdesign.analyses.rsession import as_dict, kenward_roger_available, session
+
+    if df == "kr":
+        ok, message = kenward_roger_available()
+        if not ok:
+            raise RuntimeError(message)
     r = session()
     formula = formula_for(judgements, structure)
     with r.lock:
         data = r.data_frame(judgements, ordinal=False)
         contrasts = r.matrix(_pair_contrast_rows(judgements.n_systems))
-        fit = as_dict(r.fit_lmer(data, formula, contrasts, verbose))
+        fit = as_dict(r.fit_lmer(data, formula, contrasts, verbose, LMER_DF[df]))
     fit["formula"] = formula
     return fit
 
@@ -314,8 +323,9 @@ def _lmer_result(fit: dict, n_systems: int, adjust: str) -> PairwiseResult:
     return pairwise_from_fit(effects, covariance[1:, 1:], fit["contrast_df"], adjust, status, message)
 
 
-def lmer_analysis(judgements: Judgements, rng=None, structure: str = "paper", adjust: str = "none") -> PairwiseResult:
-    """Pairwise t tests from R's ``lme4::lmer`` on raw scores, Satterthwaite df (lmerTest).
+def lmer_analysis(judgements: Judgements, rng=None, structure: str = "paper", adjust: str = "none",
+                  df: str = "satterthwaite") -> PairwiseResult:
+    """Pairwise t tests from R's ``lme4::lmer`` on raw scores, Satterthwaite (lmerTest) or Kenward-Roger df.
 
     Parameters
     ----------
@@ -324,7 +334,10 @@ def lmer_analysis(judgements: Judgements, rng=None, structure: str = "paper", ad
         Unused; part of the analysis contract.
     structure : {'paper', 'maximal', 'intercepts'}
     adjust : {'none', 'holm', 'tukey'}
-        Tukey uses the smallest of the pairs' Satterthwaite df.
+        Tukey uses the smallest of the pairs' df.
+    df : {'satterthwaite', 'kr'}
+        'kr': Kenward-Roger (R's pbkrtest, asked for only here: a missing package gives a failed result
+        that names it); the t statistic then uses its bias-adjusted covariance, as pbkrtest and lmerTest do.
 
     Returns
     -------
@@ -338,7 +351,9 @@ def lmer_analysis(judgements: Judgements, rng=None, structure: str = "paper", ad
     n_pairs = _n_pairs(judgements)
     try:
         _check_options(structure, adjust)
-        return _lmer_result(_fit_lmer(judgements, structure), judgements.n_systems, adjust)
+        if df not in LMER_DF:
+            raise ValueError(f"df must be one of {list(LMER_DF)}; got {df!r}")
+        return _lmer_result(_fit_lmer(judgements, structure, df=df), judgements.n_systems, adjust)
     except Exception as exc:  # noqa: BLE001
         return PairwiseResult.failed(n_pairs, ERROR, f"{type(exc).__name__}: {exc}")
 
@@ -469,10 +484,13 @@ register(AnalysisInfo(
     description="R ordinal::clmm (logit, Laplace), pairwise Wald z contrasts"))
 register(AnalysisInfo(
     name="lmer", function=lmer_analysis,
-    options={"structure": _STRUCTURE_OPTION, "adjust": _ADJUST_OPTION}, needs="R", chunk_trials=4,
+    options={"structure": _STRUCTURE_OPTION, "adjust": _ADJUST_OPTION,
+             "df": (tuple(LMER_DF), "satterthwaite")}, needs="R", chunk_trials=4,
     random_effects=True,
-    verbose=lambda judgements, structure="paper", adjust="none": fit_verbose(judgements, "lmer", structure),
-    description="R lme4::lmer on raw scores, pairwise t contrasts with Satterthwaite df (lmerTest)"))
+    verbose=lambda judgements, structure="paper", adjust="none", df="satterthwaite": fit_verbose(
+        judgements, "lmer", structure),
+    description="R lme4::lmer on raw scores, pairwise t contrasts with Satterthwaite df (lmerTest) or "
+                "Kenward-Roger df (option df: kr, R's pbkrtest)"))
 register(AnalysisInfo(
     name="clm", function=clm_analysis, options={"adjust": _ADJUST_OPTION},
     verbose=lambda judgements, adjust="none": fit_verbose(judgements, "clm"),

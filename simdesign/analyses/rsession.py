@@ -92,7 +92,19 @@ local({
       summary = if (verbose) printed(summary(fit)) else "")
   }
 
-  fit_lmer <- function(data, formula_text, contrasts, verbose) {
+  # Kenward-Roger (pbkrtest): the bias-adjusted covariance of the fixed effects, computed once per fit, gives
+  # every contrast its t statistic and its df (lmerTest's contest recomputes it for every contrast row).
+  kenward_roger <- function(fit, contrasts) {
+    adjusted <- pbkrtest::vcovAdj(fit)  # Lb_ddf reads the matrices pbkrtest attaches to it: keep them
+    beta <- lme4::fixef(fit)
+    unadjusted <- stats::vcov(fit)
+    rows <- lapply(seq_len(nrow(contrasts)), function(k) contrasts[k, , drop = FALSE])
+    list(vcov = as.matrix(adjusted),
+         df = vapply(rows, function(L) as.numeric(pbkrtest::Lb_ddf(L, unadjusted, adjusted)), numeric(1)),
+         estimate = vapply(rows, function(L) sum(L * beta), numeric(1)))
+  }
+
+  fit_lmer <- function(data, formula_text, contrasts, verbose, ddf = "Satterthwaite") {
     run <- quietly(lmerTest::lmer(stats::as.formula(formula_text), data = data, REML = TRUE,
                                   contrasts = list(system = "contr.treatment")))
     if (inherits(run$value, "error")) return(failure("lmer", run))
@@ -102,14 +114,23 @@ local({
     if (!inherits(fit, "lmerModLmerTest"))
       return(list(error = "lmerTest could not compute Satterthwaite degrees of freedom",
                   warnings = run$warnings, notes = run$notes))
-    tests <- quietly(lmerTest::contest(fit, contrasts, joint = FALSE))
-    if (inherits(tests$value, "error")) return(failure("contest", tests, run$warnings))
+    if (ddf == "Kenward-Roger") {
+      kr <- quietly(kenward_roger(fit, contrasts))
+      if (inherits(kr$value, "error")) return(failure("pbkrtest", kr, run$warnings))
+      tests <- list(value = list(Estimate = kr$value$estimate, df = kr$value$df, "Pr(>|t|)" = NA),
+                    warnings = kr$warnings)
+      covariance <- kr$value$vcov
+    } else {
+      tests <- quietly(lmerTest::contest(fit, contrasts, joint = FALSE))
+      if (inherits(tests$value, "error")) return(failure("contest", tests, run$warnings))
+      covariance <- as.matrix(stats::vcov(fit))
+    }
     theta <- lme4::getME(fit, "theta")
     on_boundary <- lme4::getME(fit, "lower") == 0 & theta < 1e-4
     conv <- fit@optinfo$conv
     list(
       beta = unname(as.numeric(lme4::fixef(fit))),
-      vcov = unname(as.matrix(stats::vcov(fit))),
+      vcov = unname(covariance),
       contrast_estimate = as.numeric(tests$value[["Estimate"]]),
       contrast_df = as.numeric(tests$value[["df"]]),
       contrast_p = as.numeric(tests$value[["Pr(>|t|)"]]),
@@ -135,6 +156,29 @@ def _install_quiet_console() -> None:
 
     callbacks.consolewrite_print = lambda text: None
     callbacks.consolewrite_warnerror = lambda text: None
+
+
+@functools.cache
+def kenward_roger_available() -> tuple[bool, str]:
+    """Whether R has pbkrtest (Kenward-Roger df for ``lmer``, option ``df: kr``); asked only when it is used.
+
+    Returns
+    -------
+    ok : bool
+    message : str
+        What is missing and how to install it ('' when all is well).
+    """
+    ok, message = r_available()
+    if not ok:
+        return ok, message
+    import rpy2.robjects as robjects
+
+    found = robjects.r("function(p) vapply(p, requireNamespace, logical(1), quietly = TRUE)")(
+        robjects.StrVector(["pbkrtest"]))
+    if not found[0]:
+        return False, ("lmer with df: kr needs the R package pbkrtest (Debian: apt-get install r-cran-pbkrtest; "
+                       "elsewhere install.packages('pbkrtest') in R)")
+    return True, ""
 
 
 @functools.cache
