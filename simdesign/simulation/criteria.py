@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from simdesign.core.fields import field_problem
 from simdesign.methods import default_method
+from simdesign.simulation.method_specs import WrappedSpec
 
 CRITERION_SEPARATOR = "#"
 CRITERION_COLUMN = "criterion"
@@ -71,7 +72,7 @@ def split_criterion_label(label: str) -> tuple[str, str | None]:
 
 
 @dataclass(frozen=True)
-class CriterionSpec:
+class CriterionSpec(WrappedSpec):
     """One requested analysis (or reliability estimand) on one criterion: a unit of work.
 
     It reads like the :class:`~simdesign.simulation.config.AnalysisSpec` it wraps (``name``, ``label``,
@@ -82,18 +83,6 @@ class CriterionSpec:
     spec: object
     criterion: str
     model: object
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def options(self) -> dict:
-        return self.spec.options
-
-    @property
-    def test_label(self) -> str:
-        return self.spec.label
 
     @property
     def label(self) -> str:

@@ -38,20 +38,11 @@ def result_label(label: str, method: str) -> str:
     return get_method(method).result_label(label)
 
 
-@dataclass(frozen=True)
-class MethodSpec:
-    """One requested analysis (or reliability estimand) on one annotation method: a unit of work.
-
-    It reads like the :class:`~simdesign.simulation.config.AnalysisSpec` it wraps (``name``,
-    ``label``, ``options``), with ``label`` the result label, so the engine and the store
-    handle both alike.
-    """
+class WrappedSpec:
+    """A unit of work that runs another spec's analysis under one more setting (an annotation method, a
+    criterion): its ``name``, ``options`` and ``test_label`` are the wrapped spec's; a subclass gives ``label``."""
 
     spec: object
-    method: str = DEFAULT_METHODS[0]
-    result_suffix: str | None = None
-    """The method's label suffix, kept with the item (a worker's registry may lack a method registered by
-    user code); None: looked up by the method's name."""
 
     @property
     def name(self) -> str:
@@ -64,6 +55,22 @@ class MethodSpec:
     @property
     def test_label(self) -> str:
         return self.spec.label
+
+
+@dataclass(frozen=True)
+class MethodSpec(WrappedSpec):
+    """One requested analysis (or reliability estimand) on one annotation method: a unit of work.
+
+    It reads like the :class:`~simdesign.simulation.config.AnalysisSpec` it wraps (``name``,
+    ``label``, ``options``), with ``label`` the result label, so the engine and the store
+    handle both alike.
+    """
+
+    spec: object
+    method: str = DEFAULT_METHODS[0]
+    result_suffix: str | None = None
+    """The method's label suffix, kept with the item (a worker's registry may lack a method registered by
+    user code); None: looked up by the method's name."""
 
     @property
     def label(self) -> str:
