@@ -70,6 +70,7 @@ def test_mace_equals_a_plain_loop_em_of_the_paper():
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:The inplace keyword")  # crowd-kit 1.4.2 on pandas 3 (its code, not ours)
 def test_mace_agrees_with_crowd_kit():
     crowdkit = pytest.importorskip("crowdkit.aggregation")
     answers, who, _, _ = mace_data(1, items=120, workers=15, per_item=5, classes=5)

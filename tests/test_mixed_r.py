@@ -85,11 +85,12 @@ def assert_paper_verdicts(result, mean_differences) -> None:
 
 # ---------------------------------------------------------------- no R needed
 def test_registry_entries():
+    shared = {"structure": (("maximal", "intercepts", "paper"), "paper"), "adjust": (("none", "holm", "tukey"), "none")}
     for name in ("clmm", "lmer"):
-        info = ANALYSES[name]
-        assert info.needs == "R"
-        assert info.options == {"structure": (("maximal", "intercepts", "paper"), "paper"),
-                                "adjust": (("none", "holm", "tukey"), "none")}
+        assert ANALYSES[name].needs == "R"
+    assert ANALYSES["clmm"].options == shared
+    # lmer's df: lmerTest's Satterthwaite (default) or Kenward-Roger through pbkrtest
+    assert ANALYSES["lmer"].options == {**shared, "df": (("satterthwaite", "kr"), "satterthwaite")}
     assert BACKEND_CHECKS["R"] is r_available
     assert ANALYSES["clm"].needs is None
     assert ANALYSES["clm"].options == {"adjust": (("none", "holm", "tukey"), "none")}
