@@ -165,6 +165,7 @@ def test_cli_on_a_rank_table_reports_one_based_mean_ranks(tmp_path, capsys):
     assert np.sign(first["estimate"]) == np.sign(expected["s2"] - expected["s1"])
 
 
+@pytest.mark.slow  # a second or more: the fast tier stays under a minute
 def test_analyse_reports_the_mixed_models_loglik_structure_status_and_starts():
     """The model-fit line of `simdesign analyse`: what the fit reached and how (docs/model.md, "Starts")."""
     frame = _study(BlockDesign(4, 3, 3), 5)

@@ -224,6 +224,7 @@ def test_failing_compiled_kernels_fall_back_to_numpy_with_a_warning(monkeypatch,
         clmm.set_accelerator(True)
 
 
+@pytest.mark.slow  # a second or more: the fast tier stays under a minute
 def test_kernels_failing_for_a_later_dimension_fall_back_to_numpy_before_the_fit(monkeypatch, small_frame):
     # The kernels compile for each random-effects dimension q on its first use: a failure there must cost a
     # warning and the numpy code, not the fit.

@@ -307,6 +307,7 @@ def shipped_client():
     app.extensions["simdesign_pool"].close()
 
 
+@pytest.mark.slow  # a second or more: the fast tier stays under a minute
 def test_a_power_run_is_shown_on_power_curves_whatever_table_was_chosen_before(shipped_client):
     client = shipped_client
     key = client.post("/api/check", json={**FORM, "effect": "fitted", "trials": "20"}).get_json()["run"]["key"]
@@ -416,6 +417,7 @@ def rss_mb(pid: int) -> float:
 
 
 @pytest.mark.skipif(not __import__("os").path.exists("/proc/self/status"), reason="reads /proc")
+@pytest.mark.slow  # a second or more: the fast tier stays under a minute
 def test_the_real_server_refuses_an_oversized_study_keeps_answering_and_logs_no_polls():
     import json
     import subprocess

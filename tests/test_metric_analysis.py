@@ -55,6 +55,7 @@ def _p_se(p: float, *sizes: int) -> float:
 # The command on the committed example table
 # ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # a second or more: the fast tier stays under a minute
 def test_the_command_prints_intervals_and_tests_and_writes_its_outputs(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["analyse-metrics", str(EXAMPLE), "--resamples", "200", "--methods", "pearson,kendall",
@@ -320,6 +321,7 @@ def test_fisher_interval_covers_a_bivariate_normal_correlation_at_its_level():
     assert within_mcse(np.mean(covered), 0.95, np.sqrt(0.95 * 0.05 / trials))
 
 
+@pytest.mark.slow  # a second or more: the fast tier stays under a minute
 def test_williams_test_holds_its_level_for_equal_correlations_with_the_human_scores():
     """Known answer: normal triples with r12 = r13 = 0.5, r23 = 0.6: Williams rejects about 5% at alpha 0.05."""
     rng, trials, n = np.random.default_rng(22), 4000, 20

@@ -220,6 +220,7 @@ def test_kappa_rows_are_the_mean_of_the_stored_per_study_kappas():
 
 
 @pytest.mark.parametrize("correction, method", [("holm", "holm"), ("bh", "fdr_bh")])
+@pytest.mark.slow  # a second or more: the fast tier stays under a minute
 def test_adjusted_p_values_equal_statsmodels(correction, method):
     rng = np.random.default_rng(8)
     for size in (1, 2, 5, 10, 40):

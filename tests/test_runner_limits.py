@@ -82,6 +82,7 @@ def test_a_trial_count_above_the_ceiling_is_refused_at_once(tmp_path, capsys, op
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # a second or more: the fast tier stays under a minute
 def test_jobs_far_above_the_cores_are_capped_with_a_note(tmp_path, caplog):
     cores = available_cores()
     with caplog.at_level(logging.WARNING):

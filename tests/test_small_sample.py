@@ -55,6 +55,7 @@ def _variance_of_contrast(objective, layout, natural, contrast):
     return float(contrast @ np.linalg.solve(0.5 * (hessian + hessian.T), contrast))
 
 
+@pytest.mark.slow  # a second or more: the fast tier stays under a minute
 def test_satterthwaite_df_matches_brute_force_derivatives_of_the_variance():
     """The mixed-partial shortcut (docs/model.md) against dV/dtheta by differencing V(theta) itself."""
     structure = {"annotator": "slopes", "document": "intercept"}  # slopes make V depend on theta

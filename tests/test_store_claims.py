@@ -50,6 +50,7 @@ def hold_lock(directory: Path) -> subprocess.Popen:
     return holder
 
 
+@pytest.mark.slow  # a second or more: the fast tier stays under a minute
 def test_a_claimed_store_is_refused_naming_the_holder(tmp_path, capsys):
     out = tmp_path / "store"
     holder = hold_lock(out)

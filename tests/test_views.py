@@ -188,6 +188,7 @@ def test_the_papers_series_stay_lines(path, series):
 # The analysed study
 
 
+@pytest.mark.slow  # a second or more: the fast tier stays under a minute
 def test_analysed_study_table_is_in_rank_order_unless_an_order_is_given():
     from simdesign.core.designs import BlockDesign
     from simdesign.model import load_model
