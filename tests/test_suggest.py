@@ -2,6 +2,8 @@
 
 One test per kind the issue names: config keys, tests, design kinds, presets, systems, commands.
 """
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -99,3 +101,14 @@ def test_no_module_reads_yaml_around_the_loader():
     offenders = [str(path) for path in package.rglob("*.py") if path.name != "yamlio.py"
                  and ("yaml.safe_load(" in path.read_text() or "yaml.load(" in path.read_text())]
     assert offenders == []
+
+
+@pytest.mark.parametrize("command", ["fit", "check", "reliability", "analyse"])
+def test_an_unknown_method_option_is_refused_with_the_closest_method(command, capsys, tmp_path):
+    table = str(Path(__file__).resolve().parent.parent / "examples" / "study.csv")
+    arguments = {"fit": ["fit", table, "--out", str(tmp_path / "m.yaml")], "check": ["check", "coherence", table],
+                 "reliability": ["reliability", table], "analyse": ["analyse", table]}[command]
+    assert main([*arguments, "--method", "likrt"]) == 2
+    error = capsys.readouterr().err
+    assert "'--method'" in error and "did you mean 'likert'?" in error
+    assert not any(tmp_path.iterdir())  # refused before any work

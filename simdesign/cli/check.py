@@ -40,5 +40,7 @@ def add_parser(sub) -> None:
     check.add_argument("--trials", type=int, default=200)
     check.add_argument("--out", help="directory for check.csv and check.png (default results/check-<model>)")
     check.add_argument("--seed", type=int, default=0)
-    check.add_argument("--method", choices=method_names(), help="default: from a score or rank column")
+    check.add_argument("--method", metavar="METHOD",
+                       help=f"{' | '.join(method_names())} (or module:attribute of your own); "
+                             "default: from a score or rank column")
     check.set_defaults(func=cmd_check)

@@ -117,8 +117,9 @@ def add_parser(sub) -> None:
     fit.add_argument("--check-trials", type=int, default=200, help="simulated studies for --check")
     fit.add_argument("--check-out", help="directory for the check's CSV and PNG (default: next to --out)")
     fit.add_argument("--seed", type=int, default=0, help="seed of the check's simulations (and of --bootstrap)")
-    fit.add_argument("--method", choices=method_names(), help="default: from a score or rank column; a Rank "
-                     "table fits the rank-only model (rank-ordered logit with random slopes)")
+    fit.add_argument("--method", metavar="METHOD",
+                     help=f"{' | '.join(method_names())} (or module:attribute of your own); default: from a score "
+                          "or rank column; a Rank table fits the rank-only model (rank-ordered logit with random slopes)")
     fit.add_argument("--likert-model", help="Rank tables: fit only rank_noise for this Likert model (preset or "
                      "file), writing it as a joint Likert/Rank model")
     fit.add_argument("--bootstrap", type=int, default=200, help="with --likert-model: parametric-bootstrap "

@@ -12,8 +12,10 @@ import sys
 import threading
 from pathlib import Path
 
-from simdesign.core.errors import ConfigError, MissingBackendError
 import importlib
+
+from simdesign.core.errors import ConfigError, MissingBackendError
+from simdesign.methods import get_method
 
 from simdesign.cli.fit import fit_option_problems
 
@@ -98,6 +100,11 @@ def subcommands(parser: argparse.ArgumentParser) -> dict:
 def option_problems(args) -> list[str]:
     """Option values refused before any work (each naming the option and what is allowed)."""
     problems = []
+    if isinstance(getattr(args, "method", None), str):  # a registered method, or a plug-in's module:attribute
+        try:
+            get_method(args.method, "--method")
+        except ConfigError as exc:
+            problems += exc.messages
     if isinstance(getattr(args, "seed", None), int) and args.seed < 0:
         problems.append(f"The '--seed' option must be a non-negative integer; got {args.seed}")
     out = getattr(args, "out", None)

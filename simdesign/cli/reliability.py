@@ -36,5 +36,7 @@ def add_parser(sub) -> None:
     reliability = sub.add_parser("reliability", help="Krippendorff's alpha and split-half reliability of real data")
     judgements_options(reliability)
     reliability.add_argument("--seed", type=int, default=0, help="for random splits (more than 100,000 splits)")
-    reliability.add_argument("--method", choices=method_names(), help="default: from a score or rank column")
+    reliability.add_argument("--method", metavar="METHOD",
+                             help=f"{' | '.join(method_names())} (or module:attribute of your own); "
+                                   "default: from a score or rank column")
     reliability.set_defaults(func=cmd_reliability)
