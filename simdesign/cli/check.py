@@ -14,12 +14,12 @@ def cmd_check(args) -> int:
     from simdesign.pilot.tables import table_method
 
     method = table_method(args)
-    model_method = get_method(load_model(args.model).methods[0])  # a rank-only model checks its rankings
+    model = load_model(args.model)
+    model_method = get_method(model.methods[0])  # a rank-only model checks its rankings
     for own in (method, model_method):
         if "cli_check" in own.steps:  # a method with a check command of its own (Rank: simdesign/cli/fit_ranks.py)
             return own.step("cli_check")(args)
     frame, _ = read_judgements_args(args)
-    model = load_model(args.model)
     run_check_command(model, frame, args.out or Path("results") / f"check-{file_name_part(model.name)}", args.trials,
                       args.seed)
     return 0
