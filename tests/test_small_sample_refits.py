@@ -164,6 +164,41 @@ def test_kenward_roger_df_of_the_maximal_model_are_finite_with_the_same_estimate
     assert kenward_roger["vcov"].shape == satterthwaite["vcov"].shape
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("blocks, docs_per_block, structure", [(1, 8, "maximal"), (2, 5, "maximal"),
+                                                               (3, 4, "intercepts")])
+def test_kenward_roger_covariance_and_df_equal_pbkrtests_own(blocks, docs_per_block, structure):
+    """simdesign computes Kenward-Roger's adjusted covariance through the random effects' design instead of
+    pbkrtest's n x n matrices (rsession.py): pbkrtest::vcovAdj itself is the oracle, for the covariance, the
+    matrices Lb_ddf reads, and every pair contrast's df."""
+    _require_kr()
+    import rpy2.robjects as robjects
+
+    from simdesign.analyses.mixed_r import _pair_contrast_rows, formula_for
+    from simdesign.analyses.rsession import session
+
+    study = _study(blocks, docs_per_block, seed=5)
+    r = session()
+    with r.lock:
+        data = r.data_frame(study, ordinal=False)
+        fit = robjects.r("function(f, d) suppressMessages(lme4::lmer(stats::as.formula(f), data = d, REML = TRUE))")(
+            formula_for(study, structure), data)
+        ours = r.kenward_roger_vcov(fit)
+        theirs = robjects.r("pbkrtest::vcovAdj")(fit)
+        compare = robjects.r("""function(ours, theirs, fit, rows) list(
+            vcov = max(abs(as.matrix(ours) - as.matrix(theirs))) / max(abs(as.matrix(theirs))),
+            W = max(abs(attr(ours, "W") - as.matrix(attr(theirs, "W")))) / max(abs(as.matrix(attr(theirs, "W")))),
+            P = max(mapply(function(a, b) max(abs(a - as.matrix(b))) / max(abs(as.matrix(b))),
+                           attr(ours, "P"), attr(theirs, "P"))),
+            df_ours = apply(rows, 1, function(L) pbkrtest::Lb_ddf(matrix(L, 1), vcov(fit), ours)),
+            df_theirs = apply(rows, 1, function(L) pbkrtest::Lb_ddf(matrix(L, 1), vcov(fit), theirs)))""")
+        result = compare(ours, theirs, fit, r.matrix(_pair_contrast_rows(study.n_systems)))
+    values = {name: np.asarray(value) for name, value in zip(result.names, result)}
+    assert values["vcov"][0] < 1e-8 and values["W"][0] < 1e-8 and values["P"][0] < 1e-8  # relative
+    np.testing.assert_allclose(values["df_ours"], values["df_theirs"], rtol=1e-7)
+    assert np.all(np.isfinite(values["df_theirs"]))
+
+
 def test_kenward_roger_without_pbkrtest_names_the_package(monkeypatch):
     from simdesign.analyses import rsession
 

@@ -92,26 +92,116 @@ local({
       summary = if (verbose) printed(summary(fit)) else "")
   }
 
-  # Kenward-Roger (pbkrtest): the bias-adjusted covariance of the fixed effects, computed once per fit, gives
-  # every contrast its t statistic and its df (lmerTest's contest recomputes it for every contrast row).
+  # Kenward-Roger's bias-adjusted covariance of the fixed effects, pbkrtest::vcovAdj's formulas computed
+  # through the random effects' design. pbkrtest forms every derivative G_r of the marginal covariance as an
+  # n x n sparse matrix and multiplies them with the dense inverse (60-75 s per maximal fit of 1,500
+  # judgements, mostly in Matrix's sparse-times-dense products). Every G_r is Z_t' E_r Z_t for one
+  # random-effect term t, so each trace and product it needs reduces to q_t x q_u ones (q_t = columns of
+  # Z_t): tr(S G_r S G_s) = tr(E_r M_tu E_s M_ut) with M_tu = Z_t S Z_u' (S the inverse covariance), and
+  # X'S G_r S X = F_t' E_r F_t with F_t = Z_t S X. Same numbers to 1e-10 (tests/test_small_sample_refits.py
+  # compares it with pbkrtest::vcovAdj), 3-4 s instead of 60-75 s. pbkrtest's own helpers enumerate the
+  # parameters, so the order of P and W is the one its Lb_ddf expects.
+  kenward_roger_vcov <- function(fit) {
+    Phi <- as.matrix(stats::vcov(fit))
+    X <- as.matrix(lme4::getME(fit, "X"))
+    n <- nrow(X)
+    shape <- pbkrtest:::.shgetME(fit)
+    Zt <- lme4::getME(fit, "Zt")
+    varcor <- lme4::VarCorr(fit)
+    terms <- list(); params <- list(); gamma <- numeric(0)
+    for (t in seq_len(shape$n.RT)) {
+      terms[[t]] <- pbkrtest:::.shget_Zt_group(t, Zt, shape$Gp)  # q_t x n
+      k <- shape$n.comp.by.RT[t]
+      lower <- varcor[[t]]
+      gamma <- c(gamma, lower[lower.tri(lower, diag = TRUE)])
+      for (r in seq_len(shape$n.parm.by.RT[t])) {
+        entry <- unique(pbkrtest:::.index2UpperTriEntry(r, k))
+        one <- if (length(entry) == 1) Matrix::sparseMatrix(entry, entry, x = 1, dims = c(k, k))
+               else Matrix::sparseMatrix(entry, entry[2:1], x = c(1, 1), dims = c(k, k))
+        params[[length(params) + 1]] <- list(term = t, E = Matrix::kronecker(
+          Matrix::Diagonal(shape$n.lev.by.RT2[t]), one))
+      }
+    }
+    n_random <- length(params)
+    n_gamma <- n_random + 1  # the residual variance last, with G = I
+    Sigma <- Matrix::Diagonal(n, stats::sigma(fit)^2)
+    for (r in seq_len(n_random)) {
+      Z <- terms[[params[[r]]$term]]
+      Sigma <- Sigma + gamma[r] * Matrix::crossprod(Z, params[[r]]$E %*% Z)
+    }
+    inverse <- chol2inv(chol(as.matrix(Sigma)))
+    B <- inverse %*% X
+    Y <- lapply(terms, function(Z) as.matrix(inverse %*% Matrix::t(Z)))
+    Fm <- lapply(terms, function(Z) as.matrix(Z %*% B))
+    K <- lapply(Y, function(Yt) crossprod(Yt, B))
+    M <- lapply(terms, function(Z) lapply(Y, function(Yu) as.matrix(Z %*% Yu)))
+    N <- lapply(Y, crossprod)
+    E <- lapply(params, function(p) as.matrix(p$E))
+    EM <- lapply(seq_len(n_random), function(r)
+      lapply(seq_along(terms), function(u) E[[r]] %*% M[[params[[r]]$term]][[u]]))
+    term_of <- vapply(params, function(p) p$term, integer(1))
+    P <- vector("list", n_gamma)
+    for (r in seq_len(n_random)) P[[r]] <- -crossprod(Fm[[term_of[r]]], E[[r]] %*% Fm[[term_of[r]]])
+    P[[n_gamma]] <- -crossprod(B)
+    Q <- function(r, s) {  # X'S G_r S G_s S X
+      if (s <= n_random && r <= n_random)
+        return(crossprod(Fm[[term_of[r]]], EM[[r]][[term_of[s]]] %*% (E[[s]] %*% Fm[[term_of[s]]])))
+      if (r <= n_random) return(crossprod(Fm[[term_of[r]]], E[[r]] %*% K[[term_of[r]]]))
+      if (s <= n_random) return(crossprod(K[[term_of[s]]], E[[s]] %*% Fm[[term_of[s]]]))
+      crossprod(B, inverse %*% B)
+    }
+    trace_rs <- function(r, s) {  # tr(S G_r S G_s)
+      if (s <= n_random && r <= n_random) return(sum(EM[[r]][[term_of[s]]] * t(EM[[s]][[term_of[r]]])))
+      if (r <= n_random) return(sum(E[[r]] * N[[term_of[r]]]))
+      if (s <= n_random) return(sum(E[[s]] * N[[term_of[s]]]))
+      sum(inverse * inverse)
+    }
+    information <- matrix(NA_real_, n_gamma, n_gamma)
+    QQ <- list()
+    for (r in seq_len(n_gamma)) {
+      PhiP <- Phi %*% P[[r]]
+      for (s in r:n_gamma) {
+        QQ[[paste(r, s)]] <- Q(r, s)
+        information[r, s] <- information[s, r] <-
+          trace_rs(r, s) - 2 * sum(Phi * QQ[[paste(r, s)]]) + sum(PhiP * (P[[s]] %*% Phi))
+      }
+    }
+    condition <- min(abs(eigen(information, only.values = TRUE)$values))
+    W <- if (condition > 1e-10) 2 * solve(information) else 2 * MASS::ginv(information)
+    U <- matrix(0, ncol(X), ncol(X))
+    for (r in seq_len(n_gamma - 1)) for (s in (r + 1):n_gamma)
+      U <- U + W[r, s] * (QQ[[paste(r, s)]] - P[[r]] %*% Phi %*% P[[s]])
+    U <- U + t(U)
+    for (r in seq_len(n_gamma)) U <- U + W[r, r] * (QQ[[paste(r, r)]] - P[[r]] %*% Phi %*% P[[r]])
+    adjusted <- Phi + 2 * Phi %*% U %*% Phi
+    attr(adjusted, "P") <- P
+    attr(adjusted, "W") <- W
+    adjusted
+  }
+
+  # Kenward-Roger df for every contrast from the one adjusted covariance (lmerTest's contest would
+  # recompute it for every contrast row); Lb_ddf reads the P and W attached to it.
   kenward_roger <- function(fit, contrasts) {
-    adjusted <- pbkrtest::vcovAdj(fit)  # Lb_ddf reads the matrices pbkrtest attaches to it: keep them
+    adjusted <- kenward_roger_vcov(fit)
     beta <- lme4::fixef(fit)
     unadjusted <- stats::vcov(fit)
     rows <- lapply(seq_len(nrow(contrasts)), function(k) contrasts[k, , drop = FALSE])
-    list(vcov = as.matrix(adjusted),
+    list(vcov = matrix(as.numeric(adjusted), nrow(adjusted)),  # without the attached P and W
          df = vapply(rows, function(L) as.numeric(pbkrtest::Lb_ddf(L, unadjusted, adjusted)), numeric(1)),
          estimate = vapply(rows, function(L) sum(L * beta), numeric(1)))
   }
 
   fit_lmer <- function(data, formula_text, contrasts, verbose, ddf = "Satterthwaite") {
-    run <- quietly(lmerTest::lmer(stats::as.formula(formula_text), data = data, REML = TRUE,
-                                  contrasts = list(system = "contr.treatment")))
+    # Kenward-Roger needs only lme4's REML fit; lmerTest's fit is the same one plus the derivatives
+    # Satterthwaite's df need (half the time of a maximal fit), so it is asked for only for those.
+    fitter <- if (ddf == "Kenward-Roger") lme4::lmer else lmerTest::lmer
+    run <- quietly(fitter(stats::as.formula(formula_text), data = data, REML = TRUE,
+                          contrasts = list(system = "contr.treatment")))
     if (inherits(run$value, "error")) return(failure("lmer", run))
     fit <- run$value
     # lmerTest falls back to a plain lme4 fit (with a warning) when it cannot
     # compute the derivatives Satterthwaite's df need.
-    if (!inherits(fit, "lmerModLmerTest"))
+    if (ddf != "Kenward-Roger" && !inherits(fit, "lmerModLmerTest"))
       return(list(error = "lmerTest could not compute Satterthwaite degrees of freedom",
                   warnings = run$warnings, notes = run$notes))
     if (ddf == "Kenward-Roger") {
@@ -242,6 +332,7 @@ class RSession:
         self._make_frame = helpers["make_frame"]
         self.fit_clmm = helpers["fit_clmm"]
         self.fit_lmer = helpers["fit_lmer"]
+        self.kenward_roger_vcov = helpers["kenward_roger_vcov"]
         self.lock = threading.RLock()
 
     def data_frame(self, judgements, ordinal: bool):
