@@ -81,7 +81,7 @@ def test_mace_agrees_with_crowd_kit():
     label, _ = pd.factorize(answers.ravel())
     table = pd.DataFrame({"task": np.repeat(np.arange(len(answers)), who.shape[1]), "worker": worker,
                           "label": label})
-    fitted = crowdkit.MACE(method="em", n_restarts=5, n_iter=300, random_state=0).fit(table)
+    fitted = crowdkit.MACE(method="em", n_restarts=2, n_iter=300, random_state=0).fit(table)
     posterior, competence, _, _ = mace(label.reshape(who.shape), worker.reshape(who.shape), range(5), tol=1e-10,
                                        max_iter=1000)
     np.testing.assert_allclose(fitted.probas_.reindex(columns=range(5)).sort_index().to_numpy(), posterior,

@@ -133,7 +133,7 @@ def test_containment_df_holds_alpha_with_three_and_six_crossed_annotators(tmp_pa
            "designs": [{"kind": "block", "blocks": [1, 2], "docs_per_block": [100, 50], "annotators_per_block": 3}],
            "tests": [{"name": "clmm_native", "structure": "paper", "df": "design"}]}
     config = parse_config(raw)
-    store = run_simulation(config, tmp_path / "run", raw, jobs=1, progress=False)
+    store = run_simulation(config, tmp_path / "run", raw, jobs=2, progress=False)
     summary = summarise(config, store.read_trials(trials=config.trials)).query("estimand == 'type1'")
     assert len(summary) == 2
     for row in summary.itertuples():

@@ -165,9 +165,10 @@ def test_kenward_roger_df_of_the_maximal_model_are_finite_with_the_same_estimate
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("blocks, docs_per_block, structure", [(1, 8, "maximal"), (2, 5, "maximal"),
-                                                               (3, 4, "intercepts")])
-def test_kenward_roger_covariance_and_df_equal_pbkrtests_own(blocks, docs_per_block, structure):
+@pytest.mark.parametrize("blocks, docs_per_block, annotators_per_block, structure",
+                         [(1, 5, 3, "maximal"), (6, 2, 1, "paper"), (3, 4, 3, "intercepts")])
+def test_kenward_roger_covariance_and_df_equal_pbkrtests_own(blocks, docs_per_block, annotators_per_block,
+                                                             structure):
     """simdesign computes Kenward-Roger's adjusted covariance through the random effects' design instead of
     pbkrtest's n x n matrices (rsession.py): pbkrtest::vcovAdj itself is the oracle, for the covariance, the
     matrices Lb_ddf reads, and every pair contrast's df."""
@@ -177,7 +178,7 @@ def test_kenward_roger_covariance_and_df_equal_pbkrtests_own(blocks, docs_per_bl
     from simdesign.analyses.mixed_r import _pair_contrast_rows, formula_for
     from simdesign.analyses.rsession import session
 
-    study = _study(blocks, docs_per_block, seed=5)
+    study = _study(blocks, docs_per_block, annotators_per_block, seed=5)
     r = session()
     with r.lock:
         data = r.data_frame(study, ordinal=False)

@@ -82,8 +82,8 @@ def test_claims_are_reentrant_in_one_process_and_released(tmp_path):
 def test_two_runs_started_together_cannot_mix_a_new_store(tmp_path, change):
     """Both start at once into one new --out: one runs, the other exits 2 naming it; the store equals a clean run."""
     out = tmp_path / "store"
-    configs = [write_config(tmp_path / "a.yaml", trials=16000, chunk_size=100),
-               write_config(tmp_path / "b.yaml", trials=16000, chunk_size=100, **change)]
+    configs = [write_config(tmp_path / "a.yaml", trials=6000, chunk_size=100),
+               write_config(tmp_path / "b.yaml", trials=6000, chunk_size=100, **change)]
     runs = [subprocess.Popen(simdesign_command("run", str(path), "--out", str(out), "--jobs", "1", "--quiet"),
                              stderr=subprocess.PIPE, text=True, env=environment()) for path in configs]
     errors = [run.communicate(timeout=300)[1] for run in runs]

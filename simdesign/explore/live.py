@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import threading
@@ -44,6 +45,7 @@ CANCEL_GRACE_SECONDS = 1.0
 # The first trials whose arrival time the page reports: the 2-second budget for classical tests.
 FIRST_STAGE_TRIALS = 200
 CLOSE_SECONDS = 10.0  # stopping the workers when the server ends takes at most this long
+DEATH_WAIT_SECONDS = 0.25  # a signal to the process group reaches the workers within this time of the server
 KEPT_RUNS = 20  # finished runs kept, so going back to an earlier setting shows its results at once
 
 def shown_estimands() -> tuple[str, ...]:
@@ -141,16 +143,27 @@ class ChunkPool:
             old, self._pool = self._pool, None
         if old is None:
             return
+        workers = list(getattr(old, "_pool", ()))
+        # A signal to the whole process group (SIGTERM from 'timeout' or a service manager) kills the workers
+        # a moment after it stops the server. A worker killed while waiting for a task may hold the pool's task
+        # lock, on which Pool.terminate waits for ever: when one has died, the rest are killed at once and
+        # terminate is only started (it unregisters the pool's exit handler, which would wait on the lock too).
+        died = bool(workers) and bool(multiprocessing.connection.wait([w.sentinel for w in workers],
+                                                                      DEATH_WAIT_SECONDS))
+        if died:
+            self._kill_workers(timeout)
         stopper = threading.Thread(target=_stop_pool, args=(old,), daemon=True)
         stopper.start()
-        stopper.join(timeout)
-        if stopper.is_alive():
-            # A worker was killed while waiting for a task, holding the pool's task lock (a signal to the whole
-            # process group, e.g. from 'timeout' or a service manager), and Pool.terminate waits for that lock
-            # forever: kill the workers instead.
-            for child in multiprocessing.active_children():
-                child.kill()
-                child.join(timeout)
+        stopper.join(DEATH_WAIT_SECONDS if died else timeout)
+        if stopper.is_alive() and not died:
+            # a worker was killed while waiting for a task after the check above: the same lock
+            self._kill_workers(timeout)
+
+    @staticmethod
+    def _kill_workers(timeout: float) -> None:
+        for child in multiprocessing.active_children():
+            child.kill()
+            child.join(timeout)
 
 
 def is_classical(config) -> bool:

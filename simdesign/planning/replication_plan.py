@@ -238,6 +238,12 @@ def trial_events(original: dict, replication: dict, target: ReplicationTarget, a
 
     ``original`` and ``replication`` are :func:`study_outcomes` of the same trials.
     """
+    return pd.DataFrame(_event_columns(original, replication, target, alpha, tested))
+
+
+def _event_columns(original: dict, replication: dict, target: ReplicationTarget, alpha: float,
+                   tested: np.ndarray) -> dict:
+    """:func:`trial_events` as a dict of columns (the planner asks for them thousands of times)."""
     settings = target.settings
     decisions = [corrected_decisions(study["p_value"][:, tested], study["estimate"][:, tested],
                                      study["usable"][:, tested], alpha, settings.correction)
@@ -258,8 +264,8 @@ def trial_events(original: dict, replication: dict, target: ReplicationTarget, a
     with np.errstate(invalid="ignore"):
         event = {"reproduced": reproduced, "f1": f1 >= (target.at_least or 0),
                  "r": r >= (target.at_least or 0)}[target.target]
-    return pd.DataFrame({SIGNIFICANCE_F1.name: f1, "reproduced": reproduced, REPLICATION_R.name: r,
-                         MATCHING_ACCURACY.name: matching, "event": np.asarray(event, bool)})
+    return {SIGNIFICANCE_F1.name: f1, "reproduced": reproduced, REPLICATION_R.name: r,
+            MATCHING_ACCURACY.name: matching, "event": np.asarray(event, bool)}
 
 
 class _OutcomeFiles:
@@ -319,7 +325,14 @@ class ReplicationOutcomes(OutcomeSource):
         self.files = _OutcomeFiles(out_dir, {"model": stable_digest(plan.model.to_dict()), "effect": plan.effect,
                                              "seed": plan.seed, "original": config.target.original.label})
         self._new = 0
-        self.tables: dict = {}  # (design label, test label) -> per-trial table of every trial computed so far
+        self._events: dict = {}  # (design label, test label) -> the columns of every power() call, in order
+
+    @property
+    def tables(self) -> dict:
+        """(design label, test label) -> per-trial table of every trial computed so far (a trial once)."""
+        return {key: pd.DataFrame({name: np.concatenate([part[name] for part in parts]) for name in parts[0]})
+                .drop_duplicates("trial").sort_values("trial", ignore_index=True)
+                for key, parts in self._events.items()}
 
     @property
     def new_studies(self) -> int:
@@ -382,13 +395,12 @@ class ReplicationOutcomes(OutcomeSource):
         out = {}
         for key, (first, stop) in wanted.items():
             design_label, test_label = key
-            table = trial_events(self._read("original", original.label, test_label, first, stop),
-                                 self._read("replication", design_label, test_label, first, stop),
-                                 self.config.target, self.config.plan.alpha, self.tested)
-            table.insert(0, "trial", np.arange(first, stop))
-            self.tables[key] = pd.concat([self.tables.get(key), table]).drop_duplicates("trial") \
-                if key in self.tables else table
-            out[key] = table["event"].to_numpy()[:, None]
+            columns = {"trial": np.arange(first, stop),
+                       **_event_columns(self._read("original", original.label, test_label, first, stop),
+                                        self._read("replication", design_label, test_label, first, stop),
+                                        self.config.target, self.config.plan.alpha, self.tested)}
+            self._events.setdefault(key, []).append(columns)
+            out[key] = columns["event"][:, None]
         return out
 
     def null(self, wanted: dict) -> dict:
