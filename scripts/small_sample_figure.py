@@ -10,9 +10,12 @@ of docs/model.md (rate +- MCSE, with the verdict against 0.075 by the rule writt
 The tests that refit the model (``configs/small_sample_refits_<task>.yaml``: ``test: lrt`` and ``test:
 bootstrap`` at 3, 6 and 15 annotators) and lmer with Kenward-Roger df (``configs/small_sample_kr_<task>.yaml``)
 are read from ``figures/small_sample_refits_<task>.csv`` where present (fewer trials per point: each row
-carries its own), drawn on the type I panels beside the others and printed as their own table.
+carries its own), drawn on the type I panels beside the others and printed as their own table. With
+``--collect RESULTS`` those tables are first updated from the runs' own tables under RESULTS
+(``small-sample-refits-<task>/`` and ``small-sample-kr-<task>/``, as ``simdesign run`` writes them): a run's
+rows replace the committed rows of the same design, test and estimand; rows of runs not found are kept.
 
-    python scripts/small_sample_figure.py [--figures figures]
+    python scripts/small_sample_figure.py [--figures figures] [--collect results]
 """
 from __future__ import annotations
 
@@ -22,9 +25,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from simdesign.stats.montecarlo import default_max_type1, level_verdict
+
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ("coherence", "repetition")
-MAX_TYPE1 = 0.075  # 1.5 alpha, the planner's default max_type1 (docs/model.md)
+MAX_TYPE1 = default_max_type1(0.05)  # 0.075, the planner's default max_type1 at alpha 0.05 (docs/model.md)
 TESTS = {  # summary label -> legend text, in drawing order
     "clmm_native[paper]": "Wald z (df: z)",  # the Figure-4 runs' label for it (configs/small_sample_fig4_*.yaml)
     "clmm_native[z,paper]": "Wald z (df: z)",
@@ -42,12 +47,8 @@ RUNS = {"type1": "small_sample_fig4", "power": "small_sample_fig5"}  # kind -> c
 
 
 def verdict(low: float, high: float) -> str:
-    """'holds' (interval at or below MAX_TYPE1), 'fails' (above it) or 'undecided' (docs/model.md)."""
-    if high <= MAX_TYPE1:
-        return "holds"
-    if low > MAX_TYPE1:
-        return "fails"
-    return "undecided"
+    """'holds', 'fails' or 'undecided' against MAX_TYPE1 (docs/model.md; the planner's rule)."""
+    return level_verdict(low, high, MAX_TYPE1)
 
 
 def table(figures: Path, kind: str = "type1") -> pd.DataFrame | None:
@@ -80,6 +81,33 @@ def refit_rows(figures: Path) -> list[pd.DataFrame]:
             rates.insert(0, "task", task)
             frames.append(rates.rename(columns={"rate": "type1"}))
     return frames
+
+
+REFIT_RUNS = ("small-sample-refits-{task}", "small-sample-kr-{task}")  # run names (configs/small_sample_*.yaml)
+KEY = ["design", "test", "estimand"]
+
+
+def collect_refit_tables(results: Path, figures: Path) -> list[Path]:
+    """Update each task's ``small_sample_refits_<task>.csv`` with the tables of the refitting runs found under
+    ``results``; returns the tables written."""
+    written = []
+    for task in TASKS:
+        runs = [results / name.format(task=task) / f"{name.format(task=task)}.csv" for name in REFIT_RUNS]
+        found = [pd.read_csv(path) for path in runs if path.exists()]
+        if not found:
+            continue
+        new = pd.concat(found, ignore_index=True)
+        target = figures / f"small_sample_refits_{task}.csv"
+        if target.exists():
+            old = pd.read_csv(target)
+            replaced = old.set_index(KEY).index.isin(new.set_index(KEY).index)
+            new = pd.concat([old[~replaced], new], ignore_index=True)
+        order = {label: k for k, label in enumerate({**TESTS, **REFIT_TESTS})}
+        new = new.sort_values(["annotators", "test"], key=lambda column: column.map(order).fillna(len(order))
+                              if column.name == "test" else column, kind="stable")
+        new.to_csv(target, index=False)  # pandas quotes the labels with commas
+        written.append(target)
+    return written
 
 
 def refit_markdown(frame: pd.DataFrame) -> str:
@@ -149,7 +177,8 @@ def figure(frame: pd.DataFrame, out: Path, kind: str = "type1") -> None:
             shift = 1.0 + 0.03 * (k - 1.5)  # side by side on the log axis
             refit = label in REFIT_TESTS
             if refit:
-                text = f"{text}, {int(rows['trials'].min())}-{int(rows['trials'].max())} trials"
+                low, high = int(rows["trials"].min()), int(rows["trials"].max())
+                text = f"{text}, {low} trials" if low == high else f"{text}, {low}-{high} trials"
             ax.errorbar(rows["annotators"] * shift, rows[kind],
                         yerr=[rows[kind] - rows["ci_low"], rows["ci_high"] - rows[kind]],
                         marker="s" if refit else "o", ms=4, capsize=2, ls=":" if refit else "-", label=text)
@@ -187,7 +216,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--figures", type=Path, default=ROOT / "figures", help="where the tables are and the "
                                                                              "figures go")
+    parser.add_argument("--collect", type=Path, metavar="RESULTS",
+                        help="first update figures/small_sample_refits_<task>.csv from the runs under RESULTS")
     args = parser.parse_args()
+    if args.collect is not None:
+        for path in collect_refit_tables(args.collect, args.figures):
+            print(f"updated {path}")
     for kind in RUNS:
         frame = table(args.figures, kind)
         if frame is None:

@@ -52,3 +52,36 @@ def test_plot_redraws_a_sweep_directory_from_its_stored_runs(tmp_path, monkeypat
     assert (out / "sw.png").is_file() and set(redrawn["estimand"]) >= {"type1", "power", "power_size_adjusted"}
     pd.testing.assert_frame_equal(ran.drop(columns="run_seconds"), redrawn.drop(columns="run_seconds"))
     assert redrawn["run_seconds"].isna().all()
+
+
+def test_power_of_a_test_its_null_run_shows_liberal_is_marked_in_the_summary(tmp_path, capsys):
+    """A sweep over the effect with a null run: where the null run shows a test to reject a true null more
+    often than 0.075 (the planner's rule on the run's own interval), its power row says it is no evidence.
+    With 2 blocks of 3 crossed annotators both t-tests are liberal (about 0.18 and 0.13; the paper's Figure
+    4); with one annotator per block of 3 documents they hold (about 0.05), and their rows are left alone."""
+    import yaml
+
+    from simdesign.simulation.sweep import LEVEL_NOTE, run_sweep
+    from simdesign.stats.montecarlo import level_verdict
+
+    raw = {"name": "level", "model": "coherence", "tests": ["ttest", "ttest_doc"], "trials": 200, "seed": 4,
+           "designs": [{"kind": "block", "blocks": 2, "docs_per_block": 15, "annotators_per_block": 3},
+                       {"kind": "block", "blocks": 10, "docs_per_block": 3, "annotators_per_block": 1}],
+           "sweep": {"effect": ["zero", "fitted"]}}
+    path = tmp_path / "level.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    summary, _ = run_sweep(path, out_dir=tmp_path / "out", jobs=1)
+    type1 = summary[summary["estimand"] == "type1"].set_index(["design", "test"])
+    power = summary[summary["estimand"] == "power"].set_index(["design", "test"])
+    marked = {key: LEVEL_NOTE.split(":")[0] in str(power.at[key, "note"]) for key in power.index}
+    verdicts = {key: level_verdict(type1.at[key, "ci_low"], type1.at[key, "ci_high"], 0.075) for key in power.index}
+    assert marked == {key: verdict == "fails" for key, verdict in verdicts.items()}
+    assert marked[("block-B2-D15-A3", "ttest")] and not marked[("block-B10-D3-A1", "ttest")]
+    # and the command says so (the stored runs are read again)
+    from simdesign.cli import main
+
+    capsys.readouterr()
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "do not hold their level" in err and "block-B2-D15-A3 / ttest" in err
+    assert "block-B10-D3-A1 / ttest" not in err

@@ -3,6 +3,7 @@
 """
 from __future__ import annotations
 
+import sys
 import time
 
 import pandas as pd
@@ -23,8 +24,8 @@ def add_parser(subparsers) -> None:
 
 def cmd_sweep(args) -> int:
     from simdesign.simulation.study_kinds import study_kind
-    from simdesign.simulation.sweep import (SIZE_ADJUSTED, draw_kind_sweep, draw_sweep, kind_of_runs, load_sweep,
-                                            run_sweep)
+    from simdesign.simulation.sweep import (SIZE_ADJUSTED, draw_kind_sweep, draw_sweep, kind_of_runs, level_warning,
+                                            load_sweep, run_sweep)
 
     warn_if_deprecated(args, "sweep")
     check_study_arguments(args)
@@ -51,4 +52,7 @@ def cmd_sweep(args) -> int:
         columns = [c for c in raw["sweep"] if c in show.columns] + ["test", "estimand", "rate", "mcse", "n_failed"]
         with pd.option_context("display.width", 160, "display.max_rows", 500):
             print(show[columns].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    warning = level_warning(summary)
+    if warning:
+        print(warning, file=sys.stderr)
     return 0

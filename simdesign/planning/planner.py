@@ -53,6 +53,7 @@ from scipy import optimize
 
 from simdesign.analyses import resolve_analysis, system_pairs
 from simdesign.stats.annotation_time import DURATION_COLUMN, RULES, describe_rule, seconds_per_output
+from simdesign.stats.montecarlo import default_max_type1
 from simdesign.simulation.config import (AnalysisSpec, SimulationConfig, check_name, parse_analyses, parse_designs,
                                          read_config_mapping, resolve_model)
 from simdesign.core.designs import DESIGN_KINDS, BlockDesign, PoolDesign, design_to_mapping, search_keys, search_shapes
@@ -84,7 +85,6 @@ def plan_search_keys() -> tuple:
 POWER_OVER = ("pooled", "each_pair")
 SCREENING = ("eager", "by_cost")  # plan_search: screen every candidate first, or the cheapest first (target goal)
 TYPE1_OVER = ("pooled", "each_pair")
-DEFAULT_MAX_TYPE1_FACTOR = 1.5  # 'auto': a test may reject a true null at most 1.5 x alpha
 EFFECT_UNITS = ("latent", "likert")
 
 
@@ -668,7 +668,7 @@ def _parse_goal(raw: dict, alpha, errors: list[str]) -> dict:
         budget = _number(errors, raw, "budget", "", 1.0, 0, low_open=True)
     max_type1 = raw.get("max_type1", "auto")
     if max_type1 == "auto":
-        max_type1 = (round(DEFAULT_MAX_TYPE1_FACTOR * alpha, 12) if isinstance(alpha, float) and 0 < alpha < 0.5
+        max_type1 = (default_max_type1(alpha) if isinstance(alpha, float) and 0 < alpha < 0.5
                      else None)
     elif max_type1 is not None:
         max_type1 = _number(errors, raw, "max_type1", "", 0.1, 0, 1, low_open=True, high_open=True)

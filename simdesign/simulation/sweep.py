@@ -35,6 +35,7 @@ from simdesign.simulation.engine import run_simulation
 from simdesign.simulation.store import ResultsStore
 from simdesign.runner.study import REGISTERED, study_field_problems
 from simdesign.simulation.summary import size_adjusted_power, summarise
+from simdesign.stats.montecarlo import default_max_type1, level_verdict
 
 # Keys a sweep may vary: those that change the data or the tests' behaviour, not the run's identity.
 SWEEPABLE = ("effect", "document_intercept_scale", "alpha", "art_resamples")
@@ -279,8 +280,54 @@ def _stacked_summaries(runs_with_seconds: list) -> pd.DataFrame:
         table["shared_document_covariance"] = shared_document_covariance(config.model)
         table["run_seconds"] = seconds
         tables.append(table)
+    nulls = {_null_key(values): table for (values, config, _), table in zip(runs, tables) if config.is_null}
+    for (values, config, _), table in zip(runs, tables):
+        if not config.is_null and _null_key(values) in nulls:
+            note_level(table, nulls[_null_key(values)], default_max_type1(config.alpha))
     summary = pd.concat(tables, ignore_index=True)
     return pd.concat([summary, size_adjusted_rows(summary, runs)], ignore_index=True)
+
+
+def _null_key(values: dict) -> str:
+    """The label an effect run shares with its null run: the swept values other than the effect."""
+    return run_label({key: value for key, value in values.items() if key != "effect"})
+
+
+LEVEL_MARK = "the test does not hold its level at this design"
+LEVEL_NOTE = (LEVEL_MARK + ": type I error {rate:.3f} [{low:.3f}, {high:.3f}] in the sweep's null run, above "
+              "{max_type1:g} (1.5 x alpha), so this power is no evidence")
+
+
+def level_warning(summary: pd.DataFrame) -> str:
+    """The warning for the console: the power rows :func:`note_level` marked ('' when none)."""
+    notes = summary["note"].astype("string").fillna("") if "note" in summary else pd.Series("", summary.index)
+    marked = summary[notes.str.contains(LEVEL_MARK, regex=False)
+                     & (summary["estimand"] == headline_estimand(is_null=False))]
+    if marked.empty:
+        return ""
+    swept = [c for c in marked.columns if c in ("design", "test")]
+    lines = [f"  {' / '.join(str(row[c]) for c in swept)}" for _, row in marked.iterrows()]
+    return ("WARNING: power of tests that do not hold their level (their null run's type I error interval is "
+            "above 1.5 x alpha): no evidence, see the note in summary.csv:\n" + "\n".join(sorted(set(lines))))
+
+
+def note_level(effect_table: pd.DataFrame, null_table: pd.DataFrame, max_type1: float) -> None:
+    """Say so on the power rows of every (design, test) that its null run shows to reject a true null more
+    often than ``max_type1`` (the planner's rule, :func:`simdesign.stats.montecarlo.level_verdict`): a liberal
+    test's power is inflated by its wrong size. Undecided tests are left alone (the null run's interval says
+    how far they are)."""
+    type1 = null_table[null_table["estimand"] == headline_estimand(is_null=True)].set_index(["design", "test"])
+    power = effect_table["estimand"] == headline_estimand(is_null=False)
+    for index in effect_table.index[power]:
+        key = (effect_table.at[index, "design"], effect_table.at[index, "test"])
+        if key not in type1.index:
+            continue
+        row = type1.loc[key]
+        if level_verdict(row["ci_low"], row["ci_high"], max_type1) != "fails":
+            continue
+        note = LEVEL_NOTE.format(rate=row["rate"], low=row["ci_low"], high=row["ci_high"], max_type1=max_type1)
+        before = effect_table.at[index, "note"]
+        effect_table.at[index, "note"] = f"{before}; {note}" if isinstance(before, str) and before else note
 
 
 def size_adjusted_rows(summary: pd.DataFrame, runs: list) -> pd.DataFrame:
@@ -290,11 +337,10 @@ def size_adjusted_rows(summary: pd.DataFrame, runs: list) -> pd.DataFrame:
     (:func:`simdesign.simulation.summary.size_adjusted_power`); effect runs without one get no rows.
     Each row copies its ``power`` row's columns, with the rate, interval, MCSE and note replaced.
     """
-    null_runs = {run_label({k: v for k, v in values.items() if k != "effect"}): trial_rows
-                 for values, config, trial_rows in runs if config.is_null}
+    null_runs = {_null_key(values): trial_rows for values, config, trial_rows in runs if config.is_null}
     rows = []
     for values, config, trial_rows in runs:
-        null_rows = null_runs.get(run_label({k: v for k, v in values.items() if k != "effect"}))
+        null_rows = null_runs.get(_null_key(values))
         if config.is_null or null_rows is None:
             continue
         for design in config.designs:

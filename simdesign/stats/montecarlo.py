@@ -4,7 +4,8 @@ One copy of each rule for every summary (simulation, replication, panel studies,
 
 * :func:`mean_interval`: a mean of per-trial values, MCSE = sd (ddof 1) / sqrt(trials), normal interval;
 * :func:`wilson_interval`: a rate's Wilson interval at the effective size its MCSE implies
-  (docs/estimands.md).
+  (docs/estimands.md);
+* :func:`level_verdict`: whether a type I error interval shows a test to hold its level.
 """
 from __future__ import annotations
 
@@ -76,3 +77,24 @@ def mean_interval(values, confidence: float = 0.95) -> tuple[float, float, float
     mcse = float(values.std(ddof=1) / np.sqrt(values.size)) if values.size > 1 else float("nan")
     z = normal_quantile(confidence)
     return mean, mcse, mean - z * mcse, mean + z * mcse
+
+
+MAX_TYPE1_FACTOR = 1.5  # a test may reject a true null at most 1.5 x alpha (the planner's max_type1: auto)
+
+
+def default_max_type1(alpha: float) -> float:
+    """1.5 x alpha, rounded so that 0.05 gives 0.075 exactly (not 0.07500000000000001)."""
+    return round(MAX_TYPE1_FACTOR * alpha, 12)
+
+
+def level_verdict(ci_low: float, ci_high: float, max_type1: float) -> str:
+    """'holds' (the type I error interval is at or below ``max_type1``), 'fails' (above it) or 'undecided'.
+
+    Examples
+    --------
+    >>> level_verdict(0.03, 0.06, 0.075), level_verdict(0.08, 0.12, 0.075), level_verdict(0.06, 0.09, 0.075)
+    ('holds', 'fails', 'undecided')
+    """
+    if ci_high <= max_type1:
+        return "holds"
+    return "fails" if ci_low > max_type1 else "undecided"
