@@ -602,11 +602,32 @@ def read_judgements_table(frame_or_path, columns: dict | None = None, scale=None
     from simdesign.pilot.fit import checked_judgements, read_judgements
 
     check_table_or_path(frame_or_path)
+    _refuse_other_methods(frame_or_path, columns)
     if isinstance(frame_or_path, pd.DataFrame):
         columns = dict(columns or {})
         frame = frame_or_path.rename(columns=columns)
         return checked_judgements(frame, scale, names={ours: theirs for theirs, ours in columns.items()})
     return read_judgements(frame_or_path, columns, scale)
+
+
+def _refuse_other_methods(frame_or_path, columns: dict | None) -> None:
+    """A table of another method (a ``rank`` column, no ``score``) named as such, with the way to use it:
+    the Likert functions would only say that ``score`` is missing."""
+    from simdesign.methods import default_method, get_method
+    from simdesign.pilot.fit import read_table_csv
+    from simdesign.pilot.tables import infer_method
+
+    header = (frame_or_path.columns if isinstance(frame_or_path, pd.DataFrame) else
+              read_table_csv(frame_or_path, required=("annotator", "document", "system", "score or rank")).columns)
+    try:
+        method = infer_method(header, None, columns)
+    except DataError:  # no method's column, or several: the Likert reader names what is missing
+        return
+    if method != default_method().name:
+        raise DataError(f"The judgements are a {method} table (its column "
+                        f"'{get_method(method).value_column}'); fit_model and check_model take Likert judgements "
+                        f"('score'). For {method} judgements use the command line: simdesign fit-ranks FILE "
+                        f"(fit), simdesign check MODEL FILE (check); simdesign.reliability reads them too")
 
 
 def fit_model(frame_or_path, *, structure: str = "auto", reference=None, scale=None, name: str = "fitted",
@@ -741,9 +762,10 @@ def reliability(frame_or_path, *, method: str | None = None, columns: dict | Non
     Parameters
     ----------
     frame_or_path : pandas.DataFrame or path-like
-        Likert (``score``) or Rank (``rank``) judgements; a CSV is read by
-        :func:`simdesign.pilot.ranks.read_table`, a DataFrame is taken as Likert.
+        Likert (``score``) or Rank (``rank``) judgements, the method inferred from the columns; a CSV is
+        read by :func:`simdesign.pilot.tables.read_table`, a DataFrame checked by the same rules.
     method : {'likert', 'rank'}, optional
+        Default: from a ``score`` or ``rank`` column.
     seed : int
         For random splits (more than 100,000 distinct splits).
 
@@ -761,7 +783,15 @@ def reliability(frame_or_path, *, method: str | None = None, columns: dict | Non
     if not is_integer(seed, 0):
         raise ConfigError(f"The 'seed' argument must be a non-negative integer; got {seed!r}")
     if isinstance(frame_or_path, pd.DataFrame):
-        frame, scale = read_judgements_table(frame_or_path, columns, scale)
+        from simdesign.methods import default_method
+        from simdesign.pilot.tables import infer_method, orient
+
+        found = infer_method(frame_or_path.columns, method, columns)
+        if found == default_method().name:  # the Likert reader names a bad cell by the caller's column names
+            frame, scale = read_judgements_table(frame_or_path, columns, scale)
+        else:
+            frame, info = orient(frame_or_path.rename(columns=dict(columns or {})), found, scale=scale)
+            scale = info["scale"]
     else:
         frame, info = read_table(frame_or_path, method, columns, scale)
         scale = info["scale"]

@@ -235,6 +235,26 @@ def test_reliability_and_check_on_a_frame():
     assert {"statistic", "observed", "sim_low", "sim_high", "inside"} <= set(table.columns)
 
 
+def test_reliability_reads_a_rank_frame_as_its_csv_and_the_likert_functions_refuse_it(paper_data_dir):
+    """A Rank DataFrame is read by the Rank rules (was: taken as Likert, 'score' missing), with the same
+    result as its CSV and renamed columns honoured; fit_model and check_model name the table's method and
+    the commands that take it instead of saying only that 'score' is missing."""
+    path = paper_data_dir / "judgements" / "rank_coherence_cnn_dm.csv"
+    frame = pd.read_csv(path)
+    from_file = simdesign.reliability(path)
+    for result in (simdesign.reliability(frame),
+                   simdesign.reliability(frame.rename(columns={"rank": "position"}), columns={"position": "rank"}),
+                   simdesign.reliability(frame, method="rank")):
+        assert result.krippendorff_alpha == pytest.approx(from_file.krippendorff_alpha, abs=1e-12)
+        assert result.shr == pytest.approx(from_file.shr, abs=1e-12)
+    with pytest.raises(DataError, match="'score'"):  # told it is Likert: the Likert reader's own message
+        simdesign.reliability(frame, method="likert")
+    for call in (lambda: simdesign.fit_model(frame), lambda: simdesign.fit_model(path),
+                 lambda: simdesign.check_model("coherence", frame, trials=5)):
+        with pytest.raises(DataError, match="a rank table .*simdesign fit-ranks FILE"):
+            call()
+
+
 def test_analyse_is_the_module_and_callable():
     import simdesign.pilot.analyse as module
 
