@@ -9,28 +9,20 @@ from simdesign import api
 from simdesign.cli.options import backend_options
 
 
-def plan_has_replication(path) -> bool:
-    """Whether a plan config has a 'replication' mapping (read again, checked, by the planner that takes it)."""
-    from simdesign.core.yamlio import load_yaml
-
-    try:
-        raw = load_yaml(Path(path).read_text())
-    except Exception:  # noqa: BLE001 -- any unreadable file: the ordinary planner reads it again and reports it
-        return False
-    return isinstance(raw, dict) and "replication" in raw
-
-
 def cmd_plan(args) -> int:
-    from simdesign.planning.planner import load_plan
+    from simdesign.planning.planner import parse_plan
+    from simdesign.simulation.config import read_config_mapping
 
     overrides = {key: value for key, value in (("max_trials", args.max_trials), ("screen_trials", args.screen_trials))
                  if value is not None}
-    if plan_has_replication(args.config):  # a replication plan (simdesign.planning.replication_plan)
-        from simdesign.planning.replication_plan import cmd_replication_plan
+    path = Path(args.config)
+    raw = {**read_config_mapping(path, "plan config"), **overrides}  # read once, for either planner
+    if "replication" in raw:  # a replication plan (simdesign.planning.replication_plan)
+        from simdesign.planning.replication_plan import cmd_replication_plan, parse_replication_plan
 
         api.check_jobs(args.jobs)
-        return cmd_replication_plan(args, overrides)
-    config = load_plan(args.config, overrides)
+        return cmd_replication_plan(args, parse_replication_plan(raw, base_dir=path.parent))
+    config = parse_plan(raw, base_dir=path.parent)
     out_dir = Path(args.out) if args.out else Path("results") / config.name
     simulated = sum(1 for c in config.candidates if not c.excluded)
     api.check_jobs(args.jobs)

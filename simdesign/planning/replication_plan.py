@@ -583,9 +583,9 @@ def replication_plan_summary(config: ReplicationPlan) -> str:
             + (f" with probability {config.target.probability:g}" if config.target.probability is not None else ""))
 
 
-def cmd_replication_plan(args, overrides: dict) -> int:
-    """``simdesign plan`` for a plan config with a ``replication`` mapping (the CLI's hook; it checked --jobs)."""
-    config = load_replication_plan(args.config, overrides)
+def cmd_replication_plan(args, config: ReplicationPlan) -> int:
+    """``simdesign plan`` for a plan config with a ``replication`` mapping (the CLI's hook: it read the config
+    and checked --jobs)."""
     if args.backend not in (None, "loky"):
         raise ConfigError(f"A replication plan runs on the loky backend only; got --backend {args.backend}")
     from simdesign.runner.workers import available_cores, local_jobs
