@@ -79,8 +79,8 @@ class RingDesign:
     def pairs(self) -> int:
         return self.docs * self.judgements_per_output
 
-    def judgements(self, n_systems: int) -> int:
-        return self.pairs * n_systems
+    def judgements(self, n_systems: int, systems=None) -> int:
+        return self.pairs * n_systems  # complete: every system judged on every assigned pair
 
     def judgements_per_annotator(self, n_systems: int) -> float:
         return self.pairs * n_systems / self.ring_size

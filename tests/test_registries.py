@@ -121,7 +121,8 @@ def test_every_design_kind_keeps_its_contract(kind, kind_registered):
     assert per_document.mean() == pytest.approx(design.judgements_per_output)
     assert (per_document == design.judgements_per_output).all() or per_document.nunique() > 1
     loads = np.bincount(assignment.annotator) * 5
-    assert design.judgements(5) == design.pairs * 5 == loads.sum()
+    systems = tuple(f"s{k}" for k in range(5))  # the contract: judgements(n, systems=None), systems named
+    assert design.judgements(5) == design.judgements(5, systems) == design.pairs * 5 == loads.sum()
     assert design.max_judgements_per_annotator(5) == loads.max()
     assert design.judgements_per_annotator(5) == pytest.approx(loads.mean()) or cls.has_blocks
     assert (assignment.block >= 0).all() == cls.has_blocks

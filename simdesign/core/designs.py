@@ -730,8 +730,9 @@ A design kind is a frozen dataclass whose fields are its config fields, with the
 and estimands the config refuses), the planner hooks ``search_shapes``, ``search_keys``,
 ``plan_colours`` and ``search_designs(shape, n_docs, grid)``, and the members
 ``label``, ``shape``, ``shape_of(columns)``, ``docs``, ``annotators``, ``judgements_per_output``,
-``pairs``, ``judgements(n)``, ``judgements_per_annotator(n)``, ``max_judgements_per_annotator(n)``,
-``columns()``, ``describe()`` and ``assign(rng)``; tests/test_registries.py checks every registered kind.
+``pairs``, ``judgements(n, systems=None)`` (``systems``: the model's system names, which a ``coverage``
+reads), ``judgements_per_annotator(n)``, ``max_judgements_per_annotator(n)``, ``columns()``,
+``describe()`` and ``assign(rng)``; tests/test_registries.py checks every registered kind.
 """
 
 

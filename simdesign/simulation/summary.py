@@ -18,7 +18,6 @@ import pandas as pd
 
 from simdesign.analyses import resolve_analysis
 from simdesign.analyses.base import FAILURES, SINGULAR
-from simdesign.core.designs import design_coverage
 from simdesign.simulation.criteria import spec_criterion
 # ESTIMANDS re-exported: the summary's registry before it became every study kind's
 from simdesign.core.estimands import ESTIMANDS, Estimand, estimands_of, register_estimand  # noqa: F401
@@ -370,8 +369,7 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
     for design in config.designs:
         design_rows = table[table["design"] == design.label]
         # the expected count under partial coverage (a plug-in design kind without coverage takes n_systems only)
-        judgements = (design.judgements(n_systems) if design_coverage(design) is None
-                      else design.judgements(n_systems, config.model.systems))
+        judgements = design.judgements(n_systems, config.model.systems)
         for spec in work_items(config, methods, estimands=False):
             group = design_rows[design_rows["test"] == spec.label].sort_values(["trial", "pair"])
             if group.empty:
