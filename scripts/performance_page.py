@@ -46,6 +46,12 @@ BENCHMARKS = [
      "baseline, and the figures' fitting time projected on 2 cores.",
      ["scripts/bench_figures.py", "--per-design", "3"],
      ["scripts/bench_figures.py", "--per-design", "1"]),
+    ("Kenward-Roger df for lmer (R)",
+     "Seconds per Kenward-Roger adjusted covariance of a maximal lmer fit on 1500 judgements (3, 6 and 15 crossed "
+     "annotators), simdesign's computation through the random effects' design against pbkrtest::vcovAdj on the "
+     "same fit, with the largest relative differences of the covariance and the df. Needs R and pbkrtest.",
+     ["scripts/bench_kenward_roger.py", "--blocks", "1", "2", "5"],
+     ["scripts/bench_kenward_roger.py", "--blocks", "5"]),
 ]
 
 
