@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from simdesign.stats.montecarlo import default_max_type1, level_verdict
