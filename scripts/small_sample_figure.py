@@ -109,54 +109,45 @@ def collect_refit_tables(results: Path, figures: Path) -> list[Path]:
     return written
 
 
+MARKS = {"holds": "", "fails": " (fails)", "undecided": " (undecided)"}
+
+
+def _task_table(task: str, part: pd.DataFrame, legends: dict, cell) -> list[str]:
+    """One task's markdown table: a row per annotator count, a column per test in ``legends`` that ``part``
+    has, ``cell(row)`` in each (``not run`` where the test has no row at that count)."""
+    tests = [label for label in legends if label in set(part["test"])]
+    lines = [f"| {task}: annotators | " + " | ".join(legends[label] for label in tests) + " |",
+             "|---" * (len(tests) + 1) + "|"]
+    for annotators, rows in part.groupby("annotators"):
+        cells = [cell(rows[rows["test"] == label].iloc[0]) if (rows["test"] == label).any() else "not run"
+                 for label in tests]
+        lines.append(f"| {annotators} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
 def refit_markdown(frame: pd.DataFrame) -> str:
     """docs/model.md's table of the refitting tests: per task and annotator count, rate +- MCSE (trials),
     with the Figure-4 tables' Wald z, design df and Satterthwaite rows at the same designs."""
     shown = {**{label: TESTS[label] for label in ("clmm_native[paper]", "clmm_native[design,paper]",
                                                  "clmm_native[satterthwaite,paper]")}, **REFIT_TESTS}
-    marks = {"holds": "", "fails": " (fails)", "undecided": " (undecided)"}
     lines = []
     for task in TASKS:
         part = frame[(frame["task"] == task) & frame["test"].isin(list(REFIT_TESTS))]
         if part.empty:
             continue
-        counts = sorted(part["annotators"].unique())
-        part = frame[(frame["task"] == task) & frame["annotators"].isin(counts)]
-        tests = [label for label in shown if label in set(part["test"])]
-        lines += [f"| {task}: annotators | " + " | ".join(shown[label] for label in tests) + " |",
-                  "|---" * (len(tests) + 1) + "|"]
-        for annotators, rows in part.groupby("annotators"):
-            cells = []
-            for label in tests:
-                row = rows[rows["test"] == label]
-                if row.empty:
-                    cells.append("not run")
-                    continue
-                row = row.iloc[0]
-                cells.append(f"{row['type1']:.3f} ± {row['mcse']:.3f} ({int(row['trials'])})"
-                             + marks[row["verdict"]])
-            lines.append(f"| {annotators} | " + " | ".join(cells) + " |")
-        lines.append("")
+        part = frame[(frame["task"] == task) & frame["annotators"].isin(part["annotators"].unique())]
+        lines += _task_table(task, part, shown, lambda row: f"{row['type1']:.3f} ± {row['mcse']:.3f} "
+                                                            f"({int(row['trials'])})" + MARKS[row["verdict"]])
     return "\n".join(lines)
 
 
 def markdown(frame: pd.DataFrame, kind: str) -> str:
     """The docs/model.md table of one kind: per task, a row per annotator count, rate +- MCSE per test."""
-    marks = {"holds": "", "fails": " (fails)", "undecided": " (undecided)"}
     lines = []
     for task in TASKS:
-        part = frame[frame["task"] == task]
-        part = part[part["test"].isin(list(TESTS))]
-        tests = [label for label in TESTS if label in set(part["test"])]
-        lines += [f"| {task}: annotators | " + " | ".join(TESTS[label] for label in tests) + " |",
-                  "|---" * (len(tests) + 1) + "|"]
-        for annotators, rows in part.groupby("annotators"):
-            cells = []
-            for label in tests:
-                row = rows[rows["test"] == label].iloc[0]
-                cells.append(f"{row[kind]:.3f} ± {row['mcse']:.3f}" + (marks[row["verdict"]] if kind == "type1" else ""))
-            lines.append(f"| {annotators} | " + " | ".join(cells) + " |")
-        lines.append("")
+        part = frame[(frame["task"] == task) & frame["test"].isin(list(TESTS))]
+        lines += _task_table(task, part, TESTS, lambda row: f"{row[kind]:.3f} ± {row['mcse']:.3f}"
+                             + (MARKS[row["verdict"]] if kind == "type1" else ""))
     return "\n".join(lines)
 
 
