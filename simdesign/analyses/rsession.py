@@ -124,11 +124,9 @@ local({
     }
     n_random <- length(params)
     n_gamma <- n_random + 1  # the residual variance last, with G = I
-    Sigma <- Matrix::Diagonal(n, stats::sigma(fit)^2)
-    for (r in seq_len(n_random)) {
-      Z <- terms[[params[[r]]$term]]
-      Sigma <- Sigma + gamma[r] * Matrix::crossprod(Z, params[[r]]$E %*% Z)
-    }
+    Sigma <- Matrix::Diagonal(n, stats::sigma(fit)^2)  # sum of gamma_r G_r, one term at a time
+    for (t in seq_along(terms)) Sigma <- Sigma + Matrix::crossprod(terms[[t]], Matrix::kronecker(
+      Matrix::Diagonal(shape$n.lev.by.RT2[t]), as.matrix(varcor[[t]])) %*% terms[[t]])
     inverse <- chol2inv(chol(as.matrix(Sigma)))
     B <- inverse %*% X
     Y <- lapply(terms, function(Z) as.matrix(inverse %*% Matrix::t(Z)))
@@ -139,6 +137,7 @@ local({
     E <- lapply(params, function(p) as.matrix(p$E))
     EM <- lapply(seq_len(n_random), function(r)
       lapply(seq_along(terms), function(u) E[[r]] %*% M[[params[[r]]$term]][[u]]))
+    EMt <- lapply(EM, function(row) lapply(row, t))
     term_of <- vapply(params, function(p) p$term, integer(1))
     P <- vector("list", n_gamma)
     for (r in seq_len(n_random)) P[[r]] <- -crossprod(Fm[[term_of[r]]], E[[r]] %*% Fm[[term_of[r]]])
@@ -151,7 +150,7 @@ local({
       crossprod(B, inverse %*% B)
     }
     trace_rs <- function(r, s) {  # tr(S G_r S G_s)
-      if (s <= n_random && r <= n_random) return(sum(EM[[r]][[term_of[s]]] * t(EM[[s]][[term_of[r]]])))
+      if (s <= n_random && r <= n_random) return(sum(EM[[r]][[term_of[s]]] * EMt[[s]][[term_of[r]]]))
       if (r <= n_random) return(sum(E[[r]] * N[[term_of[r]]]))
       if (s <= n_random) return(sum(E[[s]] * N[[term_of[s]]]))
       sum(inverse * inverse)
