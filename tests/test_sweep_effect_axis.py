@@ -54,6 +54,7 @@ def test_plot_redraws_a_sweep_directory_from_its_stored_runs(tmp_path, monkeypat
     assert redrawn["run_seconds"].isna().all()
 
 
+@pytest.mark.slow  # two runs of 200 trials and the command: about a second
 def test_power_of_a_test_its_null_run_shows_liberal_is_marked_in_the_summary(tmp_path, capsys):
     """A sweep over the effect with a null run: where the null run shows a test to reject a true null more
     often than 0.075 (the planner's rule on the run's own interval), its power row says it is no evidence.
