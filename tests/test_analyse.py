@@ -220,3 +220,43 @@ def test_analyse_takes_rankels_thresholds_for_a_real_paired_table(tmp_path, caps
     assert main(["analyse", str(path), "--tests", "ttest_unpaired[swap]"]) == 2
     err = capsys.readouterr().err
     assert "'swap'" in err and "independent_bootstrap" in err and "mc" in err
+
+
+@needs_data
+def test_a_real_table_with_missing_outputs_is_analysed_by_the_tests_that_handle_them():
+    """The paper's coherence Likert file without 100 random judgements (a system not judged by an annotator
+    on a document): means over the judged outputs (pandas as the oracle), ttest_doc as a paired t-test of the
+    per-document means over the documents both systems have (scipy as the oracle), a note; a test that
+    needs complete data is refused by name, with the tests that can run (as `run` refuses them)."""
+    from scipy import stats
+
+    from simdesign.core.errors import ConfigError
+
+    frame, _ = read_table(JUDGEMENTS / "likert_coherence_cnn_dm.csv")
+    kept = frame.drop(index=np.random.default_rng(0).choice(frame.index, 100, replace=False))
+    result = analyse(kept, tests=["ttest_doc"], systems=ORDER, adjust="none", bootstrap=200)
+    means = kept.groupby("system")["score"].mean().reindex(ORDER)
+    np.testing.assert_allclose(result.table.set_index("system").loc[ORDER, "mean"], means, rtol=1e-12)
+    assert result.table.set_index("system").loc[ORDER, "n"].tolist() == kept["system"].value_counts()[ORDER].tolist()
+    assert any("100 outputs are missing" in note for note in result.notes)
+    per_document = kept.groupby(["document", "system"])["score"].mean().unstack()
+    for row in result.pairs.itertuples():
+        both = per_document[[row.system_a, row.system_b]].dropna()
+        expected = stats.ttest_rel(both[row.system_a], both[row.system_b])
+        assert row.estimate == pytest.approx((both[row.system_a] - both[row.system_b]).mean())
+        assert row.p_value == pytest.approx(expected.pvalue, rel=1e-9)
+        assert row.mean_difference == pytest.approx(means[row.system_a] - means[row.system_b])
+    with pytest.raises(ConfigError, match="art_block cannot analyse a study.*ttest_doc"):
+        analyse(kept, tests=["art_block"], bootstrap=200)
+    duplicated = pd.concat([kept, kept.iloc[:1]])  # missing outputs allowed, a judgement twice still not
+    with pytest.raises(ConfigError, match="repeat an .annotator, document, system. judgement"):
+        analyse(duplicated, tests=["ttest_doc"], bootstrap=200)
+
+
+@needs_data
+def test_a_rank_table_with_a_missing_rank_is_refused():
+    from simdesign.core.errors import ConfigError, DataError
+
+    frame = pd.read_csv(JUDGEMENTS / "rank_coherence_cnn_dm.csv")
+    with pytest.raises((ConfigError, DataError), match="must rank every system"):
+        analyse(frame.iloc[1:], tests=["ttest_doc"], bootstrap=200)

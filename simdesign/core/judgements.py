@@ -125,14 +125,15 @@ class Judgements:
         return frame.astype({"score": np.int64})
 
     @classmethod
-    def from_frame(cls, frame: pd.DataFrame, systems=None, block_column: str | None = None) -> "Judgements":
+    def from_frame(cls, frame: pd.DataFrame, systems=None, block_column: str | None = None,
+                   allow_missing: bool = False) -> "Judgements":
         """Build from a long table with columns ``annotator, document, system, score``.
 
         Parameters
         ----------
         frame : pandas.DataFrame
             One row per judgement. Every (annotator, document) pair must score
-            every system exactly once.
+            every system exactly once (with ``allow_missing``: at most once).
         systems : sequence of str, optional
             System order; default the order of first appearance.
         block_column : str, optional
@@ -140,6 +141,9 @@ class Judgements:
             groups of annotators that share the same set of documents (the
             paper's data have no block column); if those groups overlap, the
             data have no block structure and ``block`` is -1.
+        allow_missing : bool
+            A system without a judgement in a pair is a missing output (NaN score, :attr:`observed`), as
+            under partial coverage; otherwise it is an error.
 
         Returns
         -------
@@ -151,11 +155,14 @@ class Judgements:
                               "it needs annotator, document, system, score")
         if systems is None:
             systems = list(pd.unique(frame["system"]))
-        wide = frame.pivot_table(index=["annotator", "document"], columns="system", values="score",
-                                 aggfunc="count")
-        if (wide.reindex(columns=systems).fillna(0) != 1).to_numpy().any():
-            raise ConfigError("Every (annotator, document) pair must score every system exactly once")
-        wide = frame.pivot(index=["annotator", "document"], columns="system", values="score")[list(systems)]
+        counts = frame.pivot_table(index=["annotator", "document"], columns="system", values="score",
+                                   aggfunc="count").reindex(columns=systems).fillna(0).to_numpy()
+        if (counts > 1).any() or (not allow_missing and (counts != 1).any()):
+            raise ConfigError("Every (annotator, document) pair must score every system exactly once"
+                              + (" (at most once: outputs may be missing)" if allow_missing else ""))
+        wide = frame.pivot(index=["annotator", "document"], columns="system", values="score").reindex(
+            columns=list(systems))
+        missing = bool((counts == 0).any())
         ann_codes, _ = pd.factorize(wide.index.get_level_values("annotator"), sort=True)
         doc_codes, _ = pd.factorize(wide.index.get_level_values("document"), sort=True)
         if block_column is not None:
@@ -163,7 +170,8 @@ class Judgements:
             block, _ = pd.factorize(blocks, sort=True)
         else:
             block = _blocks_from_shared_documents(ann_codes, doc_codes)
-        return cls(scores=wide.to_numpy().astype(np.int64), annotator=ann_codes.astype(np.int64),
+        scores = wide.to_numpy().astype(float if missing else np.int64)  # NaN: a missing output
+        return cls(scores=scores, annotator=ann_codes.astype(np.int64),
                    document=doc_codes.astype(np.int64), block=np.asarray(block, dtype=np.int64),
                    systems=tuple(systems))
 

@@ -275,14 +275,18 @@ def bootstrap_intervals(frame: pd.DataFrame, value_column: str, systems, repetit
         ``name`` ('block_t' or 'two_way'), ``text`` (a sentence), ``blocks``.
     """
     # Values are whole numbers (scores or ranks), so Judgements' integer matrix holds them exactly.
+    # A missing output (NaN) adds nothing to its block's sum and count: the mean is over the judged outputs.
     judgements = Judgements.from_frame(frame[["annotator", "document", "system", value_column]]
-                                       .rename(columns={value_column: "score"}), systems=list(systems))
+                                       .rename(columns={value_column: "score"}), systems=list(systems),
+                                       allow_missing=True)
     n_blocks = int(judgements.block.max()) + 1 if judgements.has_blocks else 0
     if n_blocks >= min_blocks:
+        scores = judgements.scores.astype(float)
+        judged = np.isfinite(scores)
         sums = np.zeros((n_blocks, len(systems)))
-        np.add.at(sums, judgements.block, judgements.scores.astype(float))
+        np.add.at(sums, judgements.block, np.where(judged, scores, 0.0))
         counts = np.zeros_like(sums)
-        np.add.at(counts, judgements.block, 1.0)
+        np.add.at(counts, judgements.block, judged.astype(float))
         low, high = _block_bootstrap_t(sums, counts, repetitions, rng)
         text = (f"studentized block bootstrap ({repetitions} resamples of the {n_blocks} blocks, which hold both "
                 f"annotators and documents; bootstrap-t with the cluster-robust SE)")
@@ -439,7 +443,7 @@ def _run_tests(judgements: Judgements, specs, adjust: str, seed: int) -> tuple[p
     from simdesign.analyses.base import FAILURES, run_analysis, system_pairs
 
     pairs = system_pairs(judgements.n_systems)
-    means = judgements.scores.mean(axis=0)
+    means = np.nanmean(judgements.scores, axis=0)  # over the judged outputs, as the system table's means
     rows, fits = [], {}
     for position, spec in enumerate(specs):
         info = ANALYSES[spec.name]
@@ -531,8 +535,12 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     systems = _checked_systems(systems, data)
     specs = _analysis_specs(list(tests), adjust, structure, starts, df)
     _refuse_unfit_tests(specs, data, method)
+    missing = _missing_outputs(data, systems)
+    if missing:
+        _refuse_tests_needing_complete_data(specs, method, missing)
     value_column = method.value_column
-    judgements = Judgements.from_frame(data[["annotator", "document", "system", "score"]], systems=systems)
+    judgements = Judgements.from_frame(data[["annotator", "document", "system", "score"]], systems=systems,
+                                       allow_missing=bool(missing))
     boot_rng = np.random.default_rng(np.random.SeedSequence([seed, 1_000_003]))
     low, high, scheme = bootstrap_intervals(data, value_column, systems, int(bootstrap), boot_rng, min_blocks)
     pairs, fits = _run_tests(judgements, specs, adjust, seed)
@@ -541,6 +549,10 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     table = _system_table(data[["system", value_column]], systems, low, high, sets,
                           rank_order=not given_order, best_is_low=method.best_is_low)
     notes = _analysis_notes(primary, specs[0].label, method) + _design_notes(specs, data)
+    if missing:
+        notes.append(f"{missing} outputs are missing (a system not judged by an annotator on a document): means "
+                     "and intervals are over the judged outputs, and the tests are ones that handle missing "
+                     "outputs (docs/designs.md, partial coverage)")
     details = {"bootstrap": int(bootstrap), "seed": seed, "alpha": alpha, "adjust": adjust, "fits": fits}
     return Analysis(table=table, pairs=pairs.drop(columns="message"), method=method.name,
                     info=_details(data, info, scheme, specs, details), notes=notes)
@@ -615,6 +627,28 @@ def _read_or_oriented(frame, method, columns, scale) -> tuple[pd.DataFrame, dict
     if columns:
         raise ConfigError("'columns' applies to a CSV path; rename a DataFrame's columns yourself (DataFrame.rename)")
     return _oriented(frame, method, scale)
+
+
+def _missing_outputs(data: pd.DataFrame, systems) -> int:
+    """How many (annotator, document, system) judgements are absent from pairs that judged some system."""
+    return len(data[["annotator", "document"]].drop_duplicates()) * len(systems) - len(data)
+
+
+def _refuse_tests_needing_complete_data(specs, method, missing: int) -> None:
+    """Tests that need every system judged in every pair, refused as ``run`` refuses them under partial
+    coverage (:func:`simdesign.analyses.base.partial_coverage_refusal`); a ranking needs every output."""
+    from simdesign.analyses import ANALYSES
+    from simdesign.analyses.base import partial_coverage_refusal
+
+    if method.rankings:
+        raise ConfigError(f"{missing} judgements are missing from the {method.label} table (a system not "
+                          "ranked by an annotator on a document): a ranking needs every system's output for the "
+                          "document; give each (annotator, document) pair one rank per system")
+    problems = [refusal for spec in specs if spec.name in ANALYSES
+                for refusal in [partial_coverage_refusal(ANALYSES[spec.name], spec.label, spec.options)] if refusal]
+    if problems:
+        raise ConfigError([f"{missing} outputs are missing (a system not judged by an annotator on a document). "
+                           + problem for problem in problems])
 
 
 def _refuse_unfit_tests(specs, data: pd.DataFrame, method) -> None:
