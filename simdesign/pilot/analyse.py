@@ -535,12 +535,8 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     systems = _checked_systems(systems, data)
     specs = _analysis_specs(list(tests), adjust, structure, starts, df)
     _refuse_unfit_tests(specs, data, method)
-    missing = _missing_outputs(data, systems)
-    if missing:
-        _refuse_tests_needing_complete_data(specs, method, missing)
+    judgements, missing = _study_judgements(data, systems, specs, method)
     value_column = method.value_column
-    judgements = Judgements.from_frame(data[["annotator", "document", "system", "score"]], systems=systems,
-                                       allow_missing=bool(missing))
     boot_rng = np.random.default_rng(np.random.SeedSequence([seed, 1_000_003]))
     low, high, scheme = bootstrap_intervals(data, value_column, systems, int(bootstrap), boot_rng, min_blocks)
     pairs, fits = _run_tests(judgements, specs, adjust, seed)
@@ -548,11 +544,7 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     sets = rank_sets(systems, primary["p_value"].to_numpy(float), primary["estimate"].to_numpy(float), alpha)
     table = _system_table(data[["system", value_column]], systems, low, high, sets,
                           rank_order=not given_order, best_is_low=method.best_is_low)
-    notes = _analysis_notes(primary, specs[0].label, method) + _design_notes(specs, data)
-    if missing:
-        notes.append(f"{missing} outputs are missing (a system not judged by an annotator on a document): means "
-                     "and intervals are over the judged outputs, and the tests are ones that handle missing "
-                     "outputs (docs/designs.md, partial coverage)")
+    notes = _analysis_notes(primary, specs[0].label, method) + _design_notes(specs, data) + _missing_note(missing)
     details = {"bootstrap": int(bootstrap), "seed": seed, "alpha": alpha, "adjust": adjust, "fits": fits}
     return Analysis(table=table, pairs=pairs.drop(columns="message"), method=method.name,
                     info=_details(data, info, scheme, specs, details), notes=notes)
@@ -627,6 +619,23 @@ def _read_or_oriented(frame, method, columns, scale) -> tuple[pd.DataFrame, dict
     if columns:
         raise ConfigError("'columns' applies to a CSV path; rename a DataFrame's columns yourself (DataFrame.rename)")
     return _oriented(frame, method, scale)
+
+
+def _study_judgements(data: pd.DataFrame, systems, specs, method) -> tuple[Judgements, int]:
+    """The study as Judgements (missing outputs as NaN) and how many outputs are missing; the tests that
+    need complete data refused when some are."""
+    missing = _missing_outputs(data, systems)
+    if missing:
+        _refuse_tests_needing_complete_data(specs, method, missing)
+    judgements = Judgements.from_frame(data[["annotator", "document", "system", "score"]], systems=systems,
+                                       allow_missing=bool(missing))
+    return judgements, missing
+
+
+def _missing_note(missing: int) -> list:
+    return [f"{missing} outputs are missing (a system not judged by an annotator on a document): means and "
+            "intervals are over the judged outputs, and the tests are ones that handle missing outputs "
+            "(docs/designs.md, partial coverage)"] if missing else []
 
 
 def _missing_outputs(data: pd.DataFrame, systems) -> int:
