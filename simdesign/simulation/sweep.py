@@ -326,6 +326,8 @@ def note_level(effect_table: pd.DataFrame, null_table: pd.DataFrame, max_type1: 
         if level_verdict(row["ci_low"], row["ci_high"], max_type1) != "fails":
             continue
         note = LEVEL_NOTE.format(rate=row["rate"], low=row["ci_low"], high=row["ci_high"], max_type1=max_type1)
+        if effect_table["note"].dtype != object:  # an all-empty note column is read as floats
+            effect_table["note"] = effect_table["note"].astype(object)
         before = effect_table.at[index, "note"]
         effect_table.at[index, "note"] = f"{before}; {note}" if isinstance(before, str) and before else note
 
