@@ -300,7 +300,9 @@ LEVEL_NOTE = (LEVEL_MARK + ": type I error {rate:.3f} [{low:.3f}, {high:.3f}] in
 
 def level_warning(summary: pd.DataFrame) -> str:
     """The warning for the console: the power rows :func:`note_level` marked ('' when none)."""
-    notes = summary["note"].astype("string").fillna("") if "note" in summary else pd.Series("", summary.index)
+    if "note" not in summary or "estimand" not in summary:  # a sweep of another study kind: no rates
+        return ""
+    notes = summary["note"].astype("string").fillna("")
     marked = summary[notes.str.contains(LEVEL_MARK, regex=False)
                      & (summary["estimand"] == headline_estimand(is_null=False))]
     if marked.empty:
