@@ -478,6 +478,7 @@ def test_a_gap_in_the_scores_is_accepted_when_the_scale_says_so(tmp_path, capsys
     assert "Rank table" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # 0.8 s: the fast tier stays under a minute
 def test_an_ignored_option_is_warned_about(tmp_path, capsys):
     path = tmp_path / "judgements.csv"
     path.write_bytes(_table())

@@ -139,6 +139,7 @@ def test_boot_both_agrees_with_a_plain_loop(example):
         assert within_mcse(np.quantile(ours, p), np.quantile(loop, p), se), p
 
 
+@pytest.mark.slow  # 0.7 s each: the fast tier stays under a minute
 @pytest.mark.parametrize("method", ["pearson", "kendall"])
 def test_boot_both_interval_agrees_with_nlpstats_on_the_example(example, method):
     correlations = _oracle()

@@ -210,7 +210,8 @@ KINDS = {"metric-validation": (metric_config, run_metric, "trials/*/*.parquet"),
          "panels": (panel_config, run_panels, "chunks/*.csv")}
 
 
-@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("kind", [pytest.param(kind, marks=pytest.mark.slow) if kind in ("panels", "metric-validation")
+                                  else kind for kind in KINDS])  # those two take 0.7-0.8 s: the slow tier
 def test_every_store_is_claimed_and_refuses_what_it_cannot_tell(tmp_path, kind):
     make, run, pattern = KINDS[kind]
     out = tmp_path / "store"

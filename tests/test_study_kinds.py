@@ -46,7 +46,8 @@ def test_a_kind_that_cannot_be_told_is_refused(mapping, message):
         study_kind(mapping)
 
 
-@pytest.mark.parametrize("mapping, command", [(PANEL, "panels"), (METRIC, "metric-validation"), (SWEEP, "sweep")],
+@pytest.mark.parametrize("mapping, command", [pytest.param(PANEL, "panels", marks=pytest.mark.slow),  # 0.8 s
+                                              (METRIC, "metric-validation"), (SWEEP, "sweep")],
                          ids=["panels", "metric-validation", "sweep"])
 def test_run_runs_every_kind_as_its_old_command_did(tmp_path, capsys, mapping, command):
     path = tmp_path / "config.yaml"
@@ -110,7 +111,8 @@ def test_a_plug_in_study_kind_runs_end_to_end(tmp_path, capsys):
     assert (tmp_path / "cli" / "coins.png").is_file()
 
 
-@pytest.mark.parametrize("mapping", [PANEL, METRIC, SWEEP], ids=["panels", "metric-validation", "sweep"])
+@pytest.mark.parametrize("mapping", [pytest.param(PANEL, marks=pytest.mark.slow), METRIC, SWEEP],  # panels 0.8 s
+                         ids=["panels", "metric-validation", "sweep"])
 def test_simulate_runs_every_kind(tmp_path, mapping):
     import simdesign
 
