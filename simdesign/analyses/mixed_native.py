@@ -11,6 +11,7 @@ import numpy as np
 
 from simdesign.analyses.base import (ADJUSTMENTS, FAILURES, AnalysisInfo, PairwiseResult, pairwise_from_fit,
                                      register, system_pairs)
+from simdesign.core.checks import is_integer
 from simdesign.core.judgements import Judgements
 
 STRUCTURES = ("maximal", "intercepts", "paper")
@@ -182,7 +183,7 @@ def clmm_native_verbose(judgements: Judgements, structure: str = "paper", adjust
 
 
 def _positive_int(value) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+    if not is_integer(value, 1):
         return f"must be a positive integer (parametric-bootstrap draws); got {value!r}"
     return None
 

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from simdesign.core.checks import is_integer
 from simdesign.core.judgements import Judgements
 from simdesign.core.threads import single_threaded
 from simdesign.stats.contrasts import FAILURES, system_pairs, wald_contrasts
+from simdesign.stats.replication import adjusted_p_values
 
 from simdesign.clmm.codings import map_coding
 from simdesign.clmm.layout import _Layout, _Objective
@@ -192,7 +194,7 @@ def _refit_draw(refitter: _Refitter, draw: Judgements, covariance: bool = True):
 
 
 def _check_resamples(resamples) -> int:
-    if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or resamples < 1:
+    if not is_integer(resamples, 1):
         raise ValueError(f"resamples must be a positive integer; got {resamples!r}")
     return int(resamples)
 
@@ -311,10 +313,8 @@ def likelihood_ratio_tests(judgements: Judgements, fit: ClmmResult, order, struc
 
 
 def _holm(p_value: np.ndarray) -> np.ndarray:
-    from statsmodels.stats.multitest import multipletests
-
+    """Holm over the pairs with a p-value (a failed pair stays NaN, outside the family)."""
     adjusted = np.full(len(p_value), np.nan)
     finite = np.isfinite(p_value)
-    if finite.any():
-        adjusted[finite] = multipletests(p_value[finite], method="holm")[1]
+    adjusted[finite] = adjusted_p_values(p_value[finite], "holm")
     return adjusted
