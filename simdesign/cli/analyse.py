@@ -13,7 +13,7 @@ import pandas as pd
 def add_parser(subparsers) -> None:
     """Add the ``analyse`` subcommand to the CLI's subparsers."""
     from simdesign.analyses.mixed_native import STARTS
-    from simdesign.methods import method_names
+    from simdesign.cli.options import method_option
     from simdesign.pilot.analyse import ADJUST_CHOICES, DEFAULT_BOOTSTRAP, DEFAULT_STARTS
 
     parser = subparsers.add_parser(
@@ -21,9 +21,7 @@ def add_parser(subparsers) -> None:
                         "the ranks each system can take")
     parser.add_argument("judgements", help="CSV, one row per judgement: annotator, document, system and score "
                                            "(Likert) or rank (Rank: 0..S-1 or 1..S per annotator and document)")
-    parser.add_argument("--method", metavar="METHOD",
-                        help=f"{' | '.join(method_names())} (or module:attribute of your own); "
-                        "default: inferred from a 'score' or 'rank' column")
+    method_option(parser, "default: inferred from a 'score' or 'rank' column")
     parser.add_argument("--columns", help="map column names, e.g. annotator=worker,rank=position")
     parser.add_argument("--scale", help="Likert: the scale's values, e.g. 1..7 (default: the observed values)")
     parser.add_argument("--tests", default="clmm_native",

@@ -4,9 +4,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from simdesign.methods import get_method, method_names
+from simdesign.methods import get_method
 from simdesign.model import load_model
-from simdesign.cli.options import judgements_options
+from simdesign.cli.options import judgements_options, method_option
 from simdesign.cli.fit import read_judgements_args, run_check_command
 
 
@@ -40,7 +40,5 @@ def add_parser(sub) -> None:
     check.add_argument("--trials", type=int, default=200)
     check.add_argument("--out", help="directory for check.csv and check.png (default results/check-<model>)")
     check.add_argument("--seed", type=int, default=0)
-    check.add_argument("--method", metavar="METHOD",
-                       help=f"{' | '.join(method_names())} (or module:attribute of your own); "
-                             "default: from a score or rank column")
+    method_option(check)
     check.set_defaults(func=cmd_check)

@@ -8,8 +8,7 @@ import pandas as pd
 
 from simdesign import api
 from simdesign.core.errors import ConfigError
-from simdesign.methods import method_names
-from simdesign.cli.options import judgements_options
+from simdesign.cli.options import judgements_options, method_option
 
 
 def read_judgements_args(args):
@@ -117,9 +116,8 @@ def add_parser(sub) -> None:
     fit.add_argument("--check-trials", type=int, default=200, help="simulated studies for --check")
     fit.add_argument("--check-out", help="directory for the check's CSV and PNG (default: next to --out)")
     fit.add_argument("--seed", type=int, default=0, help="seed of the check's simulations (and of --bootstrap)")
-    fit.add_argument("--method", metavar="METHOD",
-                     help=f"{' | '.join(method_names())} (or module:attribute of your own); default: from a score "
-                          "or rank column; a Rank table fits the rank-only model (rank-ordered logit with random slopes)")
+    method_option(fit, "default: from a score or rank column; a Rank table fits the rank-only model "
+                       "(rank-ordered logit with random slopes)")
     fit.add_argument("--likert-model", help="Rank tables: fit only rank_noise for this Likert model (preset or "
                      "file), writing it as a joint Likert/Rank model")
     fit.add_argument("--bootstrap", type=int, default=200, help="with --likert-model: parametric-bootstrap "

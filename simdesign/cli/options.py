@@ -24,3 +24,12 @@ def judgements_options(command) -> None:
     command.add_argument("judgements", help="CSV, one row per judgement: annotator, document, system, score")
     command.add_argument("--columns", help="map column names, e.g. annotator=worker,score=rating")
     command.add_argument("--scale", help="the scale's values, e.g. 1..7 (default: the observed values)")
+
+
+def method_option(command, default: str = "default: from a score or rank column") -> None:
+    """``--method``: a registered annotation method or a plug-in's module:attribute (checked by
+    :func:`simdesign.cli.main.option_problems`, which names the closest registered one)."""
+    from simdesign.methods import method_names
+
+    command.add_argument("--method", metavar="METHOD",
+                         help=f"{' | '.join(method_names())} (or module:attribute of your own); {default}")

@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 from simdesign import api
-from simdesign.methods import method_names
-from simdesign.cli.options import judgements_options
+from simdesign.cli.options import judgements_options, method_option
 
 
 def cmd_reliability(args) -> int:
@@ -36,7 +35,5 @@ def add_parser(sub) -> None:
     reliability = sub.add_parser("reliability", help="Krippendorff's alpha and split-half reliability of real data")
     judgements_options(reliability)
     reliability.add_argument("--seed", type=int, default=0, help="for random splits (more than 100,000 splits)")
-    reliability.add_argument("--method", metavar="METHOD",
-                             help=f"{' | '.join(method_names())} (or module:attribute of your own); "
-                                   "default: from a score or rank column")
+    method_option(reliability)
     reliability.set_defaults(func=cmd_reliability)
