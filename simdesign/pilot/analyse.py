@@ -624,11 +624,11 @@ def _read_or_oriented(frame, method, columns, scale) -> tuple[pd.DataFrame, dict
 def _study_judgements(data: pd.DataFrame, systems, specs, method) -> tuple[Judgements, int]:
     """The study as Judgements (missing outputs as NaN) and how many outputs are missing; the tests that
     need complete data refused when some are."""
-    missing = _missing_outputs(data, systems)
+    judgements = Judgements.from_frame(data[["annotator", "document", "system", "score"]], systems=systems,
+                                       allow_missing=True)
+    missing = 0 if judgements.complete else int(np.count_nonzero(~judgements.observed))
     if missing:
         _refuse_tests_needing_complete_data(specs, method, missing)
-    judgements = Judgements.from_frame(data[["annotator", "document", "system", "score"]], systems=systems,
-                                       allow_missing=bool(missing))
     return judgements, missing
 
 
@@ -638,21 +638,17 @@ def _missing_note(missing: int) -> list:
             "(docs/designs.md, partial coverage)"] if missing else []
 
 
-def _missing_outputs(data: pd.DataFrame, systems) -> int:
-    """How many (annotator, document, system) judgements are absent from pairs that judged some system."""
-    return len(data[["annotator", "document"]].drop_duplicates()) * len(systems) - len(data)
-
-
 def _refuse_tests_needing_complete_data(specs, method, missing: int) -> None:
     """Tests that need every system judged in every pair, refused as ``run`` refuses them under partial
     coverage (:func:`simdesign.analyses.base.partial_coverage_refusal`); a ranking needs every output."""
     from simdesign.analyses import ANALYSES
     from simdesign.analyses.base import partial_coverage_refusal
+    from simdesign.simulation.coverage import COMPLETE_ONLY_SETTINGS
 
     if method.rankings:
         raise ConfigError(f"{missing} judgements are missing from the {method.label} table (a system not "
-                          "ranked by an annotator on a document): a ranking needs every system's output for the "
-                          "document; give each (annotator, document) pair one rank per system")
+                          f"ranked by an annotator on a document): {COMPLETE_ONLY_SETTINGS['rankings']}; give "
+                          "each (annotator, document) pair one rank per system")
     problems = [refusal for spec in specs if spec.name in ANALYSES
                 for refusal in [partial_coverage_refusal(ANALYSES[spec.name], spec.label, spec.options)] if refusal]
     if problems:
