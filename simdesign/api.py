@@ -784,13 +784,14 @@ def reliability(frame_or_path, *, method: str | None = None, columns: dict | Non
         raise ConfigError(f"The 'seed' argument must be a non-negative integer; got {seed!r}")
     if isinstance(frame_or_path, pd.DataFrame):
         from simdesign.methods import default_method
-        from simdesign.pilot.tables import infer_method, orient
+        from simdesign.pilot.tables import infer_method, orient_any, read_form_method
 
-        found = infer_method(frame_or_path.columns, method, columns)
-        if found == default_method().name:  # the Likert reader names a bad cell by the caller's column names
+        renamed = frame_or_path.rename(columns=dict(columns or {}))
+        if read_form_method(renamed) is None and infer_method(renamed.columns, method) == default_method().name:
+            # Likert: its reader names a bad cell by the caller's column names
             frame, scale = read_judgements_table(frame_or_path, columns, scale)
-        else:
-            frame, info = orient(frame_or_path.rename(columns=dict(columns or {})), found, scale=scale)
+        else:  # another method's columns, or read_table's form of them
+            frame, info = orient_any(renamed, method, scale)
             scale = info["scale"]
     else:
         frame, info = read_table(frame_or_path, method, columns, scale)

@@ -189,7 +189,8 @@ def test_analyse_takes_rankels_thresholds_for_a_real_paired_table(tmp_path, caps
     from simdesign.analyses.document_tests import document_means, swap_pvalues
     from simdesign.analyses.base import system_pairs
     from simdesign.core.judgements import Judgements
-    from simdesign.pilot.analyse import _oriented, parse_test_text, split_tests
+    from simdesign.pilot.analyse import parse_test_text, split_tests
+    from simdesign.pilot.tables import orient_any
 
     assert split_tests("ttest_unpaired[mc],ttest_doc[threshold=hb,bootstrap_resamples=300], wilcoxon_doc") == [
         "ttest_unpaired[mc]", "ttest_doc[threshold=hb,bootstrap_resamples=300]", "wilcoxon_doc"]
@@ -205,7 +206,7 @@ def test_analyse_takes_rankels_thresholds_for_a_real_paired_table(tmp_path, caps
     pairs = pd.read_csv(out / "pairs.csv")
     assert list(dict.fromkeys(pairs["test"])) == ["ttest_unpaired[mc]", "ttest_unpaired[theory]"]
     systems = list(dict.fromkeys(frame["system"]))
-    oriented, _ = _oriented(read_table(path)[0], None)  # the table as analyse reads it (its document order: the
+    oriented, _ = orient_any(read_table(path)[0], None)  # the table as analyse reads it (its document order: the
     # swaps' rows)
     means = document_means(Judgements.from_frame(oriented[["annotator", "document", "system", "score"]],
                                                  systems=systems))

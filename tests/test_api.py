@@ -239,12 +239,15 @@ def test_reliability_reads_a_rank_frame_as_its_csv_and_the_likert_functions_refu
     """A Rank DataFrame is read by the Rank rules (was: taken as Likert, 'score' missing), with the same
     result as its CSV and renamed columns honoured; fit_model and check_model name the table's method and
     the commands that take it instead of saying only that 'score' is missing."""
+    from simdesign.pilot.tables import read_table
+
     path = paper_data_dir / "judgements" / "rank_coherence_cnn_dm.csv"
     frame = pd.read_csv(path)
     from_file = simdesign.reliability(path)
     for result in (simdesign.reliability(frame),
                    simdesign.reliability(frame.rename(columns={"rank": "position"}), columns={"position": "rank"}),
-                   simdesign.reliability(frame, method="rank")):
+                   simdesign.reliability(frame, method="rank"),
+                   simdesign.reliability(read_table(path)[0])):  # read_table's form: 'score' beside 'rank'
         assert result.krippendorff_alpha == pytest.approx(from_file.krippendorff_alpha, abs=1e-12)
         assert result.shr == pytest.approx(from_file.shr, abs=1e-12)
     with pytest.raises(DataError, match="'score'"):  # told it is Likert: the Likert reader's own message

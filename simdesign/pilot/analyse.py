@@ -609,7 +609,7 @@ def _check_options(adjust: str, alpha: float, bootstrap: int, seed=0, tests=("cl
 
 def _read_or_oriented(frame, method, columns, scale) -> tuple[pd.DataFrame, dict]:
     """The oriented table from a DataFrame or a CSV path (read as ``simdesign analyse`` reads it)."""
-    from simdesign.pilot.tables import read_table
+    from simdesign.pilot.tables import orient_any, read_table
 
     if isinstance(frame, (str, os.PathLike)):
         # checked by read_table (with the scale given): a second check without it would refuse a gap the scale allows
@@ -618,7 +618,7 @@ def _read_or_oriented(frame, method, columns, scale) -> tuple[pd.DataFrame, dict
         raise DataError(f"The judgements must be a pandas DataFrame or a CSV file path; got {type(frame).__name__}")
     if columns:
         raise ConfigError("'columns' applies to a CSV path; rename a DataFrame's columns yourself (DataFrame.rename)")
-    return _oriented(frame, method, scale)
+    return orient_any(frame, method, scale)
 
 
 def _study_judgements(data: pd.DataFrame, systems, specs, method) -> tuple[Judgements, int]:
@@ -695,18 +695,6 @@ def _design_notes(specs, data: pd.DataFrame) -> list:
             f"{slopes} fit with their structure) needs at least systems + 1 = {n_systems + 1} annotators "
             "(`simdesign fit` refuses fewer without --allow-reduced); expect singular fits and treat their "
             "p-values with caution"]
-
-
-def _oriented(frame: pd.DataFrame, method: str | None, scale=None) -> tuple[pd.DataFrame, dict]:
-    """The table with a 'score' column where higher is better, and what :func:`ranks.describe` needs."""
-    from simdesign.pilot.tables import orient, read_form_method
-
-    # the form read_table returns for a method other than Likert (Rank: 'score' beside a 1-based 'rank',
-    # the file's own base kept in attrs for the report)
-    read_form = read_form_method(frame)
-    if read_form is not None and method in (None, read_form):
-        return orient(frame, read_form, scale=scale, read_form=True)
-    return orient(frame, method, scale=scale)
 
 
 def _analysis_notes(primary: pd.DataFrame, label: str, method) -> list:

@@ -122,6 +122,15 @@ def orient(frame: pd.DataFrame, method: str | None, base: int | None = None, sca
     return found.step("orient")(frame, base=base, scale=scale, read_form=read_form)
 
 
+def orient_any(frame: pd.DataFrame, method: str | None, scale=None) -> tuple[pd.DataFrame, dict]:
+    """:func:`orient` of a DataFrame in its method's own columns or in the form :func:`read_table` returns
+    (Rank: ``score`` beside a 1-based ``rank``, the file's base kept in attrs for the report)."""
+    read_form = read_form_method(frame)
+    if read_form is not None and method in (None, read_form):
+        return orient(frame, read_form, scale=scale, read_form=True)
+    return orient(frame, method, scale=scale)
+
+
 def read_form_method(frame: pd.DataFrame) -> str | None:
     """The method of a table in :func:`read_table`'s form: ``score`` beside another method's column (else None)."""
     if ORIENTED_COLUMN not in frame.columns:
