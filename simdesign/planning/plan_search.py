@@ -115,6 +115,7 @@ from simdesign.runner.stores import atomic_write_bytes, release_stores_under
 from simdesign.runner.study import REGISTERED
 from simdesign.simulation.study_kinds import RATE_STUDY
 from simdesign.simulation.summary import rejections, share_rate, wilson_interval
+from simdesign.stats.montecarlo import level_verdict
 
 STUDIES_DIR = "studies"
 CACHE_DIR = ".plan_cache"
@@ -816,9 +817,8 @@ def _type1_status(config: PlanConfig, r: CandidateResult) -> str:
         return PASS
     if not r.type1_trials:
         return "unchecked"
-    if r.type1_high <= config.max_type1:
-        return PASS
-    return LIBERAL if r.type1_low > config.max_type1 else OPEN
+    return {"holds": PASS, "fails": LIBERAL, "undecided": OPEN}[
+        level_verdict(r.type1_low, r.type1_high, config.max_type1)]
 
 
 def _overall(config: PlanConfig, r: CandidateResult) -> str:

@@ -368,7 +368,7 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
     methods = tuple(getattr(config, "methods", DEFAULT_METHODS))
     for design in config.designs:
         design_rows = table[table["design"] == design.label]
-        # the expected count under partial coverage (a plug-in design kind without coverage takes n_systems only)
+        # the expected count under partial coverage (every design kind takes the model's systems)
         judgements = design.judgements(n_systems, config.model.systems)
         for spec in work_items(config, methods, estimands=False):
             group = design_rows[design_rows["test"] == spec.label].sort_values(["trial", "pair"])
