@@ -307,10 +307,9 @@ def level_warning(summary: pd.DataFrame) -> str:
                      & (summary["estimand"] == headline_estimand(is_null=False))]
     if marked.empty:
         return ""
-    swept = [c for c in marked.columns if c in ("design", "test")]
-    lines = [f"  {' / '.join(str(row[c]) for c in swept)}" for _, row in marked.iterrows()]
+    lines = sorted({f"  {design} / {test}" for design, test in zip(marked["design"], marked["test"])})
     return ("WARNING: power of tests that do not hold their level (their null run's type I error interval is "
-            "above 1.5 x alpha): no evidence, see the note in summary.csv:\n" + "\n".join(sorted(set(lines))))
+            "above 1.5 x alpha): no evidence, see the note in summary.csv:\n" + "\n".join(lines))
 
 
 def note_level(effect_table: pd.DataFrame, null_table: pd.DataFrame, max_type1: float) -> None:
