@@ -139,6 +139,26 @@ def test_an_old_format_store_is_refused_with_one_message(tmp_path, capsys):
         assert "older simdesign" in err and "re-run into a new directory" in err, command
 
 
+def test_a_store_drawn_by_another_generator_is_refused_naming_both_versions(tmp_path, capsys):
+    from simdesign.core.seeds import GENERATOR_VERSION
+
+    config = write_config(tmp_path / "c.yaml")
+    out = tmp_path / "store"
+    assert main(["run", str(config), "--out", str(out), "--jobs", "1", "--quiet"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["generator_version"] == GENERATOR_VERSION == 2
+    (out / "manifest.json").write_text(json.dumps({**manifest, "generator_version": 1}))
+    capsys.readouterr()
+    assert main(["run", str(config), "--out", str(out), "--jobs", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "generator version 1" in err and "generator version 2" in err and "new directory" in err
+    # a manifest written before versions were recorded is version 1
+    del manifest["generator_version"]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["run", str(config), "--out", str(out), "--jobs", "1", "--quiet"]) == 2
+    assert "generator version 1" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("damage", [b"", b"PAR1 truncated", None], ids=["empty", "garbage", "truncated"])
 def test_a_damaged_chunk_is_named_with_how_to_recover(tmp_path, capsys, damage):
     config = write_config(tmp_path / "c.yaml")
@@ -234,6 +254,10 @@ def test_every_store_is_claimed_and_refuses_what_it_cannot_tell(tmp_path, kind):
     manifest = json.loads((out / "manifest.json").read_text())
     (out / "manifest.json").write_text(json.dumps({k: v for k, v in manifest.items() if k != "store_format"}))
     with pytest.raises(StoreError, match="older simdesign.*re-run into a new directory"):
+        run(make(), out)
+    # drawn by another generator (issue 38): refused, naming both versions
+    (out / "manifest.json").write_text(json.dumps({**manifest, "generator_version": 1}))
+    with pytest.raises(StoreError, match="generator version 1.*generator version 2.*re-run into a new directory"):
         run(make(), out)
     (out / "manifest.json").write_text("{")
     with pytest.raises(StoreError, match="manifest.json is damaged"):

@@ -15,6 +15,14 @@ import numpy as np
 
 DATA_STREAM, ANALYSIS_STREAM, REPLICATION_STREAM, CRITERION_STREAM = 0, 1, 2, 3
 
+# The generator's version: it changes whenever the same seed would draw other studies (other random
+# parts, other responses), so that a store never mixes two generators: every store's manifest and chunk
+# names carry it, and a store written by another version is refused (runner/stores.py).
+#   1: covariance roots from LAPACK's eigen-decomposition (their signs and bases depended on the kernel)
+#   2: covariance roots from a pivoted LDL^T in plain arithmetic, random parts summed in a fixed order
+#      (simdesign/model/common.py): the same draws on every CPU, BLAS kernel and thread count
+GENERATOR_VERSION = 2
+
 
 @functools.lru_cache(maxsize=4096)  # a few labels per run, hashed for every trial's streams
 def label_key(label: str) -> int:

@@ -25,7 +25,8 @@ from scipy import special
 from simdesign.core.designs import Design, design_coverage
 from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
-from simdesign.model.common import PSD_TOLERANCE, covariance_square_root, effect_scale  # noqa: F401 (public here)
+from simdesign.model.common import (GENERATOR_VERSION, PSD_TOLERANCE, covariance_square_root,  # noqa: F401 (public)
+                                    effect_scale, fixed_order_product)
 from simdesign.methods import get_method, method_names
 from simdesign.model.ranks import RankOnlyModel, check_method, generated_methods, reversed_ranks  # noqa: F401
 from simdesign.core.checks import is_number
@@ -165,8 +166,8 @@ class OrdinalMixedModel:
         set_(self, "annotator_cov", (np.asarray(self.annotator_cov, float) + np.asarray(self.annotator_cov, float).T) / 2)
         set_(self, "document_cov", (np.asarray(self.document_cov, float) + np.asarray(self.document_cov, float).T) / 2)
         # Loadings map iid standard normals straight to per-system random contributions.
-        set_(self, "_annotator_loading", design_rows @ covs["annotator_cov"])
-        set_(self, "_document_loading", design_rows @ covs["document_cov"])
+        set_(self, "_annotator_loading", fixed_order_product(design_rows, covs["annotator_cov"]))
+        set_(self, "_document_loading", fixed_order_product(design_rows, covs["document_cov"]))
 
     @property
     def n_systems(self) -> int:
@@ -242,8 +243,10 @@ class OrdinalMixedModel:
         beta = self.effects_for(effect)
         assignment = design.assign(rng) if layout is None else layout.assignment
         n_systems = self.n_systems
-        annotator_part = rng.standard_normal((assignment.n_annotators, n_systems)) @ self._annotator_loading.T
-        document_part = rng.standard_normal((assignment.n_documents, n_systems)) @ self._document_loading.T
+        annotator_part = fixed_order_product(rng.standard_normal((assignment.n_annotators, n_systems)),
+                                             self._annotator_loading.T)
+        document_part = fixed_order_product(rng.standard_normal((assignment.n_documents, n_systems)),
+                                            self._document_loading.T)
         eta = beta + annotator_part[assignment.annotator] + document_part[assignment.document]
         coverage = design_coverage(design)
         if coverage is not None and method.rankings:

@@ -41,6 +41,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from simdesign.core.errors import ConfigError
+from simdesign.model.common import fixed_order_product
 
 SPAMMER_KINDS = ("uniform", "constant")
 STRUCTURES = ("single", "systems")
@@ -223,7 +224,8 @@ def true_quality(structure: ItemStructure, criteria: tuple, rng: np.random.Gener
         if structure.structure == "single":
             rows.append(criterion.location + spread * rng.standard_normal(structure.items))
         else:
-            document = rng.standard_normal((structure.docs, model.n_systems)) @ model._document_loading.T
+            document = fixed_order_product(rng.standard_normal((structure.docs, model.n_systems)),
+                                           model._document_loading.T)
             rows.append((model.effects_for(effect) + spread * document).ravel() + criterion.location)
     return np.array(rows)
 

@@ -71,6 +71,7 @@ from simdesign.core.designs import Design
 from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
 from simdesign.core.checks import is_number
+from simdesign.model.common import covariance_square_root, fixed_order_product
 
 POPULATIONS = ("normal", "resample")
 
@@ -124,7 +125,7 @@ def exchangeable_moments(cov: np.ndarray) -> tuple[float, float]:
     covariance is not negative, so a negative mean (coherence's document parts: -0.03) becomes 0.
     """
     rows = _design_rows(cov.shape[0])
-    part = rows @ cov @ rows.T
+    part = fixed_order_product(fixed_order_product(rows, cov), rows.T)
     off_diagonal = part[~np.eye(part.shape[0], dtype=bool)]
     return float(np.diag(part).mean()), max(float(off_diagonal.mean()), 0.0)
 
@@ -133,8 +134,11 @@ def exchangeable_cov(cov: np.ndarray, n_systems: int) -> np.ndarray:
     """The (intercept, slopes) covariance for ``n_systems`` systems with exchangeable random parts."""
     variance, covariance = exchangeable_moments(cov)
     part = np.full((n_systems, n_systems), covariance) + np.eye(n_systems) * (variance - covariance)
-    inverse = np.linalg.inv(_design_rows(n_systems))
-    result = inverse @ part @ inverse.T
+    # The design rows' inverse in closed form (row s > 0 of it is e_s - e_0), and products in a fixed
+    # order: the model's covariance is then the same to the last bit on every BLAS kernel.
+    inverse = np.eye(n_systems)
+    inverse[1:, 0] = -1.0
+    result = fixed_order_product(fixed_order_product(inverse, part), inverse.T)
     return (result + result.T) / 2
 
 
@@ -241,11 +245,13 @@ class MetricGenerator:
         """Metric scores, shape (n_metrics, n_systems, n_documents), from quality (n_documents, n_systems)."""
         n_documents, n_systems = quality.shape
         k = len(self.metrics)
-        mixing = np.linalg.cholesky(np.array([[1.0, self.error_correlation], [self.error_correlation, 1.0]])
-                                    + np.eye(2) * 1e-15)[:k, :k]
-        bias = mixing @ rng.standard_normal((k, n_systems))
-        document = mixing @ rng.standard_normal((k, n_documents))
-        noise = np.einsum("ij,jsd->isd", mixing, rng.standard_normal((k, n_systems, n_documents)))
+        # roots and products in plain arithmetic: the same draws on every BLAS kernel (model/common.py)
+        mixing = covariance_square_root(np.array([[1.0, self.error_correlation], [self.error_correlation, 1.0]]),
+                                        "error_correlation")[:k, :k]
+        bias = fixed_order_product(mixing, rng.standard_normal((k, n_systems)))
+        document = fixed_order_product(mixing, rng.standard_normal((k, n_documents)))
+        noise = fixed_order_product(mixing, rng.standard_normal((k, n_systems * n_documents)))
+        noise = noise.reshape(k, n_systems, n_documents)
         out = np.empty((k, n_systems, n_documents))
         for index, spec in enumerate(self.metrics):
             bias_sd, noise_sd = spec.noise_sds(self.effect_variance, self.quality_variance)

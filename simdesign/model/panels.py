@@ -47,6 +47,7 @@ from simdesign.core.designs import BlockDesign, PoolDesign
 from simdesign.core.errors import ConfigError, from_mapping
 from simdesign.core.judgements import Judgements
 from simdesign.model import OrdinalMixedModel
+from simdesign.model.common import fixed_order_product
 
 PANEL_KEYS = ("annotators", "judge", "pool", "per_output", "noise", "slope_sd", "spammer_share")
 
@@ -212,11 +213,12 @@ def sample_panels(model: OrdinalMixedModel, docs: int, panels: dict, rng: np.ran
     for name, spec in panels.items():
         assignment = spec.design(docs).assign(rng)
         # The loading maps iid normals to z_s . u_a; scaling it by slope_sd scales the covariance by its square.
-        annotator_part = rng.standard_normal((assignment.n_annotators, n_systems)) @ model._annotator_loading.T
+        annotator_part = fixed_order_product(rng.standard_normal((assignment.n_annotators, n_systems)),
+                                             model._annotator_loading.T)
         if spec.slope_sd != 1.0:
             annotator_part = annotator_part * spec.slope_sd
         if document_part is None:
-            document_part = rng.standard_normal((docs, n_systems)) @ model._document_loading.T
+            document_part = fixed_order_product(rng.standard_normal((docs, n_systems)), model._document_loading.T)
         eta = beta + annotator_part[assignment.annotator] + document_part[assignment.document]
         noise = rng.logistic(size=eta.shape)
         latent = eta + (noise if spec.noise == 1.0 else spec.noise * noise)

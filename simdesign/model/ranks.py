@@ -30,7 +30,7 @@ from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
 from simdesign.methods import all_methods, default_method, get_method, method_names
 from simdesign.methods.rank import reversed_ranks  # noqa: F401 -- public here since issue 13
-from simdesign.model.common import covariance_square_root, effect_scale
+from simdesign.model.common import covariance_square_root, effect_scale, fixed_order_product
 
 
 def __getattr__(name: str):
@@ -163,11 +163,11 @@ class RankOnlyModel:
                               "output for the document, so a rank-only model cannot simulate it")
         assignment = design.assign(rng)
         slopes = np.zeros((assignment.n_annotators, self.n_systems))
-        slopes[:, 1:] = rng.standard_normal((assignment.n_annotators, self.n_systems - 1)) \
-            @ self._loadings["annotator_slope_cov"].T
+        slopes[:, 1:] = fixed_order_product(rng.standard_normal((assignment.n_annotators, self.n_systems - 1)),
+                                            self._loadings["annotator_slope_cov"].T)
         document = np.zeros((assignment.n_documents, self.n_systems))
-        document[:, 1:] = rng.standard_normal((assignment.n_documents, self.n_systems - 1)) \
-            @ self._loadings["document_slope_cov"].T
+        document[:, 1:] = fixed_order_product(rng.standard_normal((assignment.n_documents, self.n_systems - 1)),
+                                               self._loadings["document_slope_cov"].T)
         eta = self.effects_for(effect) + slopes[assignment.annotator] + document[assignment.document]
         return Judgements(scores=method.responses(self, eta, rng), annotator=assignment.annotator,
                           document=assignment.document, block=assignment.block, systems=self.systems)

@@ -34,6 +34,7 @@ from importlib import metadata
 from pathlib import Path
 
 from simdesign.core.errors import StoreError
+from simdesign.core.seeds import GENERATOR_VERSION
 
 MANIFEST = "manifest.json"
 LOCK_FILE = ".lock"
@@ -54,8 +55,12 @@ def digest(obj) -> str:
 
 
 def short_fingerprint(fingerprint) -> str:
-    """The part of a fingerprint's digest that chunk file names carry."""
-    return digest(fingerprint)[:FINGERPRINT_CHARS]
+    """The part of a fingerprint's digest that chunk file names carry, with the generator's version.
+
+    The version is part of every chunk's name, so a chunk drawn by another generator is never read as one
+    of this run's, whichever study kind's store holds it.
+    """
+    return digest({"fingerprint": fingerprint, "generator_version": GENERATOR_VERSION})[:FINGERPRINT_CHARS]
 
 
 def now_utc() -> str:
@@ -200,6 +205,12 @@ def read_manifest(path: Path) -> dict:
                          f"{manifest.get('store_format', 1)}, now {STORE_FORMAT}: chunks now carry the fingerprint "
                          "of what made them); it cannot be resumed or read: re-run into a new directory (delete it "
                          "or give another --out)")
+    stored = manifest.get("generator_version", 1)
+    if stored != GENERATOR_VERSION:
+        raise StoreError(f"{path.parent} was drawn by simdesign's generator version {stored}, and this simdesign "
+                         f"has generator version {GENERATOR_VERSION}: the same seeds now draw other studies, so its "
+                         "trials cannot be resumed or mixed with new ones; re-run into a new directory (delete it "
+                         "or give another --out)")
     return manifest
 
 
@@ -229,6 +240,6 @@ def damaged_chunk(path: Path, exc: BaseException) -> StoreError:
 
 
 def write_manifest(path: Path, manifest: dict) -> None:
-    """Write a manifest atomically, stamped with :data:`STORE_FORMAT`."""
-    manifest = {**manifest, "store_format": STORE_FORMAT}
+    """Write a manifest atomically, stamped with :data:`STORE_FORMAT` and the generator's version."""
+    manifest = {**manifest, "store_format": STORE_FORMAT, "generator_version": GENERATOR_VERSION}
     atomic_write_bytes(Path(path), json.dumps(manifest, indent=2, default=str).encode())

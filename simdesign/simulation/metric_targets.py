@@ -44,6 +44,7 @@ import numpy as np
 from scipy import special
 
 from simdesign.model.metric import exchangeable_moments
+from simdesign.model.common import covariance_square_root
 
 GRID = np.linspace(-30.0, 30.0, 6001)
 
@@ -81,8 +82,7 @@ def _shift_nodes(model, annotators: int, nodes: int) -> tuple[np.ndarray, np.nda
     _, document_covariance = exchangeable_moments(model.sampled_document_cov)
     _, annotator_covariance = exchangeable_moments(model.annotator_cov)
     cov = document_covariance * np.ones((annotators, annotators)) + annotator_covariance * np.eye(annotators)
-    values, vectors = np.linalg.eigh(cov)
-    root = vectors * np.sqrt(np.clip(values, 0.0, None))
+    root = covariance_square_root(cov, "document and annotator shifts")  # not LAPACK's basis: see model/common.py
     x, w = np.polynomial.hermite_e.hermegauss(nodes)
     w = w / w.sum()
     grid = np.array(list(itertools.product(x, repeat=annotators)))
