@@ -76,7 +76,8 @@ if [ "$browser_mode" != skip ] && [ -f scripts/setup_browser.sh ]; then
 fi
 
 stamp="$venv/.simdesign-setup-stamp"
-want="$(cat pyproject.toml requirements-r.txt 2>/dev/null | sha256sum | cut -c1-16)"
+# constraints.txt: the versions the suite last passed with (a new release cannot change them unannounced)
+want="$(cat pyproject.toml requirements-r.txt constraints.txt 2>/dev/null | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || ! "$venv/bin/python" -c 'import simdesign' 2>/dev/null; then
   echo "[setup] installing simdesign and its Python dependencies into $venv"
   "$venv/bin/python" -m pip install --quiet --upgrade pip
@@ -94,6 +95,6 @@ PY
   then
     "$venv/bin/python" -m pip uninstall --quiet --yes simdesign
   fi
-  "$venv/bin/python" -m pip install --quiet -e ".[test,fast]"
+  "$venv/bin/python" -m pip install --quiet -c constraints.txt -e ".[test,fast]"
   echo "$want" > "$stamp"
 fi

@@ -93,3 +93,16 @@ def test_the_committed_metric_example_is_drawn_on_the_other_kernel_too(draws):
     _, other = draws
     committed = pd.read_csv(ROOT / "examples" / "metric_scores.csv")[["metric_a", "metric_b", "human"]]
     np.testing.assert_array_equal(np.round(other["metric-example"], 4), committed.to_numpy(dtype=float))
+
+
+def test_every_committed_figure_table_says_which_generator_drew_it():
+    import yaml
+
+    from simdesign.core.seeds import GENERATOR_VERSION
+
+    versions = yaml.safe_load((ROOT / "figures" / "generator_versions.yaml").read_text())
+    tables = sorted(path.stem for path in (ROOT / "figures").glob("*.csv"))
+    assert sorted(versions) == tables, "figures/generator_versions.yaml must name every figures/*.csv, no other"
+    assert all(version in range(1, GENERATOR_VERSION + 1) for version in versions.values()), versions
+    # the Figure-4 tables were redrawn by version 2 (issue 38)
+    assert versions["paper_fig4_coherence"] == versions["paper_fig4_repetition"] == GENERATOR_VERSION
