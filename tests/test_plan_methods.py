@@ -91,3 +91,25 @@ def test_planning_rank_refuses_on_an_engine_without_the_method_hook():
     else:
         with pytest.raises(ConfigError, match="work_specs"):
             check_engine_method("rank")
+
+
+def test_budget_recommendation_compares_with_the_other_methods_best_that_holds_its_level():
+    # issue 39: the Likert side of a budget plan was summarised by its most powerful candidate, a liberal one
+    from test_plan_budget import Scripted
+
+    config = plan(target_power=None, budget=10_000.0, tests=["art_block", "ttest_doc"], max_type1=0.075,
+                  screen_trials=50, max_trials=800)
+    power, type1 = {}, {}
+    for c in config.candidates:
+        liberal = c.method == "likert" and c.test.label == "ttest_doc"
+        power[c.key] = 0.95 if liberal else (0.85 if c.method == "rank" else 0.70)
+        type1[c.key] = 0.20 if liberal else 0.02
+    result = decide_plan(config, Scripted(power, type1))
+    assert result.recommended.candidate.method == "rank"
+    text = recommendation_text(result)
+    assert "with Likert" in text
+    sentence = text.split("with Likert", 1)[1]
+    assert "candidate shown to hold its level reached 0.700" in sentence
+    assert "with art_block, type I error 2.0%" in sentence
+    # the liberal one is named only as what it is
+    assert "a more powerful one, 0.950" in sentence and "ttest_doc" in sentence and "was shown to exceed" in sentence

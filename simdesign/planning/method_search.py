@@ -19,6 +19,7 @@ import dataclasses
 
 from simdesign.methods import get_method, method_names
 from simdesign.simulation.method_specs import DEFAULT_METHODS, imported_method_names, result_label, split_result_label
+from simdesign.stats.montecarlo import level_verdict
 
 
 def parse_methods(search_raw, model, errors: list[str]) -> tuple:
@@ -124,17 +125,52 @@ def method_sentence(config, best, active: list) -> str:
                         f"{cheapest.candidate.test.label}, costs {cheapest.candidate.total_cost:.2f}"
                         if cheapest is not None else _no_pass_phrase(config, rivals)))
         else:
-            strongest = max(rivals, key=lambda r: r.power, default=None)
-            text += (f"; with {get_method(other).label} ({costs[other].seconds_per_judgement:g} s per output) the most "
-                     "powerful affordable candidate " + (
-                         f"reached {strongest.power:.3f} ({strongest.candidate.design.label} with "
-                         f"{strongest.candidate.test.label})" if strongest is not None else "was none"))
+            text += (f"; with {get_method(other).label} ({costs[other].seconds_per_judgement:g} s per output) "
+                     + _strongest_phrase(config, rivals))
     return text + "."
+
+
+def holds_level(config, r) -> bool:
+    """Whether a candidate's type I error was shown to be at most ``max_type1`` (always, without a type I check)."""
+    if config.max_type1 is None:
+        return True
+    return bool(r.type1_trials) and level_verdict(r.type1_low, r.type1_high, config.max_type1) == "holds"
+
+
+def _strongest_phrase(config, rivals: list) -> str:
+    """Budget goal: the other method's most powerful affordable candidate among those that hold their level.
+
+    A candidate not shown to hold its level (liberal, or undecided) is no rival, however powerful:
+    naming it as the other method's best would compare a valid design with an invalid one. It is
+    still mentioned when it is more powerful, with its type I error, so the reader sees why it lost.
+    """
+    holding = [r for r in rivals if holds_level(config, r)]
+    strongest = max(holding, key=lambda r: r.power, default=None)
+    shown = "" if config.max_type1 is None else " shown to hold its level"
+    text = (f"the most powerful affordable candidate{shown} reached {_power_and_type1(strongest)}"
+            if strongest is not None else f"no affordable candidate was{shown or ' simulated'}")
+    stronger = [r for r in rivals if r not in holding and (strongest is None or r.power > strongest.power)]
+    if stronger:
+        top = max(stronger, key=lambda r: r.power)
+        liberal = top.type1_trials and level_verdict(top.type1_low, top.type1_high, config.max_type1) == "fails"
+        verdict = "was shown to exceed" if liberal else "was not shown to hold"
+        text += (f"; a more powerful one, {_power_and_type1(top)}, {verdict} max_type1 {config.max_type1:g}, so "
+                 "it is no rival")
+    return text
+
+
+def _power_and_type1(r) -> str:
+    """'0.899 [0.870, 0.920] (DESIGN with TEST, type I error 4.0% [2.1%, 6.3%])'."""
+    type1 = (f", type I error {r.type1:.1%} [{r.type1_low:.1%}, {r.type1_high:.1%}]" if r.type1_trials
+             else ", type I error not checked")
+    return (f"{r.power:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] ({r.candidate.design.label} with "
+            f"{r.candidate.test.label}{type1})")
 
 
 def _no_pass_phrase(config, rivals: list) -> str:
     """What the other method offers when none of its candidates was shown to reach the target."""
-    estimated = [r for r in rivals if r.power >= config.target_power]
+    # a liberal candidate's power is not a rival's: it rejects too often under the null as well
+    estimated = [r for r in rivals if r.power >= config.target_power and r.decision != "liberal"]
     if not estimated:
         return "no candidate was shown to reach the target"
     cheapest = min(estimated, key=lambda r: r.candidate.total_cost)
