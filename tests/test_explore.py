@@ -73,9 +73,11 @@ def test_the_method_control_offers_what_the_model_generates(tmp_path):
     likert_only = {key: value for key, value in load_model("coherence").to_dict().items() if key != "rank_noise"}
     path = tmp_path / "likert_only.yaml"
     path.write_text(yaml.safe_dump(likert_only))
-    own_model = {**FORM, "model": str(path), "seconds_per_judgement": "25"}  # 'auto' knows the presets' tasks only
-    assert controls.check_controls(own_model).methods == ["likert"]
-    checked = controls.check_controls({**own_model, "method": "rank"})
+    # a model file is offered by the server ('simdesign explore --model FILE'), under its name
+    own_model = {**FORM, "model": "likert_only", "seconds_per_judgement": "25"}  # 'auto' knows the presets' tasks only
+    models = {"likert_only": path}
+    assert controls.check_controls(own_model, models).methods == ["likert"]
+    checked = controls.check_controls({**own_model, "method": "rank"}, models)
     assert checked.config is None and list(checked.errors) == ["method"]
     assert "rank" in checked.errors["method"][0] and "rank_noise" in checked.errors["method"][0]
 

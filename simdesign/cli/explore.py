@@ -24,7 +24,27 @@ def add_parser(subparsers) -> None:
                         help="worker processes computing trials (default 2; 0: in the server process)")
     parser.add_argument("--figures", help="folder of the precomputed curves <name>.csv (default: the tables shipped "
                                           "with the package, i.e. the committed figures/*.csv)")
+    parser.add_argument("--model", action="append", default=[], metavar="FILE",
+                        help="a model file (e.g. from 'simdesign fit') the page offers beside the presets, under its "
+                             "file name without .yaml; repeatable. The page can name no other file: the server "
+                             "opens only these")
     parser.set_defaults(func=cmd_explore)
+
+
+def served_models(paths: list[str]) -> dict[str, Path]:
+    """``--model`` files by name (the file name without its suffix), each checked to load as a model now."""
+    from simdesign.model import PRESETS, load_model
+
+    models: dict[str, Path] = {}
+    for given in paths:
+        path = Path(given).resolve()
+        load_model(str(path))  # a bad file is refused before the server starts (ConfigError: exit 2)
+        name = path.stem
+        if name in PRESETS or name in models:
+            raise ConfigError(f"The '--model' file {given} would be offered as {name!r}, which already names "
+                              f"{'a preset' if name in PRESETS else 'another --model file'}; rename the file")
+        models[name] = path
+    return models
 
 
 def check_host(host: str, port: int) -> None:
@@ -57,7 +77,7 @@ def cmd_explore(args) -> int:
 
     check_host(args.host, args.port)
     figures = Path(args.figures) if args.figures else curves.DEFAULT_FIGURES
-    app = create_app(workers=args.workers, figures_dir=figures)
+    app = create_app(workers=args.workers, figures_dir=figures, models=served_models(args.model))
     try:
         # no log line per poll; requests answered with an error, and the server's own errors, are still logged
         server = make_server(args.host, args.port, app, threaded=True, request_handler=QuietRequestHandler)

@@ -16,7 +16,7 @@ from flask import Flask, Response, jsonify, request
 from werkzeug.serving import WSGIRequestHandler
 
 from simdesign.core.estimands import estimand_label, headline_estimand
-from simdesign.explore import controls, curves
+from simdesign.explore import controls, curves, fields
 from simdesign.explore.live import KEPT_RUNS, ChunkPool, Runs
 from simdesign.methods import get_method
 from simdesign.simulation.config import stable_digest
@@ -80,7 +80,7 @@ class Pictures:
 
 
 def create_app(workers: int = 2, figures_dir: Path = curves.DEFAULT_FIGURES,
-               configs_dir: Path = curves.DEFAULT_CONFIGS) -> Flask:
+               configs_dir: Path = curves.DEFAULT_CONFIGS, models: dict | None = None) -> Flask:
     """The explorer application.
 
     Parameters
@@ -89,6 +89,9 @@ def create_app(workers: int = 2, figures_dir: Path = curves.DEFAULT_FIGURES,
         Worker processes computing trials (0: in the server process, for tests).
     figures_dir, configs_dir : path-like
         Where the precomputed curves (``<name>.csv``) and their configs (``<name>.yaml``) are.
+    models : dict, optional
+        Name -> model file offered beside the presets (``simdesign explore --model``): the only files a
+        request can have the server read.
 
     Returns
     -------
@@ -100,6 +103,7 @@ def create_app(workers: int = 2, figures_dir: Path = curves.DEFAULT_FIGURES,
     pool = ChunkPool(workers)
     runs = Runs(pool)
     pictures = Pictures()
+    models = dict(models or {})
     app.extensions["simdesign_pool"] = pool
     app.extensions["simdesign_runs"] = runs
 
@@ -107,14 +111,11 @@ def create_app(workers: int = 2, figures_dir: Path = curves.DEFAULT_FIGURES,
 
     @app.get("/api/options")
     def api_options():
-        return jsonify(**controls.options(), curves=curves.curve_tables(figures_dir, configs_dir))
+        return jsonify(**controls.options(models), curves=curves.curve_tables(figures_dir, configs_dir))
 
     @app.post("/api/check")
     def api_check():
-        form = request.get_json(silent=True)
-        if not isinstance(form, dict):
-            return jsonify(error="the request must be a JSON object of control values"), 400
-        return jsonify(**check_and_start(form, runs, pictures))
+        return answer_check(request.get_json(silent=True), runs, pictures, models)
 
     @app.get("/api/run/<key>")
     def api_run(key: str):
@@ -173,14 +174,25 @@ def _add_page_routes(app: Flask) -> None:
         return Response(status=204)
 
 
-def check_and_start(form: dict, runs: Runs, pictures: Pictures) -> dict:
+def answer_check(form, runs: Runs, pictures: Pictures, models: dict):
+    """The answer to /api/check: 400 for what the page never sends (a field or a JSON type), refused before
+    anything reads the values; else :func:`check_and_start`'s."""
+    if not isinstance(form, dict):
+        return jsonify(error="the request must be a JSON object of control values"), 400
+    problems = fields.request_problems(form)
+    if problems:
+        return jsonify(error="; ".join(m for messages in problems.values() for m in messages), errors=problems), 400
+    return jsonify(**check_and_start(form, runs, pictures, models))
+
+
+def check_and_start(form: dict, runs: Runs, pictures: Pictures, models: dict | None = None) -> dict:
     """Check the controls; when they are good, draw the design and start (or find) its live run.
 
     ``form['start'] = False`` (after the page's Cancel) checks and draws without starting a run: a kept
     run of the same setting is shown, otherwise ``run`` is None.
     """
     start = form.get("start", True) is not False
-    checked = controls.check_controls(form)
+    checked = controls.check_controls(form, models)
     answer = {"errors": checked.errors, "totals": None, "picture": None, "run": None, "methods": checked.methods,
               "warnings": checked.warnings}
     if checked.config is None:

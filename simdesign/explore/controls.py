@@ -17,6 +17,7 @@ from simdesign.analyses.classical import CLASSICAL_TESTS
 from simdesign.core.designs import DESIGN_KINDS
 from simdesign.core.errors import ConfigError, MissingBackendError
 from simdesign.core.yamlio import load_yaml
+from simdesign.explore.fields import model_choice, name_problems
 from simdesign.methods import all_methods, default_method, get_method
 from simdesign.methods.rank import RANK
 from simdesign.model import PRESETS
@@ -85,9 +86,9 @@ def test_controls() -> list[dict]:
             for name, info in sorted(ANALYSES.items())]
 
 
-def options() -> dict:
-    """What the page's controls offer (sent to the browser once)."""
-    return {"presets": list(PRESETS), "designs": design_controls(), "tests": test_controls(),
+def options(models: dict | None = None) -> dict:
+    """What the page's controls offer (sent to the browser once); ``models``: the server's model files by name."""
+    return {"presets": [*PRESETS, *(models or {})], "designs": design_controls(), "tests": test_controls(),
             "effects": list(EFFECT_CHOICES), "defaults": DEFAULTS, "scenarios": SCENARIOS,
             "ceilings": {**CEILINGS, "judgements_per_trial": MAX_JUDGEMENTS_PER_TRIAL,
                          "judgements_in_all": MAX_JUDGEMENTS_IN_ALL},
@@ -139,8 +140,9 @@ class Checked:
             self.errors.setdefault(control_of(message), []).append(message)
 
 
-def config_mapping(form: dict) -> dict:
-    """The config mapping the controls describe (not checked)."""
+def config_mapping(form: dict, models: dict | None = None) -> dict:
+    """The config mapping the controls describe (not checked; the model named by a preset's name or the name of
+    one of ``models``, the server's model files: any other model text is left as typed, for the caller to refuse)."""
     kind = form.get("kind") or DEFAULTS["kind"]
     fields = DESIGN_KINDS[kind].fields if kind in DESIGN_KINDS else ()
     design = {"kind": kind, **{name: yaml_value(form.get(name)) for name in fields}}
@@ -149,7 +151,7 @@ def config_mapping(form: dict) -> dict:
     if isinstance(tests, str):
         tests = [t for t in tests.split(",") if t]
     mapping = {
-        "name": "explore", "model": yaml_value(form.get("model", DEFAULTS["model"])),
+        "name": "explore", "model": model_value(form.get("model", DEFAULTS["model"]), models or {}),
         # a method name is a word, never a number or a list: passed as typed, its rule names a bad one
         "method": form.get("method", DEFAULTS["method"]),
         "effect": yaml_value(form.get("effect_scale")) if effect == "scale" else effect,
@@ -161,13 +163,42 @@ def config_mapping(form: dict) -> dict:
     return mapping
 
 
-def check_controls(form: dict) -> Checked:
+def model_value(text, models: dict):
+    """The 'model' control's value in a config mapping: a preset's name, a server model's path, None when empty."""
+    if not isinstance(text, str) or not text.strip():
+        return text or None
+    return model_choice(text.strip(), models) or text
+
+
+def registered_only(form: dict, models: dict) -> tuple[dict, list[str]]:
+    """The form with every unregistered name replaced by the default (so that the other controls are still checked
+    and nothing a client names is opened or imported), and the messages naming them."""
+    problems = name_problems(form, models)
+    if not problems:
+        return form, []
+    safe = dict(form)
+    if any(p.startswith("The 'model'") for p in problems):
+        safe["model"] = DEFAULTS["model"]
+    if any(p.startswith("The 'method'") for p in problems):
+        safe["method"] = DEFAULTS["method"]
+    tests = form.get("tests")
+    names = [t for t in tests.split(",") if t] if isinstance(tests, str) else list(tests or [])
+    # none left: the defaults stand in, so that the tests' one message is the one naming the unknown names
+    safe["tests"] = [name for name in names if name in ANALYSES] or DEFAULTS["tests"]
+    return safe, problems
+
+
+def check_controls(form: dict, models: dict | None = None) -> Checked:
     """Check the controls: a config and a cost model, or the messages per control.
 
     Parameters
     ----------
     form : dict
-        Control name -> the text in it (``tests``: a list of names or comma-separated).
+        Control name -> the text in it (``tests``: a list of names or comma-separated). Its JSON types are
+        :func:`simdesign.explore.fields.request_problems`' to check (the server answers a wrong one with 400).
+    models : dict, optional
+        Name -> model file the server offers beside the presets (``simdesign explore --model``); no other file
+        is opened, and only registered methods and tests are taken.
 
     Returns
     -------
@@ -182,7 +213,10 @@ def check_controls(form: dict) -> Checked:
         checked = Checked()
         checked.add(too_long)
         return checked
-    checked = Checked(mapping=config_mapping(form))
+    models = models or {}
+    form, unregistered = registered_only(form, models)
+    checked = Checked(mapping=config_mapping(form, models))
+    checked.add(unregistered)
     try:
         checked.config = parse_config(checked.mapping)
     except ConfigError as exc:
@@ -198,11 +232,7 @@ def check_controls(form: dict) -> Checked:
     if form.get("effect", DEFAULTS["effect"]) not in EFFECT_CHOICES:
         checked.add([f"The 'effect' control must be one of {list(EFFECT_CHOICES)}; got {form.get('effect')!r}"])
     cost_errors: list[str] = []
-    cost_raw = {"pay_per_hour": yaml_value(form.get("pay_per_hour", DEFAULTS["pay_per_hour"])),
-                "seconds_per_judgement": yaml_value(form.get("seconds_per_judgement",
-                                                             DEFAULTS["seconds_per_judgement"])),
-                "per_annotator": yaml_value(form.get("per_annotator", DEFAULTS["per_annotator"])),
-                "currency": str(form.get("currency", DEFAULTS["currency"]))}
+    cost_raw = cost_values(form, cost_errors)
     model_source = checked.config.model_source if checked.config else str(checked.mapping["model"])
     # the paper's times per judged output differ between Likert and Rank: 'auto' takes the chosen method's
     method = checked.config.methods[0] if checked.config else DEFAULTS["method"]
@@ -210,7 +240,7 @@ def check_controls(form: dict) -> Checked:
                       cost_errors, method)
     checked.add(cost_errors)
     checked.cost = None if cost_errors else cost
-    checked.methods = model_methods(checked)
+    checked.methods = None if "model" in checked.errors else model_methods(checked)
     if checked.config is not None:
         checked.warnings = config_warnings(checked.config)
         try:  # a test that needs R on a machine without it: the message 'simdesign run' stops with
@@ -220,6 +250,21 @@ def check_controls(form: dict) -> Checked:
     if checked.errors:
         checked.config = None
     return checked
+
+
+def cost_values(form: dict, errors: list[str]) -> dict:
+    """The cost controls as a config's 'cost' mapping would hold them. A mapping or list is refused: a config's
+    'seconds_per_judgement' may name a times table, a file the server must not open for a client."""
+    values = {}
+    for name in COST_CONTROLS:
+        value = yaml_value(form.get(name, DEFAULTS[name]))
+        if isinstance(value, (dict, list)):
+            errors.append(f"The 'cost.{name}' control takes one number (or, for seconds_per_judgement, a word such "
+                          f"as auto or a paper task); got {form.get(name)!r}")
+            value = None
+        values[name] = value
+    values["currency"] = str(form.get("currency", DEFAULTS["currency"]))
+    return values
 
 
 def long_values(form: dict) -> list[str]:
