@@ -99,3 +99,15 @@ def test_the_site_builds_in_strict_mode(tmp_path):
     for page in ("reference/cli/index.html", "reference/config/index.html", "reference/api/index.html"):
         assert (tmp_path / "site" / page).stat().st_size > 10_000, page
     assert "simdesign run</code>" in (tmp_path / "site" / "reference/cli/index.html").read_text()
+
+
+def test_the_readmes_first_recipe_runs_every_test_it_names(monkeypatch):
+    # issue 39: the recipe paired art_block with a 1-block design, where every one of its tests is degenerate
+    # and the table printed a rate of 0.000 as if it were measured
+    monkeypatch.setattr(simdesign, "simulate", _small(simdesign.simulate, trials=4, jobs=1, progress=False))
+    namespace: dict = {}
+    monkeypatch.setattr("builtins.print", lambda *args, **kwargs: None)
+    exec(compile(python_examples(ROOT / "README.md")[0], "README.md, example 1", "exec"), namespace)
+    result = namespace["result"]
+    assert result.failures().empty, result.failures()
+    assert not result.table("type1").apply(lambda column: column.str.contains("every test")).any().any()

@@ -233,3 +233,52 @@ def test_a_grid_of_designs_is_not_drawn_as_a_mesh():
     assert sorted(line["design"].tolist() for line in lines) == [
         ["block-B10-D5-A1", "block-B20-D5-A1"], ["block-B10-D5-A3", "block-B20-D5-A3"]]
     assert points.empty
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Cells where every test failed (issue 39): no rate, in the table, the summary's notes and the figure
+
+
+@pytest.fixture(scope="module")
+def one_block():
+    # art_block on one block has no statistic: every one of its tests is 'degenerate'
+    config = {"name": "one-block", "model": "coherence", "effect": "zero",
+              "designs": [{"kind": "block", "blocks": [1, 4, 20], "docs_per_block": [20, 5, 1],
+                           "annotators_per_block": 2}],
+              "tests": ["ttest_doc", "art_block"], "trials": 6, "seed": 1}
+    return simdesign.simulate(config, jobs=1, progress=False)
+
+
+def test_a_cell_whose_every_test_failed_says_so_in_table_and_summary(one_block):
+    table = one_block.table("type1")
+    assert table.loc["block-B1-D20-A2", "art_block"] == "degenerate (every test)"
+    assert table.loc["block-B4-D5-A2", "art_block"].startswith("0.")  # a real rate where the test runs
+    assert table.loc["block-B1-D20-A2", "ttest_doc"].startswith("0.")
+    assert one_block.table("familywise").loc["block-B1-D20-A2", "art_block"] == "degenerate (every test)"
+    summary = one_block.summary()
+    notes = summary.set_index(["design", "test", "estimand"])["note"]
+    assert notes[("block-B1-D20-A2", "art_block", "type1")].startswith("every test degenerate (60 tests)")
+    assert notes[("block-B1-D20-A2", "art_block", "familywise")].endswith("share of trials with at least one rejection")
+    assert notes[("block-B1-D20-A2", "art_block", "failure_rate")] == "degenerate: 60"  # the failure report's form
+    assert notes[("block-B4-D5-A2", "art_block", "type1")] == ""
+    assert one_block.table("failure_rate").loc["block-B1-D20-A2", "art_block"].startswith("1.000 [")
+
+
+def test_a_cell_whose_every_test_failed_is_not_drawn_or_joined(one_block):
+    figure, notes = draw_summary(one_block.summary(), one_block.config.figure, "type1", "t")
+    art = [line for line in drawn_lines(figure) if line.get_label() == "art_block"]
+    assert len(art) == 1
+    rates = np.asarray(art[0].get_ydata(), float)
+    assert np.isnan(rates[0]) and np.isfinite(rates[1:]).all()  # a gap, not a point at 0 joined to the next
+    assert any("block-B1-D20-A2 / art_block (degenerate)" in note for note in notes)
+    assert "not drawn, every test failed: block-B1-D20-A2 / art_block" in figure.axes[0].get_title()
+
+
+def test_some_failed_tests_are_counted_in_the_cell():
+    from simdesign.simulation.views import cell_texts
+
+    rows = pd.DataFrame({"test": ["t", "t"], "estimand": ["type1", "type1"], "rate": [0.05, 0.0],
+                         "ci_low": [0.04, 0.0], "ci_high": [0.06, 0.1], "n_failed": [3, 20],
+                         "note": ["3 of 200 tests failed (error: 3; no p-value)",
+                                  "every test failed (error: 20): no p-value, so the rate is not an estimate"]})
+    assert cell_texts(rows) == ["0.050 [0.040, 0.060] (3 failed)", "failed (every test)"]

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from simdesign.simulation.config import FigureSpec
 from simdesign.core.designs import DESIGN_KINDS, shape_markers, shape_of_row
 from simdesign.core.estimands import estimand_label, is_rate
+from simdesign.simulation.summary import failure_state
 
 AXIS_NAMES = {"annotators": "annotators in total", "judgements": "judgements in total", "docs": "documents",
               "blocks": "blocks", "annotators_per_block": "annotators per block",
@@ -116,13 +117,31 @@ def draw_summary(summary: pd.DataFrame, figure: FigureSpec, estimand: str, title
         rows["test"] = [f"{test}, {criterion}" if test else criterion
                         for test, criterion in zip(rows["test"], rows["criterion"])]
     rows, left_out, notes = _rows_on_x_axis(rows, figure.x)
+    rows, not_rates = _blank_failed_cells(rows)
+    if not_rates:
+        notes.append(f"not drawn, every test failed (no rate): {', '.join(not_rates)}")
     fig = Figure(figsize=(6.4, 4.4), constrained_layout=True)
     ax = fig.subplots()
     _draw_lines(ax, rows, figure, estimand, designs)
     if alpha is not None:
         ax.axhline(alpha, color="black", linewidth=0.8, linestyle=":", label=f"nominal {alpha:g}")
-    _label_axes(ax, rows, figure, estimand, title, left_out)
+    _label_axes(ax, rows, figure, estimand, title, left_out, not_rates)
     return fig, notes
+
+
+def _blank_failed_cells(rows: pd.DataFrame) -> tuple[pd.DataFrame, list]:
+    """The rows with the rate of every design x test whose tests all failed set to NaN, and those cells named.
+
+    Such a rate is 0 by construction (a failed test never rejects), not a measurement: drawn, it would sit
+    at 0 and a line would join it to its neighbours as if the design had that rate. NaN leaves a gap.
+    """
+    state = failure_state(rows)
+    blank = state.isin(["degenerate", "failed"])
+    rows = rows.copy()
+    rows.loc[blank, ["rate", "ci_low", "ci_high"]] = np.nan
+    named = [f"{design} / {test} ({kind})" for design, test, kind
+             in zip(rows.loc[blank, "design"], rows.loc[blank, "test"], state[blank])]
+    return rows, named
 
 
 def _rows_on_x_axis(rows: pd.DataFrame, x: str) -> tuple[pd.DataFrame, list, list]:
@@ -277,7 +296,8 @@ def _draw_points(ax, points: pd.DataFrame, x: str, colour, marker: str, label, l
                                                          "pad": 0.5})
 
 
-def _label_axes(ax, rows: pd.DataFrame, figure: FigureSpec, estimand: str, title: str, left_out: list) -> None:
+def _label_axes(ax, rows: pd.DataFrame, figure: FigureSpec, estimand: str, title: str, left_out: list,
+                not_rates: list = ()) -> None:
     """Axes, ticks, legend, and a title that gives the trials, the interval kind and any designs left out."""
     if figure.log_x:
         ax.set_xscale("log")
@@ -295,6 +315,8 @@ def _label_axes(ax, rows: pd.DataFrame, figure: FigureSpec, estimand: str, title
     caption = f"{title}\n{trial_text} trials per point; bands: 95% {band}"
     if left_out:
         caption += f"\nnot shown (no {AXIS_NAMES.get(figure.x, figure.x)}): {', '.join(left_out)}"
+    if not_rates:
+        caption += f"\nnot drawn, every test failed: {', '.join(not_rates)}"
     ax.set_title(caption, fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)

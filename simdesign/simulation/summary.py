@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from simdesign.analyses import resolve_analysis
-from simdesign.analyses.base import FAILURES, SINGULAR
+from simdesign.analyses.base import DEGENERATE, FAILURES, SINGULAR
 from simdesign.simulation.criteria import spec_criterion
 # ESTIMANDS re-exported: the summary's registry before it became every study kind's
 from simdesign.core.estimands import ESTIMANDS, Estimand, estimands_of, register_estimand  # noqa: F401
@@ -291,9 +291,57 @@ def summarise_group(group: pd.DataFrame, alpha: float, is_null: bool, random_eff
         if computed is None:
             continue
         rate, failures, note = computed
+        if info.name not in (FAILURE_RATE.name, SINGULAR_RATE.name):  # those two say what failed in their own words
+            note = "; ".join(part for part in (failure_note(table, info.under == "effect"), note) if part)
         rows.append({"estimand": info.name, "rate": rate.rate, "ci_low": rate.ci_low, "ci_high": rate.ci_high,
                      "mcse": rate.mcse, "n_tests": rate.n_tests, "n_failed": failures, "note": note})
     return rows
+
+
+# How a rate row's note begins when no test behind it has a p-value: the rate is then 0 by construction (a
+# failed test is never a rejection), not an estimate, and the tables and figures say so (failure_state).
+EVERY_DEGENERATE = "every test degenerate"
+EVERY_FAILED = "every test failed"
+
+
+def failure_note(table: Rejections, relevant_only: bool) -> str:
+    """What failed among the tests a rate counts ('' if none): the failure kinds, and whether every test failed.
+
+    ``relevant_only``: the rate counts the pairs with a true difference only (power, type S).
+    """
+    failed, status = table.failed, table.status
+    if relevant_only:
+        failed, status = failed[:, table.relevant], status[:, table.relevant]
+    if not failed.any():
+        return ""
+    kinds, counts = np.unique(status[failed].astype(str), return_counts=True)
+    why = ", ".join(f"{kind}: {count}" for kind, count in zip(kinds, counts))
+    if failed.all() and list(kinds) == [DEGENERATE]:
+        return (f"{EVERY_DEGENERATE} ({failed.size} tests): the test is undefined for this design (e.g. a block-level test with "
+                "one block), so the rate is not an estimate")
+    if failed.all():
+        return f"{EVERY_FAILED} ({why}): no p-value, so the rate is not an estimate"
+    return f"{int(failed.sum())} of {failed.size} tests failed ({why}; no p-value)"
+
+
+def failure_state(rows: pd.DataFrame) -> pd.Series:
+    """Per summary row: 'degenerate' or 'failed' (every test behind its rate), 'partial' (some), or ''.
+
+    Rows without a test (a per-trial reliability estimand: its n_failed counts undefined trials) and the
+    failure and singular-fit rates are ''.
+    """
+    def column(name, default):
+        return rows[name] if name in rows else pd.Series(default, index=rows.index)
+
+    notes = column("note", "").fillna("").astype(str)
+    has_test = column("test", "").fillna("").astype(str) != ""
+    # the failure and singular-fit rates count failures themselves: nothing to mark there
+    counted = has_test & ~column("estimand", "").isin([FAILURE_RATE.name, SINGULAR_RATE.name])
+    failed = counted & (pd.to_numeric(column("n_failed", 0), errors="coerce").fillna(0) > 0)
+    state = pd.Series(np.where(failed, "partial", ""), index=rows.index)
+    state[notes.str.startswith(EVERY_FAILED)] = "failed"
+    state[notes.str.startswith(EVERY_DEGENERATE)] = "degenerate"
+    return state
 
 
 def summarise_estimand(group: pd.DataFrame, confidence: float = 0.95) -> dict:

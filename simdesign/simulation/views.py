@@ -14,6 +14,7 @@ import pandas as pd
 
 from simdesign.core.estimands import headline_estimand
 from simdesign.simulation.method_specs import DEFAULT_METHODS
+from simdesign.simulation.summary import failure_state
 
 # Summary columns that describe a design, shown beside its label in a wide table (when present).
 DESIGN_INFO = ("kind", "annotators", "docs", "judgements_per_output", "judgements")
@@ -93,9 +94,7 @@ def wide_table(summary: pd.DataFrame, estimand: str, digits: int = 3, design_inf
     if rows.empty:
         present = list(dict.fromkeys(summary["estimand"]))
         raise ValueError(f"the results have no rows for the estimand {estimand!r}; they have {present}")
-    rows = rows.assign(_column=[column_label(row) for _, row in rows.iterrows()],
-                       _cell=[interval_text(r, lo, hi, digits)
-                              for r, lo, hi in zip(rows["rate"], rows["ci_low"], rows["ci_high"])])
+    rows = rows.assign(_column=[column_label(row) for _, row in rows.iterrows()], _cell=cell_texts(rows, digits))
     designs = list(dict.fromkeys(rows["design"]))
     columns = list(dict.fromkeys(rows["_column"]))
     table = rows.pivot(index="design", columns="_column", values="_cell").reindex(index=designs, columns=columns)
@@ -106,6 +105,23 @@ def wide_table(summary: pd.DataFrame, estimand: str, digits: int = 3, design_inf
         for position, column in enumerate(c for c in DESIGN_INFO if c in info):
             table.insert(position, column, info[column].to_numpy())
     return table
+
+
+def cell_texts(rows: pd.DataFrame, digits: int = 3) -> list[str]:
+    """A wide table's cells: "rate [low, high]", marked where tests failed (:func:`failure_state`).
+
+    Where every test behind a rate failed, the rate is 0 by construction (a failed test never rejects), so
+    the cell shows no number: 'degenerate (every test)' when the test is undefined for the design (e.g. a
+    block-level test with one block), 'failed (every test)' otherwise; some failures add "(N failed)".
+    """
+    cells = []
+    for (_, row), state in zip(rows.iterrows(), failure_state(rows)):
+        if state in ("degenerate", "failed"):
+            cells.append(f"{state} (every test)")
+            continue
+        text = interval_text(row["rate"], row["ci_low"], row["ci_high"], digits)
+        cells.append(f"{text} ({int(row['n_failed'])} failed)" if state == "partial" else text)
+    return cells
 
 
 def default_estimand(summary: pd.DataFrame, effect) -> str:
