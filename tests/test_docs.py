@@ -80,3 +80,21 @@ def test_reproduction_script_refuses_an_unknown_figure_before_set_up():
                                "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=60)
     assert completed.returncode == 2
     assert "fig9" in completed.stderr and "fig4_mixed" in completed.stderr
+
+
+@pytest.mark.slow  # 3 s: the example's pool of 100 documents with clmm_native, one trial
+def test_the_criteria_example_of_designs_md_runs_from_a_config(tmp_path):
+    """docs/designs.md's ``criteria:`` example runs as a config, as written (issue 39: it was routed to the
+    crowd-study parser); the fast tier runs it with a small design (tests/test_hostile_inputs_39.py)."""
+    import pandas as pd
+    import yaml
+
+    from simdesign.cli import main
+    from test_hostile_inputs_39 import docs_criteria_example
+
+    path = tmp_path / "criteria.yaml"
+    path.write_text(yaml.safe_dump({**docs_criteria_example(), "name": "criteria", "trials": 1, "seed": 1}))
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--jobs", "1", "--quiet"]) == 0
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv")
+    assert set(summary["criterion"]) == {"coherence", "repetition"}
+    assert {"ttest_doc", "clmm_native"} <= set(summary["test"])

@@ -66,6 +66,7 @@ def design_mappings(args) -> list:
 
 
 def cmd_draw_design(args) -> int:
+    from simdesign.runner.limits import study_size_problems
     from simdesign.simulation.config import parse_designs
     from simdesign.simulation.design_picture import check_picture_path, write_design_picture
 
@@ -76,6 +77,10 @@ def cmd_draw_design(args) -> int:
     check_picture_path(args.out)
     errors: list[str] = []
     designs = parse_designs(design_mappings(args), errors)
+    if not errors:
+        # the runner's ceiling, checked before the layout is drawn: a typo such as --blocks 100000000 would
+        # otherwise fill the memory while the picture's assignment is built
+        errors = study_size_problems(designs, args.systems)
     if errors:
         raise ConfigError(errors)
     path = write_design_picture(designs, args.out, n_systems=args.systems, seed=args.seed, columns=args.columns)

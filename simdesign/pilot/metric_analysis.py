@@ -77,6 +77,7 @@ import pandas as pd
 
 from simdesign.core.errors import DataError
 from simdesign.core.seeds import analysis_rng
+from simdesign.runner.limits import MAX_RESAMPLES
 from simdesign.pilot.fit import EXAMPLES_SHOWN, read_table_csv
 from simdesign.stats.metric_comparison import (bootstrap_correlations, fisher_interval, paired_bootstrap_test,
                                                permutation_p_values, sample_size, williams_test)
@@ -91,6 +92,7 @@ ROLES = {("PERM-BOTH", "greater"): "paper", ("PERM-SYSTEMS", "two-sided"): "defa
 # Williams' test needs n independent triples: the system level's systems or the global level's outputs.
 WILLIAMS_LEVELS = ("system", "global")
 STREAM = "analyse-metrics"
+PROGRESS_FROM = 10_000_000  # outputs x resamples from which progress is shown (tens of seconds of work and more)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,7 +260,7 @@ def read_metric_table(path, metrics=None, human: str = DEFAULT_HUMAN,
 # ---------------------------------------------------------------------------------------------
 
 def _correlation_rows(scores: MetricScores, levels, methods, resamples: int, seed: int,
-                      confidence: float) -> tuple[list, dict]:
+                      confidence: float, bar=None) -> tuple[list, dict]:
     """Rows of the correlation table and the bootstrap resamples {(level, scheme, metric): {method: values}}."""
     rows, boot = [], {}
     shape = scores.human.shape
@@ -269,6 +271,8 @@ def _correlation_rows(scores: MetricScores, levels, methods, resamples: int, see
                 rng = analysis_rng(seed, STREAM, 0, f"boot:{level}:{scheme}")
                 boot[level, scheme, name] = bootstrap_correlations(metric, scores.human, level, scheme, rng,
                                                                    resamples, methods)
+                if bar is not None:
+                    bar.update(1)
         for name, metric in scores.metrics.items():
             for method in methods:
                 estimate = level_correlation(metric, scores.human, level, method)
@@ -287,7 +291,7 @@ def _correlation_rows(scores: MetricScores, levels, methods, resamples: int, see
 
 
 def _comparison_rows(scores: MetricScores, levels, methods, resamples: int, seed: int, confidence: float,
-                     boot: dict) -> list:
+                     boot: dict, bar=None) -> list:
     rows = []
     for first, second in combinations(scores.metrics, 2):
         a, b = scores.metrics[first], scores.metrics[second]
@@ -304,6 +308,8 @@ def _comparison_rows(scores: MetricScores, levels, methods, resamples: int, seed
                     rng = analysis_rng(seed, STREAM, 0, f"perm:{level}:{method}:{scheme}:{first}|{second}")
                     result = permutation_p_values(a, b, scores.human, level, method, scheme, rng, resamples)
                     rows += _test_rows(base, PERMUTATION_NAMES[scheme], result)
+                    if bar is not None:
+                        bar.update(1)
                 if level in WILLIAMS_LEVELS:
                     rows += _williams_rows(base, a, b, scores.human, level, method)
     return rows
@@ -446,14 +452,34 @@ class MetricAnalysis:
         return paths
 
 
+def _progress(scores: MetricScores, levels, methods, resamples: int):
+    """A progress display for a large analysis, none for a small one.
+
+    A large table is shown progress rather than refused: a careful user with a real table of several hundred
+    thousand outputs wants its answer and can wait minutes for it, but must see that the work advances and
+    how long it will take (a table of 300 systems x 3000 inputs ran 400 s without a word). Below
+    :data:`PROGRESS_FROM` (outputs x resamples, a few seconds of work) nothing is printed.
+    """
+    from simdesign.runner.progress import progress_bar
+
+    steps = len(levels) * len(SCHEMES) * len(scores.metrics) \
+        + len(list(combinations(scores.metrics, 2))) * len(levels) * len(methods) * len(SCHEMES)
+    large = scores.human.size * resamples >= PROGRESS_FROM
+    return progress_bar(steps, f"analyse-metrics ({len(scores.systems)} systems x {len(scores.inputs)} inputs)",
+                        enabled=large, unit="step")
+
+
 def _check_options(levels, methods, resamples, confidence) -> None:
     problems = []
     if not levels or any(level not in LEVELS for level in levels):
         problems.append(f"--level must name levels from {list(LEVELS)}; got {list(levels)!r}")
     if not methods or any(method not in METHODS for method in methods):
         problems.append(f"--methods must name correlations from {list(METHODS)}; got {list(methods)!r}")
-    if not isinstance(resamples, (int, np.integer)) or resamples < 1:
+    if not isinstance(resamples, (int, np.integer)) or isinstance(resamples, bool) or resamples < 1:
         problems.append(f"--resamples must be a positive integer; got {resamples!r}")
+    elif resamples > MAX_RESAMPLES:  # the runner's ceiling (docs/runner.md): checked before the table is read
+        problems.append(f"--resamples asks for {resamples:,} resamples; the ceiling is {MAX_RESAMPLES:,} (a "
+                        f"p-value's resolution is 1 / (resamples + 1); more cost memory and time no answer needs)")
     if not 0 < confidence < 1:
         problems.append(f"--confidence must be in (0, 1); got {confidence!r}")
     if problems:
@@ -499,8 +525,9 @@ def analyse_metrics(table, metrics=None, human: str = DEFAULT_HUMAN, levels=LEVE
         scores = metric_scores(table, metrics, human, drop_incomplete_inputs)
     else:
         scores = read_metric_table(table, metrics, human, drop_incomplete_inputs)
-    rows, boot = _correlation_rows(scores, levels, methods, resamples, seed, confidence)
-    comparisons = _comparison_rows(scores, levels, methods, resamples, seed, confidence, boot)
+    with _progress(scores, levels, methods, resamples) as bar:
+        rows, boot = _correlation_rows(scores, levels, methods, resamples, seed, confidence, bar)
+        comparisons = _comparison_rows(scores, levels, methods, resamples, seed, confidence, boot, bar)
     columns = ["level", "method", "first", "second", "test", "alternative", "difference", "p_value", "role",
                "statistic", "low", "high"]
     info = {"systems": len(scores.systems), "inputs": len(scores.inputs), "metrics": list(scores.metrics),

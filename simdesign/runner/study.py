@@ -56,6 +56,11 @@ class StudyKind:
     name: str = ""
     keys: tuple = ()
 
+    def recognised_keys(self, mapping: dict) -> list[str]:
+        """The keys of ``mapping`` that make it a config of this kind when it has no ``study`` field (default:
+        those among :attr:`keys`); a kind sharing a key with another tells by the key's value."""
+        return sorted(set(self.keys) & set(mapping))
+
     def parse(self, mapping: dict, base_dir: Path | None = None):
         """A validated config from a mapping (``study`` included); raise ConfigError on bad input."""
         raise NotImplementedError

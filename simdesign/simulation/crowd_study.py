@@ -174,11 +174,43 @@ def parse_crowd_study(raw: dict, base_dir: Path | None = None) -> CrowdStudyConf
     if errors:
         raise ConfigError(list(dict.fromkeys(errors)))
     structure = ItemStructure(**{**items, "thresholds": tuple(items.get("thresholds", ()))})
-    return CrowdStudyConfig(name=raw["name"], structure=structure, criteria=criteria, workers=WorkerModel(**workers),
-                            ks=tuple(ks), aggregations=tuple(aggregations), grid=dict(grid),
-                            target=dict(target), model=model, effect=raw.get("effect", "fitted"), raw=dict(raw),
-                            **{key: values[key] for key in ("subsamples", "trials", "seed", "bootstrap")},
-                            alpha=float(values["alpha"]))
+    config = CrowdStudyConfig(name=raw["name"], structure=structure, criteria=criteria, workers=WorkerModel(**workers),
+                              ks=tuple(ks), aggregations=tuple(aggregations), grid=dict(grid),
+                              target=dict(target), model=model, effect=raw.get("effect", "fitted"), raw=dict(raw),
+                              **{key: values[key] for key in ("subsamples", "trials", "seed", "bootstrap")},
+                              alpha=float(values["alpha"]))
+    problems = crowd_size_problems(config)
+    if problems:
+        raise ConfigError(problems)
+    return config
+
+
+def crowd_size_problems(config: CrowdStudyConfig) -> list[str]:
+    """Messages for a crowd study larger than a run can hold, checked from the sizes before anything is sampled.
+
+    One trial holds every judgement (items x (per_item + experts) x criteria) in memory, and assigning each
+    item looks at the whole pool (items x workers), so both are bounded by the runner's ceiling on the
+    judgements of one study (:data:`simdesign.runner.limits.MAX_JUDGEMENTS_PER_STUDY`, docs/runner.md): a
+    typo such as ``items: 100000000`` would otherwise fill the memory while the first study is sampled.
+    """
+    from simdesign.runner.limits import MAX_JUDGEMENTS_PER_STUDY
+
+    n_items = config.structure.n_items(config.model)
+    where = "'items.docs' x the model's systems" if config.structure.structure == "systems" else "'items.items'"
+    problems = []
+    for label, workers in config.settings():
+        cell = "" if label == "base" else f" (grid cell {label})"
+        judgements = n_items * (workers.per_item + workers.experts) * len(config.criteria)
+        if judgements > MAX_JUDGEMENTS_PER_STUDY:
+            problems.append(f"The crowd study{cell} holds {judgements:,} judgements per simulated study ({where} "
+                            f"{n_items:,} x ('workers.per_item' + 'workers.experts') x {len(config.criteria)} "
+                            f"criteria); the ceiling is {MAX_JUDGEMENTS_PER_STUDY:,} (each study is held in memory "
+                            "whole)")
+        if n_items * workers.workers > MAX_JUDGEMENTS_PER_STUDY:
+            problems.append(f"The crowd study{cell} assigns {n_items:,} items ({where}) among 'workers.workers' "
+                            f"{workers.workers:,}: {n_items * workers.workers:,} item-worker pairs to weigh per "
+                            f"study; the ceiling is {MAX_JUDGEMENTS_PER_STUDY:,}")
+    return list(dict.fromkeys(problems))
 
 
 def spearman_rows(values: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -367,7 +399,14 @@ def plan_rows(config: CrowdStudyConfig, table: pd.DataFrame) -> pd.DataFrame:
 class CrowdStudies(StudyKind):
     """Crowd studies with a worker-level crowd (this module), through the runner's generic loop and store."""
 
-    name, keys = "crowd", ("criteria", "workers")
+    name, keys = "crowd", ("workers", "ks", "items")
+
+    def recognised_keys(self, mapping):
+        # 'criteria' is also a rate study's key (a list of criteria judged on the same outputs, docs/designs.md):
+        # only the crowd's form of it, a mapping of criterion name -> settings, tells a crowd study
+        criteria = mapping.get("criteria")
+        crowd_criteria = isinstance(criteria, dict) and "name" not in criteria and "designs" not in mapping
+        return super().recognised_keys(mapping) + (["criteria"] if crowd_criteria else [])
 
     def parse(self, mapping, base_dir=None):
         return parse_crowd_study(mapping, base_dir)

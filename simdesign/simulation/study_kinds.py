@@ -250,6 +250,13 @@ def _kind_keys() -> dict[str, tuple]:
     return {**ENGINE_KEYS, **{name: kind.keys for name, kind in REGISTERED.items()}}
 
 
+def _recognised_keys(kind: str, mapping: dict) -> list[str]:
+    """The keys of ``mapping`` that belong to ``kind`` only (a registered kind may tell by a key's value)."""
+    if kind in REGISTERED:
+        return REGISTERED[kind].recognised_keys(mapping)
+    return sorted(set(ENGINE_KEYS.get(kind, ())) & set(mapping))
+
+
 def study_kind(mapping: dict) -> str:
     """The study kind of a config mapping (see the module docstring).
 
@@ -260,7 +267,7 @@ def study_kind(mapping: dict) -> str:
     """
     declared = mapping.get("study")
     keys = _kind_keys()
-    recognised = [kind for kind, own in keys.items() if own and set(own) & set(mapping)]
+    recognised = [kind for kind in keys if _recognised_keys(kind, mapping)]
     if "replication" in recognised and len(recognised) > 1:
         recognised.remove("replication")  # e.g. a sweep of a replication config
     if "sweep" in recognised or declared == "sweep":  # a sweep of any kind: its runs are of that kind
@@ -272,7 +279,7 @@ def study_kind(mapping: dict) -> str:
                   (declared == "rates" and kind == "replication")]
         if others:
             raise ConfigError(f"The config says 'study: {declared}' but has keys of a {others[0]} study "
-                              f"({sorted(set(keys[others[0]]) & set(mapping))}); remove them or change 'study'")
+                              f"({_recognised_keys(others[0], mapping)}); remove them or change 'study'")
         return declared
     if len(recognised) > 1:
         raise ConfigError(f"The config has keys of several study kinds ({', '.join(recognised)}); say which it is "

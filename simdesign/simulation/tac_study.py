@@ -278,11 +278,38 @@ def parse_tac_config(raw: dict, base_dir: Path | None = None) -> TacConfig:
         multiplicity=multiplicity, alpha=float(raw.get("alpha", 0.05)),
         bootstrap_resamples=int(raw.get("bootstrap_resamples", 1000)), trials=int(raw.get("trials", 200)),
         seed=int(raw.get("seed", 0)), chunk_size=int(raw.get("chunk_size", 5)), raw=dict(raw), **parts)
+    _raise(tac_size_problems(config))
     try:
         config.generator()  # raises on correlation targets the system bias rules out
     except ConfigError as exc:
         raise ConfigError([m.replace("'metric.", "'metric_generator.") for m in exc.messages]) from None
     return config
+
+
+def tac_size_problems(config: TacConfig) -> list[str]:
+    """Messages for a TAC study larger than a run can hold, checked from the sizes before anything is drawn.
+
+    One trial holds a score per (system, document) and tests every system pair over the documents, so both
+    are bounded by the runner's ceiling on one study's judgements (docs/runner.md); a typo such as
+    ``documents: 10000000`` would otherwise fill the memory while the first year is drawn.
+    """
+    from simdesign.runner.limits import MAX_JUDGEMENTS_PER_STUDY, MAX_RESAMPLES
+
+    scores = config.n_systems * config.documents
+    pair_cells = config.n_systems * (config.n_systems - 1) // 2 * config.documents
+    problems = []
+    if scores > MAX_JUDGEMENTS_PER_STUDY:
+        problems.append(f"The TAC study holds {scores:,} scores per simulated year ('documents' {config.documents:,} "
+                        f"x {config.n_systems:,} systems, 'machines.count' + 'humans.count'); the ceiling is "
+                        f"{MAX_JUDGEMENTS_PER_STUDY:,} (each year is held in memory whole)")
+    elif pair_cells > MAX_JUDGEMENTS_PER_STUDY:
+        problems.append(f"The TAC study tests {pair_cells:,} (system pair, document) cells per simulated year "
+                        f"('documents' {config.documents:,} x the pairs of {config.n_systems:,} systems); the "
+                        f"ceiling is {MAX_JUDGEMENTS_PER_STUDY:,}")
+    if config.bootstrap_resamples > MAX_RESAMPLES:
+        problems.append(f"The 'bootstrap_resamples' field asks for {config.bootstrap_resamples:,} resamples; the "
+                        f"ceiling is {MAX_RESAMPLES:,}")
+    return problems
 
 
 # ---------------------------------------------------------------------------------------------- one trial

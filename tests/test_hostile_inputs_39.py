@@ -1,0 +1,144 @@
+"""Issue 39, section 3: hostile inputs that reached the simulation, config and analysis code.
+
+Each case was a wrong answer, a memory blow-up or a traceback; each is now refused where the config or
+option is read (exit code 2, a message naming the field and the allowed values, nothing written), or
+answered correctly. Every test here is fast: nothing simulates more than a few trials.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from simdesign.cli import main
+
+
+def _run_config(tmp_path, mapping: dict, *options: str) -> int:
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(mapping))
+    return main(["run", str(path), "--out", str(tmp_path / "out"), "--jobs", "1", "--quiet", *options])
+
+
+def _refused_quickly(code: int, err: str, fragments, started: float, written) -> None:
+    assert code == 2, err
+    for fragment in fragments:
+        assert fragment in err, f"{fragment!r} not in {err!r}"
+    assert "Traceback" not in err
+    assert not written.exists(), "files were written before the input was refused"
+    assert time.perf_counter() - started < 5  # refused from the sizes, before anything is built
+
+
+# ---------------------------------------------------------------------------------- 1. ceilings before any work
+def test_draw_design_refuses_a_design_the_runner_would_refuse(tmp_path, capsys):
+    started = time.perf_counter()
+    code = main(["draw-design", "--kind", "block", "--blocks", "100000000", "--docs-per-block", "5",
+                 "--annotators-per-block", "3", "--out", str(tmp_path / "design.png")])
+    _refused_quickly(code, capsys.readouterr().err, ["'block-B100000000-D5-A3' holds 7,500,000,000 judgements",
+                                                     "the ceiling is 10,000,000"], started, tmp_path / "design.png")
+
+
+@pytest.mark.parametrize("change, fragments", [
+    ({"items": {"structure": "single", "items": 100_000_000}, "workers": {"workers": 100_000_000, "per_item": 6}},
+     ["holds 800,000,000 judgements", "'items.items' 100,000,000", "'workers.workers' 100,000,000",
+      "the ceiling is 10,000,000"]),
+    ({"items": {"structure": "single", "items": 20}, "workers": {"workers": 12, "per_item": 6},
+      "grid": {"workers": [12, 10_000_000]}},
+     ["(grid cell workers1e+07) assigns 20 items", "the ceiling is 10,000,000"]),
+])
+def test_a_crowd_study_too_large_to_hold_is_refused_when_read(tmp_path, capsys, change, fragments):
+    started = time.perf_counter()
+    code = _run_config(tmp_path, {"study": "crowd", "name": "huge", "ks": [1, 3], "trials": 2, **change})
+    _refused_quickly(code, capsys.readouterr().err, fragments, started, tmp_path / "out")
+
+
+@pytest.mark.parametrize("change, fragments", [
+    ({"documents": 10_000_000}, ["510,000,000 scores per simulated year", "'documents' 10,000,000",
+                                 "the ceiling is 10,000,000"]),
+    ({"documents": 20, "machines": {"count": 2000}}, ["(system pair, document) cells", "the ceiling is 10,000,000"]),
+    ({"bootstrap_resamples": 10**9}, ["'bootstrap_resamples' field asks for 1,000,000,000", "1,000,000"]),
+])
+def test_a_tac_study_too_large_to_hold_is_refused_when_read(tmp_path, capsys, change, fragments):
+    started = time.perf_counter()
+    code = _run_config(tmp_path, {"study": "tac", "name": "huge", "trials": 2, **change})
+    _refused_quickly(code, capsys.readouterr().err, fragments, started, tmp_path / "out")
+
+
+def test_analyse_metrics_refuses_resamples_beyond_the_runners_ceiling(tmp_path, capsys):
+    started = time.perf_counter()
+    code = main(["analyse-metrics", "examples/metric_scores.csv", "--resamples", "1000000000",
+                 "--out", str(tmp_path / "out")])
+    _refused_quickly(code, capsys.readouterr().err, ["--resamples asks for 1,000,000,000", "the ceiling is "
+                                                     "1,000,000"], started, tmp_path / "out")
+
+
+def _metric_table(systems: int = 5, inputs: int = 6, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    quality = rng.normal(size=(systems, inputs))
+    return pd.DataFrame({"system": np.repeat([f"s{i}" for i in range(systems)], inputs),
+                         "input": np.tile([f"i{j}" for j in range(inputs)], systems),
+                         "m1": (quality + rng.normal(size=quality.shape)).ravel(),
+                         "m2": (quality + rng.normal(size=quality.shape)).ravel(), "human": quality.ravel()})
+
+
+def test_a_large_metric_analysis_shows_its_progress_and_a_small_one_does_not(capsys, monkeypatch):
+    import simdesign
+    from simdesign.pilot import metric_analysis
+
+    simdesign.analyse_metrics(_metric_table(), levels=["system"], methods=["pearson"], resamples=20)
+    assert "steps" not in capsys.readouterr().err
+    monkeypatch.setattr(metric_analysis, "PROGRESS_FROM", 1)  # as if the table were large
+    simdesign.analyse_metrics(_metric_table(), levels=["system"], methods=["pearson"], resamples=20)
+    # 6 bootstraps (a scheme's for each metric) and 3 permutation tests (one per scheme) of the pair of metrics
+    assert "analyse-metrics (5 systems x 6 inputs): 9/9 steps (100%)" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------ 3. criteria rate studies from a config
+def docs_criteria_example() -> dict:
+    """The criteria example of docs/designs.md ("Several criteria per study"), as the page shows it."""
+    from pathlib import Path
+    import re
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "designs.md").read_text()
+    section = page.split("## Several criteria per study", 1)[1]
+    return yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, re.DOTALL).group(1))
+
+
+def _small_criteria_config(**extra) -> dict:
+    """The docs' example with a small design and its fast test, a few trials."""
+    return {**docs_criteria_example(), "name": "criteria", "trials": 2, "seed": 1, "tests": ["ttest_doc"],
+            "designs": [{"kind": "pool", "docs": 6, "annotators": 4, "judgements_per_output": 2}], **extra}
+
+
+@pytest.mark.parametrize("extra, kind", [({}, "rates"), ({"study": "rates"}, "rates")])
+def test_a_criteria_list_is_a_rate_study(extra, kind):
+    from simdesign.simulation.study_kinds import study_kind
+
+    assert study_kind({**docs_criteria_example(), **extra}) == kind
+    # a crowd study's criteria (a mapping of criterion name -> settings) still tell a crowd study
+    assert study_kind({"name": "c", "criteria": {"a": {"item_sd": 1.0}}}) == "crowd"
+    with pytest.raises(Exception, match=r"says 'study: rates' but has keys of a crowd study \(\['workers'\]\)"):
+        study_kind({**docs_criteria_example(), "study": "rates", "workers": {"workers": 4}})
+
+
+def test_a_criteria_config_runs_and_resumes_from_the_command_line(tmp_path, capsys):
+    assert _run_config(tmp_path, _small_criteria_config()) == 0, capsys.readouterr().err
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv")
+    assert set(summary["criterion"]) == {"coherence", "repetition"}
+    assert _run_config(tmp_path, _small_criteria_config(), "--trials", "3") == 0, capsys.readouterr().err
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv")
+    assert set(summary["trials"]) == {3}
+
+
+@pytest.mark.parametrize("as_path", [False, True], ids=["dict", "path"])
+def test_a_criteria_config_runs_through_simulate(tmp_path, as_path):
+    import simdesign
+
+    config = _small_criteria_config()
+    if as_path:
+        (tmp_path / "criteria.yaml").write_text(yaml.safe_dump(config))
+        config = str(tmp_path / "criteria.yaml")
+    result = simdesign.simulate(config, out_dir=tmp_path / "out", jobs=1, progress=False)
+    assert set(result.summary()["criterion"]) == {"coherence", "repetition"}
