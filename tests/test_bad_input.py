@@ -121,6 +121,11 @@ CASES = {
     "sweep-unsweepable-key": ("sweep", {"sweep": {"effect": ["zero"], "seed": [1, 2]}}, [],
                               ["'sweep.seed' key cannot be swept", "allowed: ['effect'"]),
     "sweep-jobs-zero": ("sweep", {}, ["--jobs", "0"], ["'--jobs' option must be a positive number", "got 0"]),
+    # issue 39: a repeated value ended in a TypeError in the figure, after the runs and the summary
+    "sweep-repeated-effect-name": ("sweep", {"sweep": {"effect": ["zero", "zero"]}}, [],
+                                   ["'sweep.effect' field lists the value 'zero' more than once"]),
+    "sweep-repeated-effect-number": ("sweep", {"sweep": {"effect": [0.5, 0.5]}}, [],
+                                     ["'sweep.effect' field lists the value 0.5 more than once"]),
     "metric-validation-method-typo": ("metric-validation", {"methods": ["pearson", "spearmann"]}, [],
                                       ["'methods' field", "['pearson', 'spearman', 'kendall']", "'spearmann'"]),
     "metric-validation-error-correlation-text": ("metric-validation", {"error_correlation": "high"}, [],

@@ -142,3 +142,16 @@ def test_a_criteria_config_runs_through_simulate(tmp_path, as_path):
         config = str(tmp_path / "criteria.yaml")
     result = simdesign.simulate(config, out_dir=tmp_path / "out", jobs=1, progress=False)
     assert set(result.summary()["criterion"]) == {"coherence", "repetition"}
+
+
+# ------------------------------------------------------------------------------ 4. tracebacks, misleading words
+@pytest.mark.parametrize("values, shown", [(["zero", "zero"], "'zero'"), ([0.5, 0.5], "0.5"), ([1, 1.0], "1.0")])
+def test_a_sweep_repeating_a_value_is_refused_when_read(tmp_path, capsys, values, shown):
+    """It ran every combination, wrote the summary, then ended in a TypeError in plot_sweep."""
+    config = {"name": "sweep", "model": "coherence", "trials": 2, "tests": ["ttest_doc"],
+              "designs": [{"kind": "block", "blocks": 4, "docs_per_block": 1, "annotators_per_block": 2}],
+              "sweep": {"effect": values}}
+    started = time.perf_counter()
+    code = _run_config(tmp_path, config)
+    _refused_quickly(code, capsys.readouterr().err, [f"'sweep.effect' field lists the value {shown} more than once"],
+                     started, tmp_path / "out")

@@ -70,13 +70,27 @@ def swept_kind(raw: dict, recognise=None):
     return None if kind is None or getattr(kind, "sweeps_through_engine", False) else kind
 
 
+def _repeated_value_problems(sweep: dict) -> list[str]:
+    """A value listed twice in one of the sweep's lists: the two runs would be one study (same label, store and
+    figure point), which the summary and the figure cannot tell apart."""
+    problems = []
+    for key, values in sweep.items():
+        if not isinstance(values, list):
+            continue
+        repeated = [value for position, value in enumerate(values) if value in values[:position]]
+        if repeated:
+            problems.append(f"The 'sweep.{key}' field lists the value {repeated[0]!r} more than once "
+                            f"({values!r}); each value of a sweep is one run: list it once")
+    return problems
+
+
 def sweep_runs(raw: dict, kind=None) -> list[tuple[dict, dict]]:
     """(swept values, config mapping) for every combination, in the order of the sweep's lists.
 
     Raises
     ------
     ConfigError
-        If 'sweep' is missing or names a key that cannot be swept, or a list is empty.
+        If 'sweep' is missing or names a key that cannot be swept, or a list is empty or repeats a value.
     """
     sweep = raw.get("sweep")
     if not isinstance(sweep, dict) or not sweep:
@@ -89,6 +103,7 @@ def sweep_runs(raw: dict, kind=None) -> list[tuple[dict, dict]]:
                  "its config" for key in sweep if kind is not None and key in RUN_IDENTITY]
     problems += [f"The 'sweep.{key}' field must be a non-empty list; got {values!r}"
                  for key, values in sweep.items() if not isinstance(values, list) or not values]
+    problems += _repeated_value_problems(sweep)
     if problems:
         raise ConfigError(problems)
     problems = study_field_problems(raw, ("sweep",))
