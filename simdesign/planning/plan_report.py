@@ -9,7 +9,7 @@ from matplotlib.figure import Figure  # never pyplot: library code neither needs
 
 from simdesign.core.designs import plan_colours
 from simdesign.planning.plan_search import (BEST, FAIL, LIBERAL, NOT_CONFIRMED, NOT_NEEDED, PASS, TIED,
-                                   UNDECIDED, WORSE, PlanResult, run_plan, type1_stalled)
+                                   UNDECIDED, WORSE, PlanResult, run_plan, type1_stalled, weakest_pair_power)
 from simdesign.planning.method_search import method_sentence
 from simdesign.planning.planner import PlanConfig, max_judgements_per_annotator
 
@@ -18,11 +18,15 @@ PLAN_COLUMNS = ("rank", "design", "shape", "test", "method", "blocks", "docs_per
                 "labour_cost", "annotator_cost", "document_cost", "cost", "power", "ci_low", "ci_high", "mcse",
                 "confidence", "trials", "type1", "type1_low", "type1_high", "type1_trials", "confirmation",
                 "confirm_first_trial", "confirm_trials", "confirm_power", "confirm_low", "confirm_type1",
-                "confirm_type1_high", "confirm_type1_trials", "decision", "weakest_pair", "seconds_per_judgement",
-                "seconds_source", "note")
+                "confirm_type1_high", "confirm_type1_trials", "decision", "weakest_pair", "weakest_pair_power",
+                "weakest_pair_low", "weakest_pair_high", "seconds_per_judgement", "seconds_source", "note")
 DECISION_ORDER = {"recommended": 0, BEST: 0, PASS: 1, TIED: 1, UNDECIDED: 2, NOT_NEEDED: 3, NOT_CONFIRMED: 4,
                   FAIL: 4, WORSE: 4, LIBERAL: 5, "excluded": 6}
 TEST_MARKERS = ("o", "s", "^", "D", "v", "P")
+# Below this many judgements per annotator a plan that charges nothing per annotator is warned about: the
+# paper's study, where the annotation times and the presets come from, had each annotator judge 25 outputs
+# (5 documents x 5 systems; docs/how-to/plan.md, "Fixed cost per annotator").
+MIN_JUDGEMENTS_PER_ANNOTATOR = 25
 
 
 def plan_table(result: PlanResult) -> pd.DataFrame:
@@ -55,7 +59,7 @@ def plan_table(result: PlanResult) -> pd.DataFrame:
             "confirmation": r.confirmation, "confirm_first_trial": r.confirm_first_trial if r.confirm_trials else 0,
             "confirm_trials": r.confirm_trials, "confirm_power": r.confirm_power, "confirm_low": r.confirm_low,
             "confirm_type1": r.confirm_type1, "confirm_type1_high": r.confirm_type1_high,
-            "confirm_type1_trials": r.confirm_type1_trials, "decision": decision, "weakest_pair": r.weakest_pair,
+            "confirm_type1_trials": r.confirm_type1_trials, "decision": decision, **_weakest_columns(config, r),
             "seconds_per_judgement": config.method_costs.get(r.candidate.method, config.cost).seconds_per_judgement,
             "seconds_source": config.method_costs.get(r.candidate.method, config.cost).seconds_source,
             "note": r.candidate.excluded or _not_simulated_note(config, r) or _stalled_note(config, r),
@@ -69,6 +73,16 @@ def plan_table(result: PlanResult) -> pd.DataFrame:
     for column in ("blocks", "docs_per_block", "annotators_per_block"):
         table[column] = table[column].astype("Int64")
     return table[list(PLAN_COLUMNS)].reset_index(drop=True)
+
+
+def _weakest_columns(config, r) -> dict:
+    """The least powerful pair and its power with a plain 95% interval: pooled power can hide it."""
+    weakest = weakest_pair_power(config, r)
+    if weakest is None:
+        return {"weakest_pair": r.weakest_pair, "weakest_pair_power": np.nan, "weakest_pair_low": np.nan,
+                "weakest_pair_high": np.nan}
+    return {"weakest_pair": weakest["pair"], "weakest_pair_power": weakest["power"],
+            "weakest_pair_low": weakest["ci_low"], "weakest_pair_high": weakest["ci_high"]}
 
 
 def _not_simulated_note(config, r) -> str:
@@ -169,7 +183,30 @@ def recommendation_text(result: PlanResult) -> str:
             text += _alternatives_text(config, result.recommended, active)
         else:
             text += _budget_rivals_text(config, result.recommended, active, confidence)
-    return f"{text}\n\n{_assumptions_text(result)}\n\n{_effort_text(result)}\n"
+    warning = _workload_warning(config, result.recommended) if result.recommended is not None else ""
+    return f"{text}\n\n{warning}{_assumptions_text(result)}\n\n{_effort_text(result)}\n"
+
+
+def _workload_warning(config, best) -> str:
+    """A paragraph when a plan that charges nothing per annotator recommends short workloads, else ''.
+
+    With ``cost.per_annotator`` 0 the cost model prices an annotator judging 5 outputs like one judging
+    100, so spreading the work over many annotators looks free. It is not: every annotator has to be
+    recruited and instructed, and the measured seconds per judgement and the model's annotator effects
+    come from annotators who judged MIN_JUDGEMENTS_PER_ANNOTATOR outputs each (docs/how-to/plan.md).
+    """
+    cost = config.method_costs.get(best.candidate.method, config.cost)
+    load = max_judgements_per_annotator(best.candidate.design, config.model.n_systems)
+    if cost.per_annotator > 0 or load >= MIN_JUDGEMENTS_PER_ANNOTATOR:
+        return ""
+    return (f"**Warning: short workloads.** Each of the {best.candidate.design.annotators} annotators judges at "
+            f"most {load} outputs, fewer than {MIN_JUDGEMENTS_PER_ANNOTATOR}, the workload of the paper's study "
+            "(60 annotators, 25 Likert judgements each), where the default annotation times and the preset "
+            "models come from: the cost "
+            "leaves out what each annotator costs besides judging (recruiting, reading the instructions: "
+            "their first item took about twice as long), and the model has not seen annotators who judge so "
+            "few outputs. This plan charges nothing per annotator (cost.per_annotator 0), which makes many "
+            "annotators look free: set cost.per_annotator to that cost, or cap limits.max_annotators.\n\n")
 
 
 def _goal_phrase(config) -> str:
@@ -246,7 +283,7 @@ def _recommended_text(config, goal: str, best) -> str:
             f"{_money(config, cost['annotator_cost'])}"
             + (f", documents {_money(config, cost['document_cost'])}" if cost["document_cost"] else "")
             + f"). In the search its power was {best.power:.3f} [{best.ci_low:.3f}, {best.ci_high:.3f}] "
-            f"from {best.trials} simulated studies")
+            f"from {best.trials} simulated studies" + _weakest_phrase(config, best))
     if config.max_type1 is not None:
         text += (f" and, with no true differences, it rejected {best.type1:.1%} [{best.type1_low:.1%}, "
                  f"{best.type1_high:.1%}] of the tests ({best.type1_trials} studies)")
@@ -255,6 +292,18 @@ def _recommended_text(config, goal: str, best) -> str:
         text += (" Confirmed on fresh studies (trial indices the search did not use): "
                  f"{_confirmation_phrase(config, best)}.")
     return text
+
+
+def _weakest_phrase(config, r) -> str:
+    """' (weakest pair X vs Y: 0.21 [0.17, 0.26])', so that pooled power does not hide a pair rarely detected."""
+    weakest = weakest_pair_power(config, r)
+    if weakest is None:
+        return ""
+    text = (f" (its weakest pair, {weakest['pair']}: {weakest['power']:.3f} [{weakest['ci_low']:.3f}, "
+            f"{weakest['ci_high']:.3f}]")
+    if config.power_over == "pooled":
+        text += "; power_over: each_pair plans for every pair"
+    return text + ")"
 
 
 def _cheaper_candidates_text(config, best, active: list, failed_confirmations: list, confidence: str) -> str:

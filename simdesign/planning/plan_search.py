@@ -147,7 +147,8 @@ class CandidateResult:
         at the per-look confidence (``each_pair``: ``ci_high`` is the
         smallest Bonferroni-corrected per-pair upper bound).
     weakest_pair : str
-        The pair with the lowest power ('' for pooled power).
+        The pair with the lowest power ('' for pooled power; the report names it either way,
+        :func:`weakest_pair_power`).
     type1_trials : int
         Studies simulated under the null in the search (0 if not checked).
     type1, type1_low, type1_high : float
@@ -757,6 +758,29 @@ def _pair_labels(config: PlanConfig) -> dict:
     systems = config.model.systems
     relevant = [(i, j) for i, j in pairs if config.model.effects[i] != config.model.effects[j]]
     return {"power": [f"{systems[i]} vs {systems[j]}" for i, j in relevant]}
+
+
+def weakest_pair_power(config: PlanConfig, r: CandidateResult, confidence: float = 0.95) -> dict | None:
+    """The least powerful pair of a simulated candidate: its label, power and plain Wilson interval (trial = unit).
+
+    For the report, beside pooled power, which can be high while the closest pair is rarely detected.
+    A description, not a decision: the interval is not widened for picking the lowest of the pairs.
+    Computed from the search's trials when asked, so the search does not pay for it. None if the
+    candidate was not simulated.
+
+    Returns
+    -------
+    dict or None
+        ``pair`` (its label), ``power``, ``ci_low``, ``ci_high``.
+    """
+    if r.indicators is None or not r.indicators.size:
+        return None
+    rates, mcses = share_rate(r.indicators)
+    index = int(np.argmin(rates))
+    trials = r.indicators.shape[0]
+    low, high = wilson_interval(float(rates[index]), float(mcses[index]), trials, trials, confidence)
+    return {"pair": _pair_labels(config)["power"][index], "power": float(rates[index]), "ci_low": low,
+            "ci_high": high}
 
 
 def _confirm(config: PlanConfig, outcomes: OutcomeSource, r: CandidateResult, attempt: int, level: float) -> None:
