@@ -207,6 +207,14 @@ CLI_CASES = {
     "draw-design-columns-zero": (["draw-design", "--kind", "block", "--blocks", "2", "--docs-per-block", "2",
                                   "--annotators-per-block", "2", "--out", "{tmp}/out/d.png", "--columns", "0"],
                                  ["'--columns' option", "got 0"]),
+    # issue 39: ceilings of the runner, checked where the option is read
+    "draw-design-blocks-beyond-the-ceiling": (["draw-design", "--kind", "block", "--blocks", "100000000",
+                                               "--docs-per-block", "5", "--annotators-per-block", "3", "--out",
+                                               "{tmp}/d.png"], ["7,500,000,000 judgements",
+                                                                    "the ceiling is 10,000,000"]),
+    "analyse-metrics-resamples-beyond-the-ceiling": (["analyse-metrics", "examples/metric_scores.csv",
+                                                      "--resamples", "1000000000", "--out", "{tmp}/out"],
+                                                     ["--resamples asks for 1,000,000,000", "ceiling is 1,000,000"]),
     "explore-missing-figures": (["explore", "--figures", "{tmp}/nonexistent"], ["'--figures' option",
                                                                                "does not exist"]),
     "explore-bad-host": (["explore", "--host", "999.1.1.1", "--port", "0", "--workers", "0"],
@@ -449,13 +457,15 @@ def _api_cases() -> dict:
             name="x", model="coherence", designs=BASE["designs"], tests=["ttest"], analyses=["ttest"]),
             ConfigError, ["'tests' (or its alias 'analyses'), not both"]),
         "plan-int": (lambda: simdesign.plan(5), ConfigError, ["A plan config must be", "got int"]),
+        "analyse-metrics-none": (lambda: simdesign.analyse_metrics(None), DataError,
+                                 ["The metric table must be a pandas DataFrame or a CSV file path; got NoneType"]),
     }
 
 
 API_CASE_NAMES = ["analyse-int", "analyse-alpha-text", "analyse-negative-seed", "analyse-test-typo",
                   "analyse-empty-tests", "fit-model-int", "fit-model-array", "reliability-int",
                   "reliability-negative-seed", "check-model-int", "check-model-zero-trials", "simulate-out-dir-int",
-                  "simulate-test-typo", "config-both-test-keywords", "plan-int"]
+                  "simulate-test-typo", "config-both-test-keywords", "plan-int", "analyse-metrics-none"]
 
 
 @pytest.mark.parametrize("case", API_CASE_NAMES)

@@ -155,3 +155,24 @@ def test_a_sweep_repeating_a_value_is_refused_when_read(tmp_path, capsys, values
     code = _run_config(tmp_path, config)
     _refused_quickly(code, capsys.readouterr().err, [f"'sweep.effect' field lists the value {shown} more than once"],
                      started, tmp_path / "out")
+
+
+def test_a_constant_human_column_is_refused_naming_it(tmp_path, capsys):
+    """It was a KeyError from the summary's table: every correlation with a constant column is undefined."""
+    table = _metric_table().assign(human=3.0)
+    table.to_csv(tmp_path / "scores.csv", index=False)
+    code = main(["analyse-metrics", str(tmp_path / "scores.csv"), "--resamples", "20", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and not (tmp_path / "out").exists()
+    assert "The human score column 'human' holds the same value (3) on every output" in err
+    assert "correlation with any metric is undefined" in err
+
+
+def test_a_constant_metric_is_shown_undefined_not_a_keyerror():
+    import simdesign
+
+    result = simdesign.analyse_metrics(_metric_table()[["system", "input", "m1", "human"]].assign(m1=1.0),
+                                       levels=["system"], methods=["pearson"], resamples=20)
+    summary = result.summary()
+    assert "the 'm1' scores are all equal: its correlations are undefined" in summary
+    assert len(result.wide()) == 1 and np.isnan(result.wide()["estimate"].iloc[0])

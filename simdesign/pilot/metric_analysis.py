@@ -68,6 +68,7 @@ Examples
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -239,6 +240,10 @@ def metric_scores(frame: pd.DataFrame, metrics=None, human: str = DEFAULT_HUMAN,
         return out
 
     constant = [name for name in [*metrics, human] if np.ptp(values[name][keep]) == 0]
+    if human in constant:  # every correlation with it is undefined: no analysis to show (was a KeyError)
+        raise DataError(f"The human score column {human!r} holds the same value ({values[human][keep][0]:g}) on every "
+                        "output: its correlation with any metric is undefined (it has no variance), so there is "
+                        "nothing to analyse; check the column, or name another with --human (human=)")
     notes = notes + [f"the '{name}' scores are all equal: its correlations are undefined (shown empty)"
                      for name in constant]
     return MetricScores(systems, inputs, {name: matrix(name) for name in metrics}, matrix(human), human,
@@ -370,10 +375,11 @@ class MetricAnalysis:
         table = self.correlations.copy()
         table["text"] = [f"{low:.3f}..{high:.3f}" if np.isfinite(low) else "-"
                          for low, high in zip(table["low"], table["high"])]
-        wide = table.pivot_table(index=["level", "method", "metric", "estimate", "n"], columns="interval",
-                                 values="text", aggfunc="first", sort=False).reset_index()
-        wide.columns.name = None
-        return wide[["level", "method", "metric", "estimate", "n", "Fisher", *BOOTSTRAP_NAMES.values()]]
+        keys = ["level", "method", "metric", "estimate", "n"]
+        # grouped keeping NaN keys: an undefined estimate (a constant metric) is a row of '-', not a lost row
+        rows = [{**dict(zip(keys, key)), **dict(zip(group["interval"], group["text"]))}
+                for key, group in table.groupby(keys, sort=False, dropna=False)]
+        return pd.DataFrame(rows, columns=[*keys, "Fisher", *BOOTSTRAP_NAMES.values()])
 
     def summary(self) -> str:
         """A plain-text report: the correlations with their intervals, then the comparisons."""
@@ -523,8 +529,10 @@ def analyse_metrics(table, metrics=None, human: str = DEFAULT_HUMAN, levels=LEVE
         scores = table
     elif isinstance(table, pd.DataFrame):
         scores = metric_scores(table, metrics, human, drop_incomplete_inputs)
-    else:
+    elif isinstance(table, (str, os.PathLike)):
         scores = read_metric_table(table, metrics, human, drop_incomplete_inputs)
+    else:  # None or a number reached Path() as a raw TypeError
+        raise DataError(f"The metric table must be a pandas DataFrame or a CSV file path; got {type(table).__name__}")
     with _progress(scores, levels, methods, resamples) as bar:
         rows, boot = _correlation_rows(scores, levels, methods, resamples, seed, confidence, bar)
         comparisons = _comparison_rows(scores, levels, methods, resamples, seed, confidence, boot, bar)
