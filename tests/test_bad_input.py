@@ -256,6 +256,9 @@ CASES.update({
                                         "ModuleNotFoundError"]),
     "run-model-effects-as-mapping": ("run", {"model": "{effects_mapping}"}, [],
                                      ["The 'effects' field must be a list; got dict"]),
+    # issue 39: a mapping where a number belongs was a raw TypeError from numpy
+    "run-model-threshold-as-mapping": ("run", {"model": "{threshold_mapping}"}, [],
+                                       ["The 'thresholds' field's entry 1 must be a number; got dict {'low': 1}"]),
     "panels-rank-only-model": ("panels", {"model": "{rank_only}"}, [],
                                ["a panel study simulates Likert judgements", "is a rank-only model"]),
     "metric-validation-rank-only-model": ("metric-validation", {"model": "{rank_only}"}, [],
@@ -298,7 +301,7 @@ def _judgements_command(command: str, path, tmp_path) -> list:
 
 def _files(tmp_path) -> dict:
     """The files the ``cli`` cases and model cases name: a good table, a plain file, ranks, a one-annotator
-    study, a rank-only model and a model file whose effects are a mapping."""
+    study, a rank-only model and model files whose effects are a mapping or with a mapping as a threshold."""
     import numpy as np
 
     from simdesign.model import load_model
@@ -306,7 +309,8 @@ def _files(tmp_path) -> dict:
 
     files = {"tmp": tmp_path, "good": tmp_path / "good.csv", "file": tmp_path / "plain.txt",
              "ranks": tmp_path / "ranks.csv", "single": tmp_path / "single.csv",
-             "rank_only": tmp_path / "rank_only.yaml", "effects_mapping": tmp_path / "effects_mapping.yaml"}
+             "rank_only": tmp_path / "rank_only.yaml", "effects_mapping": tmp_path / "effects_mapping.yaml",
+             "threshold_mapping": tmp_path / "threshold_mapping.yaml"}
     files["good"].write_bytes(_table())
     files["file"].write_text("not a directory")
     files["ranks"].write_bytes(_rank_table("rank"))
@@ -318,6 +322,9 @@ def _files(tmp_path) -> dict:
     mapping = load_model("coherence").to_dict()
     mapping["effects"] = {system: 0.1 for system in mapping["systems"]}
     files["effects_mapping"].write_text(yaml.safe_dump(mapping))
+    mapping = load_model("coherence").to_dict()
+    mapping["thresholds"][1] = {"low": 1}
+    files["threshold_mapping"].write_text(yaml.safe_dump(mapping))
     return {key: str(value) for key, value in files.items()}
 
 

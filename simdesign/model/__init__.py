@@ -323,14 +323,34 @@ class OrdinalMixedModel:
         not_lists = [f"The '{key}' field must be a list{' of lists (a matrix)' if key.endswith('_cov') else ''}; "
                      f"got {type(data[key]).__name__} {_shortened(data[key])}"
                      for key in required if not isinstance(data[key], list)]
-        if not_lists:
-            raise ConfigError(not_lists)
+        not_numbers = [problem for key in required[2:] for problem in _number_problems(key, data[key])]
+        if not_lists or not_numbers:
+            raise ConfigError(not_lists + not_numbers)
         return cls(name=str(data.get("name", name or "model")), scale=tuple(data["scale"]),
                    systems=tuple(data["systems"]), thresholds=data["thresholds"], effects=data["effects"],
                    annotator_cov=data["annotator_cov"], document_cov=data["document_cov"],
                    citation=str(data.get("citation", "")), provenance=str(data.get("provenance", "")),
                    rank_noise=data.get("rank_noise"),
                    document_intercept_scale=data.get("document_intercept_scale", 1.0))
+
+
+def _number_problems(key: str, values) -> list[str]:
+    """The entries of a model file's list of numbers (or matrix's rows) that are not numbers, each named by
+    its position (a mapping or a text there reached numpy as a raw TypeError or ValueError)."""
+    if not isinstance(values, list):
+        return []  # said by the caller
+    matrix = key.endswith("_cov")
+    problems = []
+    for i, value in enumerate(values):
+        if matrix and not isinstance(value, list):
+            problems.append(f"The '{key}' field's row {i} must be a list of numbers; got {type(value).__name__} "
+                            f"{_shortened(value)}")
+            continue
+        for j, entry in enumerate(value if matrix else [value]):
+            if isinstance(entry, bool) or not isinstance(entry, (int, float)):
+                where = f"'{key}' field's entry [{i}][{j}]" if matrix else f"'{key}' field's entry {i}"
+                problems.append(f"The {where} must be a number; got {type(entry).__name__} {_shortened(entry)}")
+    return problems[:5]  # the first few: a wholly wrong field would list every entry
 
 
 def _shortened(value, limit: int = 60) -> str:
