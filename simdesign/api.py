@@ -624,10 +624,14 @@ def _refuse_other_methods(frame_or_path, columns: dict | None) -> None:
     except DataError:  # no method's column, or several: the Likert reader names what is missing
         return
     if method != default_method().name:
-        raise DataError(f"The judgements are a {method} table (its column "
-                        f"'{get_method(method).value_column}'); fit_model and check_model take Likert judgements "
-                        f"('score'). For {method} judgements use the command line: simdesign fit-ranks FILE "
-                        f"(fit), simdesign check MODEL FILE (check); simdesign.reliability reads them too")
+        info = get_method(method)
+        # the commands that take such a table: `fit` and `check` hand it to the method's own steps
+        commands = [text for step, text in (("cli_fit", "simdesign fit FILE --out MODEL.yaml (fit)"),
+                                            ("cli_check", "simdesign check MODEL FILE (check)")) if step in info.steps]
+        raise DataError(f"The judgements are a {method} table (its column '{info.value_column}'); fit_model and "
+                        f"check_model take Likert judgements ('score'). For {method} judgements "
+                        + (f"use the command line: {', '.join(commands)}; " if commands else "")
+                        + "simdesign.reliability and simdesign.analyse read them too")
 
 
 def fit_model(frame_or_path, *, structure: str = "auto", reference=None, scale=None, name: str = "fitted",

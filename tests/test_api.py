@@ -254,7 +254,7 @@ def test_reliability_reads_a_rank_frame_as_its_csv_and_the_likert_functions_refu
         simdesign.reliability(frame, method="likert")
     for call in (lambda: simdesign.fit_model(frame), lambda: simdesign.fit_model(path),
                  lambda: simdesign.check_model("coherence", frame, trials=5)):
-        with pytest.raises(DataError, match="a rank table .*simdesign fit-ranks FILE"):
+        with pytest.raises(DataError, match=r"a rank table .*simdesign fit FILE --out MODEL.yaml \(fit\)"):
             call()
 
 

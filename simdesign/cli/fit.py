@@ -101,7 +101,7 @@ def fit_option_problems(args) -> list[str]:
 def add_parser(sub) -> None:
     """Add the command to the CLI's subparsers."""
     fit = sub.add_parser("fit", help="fit the generator (cumulative link mixed model) to judgements; "
-                                     "write a model file")
+                                     "write a model file (a Rank table, with a 'rank' column, gets a rank model)")
     judgements_options(fit)
     fit.add_argument("--out", required=True, help="model file to write (YAML)")
     fit.add_argument("--structure", default="auto", choices=["auto", "paper", "maximal", "intercepts"],
