@@ -91,8 +91,7 @@ def fit_option_problems(args) -> list[str]:
                         f"without slashes, not '.' or '..'; got {args.name!r}")
     if args.check and args.check_trials < 2:
         problems.append(f"The '--check-trials' option must be at least 2 simulated studies; got {args.check_trials}")
-    if args.check_out is not None and Path(args.check_out).exists() and not Path(args.check_out).is_dir():
-        problems.append(f"The '--check-out' option {args.check_out} is a file; give a directory")
+    # (--out and --check-out that cannot be written: simdesign.cli.out_paths, for every command)
     if args.likert_model and args.bootstrap < 0:
         problems.append(f"The '--bootstrap' option must be 0 (none) or more replicates; got {args.bootstrap}")
     return problems

@@ -10,7 +10,6 @@ import contextlib
 import signal
 import sys
 import threading
-from pathlib import Path
 
 import importlib
 
@@ -18,6 +17,7 @@ from simdesign.core.errors import ConfigError, MissingBackendError
 from simdesign.methods import get_method
 
 from simdesign.cli.fit import fit_option_problems
+from simdesign.cli.out_paths import output_problems, write_failure
 
 
 DESCRIPTION = "simdesign: simulate human-evaluation studies of NLP systems before paying annotators."
@@ -62,15 +62,6 @@ def sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
-# Commands whose --out is a directory, and those whose --out is a file: either is refused before any work
-# when the path exists as the other kind (an IsADirectoryError after fitting, or a results directory
-# "created" over a file, were the alternatives).
-DIRECTORY_OUT = ("run", "plan", "check", "analyse", "panels", "sweep", "metric-validation")
-
-
-FILE_OUT = ("fit", "draw-design")
-
-
 # Options that only matter beside another: (command, option dest, flag, needs, what it needs in words).
 DEPENDENT_OPTIONS = (
     ("fit", "bootstrap", "--bootstrap", lambda a: a.likert_model, "--likert-model (a Rank table's rank_noise)"),
@@ -107,13 +98,8 @@ def option_problems(args) -> list[str]:
             problems += exc.messages
     if isinstance(getattr(args, "seed", None), int) and args.seed < 0:
         problems.append(f"The '--seed' option must be a non-negative integer; got {args.seed}")
-    out = getattr(args, "out", None)
-    if out is not None and args.command in DIRECTORY_OUT and Path(out).exists() and not Path(out).is_dir():
-        problems.append(f"The '--out' option {out} is a file; give a directory (created if missing)")
-    if out is not None and args.command in FILE_OUT and Path(out).is_dir():
-        problems.append(f"The '--out' option {out} is a directory; give a file name, e.g. {Path(out) / 'model.yaml'}"
-                        if args.command == "fit" else
-                        f"The '--out' option {out} is a directory; give a picture file, e.g. {Path(out) / 'design.png'}")
+    # every path the command writes, refused before any work when it cannot be written (out_paths.OUTPUTS)
+    problems += output_problems(args)
     if args.command == "fit":
         problems += fit_option_problems(args)
     if args.command == "check" and args.trials < 2:
@@ -163,6 +149,12 @@ def main(argv=None) -> int:
             return args.func(args)
     except (ConfigError, MissingBackendError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a write that failed after the checks (a disk filling up meanwhile): one line
+        message = write_failure(exc, args)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
         return 2
     except Terminated:
         return 128 + signal.SIGTERM
