@@ -176,3 +176,39 @@ def test_a_constant_metric_is_shown_undefined_not_a_keyerror():
     summary = result.summary()
     assert "the 'm1' scores are all equal: its correlations are undefined" in summary
     assert len(result.wide()) == 1 and np.isnan(result.wide()["estimate"].iloc[0])
+
+
+SYSTEMS = ["__REFERENCE__", "abssentrw", "BART", "onmt_pg", "seneca"]
+
+
+def _rank_rows() -> list[list]:
+    """3 annotators x 2 documents, each ranking the 5 systems 1..5 (a genuine rank table)."""
+    return [[f"a{a}", f"d{d}", system, (s + a + d) % 5 + 1] for a in range(3) for d in range(2)
+            for s, system in enumerate(SYSTEMS)]
+
+
+def _first_ranking(rows: list[list], ranks) -> list[list]:
+    for row, rank in zip(rows, ranks):
+        row[3] = rank
+    return rows
+
+
+@pytest.mark.parametrize("ranks, first_problem", [
+    ([1, 1, 3, 4, 5], "gives rank 1 twice"),              # a tie
+    ([1, 2, 3, 4, 6], "outside 1..5"),                    # a gap
+    ([-1, 2, 3, 4, 5], "outside 1..5"),                   # a negative rank
+    ([0, 1, 2, 3, 5], "mixes bases"),                     # 0 and S in one ranking
+    ([0, 1, 2, 3, 4], "mixes bases"),                     # one ranking 0-based among 1-based ones
+])
+@pytest.mark.parametrize("command", ["reliability", "analyse"])
+def test_a_genuine_rank_table_is_not_called_likert_scores(tmp_path, capsys, ranks, first_problem, command):
+    """Every rank-table error added "looks like Likert scores rather than ranks", false on these tables."""
+    path = tmp_path / "ranks.csv"
+    pd.DataFrame(_first_ranking(_rank_rows(), ranks), columns=["annotator", "document", "system", "rank"]).to_csv(
+        path, index=False)
+    argv = [command, str(path)] + (["--tests", "ttest_doc", "--out", str(tmp_path / "out")] if command == "analyse"
+                                   else [])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert first_problem in err and "Traceback" not in err
+    assert "looks like Likert" not in err

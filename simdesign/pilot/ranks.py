@@ -80,13 +80,26 @@ def check_ranks(frame: pd.DataFrame, names: dict | None = None) -> int:
     base = _rank_base(frame, table, groups, rank_column, len(systems), errors)
     value_errors = _rank_value_errors(frame, table, base, len(systems))
     errors += value_errors + _incomplete_ranking_errors(frame, table, groups, systems)
-    if value_errors:
+    if value_errors and _mostly_not_rankings(table, len(systems)):
         errors.append(f"The {rank_column!r} column looks like Likert scores rather than ranks (values "
                       f"{sorted(int(v) for v in table['rank'].unique())[:10]} for {len(systems)} systems): if they are scores, say --method likert --columns score={rank_column} "
                       "(or name the column 'score')")
     if errors:
         raise DataError(errors)
     return base
+
+
+def _mostly_not_rankings(table: pd.DataFrame, n_systems: int) -> bool:
+    """True when at most half the (annotator, document) groups rank their systems 0..S-1 or 1..S, each once.
+
+    Likert scores in a rank column almost never form such permutations (5 scores on a 7-point scale repeat or
+    skip values), while a genuine rank table with a tie, a gap, a stray rank or rankings of both bases has
+    most rankings intact: only the first deserves the remark that the column looks like Likert scores.
+    """
+    bases = [np.arange(start, start + n_systems) for start in (0, 1)]
+    intact = [any(np.array_equal(np.sort(group.to_numpy()), ranks) for ranks in bases)
+              for _, group in table.groupby(["annotator", "document"], sort=False)["rank"]]
+    return sum(intact) <= len(intact) / 2
 
 
 def _generic_rank_errors(frame: pd.DataFrame, names: dict, rank_column: str) -> list:
