@@ -85,6 +85,13 @@ def test_a_server_file_a_client_names_is_never_opened(client, tmp_path, opened, 
     assert not [path for path in opened if "server_model" in path], opened
 
 
+def test_a_model_typo_gets_one_message_with_the_closest_name():
+    checked = controls.check_controls({**FORM, "model": "coherenc"})
+    assert checked.config is None and list(checked.errors) == ["model"] and checked.methods is None
+    (message,) = checked.errors["model"]
+    assert "got 'coherenc' (did you mean 'coherence'?)" in message
+
+
 def test_a_model_file_the_server_was_started_with_is_offered_by_name(tmp_path):
     from simdesign.explore.app import create_app
 

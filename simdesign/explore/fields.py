@@ -15,6 +15,7 @@ from pathlib import Path
 
 from simdesign.analyses import ANALYSES
 from simdesign.core.designs import DESIGN_KINDS
+from simdesign.core.suggest import did_you_mean
 from simdesign.methods import method_names
 from simdesign.model import PRESETS
 
@@ -93,10 +94,12 @@ def name_problems(form: dict, models: dict[str, Path]) -> list[str]:
     if isinstance(model, str) and model.strip() and model_choice(model.strip(), models) is None:
         offered = [*PRESETS, *models]
         problems.append(f"The 'model' control must be a preset or a model the server was started with "
-                        f"('simdesign explore --model FILE'): one of {offered}; got {model!r}")
+                        f"('simdesign explore --model FILE'): one of {offered}; got {model!r}"
+                        f"{did_you_mean(model.strip(), offered)}")
     method = form.get("method")
     if method is not None and method not in method_names():
-        problems.append(f"The 'method' control must be one of {list(method_names())}; got {method!r}")
+        problems.append(f"The 'method' control must be one of {list(method_names())}; got {method!r}"
+                        f"{did_you_mean(method, method_names())}")
     tests = form.get("tests")
     names = [t for t in tests.split(",") if t] if isinstance(tests, str) else list(tests or [])
     unknown = [name for name in names if name not in ANALYSES]
