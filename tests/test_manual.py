@@ -99,6 +99,20 @@ def test_the_site_builds_in_strict_mode(tmp_path):
     for page in ("reference/cli/index.html", "reference/config/index.html", "reference/api/index.html"):
         assert (tmp_path / "site" / page).stat().st_size > 10_000, page
     assert "simdesign run</code>" in (tmp_path / "site" / "reference/cli/index.html").read_text()
+    # offline: no page loads web fonts (issue 39; mkdocs.yml theme.font: false)
+    pages = [page for page in (tmp_path / "site").rglob("*.html") if "fonts.googleapis.com" in page.read_text()]
+    assert not pages, pages[:3]
+
+
+def test_the_site_loads_no_web_fonts():
+    # Material loads Roboto from Google Fonts unless theme.font is false: the site would need the network
+    import yaml
+
+    class Loader(yaml.SafeLoader):  # mkdocs.yml may hold !!python/name tags (the theme's extensions)
+        pass
+
+    Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
+    assert yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=Loader)["theme"]["font"] is False
 
 
 def test_the_readmes_first_recipe_runs_every_test_it_names(monkeypatch):

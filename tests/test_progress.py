@@ -37,3 +37,12 @@ def test_plain_lines_come_at_most_every_interval_and_count_resumed_trials():
     ProgressLines(10, "nothing new", initial=10, stream=quiet).close()  # a run with nothing to compute says nothing
     assert quiet.getvalue() == ""
     assert progress_bar(10, "off", enabled=False, stream=io.StringIO()).disable
+
+
+def test_the_unit_is_in_the_plural_in_english():
+    # issue 39: the predictive check's line read "studys"
+    log = io.StringIO()
+    with progress_bar(3, "predictive check", unit="study", stream=log) as lines:
+        lines.update(3)
+    text = log.getvalue()
+    assert text.startswith("predictive check: 3/3 studies (100%)") and "studies/s" in text and "studys" not in text

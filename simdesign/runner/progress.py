@@ -52,10 +52,24 @@ class ProgressLines:
         share = f" ({100 * self.n / self.total:.0f}%)" if self.total else ""
         left = (self.total - self.n) / rate if rate > 0 and self.total else float("nan")
         remaining = f", about {left:.0f} s left" if left == left and self.n < self.total else ""
-        return f"{self.desc}: {self.n}/{self.total} {self.unit}s{share}, {rate:.1f} {self.unit}s/s{remaining}"
+        units = plural(self.unit)
+        return f"{self.desc}: {self.n}/{self.total} {units}{share}, {rate:.1f} {units}/s{remaining}"
 
     def _write(self, now: float) -> None:
         print(self.line(now), file=self._stream or sys.stderr, flush=True)
+
+
+def plural(noun: str) -> str:
+    """An English plural of a unit's name, for the progress line.
+
+    >>> plural("trial"), plural("study"), plural("day"), plural("batch")
+    ('trials', 'studies', 'days', 'batches')
+    """
+    if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
+        return noun[:-1] + "ies"
+    if noun.endswith(("s", "x", "z", "ch", "sh")):
+        return noun + "es"
+    return noun + "s"
 
 
 def progress_bar(total: int, desc: str, initial: int = 0, enabled: bool = True, unit: str = "trial", stream=None):
