@@ -60,9 +60,13 @@ def cmd_fit(args) -> int:
     if result.status == "not_converged":
         print("WARNING: the fit did not converge; the model file records this in its provenance", file=sys.stderr)
     if args.check:
-        run_check_command(model, frame, args.check_out or Path(args.out).with_suffix(""), args.check_trials,
-                          args.seed)
+        run_check_command(model, frame, check_directory(args), args.check_trials, args.seed)
     return 0
+
+
+def check_directory(args) -> Path:
+    """Where ``fit --check`` writes check.csv and check.png: ``--check-out``, else the folder of ``--out``."""
+    return Path(args.check_out) if args.check_out else Path(args.out).parent
 
 
 def run_check_command(model, frame, out_dir, trials: int, seed: int) -> None:

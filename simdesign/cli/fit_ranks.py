@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from simdesign.cli.fit import check_directory
 from simdesign.core.errors import ConfigError
 from simdesign.model import OrdinalMixedModel, RankOnlyModel, load_model
 
@@ -59,7 +60,7 @@ def fit(args) -> int:
         if model is None:
             return 1
     if args.check:
-        run_check(model, frame, args.check_out or Path(args.out).with_suffix(""), args.check_trials, args.seed)
+        run_check(model, frame, check_directory(args), args.check_trials, args.seed)
     return 0
 
 
