@@ -215,6 +215,11 @@ CLI_CASES = {
     "analyse-metrics-resamples-beyond-the-ceiling": (["analyse-metrics", "examples/metric_scores.csv",
                                                       "--resamples", "1000000000", "--out", "{tmp}/out"],
                                                      ["--resamples asks for 1,000,000,000", "ceiling is 1,000,000"]),
+    # issue 39: a path that exists but is not a regular file was "not found"
+    "run-config-is-dev-null": (["run", "/dev/null", "--out", "{tmp}/out"],
+                               ["The config file /dev/null is not a regular file (a character device)"]),
+    "reliability-table-is-dev-null": (["reliability", "/dev/null"],
+                                      ["The judgements file /dev/null is not a regular file (a character device)"]),
     "explore-missing-figures": (["explore", "--figures", "{tmp}/nonexistent"], ["'--figures' option",
                                                                                "does not exist"]),
     "explore-bad-host": (["explore", "--host", "999.1.1.1", "--port", "0", "--workers", "0"],

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from simdesign.core.checks import missing_file_problem
 from simdesign.core.errors import ConfigError
 
 
@@ -100,8 +101,9 @@ def read_yaml_file(path, what: str = "file"):
     path = Path(path)
     if path.is_dir():
         raise ConfigError(f"The {what} file {path} is a directory; give a YAML file")
-    if not path.is_file():
-        raise ConfigError(f"{what.capitalize()} file not found: {path}")
+    problem = missing_file_problem(path, what)
+    if problem:  # a missing path, or one that is not a regular file (/dev/null)
+        raise ConfigError(problem)
     text = read_text(path, what)
     try:
         return load_yaml(text)

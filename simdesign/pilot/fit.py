@@ -32,6 +32,7 @@ import yaml
 
 from simdesign import __version__ as simdesign_version
 from simdesign import clmm
+from simdesign.core.checks import missing_file_problem
 from simdesign.core.errors import ConfigError, DataError
 from simdesign.core.suggest import did_you_mean
 from simdesign.core.yamlio import load_yaml
@@ -399,8 +400,8 @@ def read_table_csv(path, columns: dict | None = None, required=REQUIRED_COLUMNS)
         onto a name the file already has.
     """
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"Judgements file not found: {path}")
+    if missing_file_problem(path, "judgements", "CSV"):
+        raise DataError(missing_file_problem(path, "judgements", "CSV"))
     text = _decode(path)
     header, records = _record_lines(text, path)
     if not header:

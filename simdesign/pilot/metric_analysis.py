@@ -76,6 +76,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from simdesign.core.checks import missing_file_problem
 from simdesign.core.errors import DataError
 from simdesign.core.seeds import analysis_rng
 from simdesign.runner.limits import MAX_RESAMPLES
@@ -254,8 +255,8 @@ def read_metric_table(path, metrics=None, human: str = DEFAULT_HUMAN,
                       drop_incomplete_inputs: bool = False) -> MetricScores:
     """Read and check a CSV of metric and human scores (:func:`metric_scores`), naming file lines in errors."""
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"Metric scores file not found: {path}")
+    if missing_file_problem(path, "metric scores", "CSV"):
+        raise DataError(missing_file_problem(path, "metric scores", "CSV"))
     frame = read_table_csv(path, required=(*ID_COLUMNS, human, "<one column per metric>"))
     return metric_scores(frame, metrics, human, drop_incomplete_inputs)
 
