@@ -103,7 +103,7 @@ def probe_write(folder: Path) -> OSError | None:
     except OSError as exc:
         return exc
     os.close(handle)
-    os.unlink(name)
+    Path(name).unlink(missing_ok=True)  # (another run on the same store may have removed it as a leftover)
     return None
 
 
