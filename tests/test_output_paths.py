@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import simdesign
 from simdesign.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -102,6 +103,16 @@ def test_an_unwritable_directory_is_refused_before_any_work(capsys, tmp_path, mo
     refused(capsys, tmp_path, name, out, f"cannot be written: {tmp_path} {words}")
 
 
+@pytest.mark.parametrize("name", [n for n, (_, kind) in COMMANDS.items() if kind == "file"])
+def test_an_existing_file_that_cannot_be_overwritten_is_refused(capsys, tmp_path, monkeypatch, name):
+    out = tmp_path / "kept.png"
+    out.write_text("x")
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if Path(path) == out else real_access(path, mode))
+    refused(capsys, tmp_path, name, out, "is not writable")
+    assert out.read_text() == "x"
+
+
 def test_the_write_check_leaves_nothing_behind(capsys, tmp_path):
     from simdesign.cli.out_paths import folder_problem
 
@@ -128,7 +139,7 @@ def test_a_write_that_fails_after_the_check_is_one_line_naming_the_file(capsys, 
     assert str(out) in line and os.strerror(failure is no_space and errno.ENOSPC or errno.EROFS) in line
 
 
-def test_a_run_whose_disk_fills_up_stops_with_one_line_and_resumes_to_the_same_rates(capsys, tmp_path,
+def test_a_run_whose_disk_fills_up_stops_with_one_line_and_its_store_holds_the_same_rates(capsys, tmp_path,
                                                                                     monkeypatch):
     config = tmp_path / "small.yaml"
     config.write_text("name: small\nmodel: coherence\neffect: zero\ntests: [ttest]\ntrials: 4\nseed: 1\n"
@@ -139,11 +150,12 @@ def test_a_run_whose_disk_fills_up_stops_with_one_line_and_resumes_to_the_same_r
         assert main(["run", str(config), "--out", str(out), "--jobs", "1", "--quiet"]) == 2
     error = capsys.readouterr().err
     assert f"error: cannot write {out}" in error and "No space left on device" in error and "Traceback" not in error
-    assert main(["run", str(config), "--out", str(out), "--jobs", "1", "--quiet"]) == 0
-    assert main(["run", str(config), "--out", str(tmp_path / "fresh"), "--jobs", "1", "--quiet"]) == 0
-    columns = lambda frame: frame.drop(columns="mean_fit_seconds")  # noqa: E731 - a wall time differs
-    pd.testing.assert_frame_equal(columns(pd.read_csv(out / "summary.csv")),
-                                  columns(pd.read_csv(tmp_path / "fresh" / "summary.csv")))
+    assert not list(out.rglob("*.tmp"))  # the store is clean: every chunk whole, no temporary file left
+    # what was stored is what a fresh simulation (in memory) computes
+    stored = simdesign.load_results(out).summary()
+    fresh = simdesign.simulate(simdesign.load_config(config), jobs=1, progress=False).summary()
+    columns = lambda frame: frame.drop(columns="mean_fit_seconds").reset_index(drop=True)  # noqa: E731 - wall time
+    pd.testing.assert_frame_equal(columns(stored), columns(fresh))
 
 
 def test_an_error_that_is_not_about_writing_keeps_its_traceback(tmp_path, monkeypatch):

@@ -73,6 +73,8 @@ def path_problem(path: Path, kind: str, command: str = "") -> str | None:
     if kind == "file" and path.is_dir():
         example = "model.yaml" if command == "fit" else "design.png" if command == "draw-design" else "out.csv"
         return f"is a directory; give a file name, e.g. {path / example}"
+    if kind == "file" and path.is_file() and not os.access(path, os.W_OK):
+        return "exists and is not writable (its permissions); give another file or change them"
     start = path if kind == "directory" and path.is_dir() else path.parent
     return folder_problem(start)
 
