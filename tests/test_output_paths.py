@@ -139,8 +139,8 @@ def test_a_write_that_fails_after_the_check_is_one_line_naming_the_file(capsys, 
     assert str(out) in line and os.strerror(failure is no_space and errno.ENOSPC or errno.EROFS) in line
 
 
-def test_a_run_whose_disk_fills_up_stops_with_one_line_and_its_store_holds_the_same_rates(capsys, tmp_path,
-                                                                                    monkeypatch):
+def test_a_run_whose_disk_fills_up_stops_with_one_line_and_its_store_holds_the_same_rates(
+        capsys, tmp_path, monkeypatch):
     config = tmp_path / "small.yaml"
     config.write_text("name: small\nmodel: coherence\neffect: zero\ntests: [ttest]\ntrials: 4\nseed: 1\n"
                       "designs: [{kind: block, blocks: 2, docs_per_block: 2, annotators_per_block: 2}]\n")
