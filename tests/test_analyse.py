@@ -1,6 +1,8 @@
 """simdesign analyse: Table 2 means, rank sets, bootstrap reproducibility, CLI outputs."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -261,3 +263,16 @@ def test_a_rank_table_with_a_missing_rank_is_refused():
     frame = pd.read_csv(JUDGEMENTS / "rank_coherence_cnn_dm.csv")
     with pytest.raises((ConfigError, DataError), match="must rank every system"):
         analyse(frame.iloc[1:], tests=["ttest_doc"], bootstrap=200)
+
+
+def test_the_mixed_models_reference_is_the_first_system_in_the_file():
+    # issue 39: docs/explanation/tests.md said the first in sorted order; analyse takes the first in the file
+    root = Path(__file__).resolve().parents[1]
+    table = pd.read_csv(root / "tests" / "fixtures" / "fit_nested" / "nested_30x4_3systems.csv")
+    table = table[table["annotator"].isin(sorted(table["annotator"].unique())[:8])]
+    last = sorted(table["system"].unique())[-1]
+    table = pd.concat([table[table["system"] == last], table[table["system"] != last]])
+    analysis = analyse(table, tests="clmm_native", bootstrap=100)
+    assert analysis.info["fits"]["clmm_native[tukey,paper]"]["reference"] == last
+    page = (root / "docs" / "explanation" / "tests.md").read_text()
+    assert "in `analyse` the first system in the file" in " ".join(page.split())

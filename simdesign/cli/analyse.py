@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 
+# What ``--out`` holds (docs/how-to/analyse-a-study.md lists the same; tests/test_output_lists.py compares them)
+ANALYSE_OUTPUTS = ("analysis.csv", "pairs.csv", "analysis.md", "analysis.png", "analysis_info.csv")
+
 
 def add_parser(subparsers) -> None:
     """Add the ``analyse`` subcommand to the CLI's subparsers."""
@@ -44,7 +47,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples")
     parser.add_argument("--systems", help="comma-separated output order (default: order of first appearance)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", help="directory for analysis.csv, pairs.csv, analysis.md and analysis.png")
+    parser.add_argument("--out", help=f"directory for {', '.join(ANALYSE_OUTPUTS[:-1])} and {ANALYSE_OUTPUTS[-1]}")
     parser.set_defaults(func=run)
 
 
@@ -77,5 +80,5 @@ def run(args) -> int:
         result.plot(out / "analysis.png", title=f"{Path(args.judgements).name}: {result.info['primary_test']}")
         pd.Series({key: str(value) for key, value in result.info.items()}).to_csv(out / "analysis_info.csv",
                                                                                   header=["value"])
-        print(f"wrote {out / 'analysis.csv'}, {out / 'pairs.csv'}, {out / 'analysis.md'}, {out / 'analysis.png'}")
+        print("wrote " + ", ".join(str(out / name) for name in ANALYSE_OUTPUTS))
     return 0
