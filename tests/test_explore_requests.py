@@ -92,6 +92,14 @@ def test_a_model_typo_gets_one_message_with_the_closest_name():
     assert "got 'coherenc' (did you mean 'coherence'?)" in message
 
 
+def test_check_controls_itself_takes_no_inline_model_naming_a_file(tmp_path, opened):
+    secret = tmp_path / "server_model.yaml"
+    secret.write_text(yaml.safe_dump(load_model("coherence").to_dict()))
+    opened.clear()
+    checked = controls.check_controls({**FORM, "model": {"file": str(secret)}})
+    assert list(checked.errors) == ["model"] and not [path for path in opened if "server_model" in path]
+
+
 def test_a_model_file_the_server_was_started_with_is_offered_by_name(tmp_path):
     from simdesign.explore.app import create_app
 

@@ -91,11 +91,13 @@ def name_problems(form: dict, models: dict[str, Path]) -> list[str]:
     imported to decide."""
     problems = []
     model = form.get("model")
-    if isinstance(model, str) and model.strip() and model_choice(model.strip(), models) is None:
+    # (a mapping would be read as an inline model, whose 'file' key opens a file: a name only)
+    if (model is not None and not isinstance(model, str)) or (
+            isinstance(model, str) and model.strip() and model_choice(model.strip(), models) is None):
         offered = [*PRESETS, *models]
         problems.append(f"The 'model' control must be a preset or a model the server was started with "
                         f"('simdesign explore --model FILE'): one of {offered}; got {model!r}"
-                        f"{did_you_mean(model.strip(), offered)}")
+                        f"{did_you_mean(str(model).strip(), offered)}")
     method = form.get("method")
     if method is not None and method not in method_names():
         problems.append(f"The 'method' control must be one of {list(method_names())}; got {method!r}"
