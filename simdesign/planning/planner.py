@@ -19,7 +19,8 @@ Example plan config::
     type1_over: pooled             # pooled | each_pair
     cost: {pay_per_hour: 12, seconds_per_judgement: auto, per_annotator: 2, per_document: 0, currency: EUR}
     # seconds_per_judgement: auto (= capped_mean) | capped_mean | median | trimmed_mean (the paper's times
-    # for a preset model's task) | a number | {times: FILE.csv, rule: capped_mean, outputs_per_item: 1}
+    # for a preset model's task) | coherence | repetition (that task's capped mean, whatever the model) | a number
+    # | {times: FILE.csv, rule: capped_mean, outputs_per_item: 1} | one per method: {likert: auto, rank: 20}
     limits: {max_judgements_per_annotator: 125, min_annotators: 1, max_annotators: 200}
     search:
       shapes: [nested, block, crossed, pool]
@@ -531,8 +532,11 @@ def _seconds_per_judgement(raw_value, model_source, base_dir, errors, method: st
     if isinstance(raw_value, bool) or not isinstance(raw_value, (int, float)) or not math.isfinite(raw_value) \
             or not raw_value > 0:
         errors.append(f"{field_name} must be a positive number, 'auto' (= capped_mean), one of {list(RULES)} "
-                      f"(the paper's times for a preset model's task), a task ({sorted(times)}) or a times table "
-                      f"{{times: FILE.csv, rule: capped_mean}}; got {raw_value!r}")
+                      f"(the paper's times for a preset model's task), one of the paper's tasks {sorted(times)} "
+                      f"(that task's capped mean, whatever the model), a times table "
+                      f"{{times: FILE.csv, rule: capped_mean}}, or one of these per method "
+                      f"({{likert: auto, rank: 20}}; methods {list(method_names())}); got {raw_value!r}"
+                      f"{suggestions([raw_value], ('auto',) + RULES + tuple(times)) if isinstance(raw_value, str) else ''}")
         return 1.0, ""
     return float(raw_value), "given in the config"
 
