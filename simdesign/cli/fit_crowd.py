@@ -31,6 +31,10 @@ def run(args) -> int:
     print(f"{args.table}: {len(fit.items)} items, {len(workers)} workers, {int(workers['judgements'].sum())} "
           f"judgements; log-likelihood {fit.log_likelihood:.1f}")
     print(f"likely spammers (posterior P(honest) < 0.5): {int((workers['honest'] < 0.5).sum())}")
+    if fit.mace_starts is not None:
+        agreed, starts = fit.mace_starts
+        print(f"MACE competences: the best of {starts} EM starts; {agreed} of {starts} reached its log-likelihood"
+              + ("" if agreed == starts else " (the likelihood has several optima: one start could stop short)"))
     print("fitted values for a crowd-study config (study: crowd):")
     print(fit.config_text())
     if args.out:

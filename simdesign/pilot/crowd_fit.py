@@ -28,7 +28,7 @@ from scipy import optimize, special
 
 from simdesign.core.errors import DataError
 from simdesign.model.crowd import ItemStructure
-from simdesign.stats.aggregation import mace
+from simdesign.stats.aggregation import mace_fit
 
 COLUMNS = ("item", "worker", "score")
 SPAM_CONCENTRATION = 1.0  # symmetric Dirichlet prior of a spammer's own answer distribution (uniform on the simplex)
@@ -94,12 +94,16 @@ class CrowdFit:
         The ``workers`` values for a crowd config (spammer_share, noise, noise_spread, leniency_sd) and the
         criterion's ``item_sd``.
     log_likelihood : float
+    mace_starts : tuple of int or None
+        (EM starts of MACE that reached its best log-likelihood, starts run); None when MACE was not fitted
+        (items with different numbers of judgements).
     """
 
     workers: pd.DataFrame
     items: pd.DataFrame
     settings: dict
     log_likelihood: float
+    mace_starts: tuple | None = None
 
     def config_text(self) -> str:
         """The fitted values as the ``workers`` and ``criteria`` blocks of a crowd-study config."""
@@ -227,8 +231,8 @@ def fit_crowd_pilot(frame: pd.DataFrame, scale=(1, 2, 3, 4, 5), cuts=None, itera
     is_honest = honest >= 0.5
     workers = pd.DataFrame({"worker": worker_names, "judgements": np.bincount(worker_codes, minlength=n_workers),
                             "leniency": leniency, "noise": np.exp(log_noise), "honest": honest})
-    workers["mace_competence"] = _mace_competence(item_codes, worker_codes, frame["score"].to_numpy(), scale,
-                                                  n_workers)
+    workers["mace_competence"], mace_starts = _mace_competence(item_codes, worker_codes, frame["score"].to_numpy(),
+                                                               scale, n_workers)
     workers["agreement"] = _agreement(item_codes, worker_codes, frame["score"].to_numpy(float), n_workers)
     if "seconds" in frame.columns:
         workers["median_seconds"] = frame.groupby(worker_codes)["seconds"].median().to_numpy()
@@ -237,23 +241,25 @@ def fit_crowd_pilot(frame: pd.DataFrame, scale=(1, 2, 3, 4, 5), cuts=None, itera
                 "noise_spread": float(log_noise[kept].std(ddof=1)), "leniency_sd": float(leniency[kept].std(ddof=1)),
                 "item_sd": float(mu.std(ddof=1))}
     items = pd.DataFrame({"item": item_names, "judgements": np.bincount(item_codes, minlength=n_items), "mu": mu})
-    return CrowdFit(workers=workers, items=items, settings=settings, log_likelihood=log_likelihood)
+    return CrowdFit(workers=workers, items=items, settings=settings, log_likelihood=log_likelihood,
+                    mace_starts=mace_starts)
 
 
-def _mace_competence(items, workers, scores, scale, n_workers) -> np.ndarray:
-    """MACE's theta per worker when every item has the same number of judgements (mace() takes a rectangular
-    table); NaN for a table whose items have different counts."""
+def _mace_competence(items, workers, scores, scale, n_workers) -> tuple[np.ndarray, tuple | None]:
+    """MACE's theta per worker when every item has the same number of judgements (mace takes a rectangular
+    table), and (starts that reached the best log-likelihood, starts); NaN and None for a table whose items
+    have different counts."""
     counts = np.bincount(items)
     if np.all(counts == counts[0]):
         order = np.lexsort((workers, items))
         ratings = scores[order].reshape(len(counts), -1)
         who = workers[order].reshape(len(counts), -1)
-        competence = mace(ratings, who, scale)[1]
+        fit = mace_fit(ratings, who, scale)
         present = np.unique(who)
         out = np.full(n_workers, np.nan)
-        out[present] = competence
-        return out
-    return np.full(n_workers, np.nan)
+        out[present] = fit.competence
+        return out, (fit.agreed, fit.starts)
+    return np.full(n_workers, np.nan), None
 
 
 def _agreement(items, workers, scores, n_workers) -> np.ndarray:

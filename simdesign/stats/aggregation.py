@@ -21,7 +21,11 @@ and ``scale``: the ordered score values. It returns one float per item.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+from simdesign.core.seeds import label_key
 
 
 def aggregate_mean(ratings: np.ndarray, workers: np.ndarray | None = None, scale=None) -> np.ndarray:
@@ -151,8 +155,40 @@ def aggregate_dawid_skene(ratings: np.ndarray, workers: np.ndarray, scale) -> np
     return posterior @ np.asarray(list(scale), dtype=float)
 
 
+# Starts of MACE's EM: the deterministic one and random ones (issue 39: from one start it stopped at a worse
+# optimum, log-likelihood -395.51 against -393.22). Each start is one EM of at most max_iter iterations.
+MACE_STARTS = 5
+# Starts whose log-likelihoods are this close to the best one count as having reached it.
+MACE_AGREEMENT = 1e-3
+
+
+@dataclass(frozen=True)
+class MaceFit:
+    """The best of several EM starts of MACE (:func:`mace_fit`).
+
+    Attributes
+    ----------
+    posterior : ndarray, shape (n_items, n_classes)
+    competence : ndarray, shape (n_workers,)
+    strategy : ndarray, shape (n_workers, n_classes)
+    log_likelihood : float
+    starts : int
+        EM starts run (the first the deterministic one).
+    agreed : int
+        Starts that reached the best log-likelihood (within 1e-3): fewer than all says the likelihood has
+        several optima and one start alone could have stopped at a worse one.
+    """
+
+    posterior: np.ndarray
+    competence: np.ndarray
+    strategy: np.ndarray
+    log_likelihood: float
+    starts: int
+    agreed: int
+
+
 def mace(ratings: np.ndarray, workers: np.ndarray, scale, smoothing: float | None = None, max_iter: int = 100,
-         tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+         tol: float = 1e-6, starts: int = MACE_STARTS) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """MACE (Hovy et al. 2013) by EM: item posteriors, each worker's competence and spamming distribution.
 
     The model: item i's true class T_i is uniform over the scale; when worker j
@@ -165,8 +201,11 @@ def mace(ratings: np.ndarray, workers: np.ndarray, scale, smoothing: float | Non
     judgement; the M-step sets theta_j, xi_j to expected counts + ``smoothing``.
     Not taken from crowd-kit (the test oracle, tests/test_mace.py): its fit is
     pandas-based with random restarts, far too slow for a simulation, and pulls
-    in transformers and nltk. One deterministic start (theta 0.5, xi each
-    worker's own answer shares); EM stops when no posterior moves by ``tol``.
+    in transformers and nltk. The first start is deterministic (theta 0.5, xi each
+    worker's own answer shares), the others random (theta uniform on [0.05, 0.95],
+    xi from a flat Dirichlet) from a fixed stream, so a fit is reproducible; the
+    start with the best log-likelihood is kept (:func:`mace_fit` also says how many
+    starts reached it). EM stops when no posterior moves by ``tol``.
 
     Parameters
     ----------
@@ -177,6 +216,8 @@ def mace(ratings: np.ndarray, workers: np.ndarray, scale, smoothing: float | Non
     smoothing : float, optional
         Pseudo-count per cell of theta and xi; default 0.01 / len(scale) (MACE's).
     max_iter, tol : int, float, default 100, 1e-6
+    starts : int, default 5
+        EM starts (1: the deterministic start only).
 
     Returns
     -------
@@ -194,19 +235,54 @@ def mace(ratings: np.ndarray, workers: np.ndarray, scale, smoothing: float | Non
     >>> posterior.argmax(axis=1).tolist()
     [0, 1]
     """
+    fit = mace_fit(ratings, workers, scale, smoothing, max_iter, tol, starts)
+    return fit.posterior, fit.competence, fit.strategy, fit.log_likelihood
+
+
+def mace_fit(ratings: np.ndarray, workers: np.ndarray, scale, smoothing: float | None = None, max_iter: int = 100,
+             tol: float = 1e-6, starts: int = MACE_STARTS) -> MaceFit:
+    """:func:`mace` with the number of starts run and of those that reached the best log-likelihood."""
+    if not isinstance(starts, (int, np.integer)) or starts < 1:
+        raise ValueError(f"MACE needs at least one start; got starts={starts!r}")
     scale = np.asarray(list(scale))
     ratings = np.asarray(ratings)
-    n_items, n_classes = ratings.shape[0], len(scale)
+    n_classes = len(scale)
     smoothing = 0.01 / n_classes if smoothing is None else float(smoothing)
-    item = np.repeat(np.arange(n_items), ratings.shape[1])
     label = np.searchsorted(scale, ratings.ravel())
     vote_counts(ratings, scale)  # refuses values off the scale
     worker_ids, worker = np.unique(np.asarray(workers).ravel(), return_inverse=True)
-    n_workers = len(worker_ids)
-    given = np.bincount(worker, minlength=n_workers).astype(float)
-    competence = np.full(n_workers, 0.5)
-    strategy = np.bincount(worker * n_classes + label, minlength=n_workers * n_classes).reshape(n_workers, n_classes)
+    problem = _MaceProblem(np.repeat(np.arange(ratings.shape[0]), ratings.shape[1]), worker, label,
+                           ratings.shape[0], len(worker_ids), n_classes, smoothing)
+    strategy = np.bincount(worker * n_classes + label, minlength=problem.n_workers * n_classes)
+    strategy = strategy.reshape(problem.n_workers, n_classes)
     strategy = (strategy + smoothing) / (strategy.sum(axis=1, keepdims=True) + n_classes * smoothing)
+    fits = [_mace_em(problem, np.full(problem.n_workers, 0.5), strategy, max_iter, tol)]
+    # a fixed stream: the same data give the same fit (these are an optimiser's starts, not a study's draws)
+    rng = np.random.default_rng(np.random.SeedSequence(label_key("mace starts")))
+    for _ in range(starts - 1):
+        fits.append(_mace_em(problem, rng.uniform(0.05, 0.95, problem.n_workers),
+                             rng.dirichlet(np.ones(n_classes), problem.n_workers), max_iter, tol))
+    best = max(fits, key=lambda fit: fit[3])
+    agreed = sum(fit[3] >= best[3] - MACE_AGREEMENT for fit in fits)
+    return MaceFit(*best, starts=starts, agreed=agreed)
+
+
+@dataclass(frozen=True)
+class _MaceProblem:
+    item: np.ndarray
+    worker: np.ndarray
+    label: np.ndarray
+    n_items: int
+    n_workers: int
+    n_classes: int
+    smoothing: float
+
+
+def _mace_em(problem: _MaceProblem, competence: np.ndarray, strategy: np.ndarray, max_iter: int, tol: float):
+    """One EM run of MACE from (competence, strategy): (posterior, competence, strategy, log-likelihood)."""
+    item, worker, label, smoothing = problem.item, problem.worker, problem.label, problem.smoothing
+    n_items, n_workers, n_classes = problem.n_items, problem.n_workers, problem.n_classes
+    given = np.bincount(worker, minlength=n_workers).astype(float)
     is_label = label[:, None] == np.arange(n_classes)  # (judgements, classes)
     posterior, previous = None, None
     for _ in range(max_iter):
@@ -234,8 +310,13 @@ def mace(ratings: np.ndarray, workers: np.ndarray, scale, smoothing: float | Non
 
 
 def aggregate_mace(ratings: np.ndarray, workers: np.ndarray, scale) -> np.ndarray:
-    """Posterior expected score per item under a MACE fit (:func:`mace`)."""
-    posterior = mace(ratings, workers, scale)[0]
+    """Posterior expected score per item under a MACE fit (:func:`mace`) from its deterministic start.
+
+    One start, as simulations fit ``clmm_native`` from one start (``starts: single``): a crowd study runs
+    this thousands of times, and the committed crowd figures were computed so. Analyses of real tables
+    (``simdesign fit-crowd``) take the best of several starts.
+    """
+    posterior = mace(ratings, workers, scale, starts=1)[0]
     return posterior @ np.asarray(list(scale), dtype=float)
 
 
