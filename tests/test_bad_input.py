@@ -197,6 +197,10 @@ CLI_CASES = {
     "fit-out-is-a-directory": (["fit", "{good}", "--out", "{tmp}"], ["'--out' option", "is a directory",
                                                                      "model.yaml"]),
     # fit: a model name that escapes the results directory; a check that cannot run, refused before fitting
+    # issue 39: a model written under a name load_model cannot read back (YAML under .csv)
+    "fit-out-csv-suffix": (["fit", "{good}", "--out", "{tmp}/out/model.csv"],
+                           ["'--out' option names the model file to write", "['.yaml', '.yml', '.json']",
+                            "model.csv"]),
     "fit-name-path-traversal": (["fit", "{good}", "--out", "{tmp}/out/m.yaml", "--name", "../../../escaped"],
                                 ["'--name' option", "without slashes", "'../../../escaped'"]),
     "fit-check-trials-zero": (["fit", "{good}", "--out", "{tmp}/out/m.yaml", "--check", "--check-trials", "0"],

@@ -212,3 +212,18 @@ def test_a_genuine_rank_table_is_not_called_likert_scores(tmp_path, capsys, rank
     err = capsys.readouterr().err
     assert first_problem in err and "Traceback" not in err
     assert "looks like Likert" not in err
+
+
+@pytest.mark.slow  # 1.5 s: two fits of a small table
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_fit_writes_a_model_file_load_model_reads_back(tmp_path, capsys, suffix):
+    """A .json name gets JSON (load_model parses .json as JSON; it was YAML under that name)."""
+    from simdesign.model import load_model
+
+    table = tmp_path / "judgements.csv"
+    rows = [f"a{a},d{d},{system},{(a + 2 * d + 3 * s) % 7 + 1}" for a in range(3) for d in range(2)
+            for s, system in enumerate(SYSTEMS)]
+    table.write_text("\n".join(["annotator,document,system,score", *rows]) + "\n")
+    out = tmp_path / f"model{suffix}"
+    assert main(["fit", str(table), "--out", str(out), "--structure", "intercepts"]) == 0, capsys.readouterr().err
+    assert sorted(load_model(out).systems) == sorted(SYSTEMS)

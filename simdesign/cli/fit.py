@@ -87,7 +87,10 @@ def run_check_command(model, frame, out_dir, trials: int, seed: int) -> None:
 
 
 def fit_option_problems(args) -> list[str]:
-    """``fit``'s own options: a model name that is a file name, a check that can run, a bootstrap that can."""
+    """``fit``'s own options: a model name that is a file name, a model file name load_model reads back, a check
+    that can run, a bootstrap that can."""
+    from simdesign.pilot.fit import model_file_problem
+
     problems = []
     if args.name is not None and (not args.name.strip() or any(c in args.name for c in "/\\")
                                   or args.name.strip(".") == ""):
@@ -96,6 +99,7 @@ def fit_option_problems(args) -> list[str]:
     if args.check and args.check_trials < 2:
         problems.append(f"The '--check-trials' option must be at least 2 simulated studies; got {args.check_trials}")
     # (--out and --check-out that cannot be written: simdesign.cli.out_paths, for every command)
+    problems += [problem for problem in [model_file_problem(args.out)] if problem]
     if args.likert_model and args.bootstrap < 0:
         problems.append(f"The '--bootstrap' option must be 0 (none) or more replicates; got {args.bootstrap}")
     return problems

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from simdesign.cli.fit import check_directory
 from simdesign.core.errors import ConfigError
@@ -35,10 +34,11 @@ def _read(args) -> tuple[pd.DataFrame, dict]:
 
 
 def _write(model, path, header: str) -> Path:
+    from simdesign.pilot.fit import model_file_text
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    comment = "".join(f"# {line}\n" for line in header.splitlines())
-    path.write_text(comment + yaml.safe_dump(model.to_dict(), sort_keys=False, width=110))
+    path.write_text(model_file_text(model.to_dict(), path, header))
     return path
 
 

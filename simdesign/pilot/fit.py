@@ -815,10 +815,33 @@ def write_model(model: OrdinalMixedModel, path, header: str = "") -> Path:
     for key in ("annotator_cov", "document_cov"):
         data[key] = [[float(v) for v in row] for row in data[key]]
     text = yaml.dump(data, Dumper=_BlockStringDumper, sort_keys=False, width=110)
-    comment = "".join(f"# {line}\n" for line in header.splitlines())
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(comment + text)
+    path.write_text(model_file_text(data, path, header, text))
     return path
+
+
+MODEL_FILE_SUFFIXES = (".yaml", ".yml", ".json")  # what load_model reads (.json with a JSON parser)
+
+
+def model_file_text(data: dict, path, header: str = "", yaml_text: str | None = None) -> str:
+    """A model file's text for ``path``: JSON for a .json name (load_model reads it as JSON; JSON has no comments,
+    so the header is left out and the provenance field carries the fit's record), else YAML with the header as
+    comments."""
+    if Path(path).suffix.lower() == ".json":
+        import json
+
+        return json.dumps(data, indent=2) + "\n"
+    text = yaml_text if yaml_text is not None else yaml.safe_dump(data, sort_keys=False, width=110)
+    return "".join(f"# {line}\n" for line in header.splitlines()) + text
+
+
+def model_file_problem(path, option: str = "--out") -> str | None:
+    """A model file name whose suffix load_model cannot read back (``fit --out model.csv`` wrote YAML under a
+    CSV name), naming the allowed suffixes."""
+    if Path(path).suffix.lower() in MODEL_FILE_SUFFIXES:
+        return None
+    return (f"The '{option}' option names the model file to write: it must end in one of "
+            f"{list(MODEL_FILE_SUFFIXES)}; got {str(path)!r}")
 
 
 def read_provenance(model: OrdinalMixedModel) -> dict:
