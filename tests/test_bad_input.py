@@ -224,6 +224,10 @@ CLI_CASES = {
                                ["The config file /dev/null is not a regular file (a character device)"]),
     "reliability-table-is-dev-null": (["reliability", "/dev/null"],
                                       ["The judgements file /dev/null is not a regular file (a character device)"]),
+    # issue 39: a crowd table without variation was fitted without a word
+    "fit-crowd-identical-scores": (["fit-crowd", "{crowd_same}", "--out", "{tmp}/out"],
+                                   ["Every score in the crowd pilot table is 3 (12 judgements)",
+                                    "cannot be estimated"]),
     "explore-missing-figures": (["explore", "--figures", "{tmp}/nonexistent"], ["'--figures' option",
                                                                                "does not exist"]),
     "explore-bad-host": (["explore", "--host", "999.1.1.1", "--port", "0", "--workers", "0"],
@@ -310,7 +314,8 @@ def _judgements_command(command: str, path, tmp_path) -> list:
 
 def _files(tmp_path) -> dict:
     """The files the ``cli`` cases and model cases name: a good table, a plain file, ranks, a one-annotator
-    study, a rank-only model and model files whose effects are a mapping or with a mapping as a threshold."""
+    study, a rank-only model, model files whose effects are a mapping or with a mapping as a threshold, and a
+    crowd pilot table of identical scores."""
     import numpy as np
 
     from simdesign.model import load_model
@@ -319,7 +324,7 @@ def _files(tmp_path) -> dict:
     files = {"tmp": tmp_path, "good": tmp_path / "good.csv", "file": tmp_path / "plain.txt",
              "ranks": tmp_path / "ranks.csv", "single": tmp_path / "single.csv",
              "rank_only": tmp_path / "rank_only.yaml", "effects_mapping": tmp_path / "effects_mapping.yaml",
-             "threshold_mapping": tmp_path / "threshold_mapping.yaml"}
+             "threshold_mapping": tmp_path / "threshold_mapping.yaml", "crowd_same": tmp_path / "crowd_same.csv"}
     files["good"].write_bytes(_table())
     files["file"].write_text("not a directory")
     files["ranks"].write_bytes(_rank_table("rank"))
@@ -334,6 +339,7 @@ def _files(tmp_path) -> dict:
     mapping = load_model("coherence").to_dict()
     mapping["thresholds"][1] = {"low": 1}
     files["threshold_mapping"].write_text(yaml.safe_dump(mapping))
+    files["crowd_same"].write_text("item,worker,score\n" + "".join(f"i{i},w{w},3\n" for i in range(4) for w in range(3)))
     return {key: str(value) for key, value in files.items()}
 
 

@@ -227,3 +227,14 @@ def test_fit_writes_a_model_file_load_model_reads_back(tmp_path, capsys, suffix)
     out = tmp_path / f"model{suffix}"
     assert main(["fit", str(table), "--out", str(out), "--structure", "intercepts"]) == 0, capsys.readouterr().err
     assert sorted(load_model(out).systems) == sorted(SYSTEMS)
+
+
+def test_fit_crowd_refuses_a_table_of_identical_scores(tmp_path, capsys):
+    """It was fitted without a word: item_sd 5e-12 and leniency_sd 4e-11 printed as config values."""
+    path = tmp_path / "crowd.csv"
+    rows = [f"i{item},w{worker},3" for item in range(10) for worker in range(6)]
+    path.write_text("\n".join(["item,worker,score", *rows]) + "\n")
+    code = main(["fit-crowd", str(path), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and not (tmp_path / "out").exists()
+    assert "Every score in the crowd pilot table is 3 (60 judgements)" in err and "cannot be estimated" in err

@@ -76,6 +76,13 @@ def check_crowd_pilot(frame: pd.DataFrame, scale=(1, 2, 3, 4, 5)) -> pd.DataFram
     if out["worker"].nunique() < 3 or out["item"].nunique() < 3:
         raise DataError(f"The crowd pilot table needs at least 3 items and 3 workers; got "
                         f"{out['item'].nunique()} items and {out['worker'].nunique()} workers")
+    if out["score"].nunique() == 1:
+        # Refused, not warned about: with no variation nothing is estimable (item spread, leniency, noise and
+        # spammers all fit a constant), and the fit printed SDs of 1e-11 as config values a crowd study
+        # would then simulate, a crowd that never disagrees.
+        raise DataError(f"Every score in the crowd pilot table is {out['score'].iloc[0]} ({len(out)} judgements): "
+                        "with no variation the worker model cannot be estimated (item spread, leniency, noise and "
+                        "the spammer share all fit a constant); check the 'score' column and the export")
     return out
 
 
