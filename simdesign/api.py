@@ -822,7 +822,7 @@ def reliability_of_checked(frame: pd.DataFrame, scale, seed: int = 0) -> Reliabi
 
 def analyse_metrics(table, *, metrics=None, human: str = "human", levels=("system", "summary", "global"),
                     methods=("pearson", "spearman", "kendall"), resamples: int = 1000, seed: int = 0,
-                    confidence: float = 0.95, drop_incomplete_inputs: bool = False):
+                    confidence: float = 0.95, drop_incomplete_inputs: bool = False, lower_is_better=()):
     """Correlations of automatic metrics with human scores and tests comparing metrics (Deutsch et al. 2021).
 
     ``simdesign analyse-metrics`` in Python (docs/how-to/analyse-metrics.md).
@@ -846,6 +846,9 @@ def analyse_metrics(table, *, metrics=None, human: str = "human", levels=("syste
         Level of the intervals.
     drop_incomplete_inputs : bool
         Keep only the inputs every system has (default: a missing (system, input) cell is an error).
+    lower_is_better : sequence of str
+        Metrics whose lower scores are better (an error rate): negated first, so that a higher correlation
+        means a better metric in every comparison (Williams' test compares signed correlations).
 
     Returns
     -------
@@ -866,4 +869,5 @@ def analyse_metrics(table, *, metrics=None, human: str = "human", levels=("syste
     from simdesign.pilot.metric_analysis import analyse_metrics as analyse
 
     return analyse(table, metrics=metrics, human=human, levels=levels, methods=methods, resamples=resamples,
-                   seed=seed, confidence=confidence, drop_incomplete_inputs=drop_incomplete_inputs)
+                   seed=seed, confidence=confidence, drop_incomplete_inputs=drop_incomplete_inputs,
+                   lower_is_better=lower_is_better)

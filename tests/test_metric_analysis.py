@@ -399,3 +399,33 @@ def test_the_heldout_protocol_scores_every_interval_against_an_independent_study
     assert target == pytest.approx(system_level(heldout[0][0], heldout[1]))
     with pytest.raises(ConfigError, match="'heldout' field must be true or false"):
         parse_metric_config({**raw, "heldout": "yes"})
+
+
+def test_a_lower_is_better_metric_is_compared_as_the_negated_higher_is_better_one(tmp_path, capsys):
+    from simdesign.core.errors import DataError
+    from simdesign.pilot.metric_analysis import analyse_metrics
+
+    # Williams' test compares signed correlations: an error rate (lower is better) correlates negatively, and
+    # without saying so it loses every comparison (issue 39)
+    table = pd.read_csv(EXAMPLE)[["system", "input", "metric_a", "metric_b", "human"]]
+    flipped = table.assign(metric_b=-table["metric_b"])  # as an error rate: same name, so the same resampling streams
+    options = dict(levels=["system"], methods=["pearson"], resamples=100)
+    plain = analyse_metrics(table, **options)
+    told = analyse_metrics(flipped, lower_is_better=["metric_b"], **options)
+    untold = analyse_metrics(flipped, **options)
+    columns = ["test", "alternative", "difference", "p_value"]
+    pd.testing.assert_frame_equal(told.comparisons[columns], plain.comparisons[columns])
+    williams = untold.comparisons[(untold.comparisons["test"] == "Williams")
+                                  & (untold.comparisons["alternative"] == "two-sided")]
+    assert williams["p_value"].iloc[0] < 0.05 < plain.comparisons.loc[
+        (plain.comparisons["test"] == "Williams") & (plain.comparisons["alternative"] == "two-sided"), "p_value"].iloc[0]
+    assert any("metric_b correlates negatively" in note and "--lower-is-better metric_b" in note for note in untold.notes)
+    assert any("metric_b is lower-is-better" in note for note in told.notes)
+    assert not any("correlates negatively" in note for note in told.notes)
+    with pytest.raises(DataError, match=r"names \['nope'\], not metrics of the table"):
+        analyse_metrics(flipped, lower_is_better=["nope"], **options)
+    path = tmp_path / "flipped.csv"
+    flipped.to_csv(path, index=False)
+    assert main(["analyse-metrics", str(path), "--level", "system", "--methods", "pearson", "--resamples", "50",
+                 "--lower-is-better", "metric_b"]) == 0
+    assert "metric_b is lower-is-better" in capsys.readouterr().out

@@ -37,6 +37,9 @@ def add_parser(subparsers) -> None:
                         help="bootstrap resamples and permutations per interval and test (default %(default)s)")
     parser.add_argument("--confidence", type=float, default=0.95, help="interval level (default %(default)s)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lower-is-better", help="comma-separated metrics whose lower scores are better (an error "
+                                                  "rate): negated first, so a higher correlation is better for every "
+                                                  "metric (default: none)")
     parser.add_argument("--drop-incomplete-inputs", action="store_true",
                         help="keep only the inputs every system was scored on (default: refuse missing cells)")
     parser.add_argument("--out", help="directory for correlations.csv, comparisons.csv, metric_analysis.md and "
@@ -51,7 +54,8 @@ def run(args) -> int:
     result = analyse_metrics(args.table, metrics=_names(args.metrics, "--metrics"), human=args.human,
                              levels=_names(args.level, "--level"), methods=_names(args.methods, "--methods"),
                              resamples=args.resamples, seed=args.seed, confidence=args.confidence,
-                             drop_incomplete_inputs=args.drop_incomplete_inputs)
+                             drop_incomplete_inputs=args.drop_incomplete_inputs,
+                             lower_is_better=_names(args.lower_is_better, "--lower-is-better") or ())
     print(f"{args.table}:")
     print(result.summary())
     if args.out:

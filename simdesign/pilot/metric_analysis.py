@@ -69,7 +69,7 @@ Examples
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
 
@@ -493,9 +493,34 @@ def _check_options(levels, methods, resamples, confidence) -> None:
         raise DataError(problems)
 
 
+def _oriented(scores: MetricScores, lower_is_better) -> MetricScores:
+    """The scores with every lower-is-better metric negated, and a note per metric that correlates negatively.
+
+    Williams' test and the comparisons compare signed correlations: a metric whose scores fall as quality
+    rises (an error rate, a perplexity) correlates negatively and would be judged worse than it is (issue 39:
+    p 5e-7 against 0.0068 with the correlations' absolute values, the convention of nlpstats and of the WMT
+    scripts). Negating it first makes "higher correlation = better" hold for every metric.
+    """
+    lower = list(dict.fromkeys(lower_is_better or ()))
+    unknown = [name for name in lower if name not in scores.metrics]
+    if unknown:
+        raise DataError(f"--lower-is-better (lower_is_better=) names {unknown}, not metrics of the table; its "
+                        f"metrics: {list(scores.metrics)}")
+    metrics = {name: -values if name in lower else values for name, values in scores.metrics.items()}
+    notes = [f"{name} is lower-is-better: its scores were negated, so its correlations are those of -{name}"
+             for name in lower]
+    for name, values in metrics.items():
+        r = level_correlation(values, scores.human, "system", "pearson")
+        if name not in lower and np.isfinite(r) and r < 0:
+            notes.append(f"{name} correlates negatively with the human scores (system-level Pearson {r:.3f}): the "
+                         "comparisons count that as worse; if lower is better for it, say so with "
+                         f"--lower-is-better {name} (lower_is_better=)")
+    return replace(scores, metrics=metrics, notes=tuple(scores.notes) + tuple(notes))
+
+
 def analyse_metrics(table, metrics=None, human: str = DEFAULT_HUMAN, levels=LEVELS, methods=METHODS,
                     resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
-                    drop_incomplete_inputs: bool = False) -> MetricAnalysis:
+                    drop_incomplete_inputs: bool = False, lower_is_better=()) -> MetricAnalysis:
     """Correlations of metrics with human scores, their intervals, and tests comparing metrics (module docstring).
 
     Parameters
@@ -514,6 +539,10 @@ def analyse_metrics(table, metrics=None, human: str = DEFAULT_HUMAN, levels=LEVE
     confidence : float
     drop_incomplete_inputs : bool
         Keep only the inputs every system was scored on instead of refusing a table with missing cells.
+    lower_is_better : sequence of str
+        Metrics whose lower scores are better (an error rate): negated before everything, so that a higher
+        correlation means a better metric for every metric (default: every metric is higher-is-better; a
+        metric that correlates negatively at the system level gets a note).
 
     Returns
     -------
@@ -534,6 +563,7 @@ def analyse_metrics(table, metrics=None, human: str = DEFAULT_HUMAN, levels=LEVE
         scores = read_metric_table(table, metrics, human, drop_incomplete_inputs)
     else:  # None or a number reached Path() as a raw TypeError
         raise DataError(f"The metric table must be a pandas DataFrame or a CSV file path; got {type(table).__name__}")
+    scores = _oriented(scores, lower_is_better)
     with _progress(scores, levels, methods, resamples) as bar:
         rows, boot = _correlation_rows(scores, levels, methods, resamples, seed, confidence, bar)
         comparisons = _comparison_rows(scores, levels, methods, resamples, seed, confidence, boot, bar)
@@ -541,6 +571,7 @@ def analyse_metrics(table, metrics=None, human: str = DEFAULT_HUMAN, levels=LEVE
                "statistic", "low", "high"]
     info = {"systems": len(scores.systems), "inputs": len(scores.inputs), "metrics": list(scores.metrics),
             "human": scores.human_name, "levels": levels, "methods": methods, "resamples": resamples,
-            "seed": seed, "confidence": confidence}
+            "seed": seed, "confidence": confidence,
+            "lower_is_better": [name for name in dict.fromkeys(lower_is_better or ())]}
     return MetricAnalysis(pd.DataFrame(rows), pd.DataFrame(comparisons, columns=columns), info,
                           list(scores.notes))
