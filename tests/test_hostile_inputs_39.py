@@ -238,3 +238,38 @@ def test_fit_crowd_refuses_a_table_of_identical_scores(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err and not (tmp_path / "out").exists()
     assert "Every score in the crowd pilot table is 3 (60 judgements)" in err and "cannot be estimated" in err
+
+
+# ------------------------------------------------------------------------------------ 2. replication plans
+def _replication_plan(change) -> dict:
+    from pathlib import Path
+    import copy
+
+    plan = yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "plan_replication.yaml").read_text())
+    plan = copy.deepcopy(plan)
+    change(plan)
+    return plan
+
+
+@pytest.mark.parametrize("change, fragments, absent", [
+    # a partial original made every r undefined: every candidate "probability 0.000" after 93 s
+    (lambda p: p["replication"]["original"].update(coverage=0.5),
+     ["'replication.original' design overlap-S10-U30-A3-cov0.5 has partial coverage",
+      "the replication estimands compare complete studies"], []),
+    (lambda p: p["search"]["designs"][0].update(coverage=0.5), ["'search' designs", "have partial coverage"], []),
+    # the budget silently dropped the candidates over it while the recommendation spoke of the probability
+    (lambda p: p.update(budget=500), ["takes one goal: 'replication.probability' (0.6", "'budget' (500",
+                                      "not both"], []),
+    (lambda p: p["replication"].update(probability=0), ["'replication.probability' field must be a number "
+                                                        "strictly between 0 and 1; got 0"], ["target_power"]),
+    (lambda p: p["replication"].update(probability=1), ["strictly between 0 and 1; got 1"], ["target_power"]),
+], ids=["partial-original", "partial-search", "budget-beside-probability", "probability-0", "probability-1"])
+def test_a_replication_plan_that_cannot_answer_is_refused_when_read(tmp_path, capsys, change, fragments, absent):
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(_replication_plan(change)))
+    started = time.perf_counter()
+    code = main(["plan", str(path), "--out", str(tmp_path / "out"), "--jobs", "1"])
+    err = capsys.readouterr().err
+    _refused_quickly(code, err, fragments, started, tmp_path / "out")
+    for word in absent:
+        assert word not in err, f"{word!r} named but the config has no such field: {err!r}"

@@ -167,18 +167,10 @@ def parse_replication_plan(raw: dict, base_dir: Path | None = None) -> Replicati
         errors.append("The 'replication.at_least' field applies to targets 'f1' and 'r' only; "
                       f"got at_least {at_least!r} with target {target!r}")
     probability = section.get("probability")
-    if probability is None and raw.get("budget") is None:
-        errors.append("A replication plan needs 'replication.probability' (the probability of reaching the "
-                      "target, e.g. 0.8) or the plan's 'budget'")
-    elif probability is not None and (isinstance(probability, bool) or not isinstance(probability, (int, float))
-                                      or not 0 < probability < 1):
-        errors.append(f"The 'replication.probability' field must be a number strictly between 0 and 1; "
-                      f"got {probability!r}")
     settings = parse_replication({key: section[key] for key in ("pairs", "correction", "tolerance")
                                   if key in section}, errors)
     plan_raw = {key: value for key, value in raw.items() if key != "replication"}
-    if probability is not None and isinstance(probability, (int, float)) and raw.get("budget") is None:
-        plan_raw["target_power"] = probability
+    plan_raw.update(_plan_goal(probability, raw.get("budget"), errors))
     if raw.get("power_over", "pooled") != "pooled":
         errors.append("A replication plan's probability is one event per trial: leave out 'power_over' "
                       "(or give 'pooled')")
@@ -192,10 +184,59 @@ def parse_replication_plan(raw: dict, base_dir: Path | None = None) -> Replicati
             chosen_pairs(settings, plan.model.systems)
         except ConfigError as exc:
             errors.extend(exc.messages)
+    errors += _partial_coverage_problems(original, plan)
     if errors:
         raise ConfigError(list(dict.fromkeys(errors)))
     return ReplicationPlan(plan, ReplicationTarget(original, target, None if at_least is None else float(at_least),
                                                    None if probability is None else float(probability), settings))
+
+
+def _plan_goal(probability, budget, errors: list[str]) -> dict:
+    """The plan's goal from the replication's ``probability`` or the plan's ``budget`` (exactly one), as the plan
+    keys it takes; problems go to ``errors``.
+
+    Both together are refused, as the ordinary planner refuses 'target_power' beside 'budget': the two goals
+    conflict (the cheapest design reaching the probability, or the most probable one within the budget), and
+    combining them silently dropped the candidates over the budget while the recommendation spoke only of the
+    probability. A bad probability stands in as a valid one, so that the plan's own checks run without also
+    naming 'target_power', a field the config does not have.
+    """
+    if probability is None and budget is None:
+        errors.append("A replication plan needs 'replication.probability' (the probability of reaching the "
+                      "target, e.g. 0.8) or the plan's 'budget'")
+        return {"target_power": 0.5}
+    if probability is not None and budget is not None:
+        errors.append(f"A replication plan takes one goal: 'replication.probability' ({probability!r}: the cheapest "
+                      f"design reaching it) or the plan's 'budget' ({budget!r}: the most probable design within it), "
+                      "not both; remove one")
+        return {"budget": budget}
+    if probability is None:
+        return {"budget": budget}
+    if isinstance(probability, bool) or not isinstance(probability, (int, float)) or not 0 < probability < 1:
+        errors.append(f"The 'replication.probability' field must be a number strictly between 0 and 1; "
+                      f"got {probability!r}")
+        return {"target_power": 0.5}
+    return {"target_power": probability}
+
+
+def _partial_coverage_problems(original, plan) -> list[str]:
+    """The original or a searched design with partial coverage: refused as a replication run refuses it (the
+    replication estimands compare complete studies; a partial original made every r undefined, counted as a
+    failure, and every candidate's probability 0.000)."""
+    from simdesign.core.designs import design_coverage
+    from simdesign.simulation.coverage import COMPLETE_ONLY_SETTINGS
+
+    problems = []
+    if original is not None and design_coverage(original) is not None:
+        problems.append(f"The 'replication.original' design {original.label} has partial coverage: a replication "
+                        f"plan, like a replication run, cannot use it ({COMPLETE_ONLY_SETTINGS['replication']}); "
+                        "leave out its 'coverage'")
+    partial = sorted({candidate.design.label for candidate in (plan.candidates if plan is not None else ())
+                      if design_coverage(candidate.design) is not None})
+    if partial:
+        problems.append(f"The 'search' designs {partial[:5]} have partial coverage: a replication plan cannot use "
+                        f"them ({COMPLETE_ONLY_SETTINGS['replication']}); leave out their 'coverage'")
+    return problems
 
 
 # ----------------------------------------------------------------------------------------------------------------
