@@ -280,6 +280,23 @@ CASES.update({
                                                       "search": {**PLAN["search"], "methods": ["likert", "rank"]}},
                                              [], ["The test art cannot take rank judgements",
                                                   "leave ['rank'] out of 'search.methods'"]),
+    # issue 39: a 'criteria:' list is a rate study's (it was routed to the crowd-study parser): its own messages
+    "run-criteria-repeated": ("run", {"criteria": ["coherence", "coherence"]}, [],
+                              ["The 'criteria' field lists ['coherence'] more than once"]),
+    "run-criteria-empty": ("run", {"criteria": []}, [], ["The 'criteria' field must be a non-empty list"]),
+    "run-criteria-without-name": ("run", {"criteria": [{"model": "repetition"}]}, [],
+                                  ["The 'criteria[0]' entry must be a criterion name or a mapping with a 'name'"]),
+    "run-criteria-unknown-key": ("run", {"criteria": [{"name": "a", "colour": 1}]}, [],
+                                 ["The 'criteria[0]' entry has unknown key(s) ['colour']"]),
+    "run-criteria-name-with-hash": ("run", {"criteria": ["a#b"]}, [],
+                                    ["The criterion name 'a#b' must be a non-empty string without '/', '#'"]),
+    "run-criteria-unknown-model": ("run", {"criteria": [{"name": "a", "model": "nosuch"}]}, [],
+                                   ["criteria[0]: The 'model' field must be a preset"]),
+    "run-criteria-with-replication": ("run", {"criteria": ["coherence"], "replication": {"tolerance": 0}}, [],
+                                      ["The 'criteria' field cannot be combined with 'replication'"]),
+    "run-criteria-as-rates-with-crowd-keys": ("run", {"study": "rates", "criteria": ["coherence"],
+                                                      "workers": {"workers": 4}}, [],
+                                              ["says 'study: rates' but has keys of a crowd study (['workers'])"]),
     # did you mean: config keys, tests, design kinds, presets
     "run-key-typo": ("run", {"tirals": 4}, [], ["Unknown config key(s) ['tirals']", "(did you mean 'trials'?)"]),
     "run-test-typo": ("run", {"tests": ["ttest_dco"]}, [], ["test 'ttest_dco' is unknown", "(did you mean "
