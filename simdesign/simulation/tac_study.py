@@ -480,9 +480,14 @@ def plot_tac(config: TacConfig, summary: pd.DataFrame, out_base: Path) -> list[P
     axes[0].invert_yaxis()
     axes[0].legend(loc="lower left", fontsize=8)
     axes[1].legend(loc="lower left", fontsize=8)
+    # The headline reading (paired over unpaired, and the counts' level) follows from two assumed magnitudes,
+    # not estimated from TAC data: the figure says so where the reading is made (issue 39).
     figure.suptitle(f"{config.name}: {config.machines.count} machines, {config.humans.count} humans "
                     f"({config.humans.per_document} per document), {config.documents} documents, "
-                    f"{int(significant['trials'].iloc[0])} trials")
+                    f"{int(significant['trials'].iloc[0])} trials\nassumed, not estimated from TAC data: topic difficulty SD "
+                    f"{config.metric.document_sd:g} (sets the paired-over-unpaired margin),\nhumans "
+                    f"{config.humans.advantage:g} machine-population SDs above the machines (sets the counts' "
+                    "level); sensitivity: docs/literature.md", fontsize=10)
     figure.tight_layout()
     path = Path(out_base).with_suffix(".png")
     path.parent.mkdir(parents=True, exist_ok=True)
