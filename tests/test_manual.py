@@ -125,3 +125,14 @@ def test_the_readmes_first_recipe_runs_every_test_it_names(monkeypatch):
     result = namespace["result"]
     assert result.failures().empty, result.failures()
     assert not result.table("type1").apply(lambda column: column.str.contains("every test")).any().any()
+
+
+def test_every_how_to_opens_with_a_short_answer():
+    # issue 39: the pages are accurate but dense; each opens with the answer, in a few lines, before its detail
+    for path in HOW_TO:
+        lines = path.read_text().splitlines()
+        body = [line for line in lines[1:] if line.strip()]
+        assert lines[0].startswith("# ") and body[0].startswith("**In short:**"), path.name
+        paragraph = lines[lines.index(body[0]):]
+        paragraph = paragraph[:paragraph.index("")] if "" in paragraph else paragraph
+        assert len(paragraph) <= 3, (path.name, paragraph)
