@@ -273,3 +273,15 @@ def test_a_replication_plan_that_cannot_answer_is_refused_when_read(tmp_path, ca
     _refused_quickly(code, err, fragments, started, tmp_path / "out")
     for word in absent:
         assert word not in err, f"{word!r} named but the config has no such field: {err!r}"
+
+
+def test_a_constant_metric_has_no_bootstrap_interval_from_rounding_noise():
+    """Resampled inputs make a constant metric's system means weighted sums of equal values, equal only up to
+    rounding: their correlation was noise, shown as a -0.000..0.000 interval beside an undefined estimate."""
+    import simdesign
+
+    result = simdesign.analyse_metrics(_metric_table().assign(m1=1.0), levels=["system"], methods=["pearson"],
+                                       resamples=50)
+    rows = result.correlations[result.correlations["metric"] == "m1"]
+    assert rows["low"].isna().all() and rows["high"].isna().all()
+    assert np.isfinite(result.correlations.loc[result.correlations["metric"] == "m2", "low"]).all()

@@ -55,12 +55,24 @@ KENDALL_PAIRS_AT_ONCE = 4_000_000
 KENDALL_SCIPY_FROM = 100
 
 
+def _spread(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(centred x, whether each row varies by more than rounding error).
+
+    A row that is constant up to rounding (a constant metric's bootstrap means, weighted sums of equal values)
+    has no correlation: its float noise gave a correlation of noise (a constant metric's BOOT-INPUTS interval
+    was shown as -0.000..0.000 beside its undefined estimate).
+    """
+    magnitude = np.abs(x).max(axis=-1) if x.shape[-1] else np.zeros(x.shape[:-1])
+    centred = x - x.mean(axis=-1, keepdims=True)
+    spread = np.sqrt((centred * centred).sum(axis=-1))
+    return centred, spread > 64 * np.finfo(float).eps * np.sqrt(x.shape[-1]) * magnitude
+
+
 def _pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    x = x - x.mean(axis=-1, keepdims=True)
-    y = y - y.mean(axis=-1, keepdims=True)
+    (x, x_varies), (y, y_varies) = _spread(x), _spread(y)
     denominator = np.sqrt((x * x).sum(axis=-1) * (y * y).sum(axis=-1))
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(denominator > 0, (x * y).sum(axis=-1) / denominator, np.nan)
+        return np.where((denominator > 0) & x_varies & y_varies, (x * y).sum(axis=-1) / denominator, np.nan)
 
 
 def _kendall_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
