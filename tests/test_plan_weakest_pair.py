@@ -76,3 +76,16 @@ def test_short_workloads_without_a_fixed_cost_per_annotator_are_warned_about():
     # a fixed cost per annotator prices the spread in; a workload at the minimum needs no warning
     assert "short workloads" not in recommendation_text(decided(small_plan(5.0, 2)))
     assert "short workloads" not in recommendation_text(decided(small_plan(0.0, 5)))
+
+
+def test_the_command_prints_the_weakest_pairs_power(tmp_path, capsys):
+    from simdesign.cli import main
+
+    config = tmp_path / "tiny.yaml"
+    config.write_text("name: tiny\nmodel: coherence\neffect: fitted\ntests: [ttest_doc]\ntarget_power: 0.3\n"
+                      "cost: {pay_per_hour: 12, per_annotator: 1}\nmax_type1: null\n"
+                      "search: {designs: [{kind: block, blocks: 20, docs_per_block: 5, annotators_per_block: 1}]}\n"
+                      "screen_trials: 10\nmax_trials: 20\nconfirm_trials: 20\nseed: 1\n")
+    assert main(["plan", str(config), "--out", str(tmp_path / "out"), "--jobs", "1", "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "weakest_pair_power" in printed.splitlines()[1] and "its weakest pair, " in printed

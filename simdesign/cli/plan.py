@@ -33,8 +33,10 @@ def cmd_plan(args) -> int:
     paths = outcome.paths
     shown = outcome.table[outcome.table["trials"] > 0].head(args.show)
     with pd.option_context("display.width", 200, "display.max_rows", 200):
+        # the weakest pair's power beside the pooled power: pooled power can hide a pair rarely detected
         print(shown[["rank", "design", "test", "judgements", "annotators", "cost", "power", "ci_low", "ci_high",
-                     "trials", "decision"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+                     "weakest_pair_power", "trials", "decision"]].to_string(index=False,
+                                                                            float_format=lambda v: f"{v:.3f}"))
     print()
     print(outcome.recommendation)
     print(outcome.effort)
