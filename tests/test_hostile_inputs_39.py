@@ -123,13 +123,17 @@ def test_a_criteria_list_is_a_rate_study(extra, kind):
         study_kind({**docs_criteria_example(), "study": "rates", "workers": {"workers": 4}})
 
 
-def test_a_criteria_config_runs_and_resumes_from_the_command_line(tmp_path, capsys):
+@pytest.mark.slow  # 1.2 s, mostly the figure `run` draws; the fast tier routes criteria through simulate below
+def test_a_criteria_config_runs_from_the_command_line_and_resumes(tmp_path, capsys):
+    import simdesign
+
     assert _run_config(tmp_path, _small_criteria_config()) == 0, capsys.readouterr().err
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
-    assert set(summary["criterion"]) == {"coherence", "repetition"}
-    assert _run_config(tmp_path, _small_criteria_config(), "--trials", "3") == 0, capsys.readouterr().err
-    summary = pd.read_csv(tmp_path / "out" / "summary.csv")
-    assert set(summary["trials"]) == {3}
+    assert set(summary["criterion"]) == {"coherence", "repetition"} and set(summary["trials"]) == {2}
+    # resumed: the stored 2 trials kept, one more computed (the store's fingerprint matched the config's)
+    resumed = simdesign.simulate(str(tmp_path / "config.yaml"), out_dir=tmp_path / "out", trials=3, jobs=1,
+                                 progress=False)
+    assert set(resumed.summary()["trials"]) == {3}
 
 
 @pytest.mark.parametrize("as_path", [False, True], ids=["dict", "path"])
