@@ -146,6 +146,8 @@ def test_a_criteria_config_runs_through_simulate(tmp_path, as_path):
         config = str(tmp_path / "criteria.yaml")
     result = simdesign.simulate(config, out_dir=tmp_path / "out", jobs=1, progress=False)
     assert set(result.summary()["criterion"]) == {"coherence", "repetition"}
+    resumed = simdesign.simulate(config, out_dir=tmp_path / "out", trials=3, jobs=1, progress=False)
+    assert set(resumed.summary()["trials"]) == {3}
 
 
 # ------------------------------------------------------------------------------ 4. tracebacks, misleading words
