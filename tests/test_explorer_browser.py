@@ -340,3 +340,76 @@ def test_an_oversized_design_gets_the_servers_ceiling_next_to_its_control_and_th
     set_control(page, "blocks", "4")
     wait_for(page, "return document.getElementById('error-blocks').textContent === ''", 30, "the message to clear")
     results_of_a_new_setting(page, old_key, "results of 4 blocks")
+
+
+# --- issue 39 section 1: the explorer as a lecturer shows it ---------------------------------------------------------
+
+SCREENSHOTS = os.environ.get("SIMDESIGN_SCREENSHOTS")  # a folder: the tests below save what they saw there
+
+
+def screenshot(page, name: str) -> None:
+    if SCREENSHOTS:
+        page.save_screenshot(str(Path(SCREENSHOTS) / f"{name}.png"))
+
+
+# How many pixels of the picture have each colour exactly (a star's or a line's inside is its colour unblended).
+COUNT_COLOURS = """
+const [image, colours] = arguments;
+const canvas = document.createElement('canvas');
+canvas.width = image.naturalWidth; canvas.height = image.naturalHeight;
+const context = canvas.getContext('2d');
+context.drawImage(image, 0, 0);
+const data = context.getImageData(0, 0, canvas.width, canvas.height).data;
+const counts = {};
+for (const colour of colours) {
+  const [r, g, b] = [1, 3, 5].map((i) => parseInt(colour.slice(i, i + 2), 16));
+  let n = 0;
+  for (let i = 0; i < data.length; i += 4) if (data[i] === r && data[i + 1] === g && data[i + 2] === b) n++;
+  counts[colour] = n;
+}
+return counts;
+"""
+
+
+def drawn_position(page, old_key: str, table: str, what: str) -> tuple[str, dict]:
+    """Wait for a run other than ``old_key`` to finish and for its picture on ``table``; its key and the colours
+    the picture was drawn with."""
+    key = results_of_a_new_setting(page, old_key, what)
+    wait_for(page, f"return document.getElementById('results').dataset.key === '{key}' && "
+                   "document.getElementById('status').dataset.status === 'done'", FIRST_RESULT_TIMEOUT,
+             f"{what} to finish")
+    trials = page.execute_script("return document.getElementById('results').dataset.trials")
+    wait_for(page, "const i = document.getElementById('position-picture'); return i.complete && i.naturalWidth > 0 "
+                   f"&& i.getAttribute('src').includes('position-{key[:16]}') && i.dataset.table === '{table}' "
+                   f"&& i.dataset.trials === '{trials}' && i.dataset.colours", 120, f"the picture of {what} on {table}")
+    return key, json.loads(page.execute_script("return document.getElementById('position-picture').dataset.colours"))
+
+
+def test_the_stars_have_their_curves_colours_and_a_scaled_effect_is_said_beside_the_figure(page):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    wait_for(page, "return document.querySelectorAll('#results tbody tr').length > 0", FIRST_RESULT_TIMEOUT,
+             "the first results")
+    old_key = page.execute_script("return document.getElementById('results').dataset.key")
+    set_control(page, "trials", "200")
+    old_key = results_of_a_new_setting(page, old_key, "results of 200 trials")
+    page.find_element(By.ID, "scenario-nested20").click()  # Figure 7's nested design: art_block has a Figure 5 curve
+    key, colours = drawn_position(page, old_key, "paper_fig5_coherence", "the nested design's power run")
+    stars = colours["stars"]
+    assert set(stars) == {"ttest_doc", "art_doc", "art_block"}, colours
+    assert stars["art_block"] == colours["curves"]["art_block"], colours
+    assert len(set(stars.values())) == 3 and "#000000" not in stars.values(), colours
+    picture = page.find_element(By.ID, "position-picture")
+    counts = page.execute_script(COUNT_COLOURS, picture, list(stars.values()))
+    assert all(n >= 20 for n in counts.values()), counts  # each colour is drawn (a star is about 100 pixels)
+    assert page.execute_script("return document.getElementById('position-caveat').textContent") == ""
+    screenshot(page, "stars")
+    # the factor first (unused while the effect is 'fitted'), so that no half-typed factor ('0') is computed
+    set_control(page, "effect_scale", "0.5")
+    Select(page.find_element(By.ID, "control-effect")).select_by_value("scale")
+    drawn_position(page, key, "paper_fig5_coherence", "the run at half the fitted effects")
+    caveat = page.find_element(By.ID, "position-caveat")
+    assert caveat.is_displayed()
+    assert "0.5 x the fitted effects" in caveat.text and "the fitted effects (scale 1)" in caveat.text, caveat.text
+    screenshot(page, "caveat")

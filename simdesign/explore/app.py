@@ -19,6 +19,7 @@ from simdesign.core.estimands import estimand_label, headline_estimand
 from simdesign.explore import controls, curves, fields
 from simdesign.explore.live import KEPT_RUNS, ChunkPool, Runs
 from simdesign.methods import get_method
+from simdesign.model.common import effect_scale
 from simdesign.simulation.config import stable_digest
 
 log = logging.getLogger(__name__)
@@ -268,8 +269,11 @@ def position(key: str, table_name: str, runs: Runs, pictures: Pictures, figures_
     method = ", ".join(get_method(m).label for m in config.methods)
     title = (f"{chosen}: {entry['description'] or 'precomputed'}\nstars: your design {design.label} "
              f"({design.annotators} annotators, {method}), {snapshot['trials_done']} trials")
+    caveat = curves.effect_caveat(table, estimand, effect_scale(config.effect))
     with DRAWING:
-        png = curves.position_png(table, estimand, snapshot["rows"], design.annotators, title)
+        png, colours = curves.position_png(table, estimand, snapshot["rows"], design.annotators, title, caveat)
     name = f"position-{key[:16]}-{chosen}-{snapshot['trials_done']}"
     pictures.put(name, png)
-    return {**answer, "picture": f"/picture/{name}.png", "message": "", "trials": snapshot["trials_done"]}
+    # the caveat is also said beside the picture, in the page's words, where it is read before the figure
+    return {**answer, "picture": f"/picture/{name}.png", "message": "", "trials": snapshot["trials_done"],
+            "caveat": caveat or "", "colours": colours}

@@ -13,16 +13,20 @@ make it.
 from __future__ import annotations
 
 import io
+import itertools
 import textwrap
 from pathlib import Path
 
 import pandas as pd
 import yaml
+from matplotlib import rcParams
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from simdesign.core.estimands import estimand_label, has_nominal_level, headline_estimand
 from simdesign.core.yamlio import load_yaml
+from simdesign.model.common import effect_scale
 from simdesign.outputs import shipped_figures_folder
 from simdesign.simulation.method_specs import DEFAULT_METHODS, result_label
 
@@ -151,7 +155,8 @@ def read_curves(path) -> pd.DataFrame:
     return table
 
 
-def draw_position(curves: pd.DataFrame, estimand: str, current: list[dict], annotators: int, title: str):
+def draw_position(curves: pd.DataFrame, estimand: str, current: list[dict], annotators: int, title: str,
+                  caveat: str | None = None):
     """Curves of ``estimand`` against annotators, one per test, with the current design's rates on them.
 
     Parameters
@@ -165,10 +170,14 @@ def draw_position(curves: pd.DataFrame, estimand: str, current: list[dict], anno
     annotators : int
         The current design's annotators (its x).
     title : str
+    caveat : str, optional
+        Written under the axes in red (:func:`effect_caveat`: the stars are at another effect than the curves).
 
     Returns
     -------
     matplotlib.figure.Figure
+        With ``figure.colours``: ``{'curves': {name: colour}, 'stars': {name: colour}}`` as drawn (hex), what
+        the page is told beside the picture.
     """
     figure = Figure(figsize=(6.4, 4.0))
     ax = figure.subplots()
@@ -177,38 +186,113 @@ def draw_position(curves: pd.DataFrame, estimand: str, current: list[dict], anno
     # result label ('ttest_doc@rank'); a table without a method column is Likert.
     shown = shown.assign(curve=[result_label(test, method) for test, method in
                                 zip(shown["test"], shown.get("method", pd.Series(DEFAULT_METHODS[0], index=shown.index)))])
-    colours = {}
-    for test, rows in shown.groupby("curve", sort=True):
-        (line,) = ax.plot(rows["annotators"], rows["rate"], marker="o", markersize=3, label=f"{test} (precomputed)")
-        ax.fill_between(rows["annotators"], rows["ci_low"], rows["ci_high"], alpha=0.15, color=line.get_color())
-        colours[test] = line.get_color()
-    for row in (r for r in current if r["estimand"] == estimand and r["rate"] is not None):
-        name = result_label(row["test"], row.get("method", DEFAULT_METHODS[0]))
-        colour = colours.get(name, "black")
-        low, high = row["ci_low"] or row["rate"], row["ci_high"] or row["rate"]
-        ax.errorbar([annotators], [row["rate"]], yerr=[[row["rate"] - low], [high - row["rate"]]], fmt="*",
-                    markersize=13, color=colour, markeredgecolor="black", capsize=4,
-                    label=f"{name}: your design")
+    colours = _draw_curves(ax, shown)
+    figure.colours = {"curves": colours,
+                      "stars": _draw_stars(ax, current, estimand, annotators, colours, marked=caveat is not None)}
     if has_nominal_level(estimand):
         ax.axhline(0.05, color="grey", linestyle=":", linewidth=1)
+    _annotator_axis(ax, shown, annotators)
+    ax.set_ylabel(estimand_label(estimand))
+    ax.set_ylim(bottom=0)
+    ax.set_title("\n".join(textwrap.fill(line, 80) for line in title.splitlines()), fontsize=8.5)
+    ax.legend(fontsize=7, loc="best")
+    if caveat:
+        figure.text(0.01, 0.01, textwrap.fill(caveat, 110), color=CAVEAT_COLOUR, fontsize=7.5, va="bottom")
+        figure.tight_layout(rect=(0, 0.09, 1, 1))  # room for the caveat's two lines under the axis label
+    else:
+        figure.tight_layout()
+    return figure
+
+
+CAVEAT_COLOUR = "#b00020"  # the page's colour for what must be read before the figure
+
+
+def _draw_curves(ax, shown: pd.DataFrame) -> dict:
+    """One line per curve (with its interval as a band); curve name -> its colour (hex)."""
+    colours = {}
+    for name, rows in shown.groupby("curve", sort=True):
+        (line,) = ax.plot(rows["annotators"], rows["rate"], marker="o", markersize=3, label=f"{name} (precomputed)")
+        ax.fill_between(rows["annotators"], rows["ci_low"], rows["ci_high"], alpha=0.15, color=line.get_color())
+        colours[name] = to_hex(line.get_color())
+    return colours
+
+
+def star_colours(names, curve_colours: dict) -> dict:
+    """The colour of each star: its curve's, so that a star reads as a point of its curve; a test the table has no
+    curve of gets the next colour of the cycle no curve uses (one colour per test, never black, which would
+    read as "no test")."""
+    cycle = [to_hex(c) for c in rcParams["axes.prop_cycle"].by_key()["color"]]
+    free = [c for c in cycle if c not in curve_colours.values()] or cycle
+    spare = itertools.cycle(free)
+    return {name: curve_colours.get(name) or next(spare) for name in names}
+
+
+def _draw_stars(ax, current: list[dict], estimand: str, annotators: int, curve_colours: dict, marked: bool) -> dict:
+    """The live run's rates as stars with their intervals at the design's annotators; name -> colour drawn."""
+    rows = [r for r in current if r["estimand"] == estimand and r["rate"] is not None]
+    names = [result_label(r["test"], r.get("method", DEFAULT_METHODS[0])) for r in rows]
+    colours = star_colours(names, curve_colours)
+    for name, row in zip(names, rows):
+        low, high = row["ci_low"] or row["rate"], row["ci_high"] or row["rate"]
+        notes = [note for note, wanted in (("your effect", marked), ("no curve here", name not in curve_colours))
+                 if wanted]
+        ax.errorbar([annotators], [row["rate"]], yerr=[[row["rate"] - low], [high - row["rate"]]], fmt="*",
+                    markersize=13, color=colours[name], markeredgecolor="black", capsize=4,
+                    label=f"{name}: your design" + (f" ({'; '.join(notes)})" if notes else ""))
+    return colours
+
+
+def _annotator_axis(ax, shown: pd.DataFrame, annotators: int) -> None:
+    """A log axis with ticks at the table's designs and the current one, written as plain numbers (3, 60, 300),
+    not 3x10^0."""
     ax.set_xscale("log")
-    # ticks at the table's designs and the current one, written as plain numbers (3, 60, 300), not 3x10^0
     ticks = sorted({int(a) for a in shown["annotators"]} | {int(annotators)})
     ax.set_xticks(ticks if len(ticks) <= 12 else ticks[::len(ticks) // 12 + 1])
     ax.xaxis.set_major_formatter(ScalarFormatter())
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.tick_params(axis="x", labelsize=7)
     ax.set_xlabel("annotators in total")
-    ax.set_ylabel(estimand_label(estimand))
-    ax.set_ylim(bottom=0)
-    ax.set_title("\n".join(textwrap.fill(line, 80) for line in title.splitlines()), fontsize=8.5)
-    ax.legend(fontsize=7, loc="best")
-    figure.tight_layout()
-    return figure
 
 
-def position_png(curves: pd.DataFrame, estimand: str, current: list[dict], annotators: int, title: str) -> bytes:
-    figure = draw_position(curves, estimand, current, annotators, title)
+def _effect_scale_of_label(label) -> float | None:
+    """The scale factor a summary's 'effect' label stands for ('zero', 'fitted', 'x0.5'); None when unreadable."""
+    text = str(label)
+    if text in ("zero", "fitted"):
+        return effect_scale(text)
+    try:
+        return float(text[1:]) if text.startswith("x") else float(text)
+    except ValueError:
+        return None
+
+
+def _effect_words(scale: float) -> str:
+    if scale == 0:
+        return "effect zero"
+    return "the fitted effects (scale 1)" if scale == 1 else f"{scale:g} x the fitted effects"
+
+
+def effect_caveat(curves: pd.DataFrame, estimand: str, run_scale: float) -> str | None:
+    """What to say when the run's effect is not the one the table's curves of ``estimand`` were computed at.
+
+    Power depends on the effect: a design's power at half the fitted effects is not a point of a curve at the
+    fitted effects. The stars are still drawn (how far the design falls below the curve at the user's effect is
+    what one changes the effect to see), with this sentence on the figure and beside it. None when the effects
+    agree, or when the table does not say its effect (a summary without an 'effect' column).
+    """
+    if "effect" not in curves.columns:
+        return None
+    scales = {_effect_scale_of_label(label) for label in curves.loc[curves["estimand"] == estimand, "effect"]}
+    if not scales or scales == {run_scale} or None in scales:
+        return None
+    theirs = " and ".join(_effect_words(s) for s in sorted(scales))
+    return (f"Your effect is {_effect_words(run_scale)}; these curves are at {theirs}: the stars show your "
+            f"design at your effect, not a point of these curves.")
+
+
+def position_png(curves: pd.DataFrame, estimand: str, current: list[dict], annotators: int, title: str,
+                 caveat: str | None = None) -> tuple[bytes, dict]:
+    """The PNG of :func:`draw_position` and the colours of its curves and stars (its ``figure.colours``)."""
+    figure = draw_position(curves, estimand, current, annotators, title, caveat)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=90)
-    return buffer.getvalue()
+    return buffer.getvalue(), figure.colours

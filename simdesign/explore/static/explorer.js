@@ -394,10 +394,13 @@ async function refreshPosition(userChoice) {
   }
   if (answer.table) select.value = answer.table;
   $("position-message").textContent = answer.message;
+  $("position-caveat").textContent = answer.caveat || "";
   if (answer.picture) {
     $("position-picture").src = answer.picture;
     $("position-picture").dataset.trials = answer.trials;
     $("position-picture").dataset.table = answer.table;
+    // the colours drawn (curve -> colour, star -> colour): the picture's key, read by the browser test
+    $("position-picture").dataset.colours = JSON.stringify(answer.colours || {});
     $("position-picture").style.display = "";
   } else {
     $("position-picture").removeAttribute("src");
