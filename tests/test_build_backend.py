@@ -79,3 +79,11 @@ def test_pip_builds_a_wheel_from_a_read_only_checkout_and_writes_nothing_into_it
     assert done.returncode == 0, done.stderr[-3000:]
     assert list((tmp_path / "wheels").glob("simdesign_humeval-*.whl"))
     assert sorted(str(p.relative_to(source)) for p in source.rglob("*")) == before
+
+
+def test_an_sdist_carries_the_backend():
+    # pip builds a wheel from an sdist with the sdist's own pyproject.toml: without the backend module the
+    # build fails. setuptools puts a file into an sdist that MANIFEST.in names (checked by hand: the sdist
+    # lists build_support/out_of_tree_backend.py and pip builds a wheel from it).
+    lines = (ROOT / "MANIFEST.in").read_text().splitlines()
+    assert "include build_support/out_of_tree_backend.py" in lines
