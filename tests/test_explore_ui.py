@@ -105,3 +105,13 @@ def test_the_server_says_the_caveat_of_a_scaled_effect_and_the_colours_it_drew(s
         stars, drawn_curves = view["colours"]["stars"], view["colours"]["curves"]
         assert set(stars) == {"ttest", "ttest_doc", "art_block"}
         assert stars["art_block"] == drawn_curves["art_block"] and BLACK not in stars.values()
+
+
+@pytest.mark.parametrize("kind", sorted(DESIGN_KINDS))
+def test_every_design_kind_starts_at_a_design_the_server_accepts(kind):
+    """Choosing a kind fills its fields with these values: none may be empty ("got None") or refused."""
+    spec = controls.options()["designs"][kind]
+    assert all(spec["defaults"][name] for name in spec["fields"]), spec
+    form = {**controls.DEFAULTS, "kind": kind, **spec["defaults"]}
+    checked = controls.check_controls(form)
+    assert checked.errors == {} and checked.config.designs[0].kind == kind, checked.errors

@@ -413,3 +413,36 @@ def test_the_stars_have_their_curves_colours_and_a_scaled_effect_is_said_beside_
     assert caveat.is_displayed()
     assert "0.5 x the fitted effects" in caveat.text and "the fitted effects (scale 1)" in caveat.text, caveat.text
     screenshot(page, "caveat")
+
+
+def horizontal_overflow(page) -> dict:
+    """Elements wider than their box (a horizontal scrollbar, or content cut off at the side): id -> widths."""
+    return page.execute_script(
+        "const out = {}; for (const e of [document.documentElement, document.body, ...document.querySelectorAll("
+        "'main, #view, #results-box, #totals, #lower, #position-box, #design-figure')]) { "
+        "if (e.scrollWidth > e.clientWidth + 1) out[e.id || e.tagName] = [e.scrollWidth, e.clientWidth]; } "
+        "return out;")
+
+
+def test_choosing_the_overlap_design_starts_at_a_valid_design_and_its_long_description_wraps(projector_page):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    page = projector_page
+    wait_for(page, "return document.querySelectorAll('#results tbody tr').length > 0", FIRST_RESULT_TIMEOUT,
+             "the first results")
+    old_key = page.execute_script("return document.getElementById('results').dataset.key")
+    Select(page.find_element(By.ID, "control-kind")).select_by_value("overlap")
+    shown = wait_for(page, "const r = document.querySelector('[data-total=design] .value'); "
+                           "return r && r.textContent.startsWith('overlap-') && r.textContent", 30, "the overlap design")
+    assert shown.startswith("overlap-S10-U30-A3 (3 annotators all judging the same 10 shared documents"), shown
+    errors = page.execute_script("return [...document.querySelectorAll('.error')].map(e => e.textContent)"
+                                 ".filter(t => t)")
+    assert errors == [] and not page.find_elements(By.CSS_SELECTOR, ".bad"), errors
+    results_of_a_new_setting(page, old_key, "results of the overlap design")
+    # the description (about 100 characters) is wider than the results column of a 1024-pixel projector
+    assert horizontal_overflow(page) == {}
+    description = page.find_element(By.CSS_SELECTOR, "[data-total=design]")
+    assert description.size["height"] > 1.5 * page.find_element(By.CSS_SELECTOR, "[data-total=documents]").size[
+        "height"], "the description is one line: not long enough to test its wrapping"
+    screenshot(page, "overlap")

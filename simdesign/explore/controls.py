@@ -23,8 +23,12 @@ from simdesign.methods.rank import RANK
 from simdesign.model import PRESETS
 
 # What the page starts with: the paper's design (Steen & Markert, 2021) under the null, the tests of its Figure 4.
+# Every built-in kind starts at a valid design of the paper's 100 documents, so that choosing a kind shows a
+# design rather than a message per empty field (an overlap design: 10 shared documents plus 30 of each of 3
+# annotators' own, ReproHum's layout).
 DEFAULT_DESIGNS = {"block": {"blocks": 20, "docs_per_block": 5, "annotators_per_block": 3},
-                   "pool": {"docs": 100, "annotators": 30, "judgements_per_output": 3}}
+                   "pool": {"docs": 100, "annotators": 30, "judgements_per_output": 3},
+                   "overlap": {"shared_docs": 10, "unique_docs_per_annotator": 30, "annotators": 3}}
 DEFAULT_METHOD = default_method().name
 DEFAULTS = {"model": "coherence", "method": DEFAULT_METHOD, "effect": "zero", "effect_scale": "1.0", "kind": "block",
             "tests": ["ttest", "ttest_doc", "art_doc"], "trials": "1000", "seed": "2021", "alpha": "0.05",
