@@ -89,3 +89,12 @@ def test_the_command_prints_the_weakest_pairs_power(tmp_path, capsys):
     assert main(["plan", str(config), "--out", str(tmp_path / "out"), "--jobs", "1", "--quiet"]) == 0
     printed = capsys.readouterr().out
     assert "weakest_pair_power" in printed.splitlines()[1] and "its weakest pair, " in printed
+
+
+def test_a_budget_plan_spreading_the_work_for_free_is_warned_about_too():
+    config = small_plan(0.0, 2, target_power=None, budget=1000.0, max_type1=0.075)
+    result = decided(config)
+    assert result.recommended is not None and result.config.goal == "budget"
+    words = recommendation_text(result)
+    assert "Warning: short workloads" in words and "cost.per_annotator 0" in words
+    assert plan_table(result).loc[0, "weakest_pair_power"] == pytest.approx(CLOSE)
