@@ -113,3 +113,34 @@ def test_budget_recommendation_compares_with_the_other_methods_best_that_holds_i
     assert "with art_block, type I error 2.0%" in sentence
     # the liberal one is named only as what it is
     assert "a more powerful one, 0.950" in sentence and "ttest_doc" in sentence and "was shown to exceed" in sentence
+
+
+class _FailsItsConfirmation(OutcomeSource):
+    """Full power everywhere; type I error 2%, except one key's fresh (confirmation) trials at 30%."""
+
+    def __init__(self, failing, max_trials):
+        self.failing, self.max_trials = failing, max_trials
+
+    def power(self, wanted):
+        return {key: np.ones((stop - first, 1), bool) for key, (first, stop) in wanted.items()}
+
+    def null(self, wanted):
+        out = {}
+        for key, (first, stop) in wanted.items():
+            t = np.arange(first, stop)
+            rate = np.where((key == self.failing) & (t >= self.max_trials), 0.3, 0.02)
+            out[key] = (np.floor((t + 1) * rate) > np.floor(t * rate))[:, None]
+        return out
+
+
+def test_target_recommendation_never_names_a_rival_that_failed_its_confirmation():
+    # issue 39: the coherence method plan named Likert's block-B12-D5-A2 (which failed its type I confirmation)
+    # as "the cheapest candidate shown to reach the target"
+    config = plan(cost={"pay_per_hour": 12, "per_annotator": 0, "seconds_per_judgement": {"likert": 10, "rank": 20}},
+                  max_type1=0.075, screen_trials=50, max_trials=800)
+    likert = sorted((c for c in config.candidates if c.method == "likert"), key=lambda c: c.total_cost)
+    result = decide_plan(config, _FailsItsConfirmation(likert[0].key, config.max_trials))
+    assert result.recommended.candidate.method == "rank"
+    sentence = recommendation_text(result).split("with Likert", 1)[1].split(". ")[0]
+    assert f"the cheapest candidate shown to reach the target, {likert[1].design.label} with art_block" in sentence
+    assert f"failed its confirmation on fresh studies: {likert[0].design.label} with art_block" in sentence

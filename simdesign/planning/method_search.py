@@ -107,7 +107,8 @@ def method_sentence(config, best, active: list) -> str:
     """Why the recommendation's annotation method (only when the plan compares methods).
 
     Names the method, its seconds per judged output, and the best candidate of every other method
-    (cheapest passing for a target-power goal, most powerful affordable for a budget goal).
+    (target-power goal: the cheapest that passed the search, and any cheaper one that failed its
+    confirmation; budget goal: the most powerful affordable one among those shown to hold their level).
     """
     if len(config.methods) < 2:
         return ""
@@ -117,17 +118,32 @@ def method_sentence(config, best, active: list) -> str:
             f"output, {costs[method].seconds_source})")
     for other in (m for m in config.methods if m != method):
         rivals = [r for r in active if r.candidate.method == other]
-        passing = [r for r in rivals if r.decision in ("pass", "best", "tied", "not_confirmed")]
         if config.goal == "target_power":
-            cheapest = min(passing, key=lambda r: r.candidate.total_cost, default=None)
             text += (f"; with {get_method(other).label} ({costs[other].seconds_per_judgement:g} s per output) "
-                     + (f"the cheapest candidate shown to reach the target, {cheapest.candidate.design.label} with "
-                        f"{cheapest.candidate.test.label}, costs {cheapest.candidate.total_cost:.2f}"
-                        if cheapest is not None else _no_pass_phrase(config, rivals)))
+                     + _cheapest_phrase(config, rivals))
         else:
             text += (f"; with {get_method(other).label} ({costs[other].seconds_per_judgement:g} s per output) "
                      + _strongest_phrase(config, rivals))
     return text + "."
+
+
+def _cheapest_phrase(config, rivals: list) -> str:
+    """Target goal: the other method's cheapest candidate that passed the search, and any cheaper one that
+    passed it but failed its confirmation on fresh studies (no rival: it did not hold up)."""
+    passing = [r for r in rivals if r.decision == "pass"]
+    cheapest = min(passing, key=lambda r: r.candidate.total_cost, default=None)
+    if cheapest is None:
+        text = _no_pass_phrase(config, rivals)
+    else:
+        text = (f"the cheapest candidate shown to reach the target, {cheapest.candidate.design.label} with "
+                f"{cheapest.candidate.test.label}, costs {cheapest.candidate.total_cost:.2f}")
+    failed = [r for r in rivals if r.decision == "not_confirmed"
+              and (cheapest is None or r.candidate.total_cost < cheapest.candidate.total_cost)]
+    if failed:
+        text += " (cheaper, but failed its confirmation on fresh studies: " + ", ".join(
+            f"{r.candidate.design.label} with {r.candidate.test.label} at {r.candidate.total_cost:.2f}"
+            for r in sorted(failed, key=lambda r: r.candidate.total_cost)) + ")"
+    return text
 
 
 def holds_level(config, r) -> bool:
@@ -169,8 +185,9 @@ def _power_and_type1(r) -> str:
 
 def _no_pass_phrase(config, rivals: list) -> str:
     """What the other method offers when none of its candidates was shown to reach the target."""
-    # a liberal candidate's power is not a rival's: it rejects too often under the null as well
-    estimated = [r for r in rivals if r.power >= config.target_power and r.decision != "liberal"]
+    # a liberal candidate's power is not a rival's (it rejects too often under the null as well), nor is one
+    # that failed its confirmation (named by _cheapest_phrase)
+    estimated = [r for r in rivals if r.power >= config.target_power and r.decision not in ("liberal", "not_confirmed")]
     if not estimated:
         return "no candidate was shown to reach the target"
     cheapest = min(estimated, key=lambda r: r.candidate.total_cost)
