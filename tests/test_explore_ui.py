@@ -115,3 +115,30 @@ def test_every_design_kind_starts_at_a_design_the_server_accepts(kind):
     form = {**controls.DEFAULTS, "kind": kind, **spec["defaults"]}
     checked = controls.check_controls(form)
     assert checked.errors == {} and checked.config.designs[0].kind == kind, checked.errors
+
+
+@pytest.fixture
+def client(tmp_path):
+    from simdesign.explore.app import create_app
+
+    app = create_app(workers=0, figures_dir=tmp_path / "figures", configs_dir=curves.DEFAULT_CONFIGS)
+    yield app.test_client()
+    app.extensions["simdesign_pool"].close()
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])  # the IHDR chunk's width and height
+
+
+@pytest.mark.slow  # two drawings: half a second or more
+def test_the_enlarge_view_gets_the_design_drawn_for_a_projectors_width(client):
+    answer = client.post("/api/check", json={**FORM, "start": False}).get_json()
+    small, large = (png_size(client.get(answer[key]).data) for key in ("picture", "picture_large"))
+    assert large[0] >= 1024 and large[0] > 2 * small[0]  # a projector's width, not the page's picture scaled up
+    assert abs(large[0] / large[1] - small[0] / small[1]) < 0.01  # the same picture
+    # a design that is good while another control is not is still drawn, and enlarged
+    answer = client.post("/api/check", json={**FORM, "trials": "x", "start": False}).get_json()
+    assert set(answer["errors"]) == {"trials"} and client.get(answer["picture_large"]).status_code == 200
+    answer = client.post("/api/check", json={**FORM, "blocks": "-1", "start": False}).get_json()
+    assert answer["picture"] is None and answer["picture_large"] is None

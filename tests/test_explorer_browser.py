@@ -446,3 +446,39 @@ def test_choosing_the_overlap_design_starts_at_a_valid_design_and_its_long_descr
     assert description.size["height"] > 1.5 * page.find_element(By.CSS_SELECTOR, "[data-total=documents]").size[
         "height"], "the description is one line: not long enough to test its wrapping"
     screenshot(page, "overlap")
+
+
+def test_the_enlarge_view_shows_the_design_across_the_window_and_closes_by_escape_or_a_click(projector_page):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    page = projector_page
+    wait_for(page, "const i = document.getElementById('design-picture'); return i.complete && i.naturalWidth > 0",
+             FIRST_RESULT_TIMEOUT, "the design picture")
+    assert page.execute_script("return document.getElementById('overlay').hidden")
+    overlay_shown = ("const o = document.getElementById('overlay'), i = document.getElementById('overlay-picture'); "
+                     "return !o.hidden && i.complete && i.naturalWidth > 0 && "
+                     "[i.naturalWidth, i.naturalHeight, i.getBoundingClientRect().width, "
+                     "i.getBoundingClientRect().height, window.innerWidth, window.innerHeight]")
+    for opener, closer in (("enlarge-design", "Escape"), ("design-picture", "click")):
+        page.find_element(By.ID, opener).click()
+        natural_w, natural_h, box_w, box_h, width, height = wait_for(page, overlay_shown, 30, "the enlarge view")
+        small_w = page.execute_script("return document.getElementById('design-picture').getBoundingClientRect().width")
+        # drawn for a projector (not the page's picture scaled up), and shown across the window: the picture
+        # (kept in shape) fills its width or its height
+        assert natural_w >= 1024 and natural_w > 2 * page.execute_script(
+            "return document.getElementById('design-picture').naturalWidth")
+        shown_w = min(box_w, box_h * natural_w / natural_h)
+        assert box_w >= 0.95 * width and box_h >= 0.9 * height, (box_w, box_h, width, height)
+        # the design picture is about square: a 4:3 window's height limits it, at nearly three times the page's
+        assert shown_w > 2.5 * small_w, (shown_w, small_w)
+        assert page.find_element(By.ID, "overlay-hint").is_displayed()
+        screenshot(page, f"enlarged-by-{opener}")
+        if closer == "Escape":
+            page.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+        else:
+            page.find_element(By.ID, "overlay-picture").click()
+        wait_for(page, "return document.getElementById('overlay').hidden && "
+                       "getComputedStyle(document.getElementById('overlay')).display === 'none'", 10,
+                 f"the enlarge view to close by {closer}")
+    screenshot(page, "enlarge-closed")

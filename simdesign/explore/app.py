@@ -26,6 +26,10 @@ log = logging.getLogger(__name__)
 STATIC_FILES = {"explorer.js": "text/javascript", "explorer.css": "text/css"}
 KEPT_PICTURES = 64
 MAX_DRAWN_PAIRS = 2_000_000  # (annotator, document) pairs; larger designs are not drawn
+# The page's "enlarge" view shows the design picture across a projector's width: drawn again at this resolution
+# (about 1150 pixels wide) rather than the page's picture (460 pixels) scaled up and blurred.
+LARGE_DPI = 250
+LARGE_SUFFIX = "-large"
 # pyplot keeps global state: one drawing at a time across the server's threads.
 DRAWING = threading.Lock()
 
@@ -198,14 +202,14 @@ def check_and_start(form: dict, runs: Runs, pictures: Pictures, models: dict | N
               "warnings": checked.warnings}
     if checked.config is None:
         answer["picture"] = design_picture_only(checked, pictures)
-        return answer
+        return {**answer, "picture_large": large_picture(answer["picture"])}
     config = checked.config
     key = stable_digest(config.to_mapping())
     run = runs.start(key, config) if start else runs.get(key)
     answer["totals"] = controls.totals(config, checked.cost)
     answer["picture"] = draw_picture(config.designs[0], config.model.n_systems, config.seed, pictures)
     answer["run"] = None if run is None else run.snapshot()
-    return answer
+    return {**answer, "picture_large": large_picture(answer["picture"])}
 
 
 def draw_picture(design, n_systems: int, seed: int, pictures: Pictures) -> str | None:
@@ -217,7 +221,14 @@ def draw_picture(design, n_systems: int, seed: int, pictures: Pictures) -> str |
     name = f"{design.label}-s{n_systems}-seed{seed}"
     if name not in pictures:
         pictures.put(name, lambda: design_png(design, n_systems=n_systems, seed=seed))
+    if name + LARGE_SUFFIX not in pictures:  # drawn only when the page's enlarge view asks for it
+        pictures.put(name + LARGE_SUFFIX, lambda: design_png(design, n_systems=n_systems, seed=seed, dpi=LARGE_DPI))
     return f"/picture/{name}.png"
+
+
+def large_picture(url: str | None) -> str | None:
+    """The URL of the enlarge view's picture of a design picture's URL (:func:`draw_picture` registers both)."""
+    return None if url is None else url.removesuffix(".png") + LARGE_SUFFIX + ".png"
 
 
 def design_picture_only(checked, pictures: Pictures) -> str | None:

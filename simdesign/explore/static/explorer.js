@@ -3,7 +3,7 @@
 "use strict";
 
 const state = { options: null, seq: 0, key: null, pollTimer: null, lastPosition: 0, positionTrials: -1,
-                picture: null, debounce: null, sent: null, inflight: Promise.resolve(), estimand: null };
+                picture: null, pictureLarge: null, debounce: null, sent: null, inflight: Promise.resolve(), estimand: null };
 
 function $(id) { return document.getElementById(id); }
 
@@ -92,6 +92,10 @@ function buildControls() {
   $("cancel").addEventListener("click", cancelRun);
   $("run-again").addEventListener("click", () => { clearTimeout(state.debounce); check({ force: true }); });
   $("curve-table").addEventListener("change", () => refreshPosition(true));
+  $("enlarge-design").addEventListener("click", openEnlarged);
+  $("design-picture").addEventListener("click", openEnlarged);
+  $("overlay").addEventListener("click", closeEnlarged); // anywhere, the picture too: nothing in it is clickable
+  document.addEventListener("keydown", (event) => { if (event.key === "Escape") closeEnlarged(); });
 }
 
 function applyScenario(scenario) {
@@ -180,17 +184,32 @@ function showTotals(totals) {
   }
 }
 
-function showPicture(picture) {
+function showPicture(picture, large) {
+  state.pictureLarge = large || null;
+  $("enlarge-design").disabled = !picture;
   if (picture && picture !== state.picture) {
     state.picture = picture;
     $("design-picture").src = picture;
     $("design-picture").style.display = "";
+    if (!$("overlay").hidden) openEnlarged(); // an open enlarge view follows the design
   } else if (!picture) {
     // a bad design (its message is next to its control), or one too large to draw
     state.picture = null;
     $("design-picture").removeAttribute("src");
     $("design-picture").style.display = "none";
+    closeEnlarged();
   }
+}
+
+// The enlarge view: the design picture drawn for a projector's width (the server's large picture), over the page.
+function openEnlarged() {
+  if (!state.picture) return;
+  $("overlay-picture").src = state.pictureLarge || state.picture;
+  $("overlay").hidden = false;
+}
+
+function closeEnlarged() {
+  $("overlay").hidden = true;
 }
 
 // Send the controls. start: false (after Cancel) checks and draws without computing; force: true sends
@@ -221,7 +240,7 @@ function check(options) {
     showMethods(answer.methods);
     $("warnings").textContent = (answer.warnings || []).join("\n");
     showTotals(answer.totals);
-    showPicture(answer.picture);
+    showPicture(answer.picture, answer.picture_large);
     if (!answer.run) {
       clearTimeout(state.pollTimer);
       state.key = null;
