@@ -189,3 +189,32 @@ def test_cli_plans_a_replication_and_writes_table_recommendation_and_figure(tmp_
     path.write_text(yaml.safe_dump(raw))
     assert main(["plan", str(path), "--out", str(tmp_path / "bad")]) == 2
     assert "'replication.target' field must be one of" in capsys.readouterr().err
+
+
+def test_the_recommendation_names_cheaper_undecided_candidates_and_the_trials_that_would_settle_them():
+    # The committed plan recommended A6 (152 EUR) while A4 (101 EUR) was undecided at 200 trials and later met the
+    # target on 400 fresh replications: the rule is right, but the user must hear of A4 (issue 39).
+    from types import SimpleNamespace as N
+
+    from simdesign.planning.replication_plan import _undecided_cheaper
+
+    def row(label, cost, decision, power, low, high, type1=(float("nan"),) * 3, type1_trials=0):
+        return N(candidate=N(total_cost=cost, design=N(label=label), test=N(label="ttest_doc")), decision=decision,
+                 trials=200, power=power, ci_low=low, ci_high=high, type1=type1[0], type1_low=type1[1],
+                 type1_high=type1[2], type1_trials=type1_trials)
+
+    config = N(plan=N(max_type1=0.075, cost=N(currency="EUR")), target=N(probability=0.6))
+    result = N(results=[row("A6", 152.12, "pass", 0.82, 0.65, 0.92),
+                        row("A4", 101.41, "undecided", 0.665, 0.587, 0.735),
+                        row("A3", 76.06, "undecided", 0.66, 0.582, 0.730, (0.0615, 0.0466, 0.0807), 200),
+                        row("A2", 50.0, "fail", 0.30, 0.2, 0.4),
+                        row("A9", 228.18, "undecided", 0.61, 0.55, 0.67)])
+    text = _undecided_cheaper(config, result, 152.12)
+    assert "A9" not in text and "A2" not in text and "A6" not in text  # dearer, decided, or the pick itself
+    # by hand: the half-width shrinks as 1/sqrt(n): 200 x (0.074 / 0.065)^2 = 259.2 -> about 260
+    assert "A4 with ttest_doc (101.41 EUR): probability 0.665 [0.587, 0.735] after 200 trials contains the " \
+           "target 0.6: about 260 trials would settle it" in text
+    # 200 x (0.074 / 0.060)^2 = 304.2 -> 310; its type I error: 200 x (0.01705 / 0.0135)^2 = 319.0 -> 320
+    assert "about 310 trials" in text and "contains max_type1 0.075: about 320 trials" in text
+    assert text.index("A3") < text.index("A4")  # cheapest first
+    assert _undecided_cheaper(config, N(results=result.results[:1]), 152.12) == ""

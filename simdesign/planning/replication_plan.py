@@ -557,8 +557,45 @@ def replication_recommendation(config: ReplicationPlan, result: PlanResult) -> s
                  f"{trials['reproduced'].mean():.1%}")
     text += (f". Guarantee: the chance of recommending a replication design whose true probability is below the "
              f"target (or whose test's type I error is above max_type1) is at most {(1 - plan.confidence) / 2:.3g} "
-             f"each, whatever the number of candidates (the confirmation's trials are fresh).\n")
-    return text
+             f"each, whatever the number of candidates (the confirmation's trials are fresh).")
+    return text + _undecided_cheaper(config, result, candidate.total_cost) + "\n"
+
+
+def _trials_to_settle(estimate: float, low: float, high: float, trials: int, bound: float) -> str:
+    """About how many trials would put the interval on one side of ``bound`` if the estimate held: the
+    interval's half-width shrinks as 1 / sqrt(trials)."""
+    distance = abs(estimate - bound)
+    if not trials or not np.isfinite(low) or distance == 0:
+        return "more trials cannot settle it at this estimate"
+    needed = int(np.ceil(trials * ((high - low) / 2 / distance) ** 2 / 10) * 10)
+    return f"about {max(needed, trials + 10)} trials would settle it if its estimate held"
+
+
+def _undecided_cheaper(config: ReplicationPlan, result: PlanResult, cost: float) -> str:
+    """The cheaper candidates the search left undecided (issue 39): an undecided candidate is never recommended,
+    so a cheaper design that may well meet the target is passed over; the user should know which and what it
+    would take to settle it (a larger max_trials)."""
+    plan, target = config.plan, config.target
+    parts = []
+    for r in sorted(result.results, key=lambda r: r.candidate.total_cost):
+        if r.candidate.total_cost >= cost or r.decision != "undecided" or not r.trials:
+            continue
+        reasons = []
+        if target.probability is not None and r.ci_low <= target.probability <= r.ci_high:
+            reasons.append(f"probability {r.power:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}] after {r.trials} trials "
+                           f"contains the target {target.probability:g}: "
+                           + _trials_to_settle(r.power, r.ci_low, r.ci_high, r.trials, target.probability))
+        if plan.max_type1 is not None and r.type1_trials and r.type1_low <= plan.max_type1 <= r.type1_high:
+            reasons.append(f"type I error {r.type1:.3f} [{r.type1_low:.3f}, {r.type1_high:.3f}] after "
+                           f"{r.type1_trials} trials contains max_type1 {plan.max_type1:g}: "
+                           + _trials_to_settle(r.type1, r.type1_low, r.type1_high, r.type1_trials, plan.max_type1))
+        if reasons:
+            parts.append(f"{r.candidate.design.label} with {r.candidate.test.label} "
+                         f"({r.candidate.total_cost:,.2f} {plan.cost.currency}".rstrip() + f"): {'; '.join(reasons)}")
+    if not parts:
+        return ""
+    return ("\n\nCheaper candidates left undecided (never recommended: their intervals contain the bound; raise "
+            "max_trials to settle them): " + ". ".join(parts) + ".")
 
 
 def plot_replication_plan(table: pd.DataFrame, config: ReplicationPlan, out_base: Path) -> list[Path]:
