@@ -822,7 +822,8 @@ def reliability_of_checked(frame: pd.DataFrame, scale, seed: int = 0) -> Reliabi
 
 def analyse_metrics(table, *, metrics=None, human: str = "human", levels=("system", "summary", "global"),
                     methods=("pearson", "spearman", "kendall"), resamples: int = 1000, seed: int = 0,
-                    confidence: float = 0.95, drop_incomplete_inputs: bool = False, lower_is_better=()):
+                    confidence: float = 0.95, drop_incomplete_inputs: bool = False, lower_is_better=(),
+                    max_outputs: int = 200_000):
     """Correlations of automatic metrics with human scores and tests comparing metrics (Deutsch et al. 2021).
 
     ``simdesign analyse-metrics`` in Python (docs/how-to/analyse-metrics.md).
@@ -849,6 +850,8 @@ def analyse_metrics(table, *, metrics=None, human: str = "human", levels=("syste
     lower_is_better : sequence of str
         Metrics whose lower scores are better (an error rate): negated first, so that a higher correlation
         means a better metric in every comparison (Williams' test compares signed correlations).
+    max_outputs : int
+        The most rows (outputs) a table may have, checked before a file is read (default 200,000).
 
     Returns
     -------
@@ -870,4 +873,4 @@ def analyse_metrics(table, *, metrics=None, human: str = "human", levels=("syste
 
     return analyse(table, metrics=metrics, human=human, levels=levels, methods=methods, resamples=resamples,
                    seed=seed, confidence=confidence, drop_incomplete_inputs=drop_incomplete_inputs,
-                   lower_is_better=lower_is_better)
+                   lower_is_better=lower_is_better, max_outputs=max_outputs)

@@ -429,3 +429,27 @@ def test_a_lower_is_better_metric_is_compared_as_the_negated_higher_is_better_on
     assert main(["analyse-metrics", str(path), "--level", "system", "--methods", "pearson", "--resamples", "50",
                  "--lower-is-better", "metric_b"]) == 0
     assert "metric_b is lower-is-better" in capsys.readouterr().out
+
+
+def test_a_table_beyond_the_outputs_ceiling_is_refused_before_it_is_read(tmp_path, capsys):
+    # A 900,000-row table ran minutes with no answer (issue 39): refused when its rows are counted, in constant
+    # memory, naming the count, the ceiling and how to raise it.
+    from simdesign.core.errors import DataError
+    from simdesign.pilot.metric_analysis import _count_rows, analyse_metrics
+
+    table = pd.read_csv(EXAMPLE)  # 360 rows
+    path = tmp_path / "scores.csv"
+    table.to_csv(path, index=False)
+    assert _count_rows(path) == 360
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))  # no newline after the last row
+    assert _count_rows(path) == 360
+    with pytest.raises(DataError, match=r"has 360 rows \(outputs\); analyse-metrics takes at most 359 .*--max-outputs"):
+        analyse_metrics(path, max_outputs=359, resamples=10)
+    with pytest.raises(DataError, match=r"The metric table has 360 rows"):
+        analyse_metrics(table, max_outputs=100, resamples=10)
+    with pytest.raises(DataError, match="must be a positive integer"):
+        analyse_metrics(table, max_outputs=0, resamples=10)
+    out = tmp_path / "out"
+    assert main(["analyse-metrics", str(path), "--max-outputs", "300", "--out", str(out)]) == 2
+    assert "has 360 rows" in capsys.readouterr().err and not out.exists()
+    assert analyse_metrics(path, max_outputs=360, levels=["system"], methods=["pearson"], resamples=10) is not None

@@ -37,6 +37,9 @@ def add_parser(subparsers) -> None:
                         help="bootstrap resamples and permutations per interval and test (default %(default)s)")
     parser.add_argument("--confidence", type=float, default=0.95, help="interval level (default %(default)s)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-outputs", type=int, default=200_000,
+                        help="the most rows (outputs) a table may have, checked before it is read (default "
+                             "%(default)s): the resamples' time grows with the outputs")
     parser.add_argument("--lower-is-better", help="comma-separated metrics whose lower scores are better (an error "
                                                   "rate): negated first, so a higher correlation is better for every "
                                                   "metric (default: none)")
@@ -55,7 +58,8 @@ def run(args) -> int:
                              levels=_names(args.level, "--level"), methods=_names(args.methods, "--methods"),
                              resamples=args.resamples, seed=args.seed, confidence=args.confidence,
                              drop_incomplete_inputs=args.drop_incomplete_inputs,
-                             lower_is_better=_names(args.lower_is_better, "--lower-is-better") or ())
+                             lower_is_better=_names(args.lower_is_better, "--lower-is-better") or (),
+                             max_outputs=args.max_outputs)
     print(f"{args.table}:")
     print(result.summary())
     if args.out:
