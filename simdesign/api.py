@@ -565,23 +565,84 @@ def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True
     """
     from simdesign.planning.plan_report import effort_line, plan_table, recommendation_text
     from simdesign.planning.plan_search import run_plan
-    from simdesign.planning.planner import PlanConfig, load_plan, parse_plan
+    from simdesign.planning.planner import PlanConfig
 
-    if isinstance(config, dict):
-        config = parse_plan(config)
-    elif isinstance(config, (str, Path)):
-        config = load_plan(config)
-    elif not isinstance(config, PlanConfig):
-        raise ConfigError(f"A plan config must be a YAML file path, a mapping or a PlanConfig; "
-                          f"got {type(config).__name__}")
+    config = _plan_config(config)
     jobs = check_jobs(DEFAULT_JOBS if jobs is None else jobs)
     out_dir = check_directory_option(out_dir, "out_dir")
+    if not isinstance(config, PlanConfig):  # a replication plan (a 'replication' mapping), as `simdesign plan` takes
+        return _replication_plan(config, out_dir, jobs, progress, backend, figure)
     check_scheduler_reachable(backend, backend_options)
 
     def outcome(directory) -> PlanOutcome:
         result = run_plan(config, Path(directory), jobs=jobs, progress=progress, backend=backend, **backend_options)
         return PlanOutcome(result, plan_table(result), recommendation_text(result), result.recommended,
                            effort_line(result))
+
+    if out_dir is not None:
+        found = outcome(out_dir)
+        found.save(out_dir, figure)
+        return found
+    with tempfile.TemporaryDirectory(prefix="simdesign-plan-") as temporary:
+        return outcome(temporary)
+
+
+def _plan_config(config):
+    """A parsed plan from a path, a mapping or a parsed plan: a ``replication`` mapping makes it a replication plan
+    (simdesign.planning.replication_plan), the same rule as ``simdesign plan``."""
+    from simdesign.planning.planner import PlanConfig, parse_plan
+    from simdesign.planning.replication_plan import ReplicationPlan, parse_replication_plan
+    from simdesign.simulation.config import read_config_mapping
+
+    if isinstance(config, (PlanConfig, ReplicationPlan)):
+        return config
+    base_dir = None
+    if isinstance(config, (str, os.PathLike)):
+        base_dir = Path(config).parent
+        config = read_config_mapping(Path(config), "plan config")
+    if not isinstance(config, dict):
+        raise ConfigError(f"A plan config must be a YAML file path, a mapping, a PlanConfig or a ReplicationPlan; "
+                          f"got {type(config).__name__}")
+    return parse_replication_plan(config, base_dir) if "replication" in config else parse_plan(config, base_dir)
+
+
+@dataclass(repr=False)
+class ReplicationPlanOutcome(PlanOutcome):
+    """A finished replication plan: :class:`PlanOutcome` with ``probability`` for power in its table, and the
+    replication plan's own outputs (``save`` writes ``plan.csv``, ``recommendation.md`` and one figure)."""
+
+    config: object = field(default=None, repr=False)
+
+    def plot(self, path) -> list[Path]:
+        from simdesign.planning.replication_plan import plot_replication_plan
+
+        return plot_replication_plan(self.table, self.config, Path(path))
+
+    def save(self, directory, figure=None) -> dict:
+        from simdesign.planning.replication_plan import write_replication_plan
+
+        paths = write_replication_plan(self.config, self.result, Path(directory), Path(figure) if figure else None)
+        self.paths = {"table": paths["table"], "recommendation": paths["recommendation"], "figures": [paths["figure"]]}
+        return self.paths
+
+
+def _replication_plan(config, out_dir, jobs: int, progress: bool, backend, figure) -> ReplicationPlanOutcome:
+    """:func:`plan` for a replication plan: local worker processes only (its outcome files are written by the
+    plan itself, not through a backend's store)."""
+    from simdesign.planning.plan_report import effort_line
+    from simdesign.planning.replication_plan import (replication_plan_table, replication_recommendation,
+                                                     run_replication_plan)
+    from simdesign.runner.workers import available_cores
+
+    if backend not in (None, "loky"):
+        raise ConfigError(f"A replication plan runs on the loky backend only; got backend {backend!r}")
+    jobs = jobs if jobs > 0 else max(1, available_cores() + 1 + jobs)  # joblib's meaning of -1, -2, ...
+
+    def outcome(directory) -> ReplicationPlanOutcome:
+        result = run_replication_plan(config, Path(directory), jobs=jobs, progress=progress)
+        return ReplicationPlanOutcome(result, replication_plan_table(config, result),
+                                      replication_recommendation(config, result), result.recommended,
+                                      effort_line(result), config=config)
 
     if out_dir is not None:
         found = outcome(out_dir)

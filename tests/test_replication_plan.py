@@ -218,3 +218,24 @@ def test_the_recommendation_names_cheaper_undecided_candidates_and_the_trials_th
     assert "about 310 trials" in text and "contains max_type1 0.075: about 320 trials" in text
     assert text.index("A3") < text.index("A4")  # cheapest first
     assert _undecided_cheaper(config, N(results=result.results[:1]), 152.12) == ""
+
+
+@pytest.mark.slow  # a small plan: a few seconds
+def test_simdesign_plan_takes_a_replication_plan_as_the_command_does(tmp_path):
+    # simdesign.plan(...) raised "Unknown plan config key(s) ['replication']" on a plan `simdesign plan` runs (issue 40)
+    import yaml
+
+    raw = plan(replication={"target": "r", "at_least": 0.5, "probability": 0.5})
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    outcome = api.plan(path, out_dir=tmp_path / "out", jobs=1, progress=False)
+    assert type(outcome).__name__ == "ReplicationPlanOutcome"
+    assert "has a Pearson r of the system scores of at least 0.5" in outcome.recommendation
+    assert {"probability", "mean_r"} <= set(outcome.table.columns)
+    assert sorted(p.name for p in [outcome.paths["table"], outcome.paths["recommendation"], *outcome.paths["figures"]]) \
+        == ["plan.csv", "recommendation.md", "rp.png"]
+    # the same answer from the mapping, without writing anything
+    again = api.plan(raw, jobs=1, progress=False)
+    assert again.recommendation == outcome.recommendation and again.paths == {}
+    with pytest.raises(ConfigError, match="loky backend only"):
+        api.plan(raw, jobs=1, progress=False, backend="threading")

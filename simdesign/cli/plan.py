@@ -18,10 +18,10 @@ def cmd_plan(args) -> int:
     path = Path(args.config)
     raw = {**read_config_mapping(path, "plan config"), **overrides}  # read once, for either planner
     if "replication" in raw:  # a replication plan (simdesign.planning.replication_plan)
-        from simdesign.planning.replication_plan import cmd_replication_plan, parse_replication_plan
+        from simdesign.planning.replication_plan import parse_replication_plan
 
         api.check_jobs(args.jobs)
-        return cmd_replication_plan(args, parse_replication_plan(raw, base_dir=path.parent))
+        return _replication_plan(args, parse_replication_plan(raw, base_dir=path.parent))
     config = parse_plan(raw, base_dir=path.parent)
     out_dir = Path(args.out) if args.out else Path("results") / config.name
     simulated = sum(1 for c in config.candidates if not c.excluded)
@@ -40,6 +40,29 @@ def cmd_plan(args) -> int:
     print()
     print(outcome.recommendation)
     print(outcome.effort)
+    print(f"wrote {paths['table']}, {paths['recommendation']}, {', '.join(str(p) for p in paths['figures'])}")
+    return 0 if outcome.recommended is not None else 1
+
+
+def _replication_plan(args, config) -> int:
+    """``simdesign plan`` for a plan with a ``replication`` mapping, through :func:`simdesign.plan`."""
+    from simdesign.planning.replication_plan import replication_plan_summary
+
+    if args.backend not in (None, "loky"):  # before the summary line: nothing is started
+        from simdesign.core.errors import ConfigError
+
+        raise ConfigError(f"A replication plan runs on the loky backend only; got --backend {args.backend}")
+    out_dir = Path(args.out) if args.out else Path("results") / config.plan.name
+    print(replication_plan_summary(config) + f"; {config.plan.screen_trials} screening trials, up to "
+                                             f"{config.plan.max_trials}")
+    outcome = api.plan(config, out_dir=out_dir, jobs=args.jobs, progress=not args.quiet, figure=args.figure)
+    shown = outcome.table[outcome.table["trials"] > 0].head(args.show)
+    with pd.option_context("display.width", 200, "display.max_rows", 200):
+        print(shown[["rank", "design", "test", "judgements", "cost", "probability", "ci_low", "ci_high", "trials",
+                     "decision"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print()
+    print(outcome.recommendation)
+    paths = outcome.paths
     print(f"wrote {paths['table']}, {paths['recommendation']}, {', '.join(str(p) for p in paths['figures'])}")
     return 0 if outcome.recommended is not None else 1
 

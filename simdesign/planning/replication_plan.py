@@ -661,31 +661,6 @@ def replication_plan_summary(config: ReplicationPlan) -> str:
             + (f" with probability {config.target.probability:g}" if config.target.probability is not None else ""))
 
 
-def cmd_replication_plan(args, config: ReplicationPlan) -> int:
-    """``simdesign plan`` for a plan config with a ``replication`` mapping (the CLI's hook: it read the config
-    and checked --jobs)."""
-    if args.backend not in (None, "loky"):
-        raise ConfigError(f"A replication plan runs on the loky backend only; got --backend {args.backend}")
-    from simdesign.runner.workers import available_cores, local_jobs
-
-    jobs = local_jobs(args.jobs)
-    jobs = jobs if jobs > 0 else max(1, available_cores() + 1 + jobs)  # joblib's meaning of -1, -2, ...
-    out_dir = Path(args.out) if args.out else Path("results") / config.plan.name
-    print(replication_plan_summary(config) + f"; {config.plan.screen_trials} screening trials, up to "
-                                             f"{config.plan.max_trials}")
-    result = run_replication_plan(config, out_dir, jobs=jobs, progress=not args.quiet)
-    paths = write_replication_plan(config, result, out_dir, Path(args.figure) if args.figure else None)
-    table = pd.read_csv(paths["table"])
-    shown = table[table["trials"] > 0].head(args.show)
-    with pd.option_context("display.width", 200, "display.max_rows", 200):
-        print(shown[["rank", "design", "test", "judgements", "cost", "probability", "ci_low", "ci_high", "trials",
-                     "decision"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print()
-    print(replication_recommendation(config, result))
-    print(f"wrote {paths['table']}, {paths['recommendation']}, {paths['figure']}")
-    return 0 if result.recommended is not None else 1
-
-
 __all__ = ["ReplicationPlan", "ReplicationTarget", "ReplicationOutcomes", "load_replication_plan",
            "parse_replication_plan", "run_replication_plan", "trial_events", "study_outcomes",
            "replication_recommendation", "replication_plan_table", "write_replication_plan", "is_replication_plan",
