@@ -482,3 +482,63 @@ def test_the_enlarge_view_shows_the_design_across_the_window_and_closes_by_escap
                        "getComputedStyle(document.getElementById('overlay')).display === 'none'", 10,
                  f"the enlarge view to close by {closer}")
     screenshot(page, "enlarge-closed")
+
+
+@pytest.fixture
+def plugin_kind_page():
+    """A page of a server started from Python with a design kind of a plugin (tests/plugin_design_kind.py: a ring,
+    with no starting values in the explorer), in this process; its runs computed in the server's threads."""
+    reason = missing_browser()
+    if reason:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the browser tests: {reason}")
+        pytest.skip(reason)
+    import threading
+
+    from werkzeug.serving import make_server
+
+    import plugin_design_kind
+    from simdesign.explore.app import create_app
+
+    with plugin_design_kind.ring_kind():
+        app = create_app(workers=0)
+        server = make_server("127.0.0.1", 0, app, threaded=True)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        driver = start_chromium(performance_log=False)
+        try:
+            driver.get(f"http://127.0.0.1:{server.server_port}/")
+            yield driver
+        finally:
+            stop_chromium(driver)
+            server.shutdown()
+            app.extensions["simdesign_pool"].close()
+
+
+def test_a_kind_without_starting_values_shows_no_message_until_its_fields_are_typed_in(plugin_kind_page):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    page = plugin_kind_page
+    wait_for(page, "return document.querySelectorAll('#results tbody tr').length > 0", FIRST_RESULT_TIMEOUT,
+             "the first results")
+    set_control(page, "trials", "50")
+    Select(page.find_element(By.ID, "control-kind")).select_by_value("ring")
+    wait_for(page, "return document.getElementById('status').dataset.status === 'incomplete'", 30,
+             "the status asking for the ring's fields")
+    shown = page.execute_script("return [...document.querySelectorAll('.error')].map(e => e.textContent)"
+                                ".filter(t => t)")
+    assert shown == [] and not page.find_elements(By.CSS_SELECTOR, ".bad"), shown
+    # no figure of the design before (the stars would be called 'your design')
+    assert not page.find_element(By.ID, "position-picture").is_displayed()
+    screenshot(page, "ring-chosen")
+    set_control(page, "docs", "0")  # typed in: its message is shown
+    wait_for(page, "return document.getElementById('error-docs').textContent.includes('positive integers')", 30,
+             "the message of the field typed in")
+    for control, value in (("docs", "9"), ("ring_size", "4"), ("judgements_per_output", "2")):
+        set_control(page, control, value)
+    wait_for(page, "const r = document.querySelector('[data-total=design] .value'); "
+                   "return r && r.textContent.startsWith('ring-')", 30, "the ring design")
+    wait_for(page, "return document.querySelectorAll('#results tbody tr').length > 0 && "
+                   "[...document.querySelectorAll('.error')].every(e => !e.textContent)", FIRST_RESULT_TIMEOUT,
+             "results of the ring design without messages")

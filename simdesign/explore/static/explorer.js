@@ -37,6 +37,10 @@ function designFields(kind) {
     box.appendChild(el("label", { for: `control-${field}` }, field.replaceAll("_", " ")));
     const input = el("input", { id: `control-${field}`, name: field, "data-design-field": "1" });
     input.value = spec.defaults[field] || "";
+    // A kind without a starting value (a design kind of a plugin) leaves the field empty: its message waits
+    // until the user has typed in it, rather than greeting the choice of a kind with one message per field.
+    if (!input.value) input.dataset.untouched = "1";
+    input.addEventListener("input", () => { delete input.dataset.untouched; });
     box.appendChild(input);
     box.appendChild(el("div", { class: "error", id: `error-${field}` }));
   }
@@ -135,15 +139,20 @@ function scheduleCheck() {
   if (JSON.stringify(formValues()) !== state.sent) $("cancel").disabled = false;
 }
 
+// Show each control's messages next to it; the number shown (an untouched empty design field's wait).
 function showErrors(errors) {
   for (const node of document.querySelectorAll(".error[id^=error-]")) node.textContent = "";
   for (const node of document.querySelectorAll(".bad")) node.classList.remove("bad");
+  let shown = 0;
   for (const [control, messages] of Object.entries(errors || {})) {
+    if ($(`control-${control}`)?.dataset.untouched && !$(`control-${control}`).value) continue;
+    shown++;
     const target = $(`error-${control}`) || $("error-general");
     target.textContent = (target.textContent ? target.textContent + "\n" : "") + messages.join("\n");
     const input = $(`control-${control}`);
     if (input) input.classList.add("bad");
   }
+  return shown;
 }
 
 // Offer only the methods the model generates (a model without 'rank_noise' scores on its Likert scale only).
@@ -236,7 +245,7 @@ function check(options) {
     }
     if (seq !== state.seq) return; // a newer change is on its way
     if (answer.error) { $("error-general").textContent = answer.error; return; }
-    showErrors(answer.errors);
+    const shownErrors = showErrors(answer.errors);
     showMethods(answer.methods);
     $("warnings").textContent = (answer.warnings || []).join("\n");
     showTotals(answer.totals);
@@ -249,7 +258,8 @@ function check(options) {
         setStatus("not computed (cancelled): press Run to compute this setting", "cancelled");
         $("run-again").disabled = false;
       } else {
-        setStatus("fix the controls marked in red", "invalid");
+        if (shownErrors) setStatus("fix the controls marked in red", "invalid");
+        else setStatus("fill in the design's empty fields", "incomplete");
         $("run-again").disabled = true;
       }
       $("cancel").disabled = true;
@@ -277,6 +287,10 @@ function clearResults() {
   $("first-result").textContent = "";
   $("run-error").textContent = "";
   $("progress-bar").value = 0;
+  // the position figure showed the cleared run's design: not the one in the controls now
+  $("position-picture").removeAttribute("src");
+  $("position-picture").style.display = "none";
+  $("position-caveat").textContent = "";
 }
 
 function rateBar(row, alpha, showAlpha) {
@@ -399,7 +413,9 @@ async function refreshPosition(userChoice) {
   const select = $("curve-table");
   const chosen = userChoice ? select.value : (select.dataset.user || "");
   if (userChoice) select.dataset.user = chosen;
-  const answer = await getJSON(`/api/position/${state.key}?table=${encodeURIComponent(chosen)}`);
+  const key = state.key;
+  const answer = await getJSON(`/api/position/${key}?table=${encodeURIComponent(chosen)}`);
+  if (key !== state.key) return; // the run was replaced or cleared while the picture was drawn: it is not shown
   if (answer.error) { $("position-message").textContent = answer.error; return; }
   // the tables with rows of the run's estimand are offered; the others are shown greyed
   select.textContent = "";
