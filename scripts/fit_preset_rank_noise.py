@@ -22,7 +22,7 @@ from simdesign.model import load_model
 from simdesign.pilot.check import observed_design
 from simdesign.pilot.fit import FitError, fit_model, read_judgements
 from simdesign.pilot.rank_noise import _estimate, fit_rank_noise, wide_ranks, win_counts
-from simdesign.pilot.ranks import read_table
+from simdesign.pilot.tables import read_table
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "steen-markert-2021" / "judgements"
 

@@ -19,7 +19,7 @@ import yaml
 from simdesign.model import load_model
 from simdesign.model.method_pair import RANK_PRESET_FILE, reordered
 from simdesign.pilot.rank_model_fit import fit_better_choice
-from simdesign.pilot.ranks import read_table
+from simdesign.pilot.tables import read_table
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = ROOT / "simdesign" / "model" / "presets"

@@ -29,7 +29,7 @@ from simdesign.core.designs import BlockDesign
 from simdesign.model import load_model
 from simdesign.pilot.rank_fit import RankFitError, fit_rank_only
 from simdesign.pilot.rank_noise import fit_rank_noise
-from simdesign.pilot.ranks import read_table
+from simdesign.pilot.tables import read_table
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / ".." / "shared" / "data" / "steen-markert-2021" / "judgements"

@@ -70,7 +70,7 @@ def draw_designs(designs, **options):
     return draw(designs, **options)
 
 
-__version__ = "0.1.0"
+from simdesign.core.version import VERSION as __version__  # noqa: E402 (pyproject.toml is its source)
 __all__ = ["BlockDesign", "PoolDesign", "OverlapDesign", "ConfigError", "DataError", "StoreError", "Judgements", "OrdinalMixedModel",
            "load_model", "SimulationConfig", "load_config", "parse_config", "replay_trial", "run_simulation",
            "summarise", "simulate", "SimulationResult", "StudyResult", "load_results", "plan", "PlanOutcome", "fit_model",

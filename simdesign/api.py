@@ -685,10 +685,14 @@ def _refuse_other_methods(frame_or_path, columns: dict | None) -> None:
     except DataError:  # no method's column, or several: the Likert reader names what is missing
         return
     if method != default_method().name:
+        from simdesign.pilot.tables import load_steps
+
+        load_steps()
         info = get_method(method)
-        # the commands that take such a table: `fit` and `check` hand it to the method's own steps
-        commands = [text for step, text in (("cli_fit", "simdesign fit FILE --out MODEL.yaml (fit)"),
-                                            ("cli_check", "simdesign check MODEL FILE (check)")) if step in info.steps]
+        # the commands that take such a table: `fit` and `check` hand it to the method's own fit and check steps
+        # (its pilot-layer steps; the command line's own steps sit above this module and are not imported here)
+        commands = [text for step, text in (("fit", "simdesign fit FILE --out MODEL.yaml (fit)"),
+                                            ("check", "simdesign check MODEL FILE (check)")) if step in info.steps]
         raise DataError(f"The judgements are a {method} table (its column '{info.value_column}'); fit_model and "
                         f"check_model take Likert judgements ('score'). For {method} judgements "
                         + (f"use the command line: {', '.join(commands)}; " if commands else "")
@@ -842,7 +846,7 @@ def reliability(frame_or_path, *, method: str | None = None, columns: dict | Non
     --------
     >>> simdesign.reliability("study.csv").shr                              # doctest: +SKIP
     """
-    from simdesign.pilot.ranks import read_table
+    from simdesign.pilot.tables import read_table
 
     check_table_or_path(frame_or_path)
     if not is_integer(seed, 0):

@@ -10,7 +10,7 @@ import pytest
 from simdesign import BlockDesign, PoolDesign, load_model
 from simdesign.pilot.analyse import analyse, bootstrap_intervals, rank_sets
 from simdesign.cli import main
-from simdesign.pilot.ranks import read_table
+from simdesign.pilot.tables import read_table
 from tests.conftest import SHARED_DATA
 
 JUDGEMENTS = SHARED_DATA / "judgements"

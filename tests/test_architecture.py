@@ -6,6 +6,7 @@ call time, and which hid the cycles this test was written against) count like to
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "simdesign"
@@ -194,6 +195,43 @@ def test_every_import_goes_to_the_same_or_a_lower_layer():
     assert upward_imports(import_graph()) == []
 
 
+# A string that names a module ("simdesign.pilot.ranks:read_rank_table", "simdesign.cli.fit_ranks"): code that
+# imports it later (importlib) depends on it as an import does, though no import statement shows it.
+MODULE_REFERENCE = re.compile(r"^(simdesign(?:\.[A-Za-z_]\w*)+)(?::[A-Za-z_]\w*)?$")
+
+
+def string_references(source: str, module: str, known: set[str]) -> set[str]:
+    """simdesign modules a module's string literals name as a whole (a module path, or 'module:function')."""
+    found = set()
+    for node in _runtime_nodes(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            match = MODULE_REFERENCE.match(node.value.strip())
+            if match and match.group(1) in known and match.group(1) != module:
+                found.add(match.group(1))
+    return found
+
+
+def upward_string_references() -> list[str]:
+    modules = _modules()
+    known = set(modules)
+    return sorted(f"{module} (layer {layer_of(module)}) names '{target}' (layer {layer_of(target)}) in a string"
+                  for module, path in modules.items()
+                  for target in string_references(path.read_text(), module, known)
+                  if layer_of(target) > layer_of(module))
+
+
+def test_the_string_reference_check_catches_a_planted_one():
+    source = 'STEPS = {"read": "simdesign.pilot.ranks:read_rank_table"}\nNOTE = "see simdesign.pilot.ranks"\n'
+    known = {"simdesign.pilot.ranks", "simdesign.methods.rank"}
+    assert string_references(source, "simdesign.methods.rank", known) == {"simdesign.pilot.ranks"}
+
+
+def test_no_string_names_a_module_of_a_higher_layer():
+    """Issue 40: the built-in methods named 13 functions of the pilot and command-line layers as strings,
+    resolved with importlib, invisible to the import checks above; the layers that own them now register them."""
+    assert upward_string_references() == []
+
+
 def test_only_the_runner_computes_in_parallel():
     """One runner (issue 27): joblib's ``Parallel(``, process pools and the chunk loop over an executor appear
     only in simdesign/runner; every study kind goes through :func:`simdesign.runner.execute.run_chunks`.
@@ -209,3 +247,17 @@ def test_only_the_runner_computes_in_parallel():
             if any(marker in code for marker in ("Parallel(", "ProcessPoolExecutor(", "executor.run(")):
                 outside.append(f"{path.relative_to(PACKAGE.parent)}:{number}: {line.strip()}")
     assert outside == [], "parallel work outside simdesign/runner:\n" + "\n".join(outside)
+
+
+def test_the_version_is_read_from_the_installed_metadata_only():
+    """Issue 40: the version was written in pyproject.toml and in simdesign/__init__.py, and pilot/fit.py imported
+    it from the package root (working only by import order)."""
+    import tomllib
+    from importlib import metadata
+
+    import simdesign
+
+    declared = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]["version"]
+    assert simdesign.__version__ == metadata.version("simdesign-humeval") == declared
+    literal = re.compile(r"""^\s*(__version__|VERSION)\s*=\s*["']\d""", re.M)  # a version number typed in
+    assert [p.name for p in PACKAGE.rglob("*.py") if literal.search(p.read_text())] == []

@@ -31,7 +31,7 @@ CODINGS = ("__REFERENCE__", "abssentrw", "BART", "onmt_pg", "seneca")
 
 def _paper_table(name: str) -> pd.DataFrame:
     """A file as ``simdesign analyse`` models it (ranks reversed: higher = better, as the paper and R did)."""
-    from simdesign.pilot.ranks import orient
+    from simdesign.pilot.tables import orient
 
     frame = pd.read_csv(JUDGEMENTS / f"{name}_cnn_dm.csv")
     return orient(frame, "rank" if name.startswith("rank") else "likert")[0]

@@ -28,8 +28,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "simdesign"
 ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("planning/plan_report.py", "rank"): (2, "the plan table's position column (1 = the best candidate)"),
     ("planning/plan_views.py", "rank"): (1, "the plan table's position column"),
-    ("cli/plan.py", "rank"): (1, "the plan table's position column, printed by `simdesign plan`"),
-    ("planning/replication_plan.py", "rank"): (1, "the plan table's position column, printed by a replication plan"),
+    ("cli/plan.py", "rank"): (2, "the plan table's position column, printed by `simdesign plan` for an ordinary and "
+                               "a replication plan (the latter moved here from planning/replication_plan.py)"),
     ("planning/planner.py", "likert"): (2, "min_difference's unit: expected Likert scores (EFFECT_UNITS and one call: a "
                                           "scale, not an annotation method)"),
 }
@@ -40,11 +40,14 @@ def method_modules() -> dict[Path, set[str]]:
     every module a registered method names for one of its steps (that method)."""
     everyone = {method.name for method in all_methods()}
     found = {path: set(everyone) for path in (PACKAGE / "methods").rglob("*.py")}
+    import simdesign.cli.fit_ranks  # noqa: F401 -- the modules that give the built-in methods their steps
+    import simdesign.pilot.method_steps  # noqa: F401
+
     for method in all_methods():
         for step in method.steps.values():
-            if isinstance(step, str):
-                path = PACKAGE.parent / (step.partition(":")[0].replace(".", "/") + ".py")
-                found.setdefault(path, set()).add(method.name)
+            module = step.partition(":")[0] if isinstance(step, str) else step.__module__
+            found.setdefault(PACKAGE.parent / (module.replace(".", "/") + ".py"), set()).add(method.name)
+    found.setdefault(PACKAGE / "pilot" / "method_steps.py", set()).update(everyone)  # registers every built-in one
     return found
 
 

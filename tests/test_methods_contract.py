@@ -16,6 +16,8 @@ import pandas as pd
 import pytest
 
 import simdesign
+import simdesign.cli.fit_ranks  # noqa: F401 -- the layers that own the built-in methods' steps register
+import simdesign.pilot.method_steps  # noqa: F401    them (a method never names a layer above it)
 from simdesign.core.designs import BlockDesign
 from simdesign.core.errors import ConfigError
 from simdesign.core.seeds import DATA_STREAM, data_rng, label_key

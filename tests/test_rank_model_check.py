@@ -11,7 +11,7 @@ import pytest
 
 from simdesign.pilot.check import predictive_check
 from simdesign.pilot.rank_check import rank_predictive_check
-from simdesign.pilot.ranks import read_table
+from simdesign.pilot.tables import read_table
 from simdesign.simulation.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]

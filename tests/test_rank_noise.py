@@ -42,7 +42,7 @@ def test_presets_carry_rank_noise_fitted_to_the_paper_rank_files():
 def test_rank_noise_fit_reproduces_the_preset_values_on_the_paper_files():
     from pathlib import Path
 
-    from simdesign.pilot.ranks import read_table
+    from simdesign.pilot.tables import read_table
 
     data = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "steen-markert-2021" / "judgements"
     if not data.is_dir():

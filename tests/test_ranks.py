@@ -7,7 +7,8 @@ import pytest
 
 from simdesign.cli import main
 from simdesign.core.errors import ConfigError
-from simdesign.pilot.ranks import check_ranks, infer_method, read_table, reversed_ranks
+from simdesign.pilot.ranks import check_ranks, reversed_ranks
+from simdesign.pilot.tables import infer_method, read_table
 from tests.conftest import SHARED_DATA
 
 JUDGEMENTS = SHARED_DATA / "judgements"
@@ -127,7 +128,7 @@ def test_columns_mapping_for_rank_files(tmp_path):
             for r in _good_rows(1)]
     path = _write(tmp_path, rows)
     assert main(["reliability", str(path), "--columns", "annotator=worker,rank=position"]) == 0
-    from simdesign.pilot.ranks import parse_columns_any
+    from simdesign.pilot.tables import parse_columns_any
     frame, info = read_table(path, columns=parse_columns_any("annotator=worker,rank=position"))
     assert info["method"] == "rank" and info["base"] == 1 and frame["rank"].min() == 1
     with pytest.raises(ConfigError, match="--scale applies to Likert"):

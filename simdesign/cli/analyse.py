@@ -56,7 +56,7 @@ def run(args) -> int:
     from simdesign.core.errors import ConfigError
     from simdesign.pilot.analyse import analyse
     from simdesign.pilot.fit import parse_scale
-    from simdesign.pilot.ranks import parse_columns_any
+    from simdesign.pilot.tables import parse_columns_any
 
     from simdesign.pilot.analyse import split_tests
 

@@ -18,6 +18,8 @@ import pandas as pd
 
 from simdesign.cli.fit import check_directory
 from simdesign.core.errors import ConfigError
+from simdesign.methods import register_step
+from simdesign.methods.rank import RANK
 from simdesign.model import OrdinalMixedModel, RankOnlyModel, load_model
 
 
@@ -132,3 +134,8 @@ def run_check(model, frame: pd.DataFrame, out_dir, trials: int, seed: int) -> No
         print(shown[["statistic", "system", "other", "observed", "sim_low", "sim_high", "inside"]]
               .to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"wrote {', '.join(str(p) for p in paths)}")
+
+
+# Rank's command-line steps, given by the layer that owns them (simdesign fit and simdesign check call them)
+register_step(RANK, "cli_fit", fit)
+register_step(RANK, "cli_check", check)

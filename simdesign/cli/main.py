@@ -17,6 +17,7 @@ from simdesign.core.errors import ConfigError, MissingBackendError
 from simdesign.methods import get_method
 
 from simdesign.cli.fit import fit_option_problems
+import simdesign.cli.fit_ranks  # noqa: F401,E402 -- gives Rank its command-line steps (simdesign fit and check call them)
 from simdesign.cli.out_paths import output_problems, write_failure
 
 

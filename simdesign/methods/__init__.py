@@ -6,6 +6,6 @@ method is a subclass of :class:`AnnotationMethod` passed to :func:`register_meth
 """
 from simdesign.methods.base import (REGISTERED, AnnotationMethod, all_methods, config_name, default_method,  # noqa: F401
                                     get_method,
-                                    method_names, register_method, registered, split_result_label,
+                                    method_names, register_method, register_step, registered, split_result_label,
                                     unregister_method)
 from simdesign.methods import likert, rank  # noqa: F401,E402 -- registers the built-in methods, Likert first

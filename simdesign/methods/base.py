@@ -180,6 +180,29 @@ def register_method(method: AnnotationMethod) -> AnnotationMethod:
     return method
 
 
+def register_step(method: AnnotationMethod, role: str, function) -> None:
+    """Give ``method`` the function playing ``role`` (reading its tables, fitting, checking...).
+
+    Called by the module that owns the function, in its own layer (the pilot layer registers the built-in
+    methods' table readers and fits, the command line their commands): a method never names a function of a
+    layer above it. Registering the same function again is harmless.
+
+    Raises
+    ------
+    ConfigError
+        ``function`` is not callable, or ``role`` already has another function.
+    """
+    if not callable(function):
+        raise ConfigError(f"The {role!r} step of the annotation method {method.name!r} must be a function; "
+                          f"got {function!r}")
+    taken = method.steps.get(role)
+    if taken is not None and taken is not function and getattr(taken, "__qualname__", None) != \
+            getattr(function, "__qualname__", None):
+        raise ConfigError(f"The annotation method {method.name!r} has a {role!r} step already ({taken!r})")
+    # an instance's own dict: a subclass without steps of its own would otherwise share its parent's
+    method.steps = {**method.steps, role: function}
+
+
 def unregister_method(name: str) -> None:
     """Remove a registered method (a test's plug-in; the built-in methods stay)."""
     REGISTERED.pop(name, None)

@@ -20,11 +20,9 @@ class Likert(AnnotationMethod):
     is_default = True
     model_requirement = "a Likert model (thresholds on a score scale: a preset or a fitted model file)"
     planning_requirement = "a Likert model"
-    steps = {"read_table": "simdesign.pilot.likert_table:read_likert_table",
-             "orient": "simdesign.pilot.likert_table:orient_likert",
-             "describe": "simdesign.pilot.likert_table:describe_likert",
-             "fit": "simdesign.pilot.fit:fit_model",  # the cumulative-link mixed model (clmm)
-             "check": "simdesign.pilot.check:predictive_check"}
+    # read_table, orient, describe, fit and check are registered by the pilot layer that owns them
+    # (simdesign/pilot/method_steps.py), never named here: a method does not point at a layer above it
+    steps: dict = {}
 
     def can_generate(self, model) -> bool:
         return getattr(model, "thresholds", None) is not None

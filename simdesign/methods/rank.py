@@ -70,14 +70,10 @@ class Rank(AnnotationMethod):
                             "'simdesign fit RANKS.csv --likert-model MODEL')")
     analysis_note = ("Rank data: tests work on the reversed rank S + 1 - rank (positive estimate = a better), the "
                      "table reports mean ranks 1-based (1 = best)")
-    steps = {"read_table": "simdesign.pilot.ranks:read_rank_table",
-             "orient": "simdesign.pilot.ranks:orient_ranks",
-             "describe": "simdesign.pilot.ranks:describe_ranks",
-             "cli_fit": "simdesign.cli.fit_ranks:fit",
-             "cli_check": "simdesign.cli.fit_ranks:check",
-             "fit": "simdesign.pilot.rank_fit:fit_rank_only",  # the rank-ordered logit with random slopes
-             "fit_noise": "simdesign.pilot.rank_noise:fit_rank_noise",  # rank_noise of a joint Likert/Rank model
-             "check": "simdesign.pilot.rank_check:rank_predictive_check"}
+    # its table steps, fits (fit: the rank-ordered logit; fit_noise: a joint model's rank_noise) and check are
+    # registered by the pilot layer (simdesign/pilot/method_steps.py), its commands (cli_fit, cli_check) by
+    # simdesign/cli/fit_ranks.py: the layers that own them
+    steps: dict = {}
 
     def can_generate(self, model) -> bool:
         return bool(getattr(model, "generates_rankings", False))

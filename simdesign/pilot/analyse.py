@@ -1,7 +1,7 @@
 """Analyse a real study: which systems differ, with intervals and the paper's rank sets.
 
 ``analyse(frame)`` takes a checked Likert or Rank table (see
-:func:`simdesign.pilot.ranks.read_table`) and returns an :class:`Analysis`:
+:func:`simdesign.pilot.tables.read_table`) and returns an :class:`Analysis`:
 
 * ``table``: per system the mean score (Likert) or mean rank (Rank, 1-based,
   1 = best, as in the paper's Table 2), a 95% bootstrap interval, the number
@@ -478,7 +478,7 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     ----------
     frame : pandas.DataFrame or path-like
         Likert: ``annotator, document, system, score``; Rank: ``annotator, document, system, rank``
-        (0..S-1 or 1..S, checked). A path is read by :func:`~simdesign.pilot.ranks.read_table`.
+        (0..S-1 or 1..S, checked). A path is read by :func:`~simdesign.pilot.tables.read_table`.
     method : str, optional
         A registered annotation method (``likert``, ``rank``); default: inferred from the columns.
     tests : str or sequence

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from simdesign import __version__ as simdesign_version
+from simdesign.core.version import VERSION as simdesign_version
 from simdesign import clmm
 from simdesign.core.checks import missing_file_problem
 from simdesign.core.errors import ConfigError, DataError

@@ -57,7 +57,7 @@ def rank_predictive_check(model, frame: pd.DataFrame, trials: int = 200, seed: i
     ----------
     model : OrdinalMixedModel with ``rank_noise``, or RankOnlyModel
     frame : pandas.DataFrame
-        A checked Rank table (:func:`simdesign.pilot.ranks.read_table`: ``score`` = reversed rank).
+        A checked Rank table (:func:`simdesign.pilot.tables.read_table`: ``score`` = reversed rank).
     trials : int
     seed : int
         Root seed; trial t uses ``SeedSequence(seed).spawn`` stream t + 1 (stream 0: the observed SHR's splits).

@@ -38,7 +38,7 @@ def fit_rank_choice(frame: pd.DataFrame, choice: str = "best_first", reference=N
     Parameters
     ----------
     frame : pandas.DataFrame
-        A checked Rank table (:func:`simdesign.pilot.ranks.read_table`: ``score`` = reversed rank, S = best).
+        A checked Rank table (:func:`simdesign.pilot.tables.read_table`: ``score`` = reversed rank, S = best).
     choice : {'best_first', 'worst_first'}
     reference, name, source, standard_errors
         As :func:`simdesign.pilot.rank_fit.fit_rank_only`.

@@ -179,7 +179,7 @@ def fit_rank_noise(likert_model: OrdinalMixedModel, frame: pd.DataFrame, bootstr
     likert_model : OrdinalMixedModel
         Its beta and covariances are held fixed.
     frame : pandas.DataFrame
-        A checked Rank table as :func:`simdesign.pilot.ranks.read_table` returns it (``score`` =
+        A checked Rank table as :func:`simdesign.pilot.tables.read_table` returns it (``score`` =
         reversed rank, S = best), with the model's systems.
     bootstrap : int
         Parametric-bootstrap replicates for the standard error (0: none).

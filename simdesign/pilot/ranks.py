@@ -36,9 +36,6 @@ import pandas as pd
 
 from simdesign.core.errors import ConfigError, DataError
 from simdesign.pilot.fit import _rows, read_table_csv, validate_judgements
-# The method-agnostic table functions, public here since issue 13 (they ask the method object).
-from simdesign.pilot.tables import (infer_method, orient, parse_columns_any, read_table, read_table_args,  # noqa: F401
-                                    describe)
 
 RANK_COLUMNS = ("annotator", "document", "system", "rank")
 

@@ -98,7 +98,14 @@ def read_table(path, method: str | None = None, columns: dict | None = None,
     columns = dict(columns or {})
     header = read_table_csv(path, required=("annotator", "document", "system", "score or rank")).columns
     found = get_method(infer_method(header, method, columns))
+    load_steps()
     return found.step("read_table")(path, columns, scale)
+
+
+def load_steps() -> None:
+    """Give the built-in methods their pilot-layer steps (:mod:`simdesign.pilot.method_steps`), imported here and
+    not at the top: those modules import this one."""
+    import simdesign.pilot.method_steps  # noqa: F401
 
 
 def orient(frame: pd.DataFrame, method: str | None, base: int | None = None, scale=None,
@@ -119,6 +126,7 @@ def orient(frame: pd.DataFrame, method: str | None, base: int | None = None, sca
         ``frame`` is already what :func:`read_table` returned (only checked again).
     """
     found = get_method(infer_method(frame.columns, method))
+    load_steps()
     return found.step("orient")(frame, base=base, scale=scale, read_form=read_form)
 
 
@@ -150,11 +158,13 @@ def read_table_args(args) -> tuple[pd.DataFrame, dict]:
 
 def describe(info: dict) -> str:
     """One line saying how a table was read (shown by the CLI commands)."""
+    load_steps()
     return get_method(info["method"]).step("describe")(info)
 
 
 def table_method(args):
-    """The method object of the table a ``fit``/``check``/``reliability`` command was given."""
+    """The method object of the table a ``fit``/``check``/``reliability`` command was given (its steps loaded)."""
+    load_steps()
     if getattr(args, "method", None):
         return get_method(args.method, "--method")
     header = read_table_csv(args.judgements, required=("annotator", "document", "system", "score or rank")).columns
