@@ -126,10 +126,24 @@ BACKEND_CHECKS: dict[str, Callable[[], tuple[bool, str]]] = {}
 
 
 def register(info: AnalysisInfo) -> AnalysisInfo:
-    if info.name in ANALYSES:
-        raise ValueError(f"analysis {info.name!r} is registered twice")
+    """Make a test usable by name (the same test again, e.g. from a reloaded module, is harmless).
+
+    Raises
+    ------
+    ConfigError
+        Another test under a taken name.
+    """
+    from simdesign.core.registry import refuse_clash, same_entry
+
+    if info.name in ANALYSES and not same_entry(ANALYSES[info.name], info):
+        raise refuse_clash("test", info.name, ANALYSES[info.name])
     ANALYSES[info.name] = info
     return info
+
+
+def unregister(name: str) -> None:
+    """Remove a test (a test's or a plug-in's; as every registry's unregister)."""
+    ANALYSES.pop(name, None)
 
 
 def resolve_analysis(name: str) -> AnalysisInfo:

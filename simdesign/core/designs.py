@@ -737,9 +737,17 @@ reads), ``judgements_per_annotator(n)``, ``max_judgements_per_annotator(n)``, ``
 
 
 def register_design_kind(cls: type) -> type:
-    """Add a design kind to :data:`DESIGN_KINDS` (usable as a class decorator)."""
-    if cls.kind in DESIGN_KINDS:
-        raise ValueError(f"design kind {cls.kind!r} is registered twice")
+    """Add a design kind to :data:`DESIGN_KINDS` (usable as a class decorator; the same class again is harmless).
+
+    Raises
+    ------
+    ConfigError
+        Another class under a taken kind name.
+    """
+    from simdesign.core.registry import refuse_clash, same_entry
+
+    if cls.kind in DESIGN_KINDS and not same_entry(DESIGN_KINDS[cls.kind], cls):
+        raise refuse_clash("design kind", cls.kind, DESIGN_KINDS[cls.kind])
     DESIGN_KINDS[cls.kind] = cls
     return cls
 

@@ -122,18 +122,23 @@ def register_estimand(info: Estimand) -> Estimand:
 
     Raises
     ------
-    ValueError
-        An invalid entry, a name registered twice, or a role another estimand holds.
+    ConfigError
+        An invalid entry, another estimand under a taken name, or a role another estimand holds (the same
+        estimand again is harmless).
     """
+    from simdesign.core.registry import refuse_clash, same_entry
+
     problems = info.problems()
     if info.name in ESTIMANDS:
-        problems.append(f"estimand {info.name!r} is registered twice")
+        if not same_entry(ESTIMANDS[info.name], info):
+            raise refuse_clash("estimand", info.name, ESTIMANDS[info.name])
+        unregister_estimand(info.name)  # the same definition again (a reloaded module): registered anew
     for role in info.roles:
         holder = role_holder(role)
         if holder is not None:
             problems.append(f"estimand {info.name!r}: the role {role!r} is held by {holder.name!r} already")
     if problems:
-        raise ValueError("; ".join(problems))
+        raise ConfigError(problems)
     ESTIMANDS[info.name] = info
     caller = inspect.currentframe().f_back
     REGISTERED_IN[info.name] = caller.f_globals.get("__name__", "") if caller is not None else ""

@@ -32,6 +32,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from simdesign.core.errors import ConfigError
+from simdesign.core.registry import refuse_clash, same_entry
 from simdesign.core.suggest import did_you_mean
 
 # Name -> method, in registration order (the order configs, messages and model.methods list them).
@@ -168,8 +169,8 @@ def register_method(method: AnnotationMethod) -> AnnotationMethod:
     if not isinstance(method, AnnotationMethod) or not method.name:
         raise ConfigError(f"An annotation method must be a named AnnotationMethod instance; got {method!r}")
     taken = REGISTERED.get(method.name)
-    if taken is not None and type(taken) is not type(method):
-        raise ConfigError(f"The annotation method {method.name!r} is registered already ({type(taken).__name__})")
+    if taken is not None and not same_entry(taken, method):
+        raise refuse_clash("annotation method", method.name, taken)
     if method.is_default and any(m.is_default for m in REGISTERED.values() if m.name != method.name):
         raise ConfigError(f"The annotation method {method.name!r} cannot be the default: "
                           f"{default_method().name!r} is")

@@ -31,6 +31,7 @@ from joblib import delayed
 from simdesign.runner.progress import progress_bar
 
 from simdesign.core.errors import ConfigError, StoreError
+from simdesign.core.registry import refuse_clash, same_entry
 from simdesign.core.threads import single_threaded
 from simdesign.runner.backends import BackendSpec, ChunkExecutor
 from simdesign.runner.execute import backend_spec, run_chunks
@@ -173,11 +174,15 @@ def register_study_kind(kind: StudyKind) -> StudyKind:
     """
     if not isinstance(kind, StudyKind) or not kind.name:
         raise ConfigError(f"A study kind must be a named StudyKind instance; got {kind!r}")
-    if kind.name in REGISTERED and type(REGISTERED[kind.name]) is not type(kind):
-        raise ConfigError(f"The study kind {kind.name!r} is registered already "
-                          f"({type(REGISTERED[kind.name]).__name__})")
+    if kind.name in REGISTERED and not same_entry(REGISTERED[kind.name], kind):
+        raise refuse_clash("study kind", kind.name, REGISTERED[kind.name])
     REGISTERED[kind.name] = kind
     return kind
+
+
+def unregister_study_kind(name: str) -> None:
+    """Remove a study kind (a test's or a plug-in's; as every registry's unregister)."""
+    REGISTERED.pop(name, None)
 
 
 def study_field_problems(mapping: dict, kinds: tuple) -> list[str]:
