@@ -157,7 +157,7 @@ LAYERS = {
     "simdesign.core": 0, "simdesign.runner": 0,  # the runner imports only core (issue 27)
     "simdesign.model": 1, "simdesign.methods": 1,  # the model asks a method for its responses (issue 28)
     "simdesign.stats": 2,
-    "simdesign.clmm": 3, "simdesign._clmm_numba": 3,
+    "simdesign.clmm": 3, "simdesign._clmm_numba": 3, "simdesign.lmm": 3,
     "simdesign.analyses": 4,
     "simdesign.simulation": 5,
     "simdesign.planning": 6, "simdesign.pilot": 6,

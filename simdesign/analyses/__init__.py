@@ -11,4 +11,5 @@ __all__ = ["ANALYSES", "FAILURES", "AnalysisInfo", "PairwiseResult", "register",
            "wald_contrasts"]
 from simdesign.analyses import mixed_r  # noqa: F401,E402  (registers clmm, lmer, clm; R starts only when they run)
 from simdesign.analyses import mixed_native  # noqa: F401,E402  (registers clmm_native)
+from simdesign.analyses import lmm_native  # noqa: F401,E402  (registers lmm_native)
 from simdesign.analyses import document_tests  # noqa: F401,E402  (ttest_unpaired; resampling thresholds)
