@@ -162,6 +162,7 @@ LAYERS = {
     "simdesign.simulation": 5,
     "simdesign.planning": 6, "simdesign.pilot": 6,
     "simdesign.outputs": 7, "simdesign.api": 7, "simdesign.cli": 7, "simdesign": 7,
+    "simdesign.testing": 7,  # the contract checks plug-in authors run (issue 40)
 }
 
 

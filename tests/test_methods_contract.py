@@ -252,3 +252,12 @@ def test_a_plug_in_method_named_by_its_import_path_runs_from_the_command_line(tm
     summary = pd.read_csv(out / "summary.csv")
     assert set(summary.loc[summary["estimand"] == "type1", "method"]) == {"passfail"}
     assert "passfail" not in method_names()  # this process never registered it
+
+
+def test_the_contract_checks_plug_in_authors_run_pass(method):
+    from simdesign.runner.study import REGISTERED as STUDY_KINDS
+    from simdesign.testing import check_method, check_study_kind
+
+    check_method(method, models())  # what simdesign.testing checks for a plug-in's method (issue 40)
+    for kind in STUDY_KINDS.values():
+        check_study_kind(kind)

@@ -7,33 +7,31 @@ that register them are imported here, and the test-only ones of tests/plugin_est
 """
 import ast
 import contextlib
+import dataclasses
 import importlib
-import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from simdesign.analyses import ANALYSES, run_analysis, system_pairs
-from simdesign.analyses.base import ERROR, FAILURES, OK, SINGULAR
+from simdesign.analyses import ANALYSES
+from simdesign.analyses.base import OK, SINGULAR
 import plugin_design_kind
 import simdesign
-import plugin_estimand
+import plugin_estimand  # noqa: F401 -- registers the test-only estimands
 import simdesign.simulation.metric_validation  # noqa: F401 -- each study kind's module registers its estimands
 import simdesign.simulation.panel_summary  # noqa: F401
 import simdesign.simulation.sweep  # noqa: F401
-from simdesign.core.estimands import ESTIMANDS, REGISTERED_IN, ROLES, UNITS, role_holder
-from simdesign.simulation.study_kinds import known_kinds
+from simdesign.core.estimands import ESTIMANDS, REGISTERED_IN
 from simdesign.stats.reliability import UndefinedReliability
-from simdesign.core.designs import (DESIGN_KINDS, BlockDesign, OverlapDesign, PoolDesign, design_from_mapping, design_to_mapping,
-                               shape_of_row)
+from simdesign.core.designs import DESIGN_KINDS, BlockDesign, OverlapDesign, PoolDesign, design_from_mapping
 from simdesign.core.errors import ConfigError
+from simdesign.testing import check_analysis, check_design_kind, check_estimand
 from simdesign.model import load_model
 from simdesign.simulation.summary import (DESIGN_COLUMNS, estimand_names, rejections, summarise_group,
                                           rates_of_a_test)
 
-STATUSES = {OK, SINGULAR} | set(FAILURES)
 EXAMPLE_DESIGNS = {"block": BlockDesign(4, 5, 2), "pool": PoolDesign(docs=12, annotators=6, judgements_per_output=2),
                    "overlap": OverlapDesign(shared_docs=2, unique_docs_per_annotator=3, annotators=3),
                    "ring": plugin_design_kind.EXAMPLE}  # the test-only kind, registered only while a test runs
@@ -62,23 +60,12 @@ def test_every_analysis_returns_one_result_per_pair(name, small_study):
     info = ANALYSES[name]
     if info.needs == "R" and (why := _r_missing()):
         pytest.skip(f"{name} needs R: {why}")
-    defaults = {option: default for option, (_, default) in info.options.items()}
-    if "resamples" in defaults:  # keep resampling tests fast; the statistics are not checked here
-        defaults["resamples"] = 199
     allowed_structures = info.options.get("structure", ((),))[0]
     if isinstance(allowed_structures, tuple) and "intercepts" in allowed_structures:
-        defaults["structure"] = "intercepts"  # random slopes made R's clmm take minutes on this tiny design
-    result = run_analysis(info, small_study, np.random.default_rng(1), defaults)
-    n_pairs = len(system_pairs(small_study.n_systems))
-    assert np.shape(result.estimate) == np.shape(result.p_value) == np.shape(result.status) == (n_pairs,)
-    assert set(result.status) <= STATUSES, result.message
-    assert ERROR not in set(result.status), result.message  # a small regular design must not crash a test
-    failed = np.isin(result.status, list(FAILURES))
-    p_value = np.asarray(result.p_value, dtype=float)
-    assert np.isnan(p_value[failed]).all()  # a failed fit is never a p-value
-    assert ((p_value[~failed] >= 0) & (p_value[~failed] <= 1)).all()
-    assert math.isfinite(result.fit_seconds) and isinstance(info.description, str) and info.description
-    assert info.chunk_trials >= 1
+        # random slopes made R's clmm take minutes on this tiny design: the check runs its default otherwise
+        info = dataclasses.replace(info, options={**info.options,
+                                                  "structure": (allowed_structures, "intercepts")})
+    check_analysis(info, small_study)  # the checks a plug-in author runs too (simdesign.testing)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -104,28 +91,16 @@ def test_every_design_kind_has_an_example_here():
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_design_kind_keeps_its_contract(kind, kind_registered):
     design = EXAMPLE_DESIGNS[kind]
-    cls = DESIGN_KINDS[kind]
-    assert type(design) is cls and design.kind == kind and design.label.startswith(kind)
-    assert design_from_mapping(design_to_mapping(design)) == design
+    check_design_kind(design)  # the checks a plug-in author runs too (simdesign.testing)
     assert set(design.columns()) == set(DESIGN_COLUMNS) - {"judgements"}
-    assert design.shape in cls.shapes and shape_of_row(design.columns()) == design.shape
-    assert isinstance(cls.kind_label, str) and cls.kind_label and design.describe()
-    assert len(cls.plot_style) == 2
+    cls = DESIGN_KINDS[kind]
     assignment = design.assign(np.random.default_rng(3))
-    assert len(assignment.annotator) == len(assignment.document) == len(assignment.block) == design.pairs
-    assert assignment.n_annotators == design.annotators == len(np.unique(assignment.annotator))
-    assert assignment.n_documents == design.docs == len(np.unique(assignment.document))
     # documents get judgements_per_output distinct annotators (on average where documents differ, as in
     # an overlap design, whose shared documents have more)
     per_document = pd.Series(assignment.annotator).groupby(assignment.document).nunique()
-    assert per_document.mean() == pytest.approx(design.judgements_per_output)
     assert (per_document == design.judgements_per_output).all() or per_document.nunique() > 1
     loads = np.bincount(assignment.annotator) * 5
-    systems = tuple(f"s{k}" for k in range(5))  # the contract: judgements(n, systems=None), systems named
-    assert design.judgements(5) == design.judgements(5, systems) == design.pairs * 5 == loads.sum()
-    assert design.max_judgements_per_annotator(5) == loads.max()
     assert design.judgements_per_annotator(5) == pytest.approx(loads.mean()) or cls.has_blocks
-    assert (assignment.block >= 0).all() == cls.has_blocks
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -181,16 +156,12 @@ def test_the_rate_study_has_the_rates_of_the_paper_under_each_hypothesis():
 @pytest.mark.parametrize("name", sorted(ESTIMANDS))
 def test_every_estimand_keeps_its_contract(name):
     info = ESTIMANDS[name]
-    assert info.problems() == [] and info.unit in UNITS and info.label and info.description
-    assert set(info.study_kinds) <= set(known_kinds()), info.study_kinds
-    assert callable(info.summarise)
+    check_estimand(info)  # the checks a plug-in author runs too (simdesign.testing)
     # registered from a module that computes it: the one module its name is written in (see below)
     module = REGISTERED_IN[name]
     assert module in {"plugin_estimand"} or module.startswith("simdesign."), module
     source = Path(importlib.import_module(module).__file__).read_text()
     assert f'"{name}"' in source
-    for role in ROLES:
-        assert (role in info.roles) == (role_holder(role) is info)
 
 
 @pytest.mark.parametrize("name", sorted(info.name for info in rates_of_a_test()))

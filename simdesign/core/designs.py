@@ -320,6 +320,12 @@ class BlockDesign(_Described):
     annotators_per_block: int
     coverage: Coverage | None = field(default=None, kw_only=True)
     kind: ClassVar[str] = "block"
+
+    @classmethod
+    def example(cls):
+        """A small design of this kind, for the contract checks (:mod:`simdesign.testing`)."""
+        return BlockDesign(4, 5, 2)
+
     kind_label: ClassVar[str] = "block design"
     has_blocks: ClassVar[bool] = True
     fields: ClassVar[tuple] = ("blocks", "docs_per_block", "annotators_per_block")
@@ -475,6 +481,12 @@ class PoolDesign(_WithoutBlocks):
     judgements_per_output: int
     coverage: Coverage | None = field(default=None, kw_only=True)
     kind: ClassVar[str] = "pool"
+
+    @classmethod
+    def example(cls):
+        """A small design of this kind, for the contract checks (:mod:`simdesign.testing`)."""
+        return PoolDesign(docs=12, annotators=6, judgements_per_output=2)
+
     kind_label: ClassVar[str] = "pool design"
     has_blocks: ClassVar[bool] = False
     shape: ClassVar[str] = "pool"
@@ -627,6 +639,12 @@ class OverlapDesign(_WithoutBlocks):
     annotators: int
     coverage: Coverage | None = field(default=None, kw_only=True)
     kind: ClassVar[str] = "overlap"
+
+    @classmethod
+    def example(cls):
+        """A small design of this kind, for the contract checks (:mod:`simdesign.testing`)."""
+        return OverlapDesign(shared_docs=2, unique_docs_per_annotator=3, annotators=3)
+
     kind_label: ClassVar[str] = "overlap design"
     has_blocks: ClassVar[bool] = False
     shape: ClassVar[str] = "overlap"

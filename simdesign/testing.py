@@ -1,0 +1,193 @@
+"""Contract checks a plug-in author can run on their own annotation method, design kind, test, estimand and study
+kind, as the project runs them on its own (in the spirit of scikit-learn's ``check_estimator``).
+
+Each ``check_*`` function raises ``AssertionError`` naming what is broken and returns None when the entry keeps
+the contract. :func:`parametrize_with_checks` turns the registered entries (plug-ins included) into a pytest
+parametrisation, one test per (entry, check)::
+
+    # test_my_plugin.py
+    import my_plugin  # registers its method, design kind and test
+    from simdesign.testing import parametrize_with_checks
+
+    @parametrize_with_checks()
+    def test_simdesign_contract(entry, check):
+        check(entry)
+
+A design kind is checked on an example design: give its class an ``example()`` classmethod returning a small
+design (the built-in kinds have one); a kind without it is skipped, saying so.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from simdesign.analyses import ANALYSES, run_analysis, system_pairs
+from simdesign.analyses.base import ERROR, FAILURES, OK, SINGULAR
+from simdesign.core.designs import DESIGN_KINDS, design_from_mapping, design_to_mapping, shape_of_row
+from simdesign.core.errors import ConfigError
+from simdesign.core.estimands import ESTIMANDS, ROLES, UNITS, role_holder
+from simdesign.core.seeds import data_rng
+from simdesign.methods import all_methods, get_method, split_result_label
+from simdesign.runner.study import REGISTERED as STUDY_KINDS
+from simdesign.runner.study import StudyKind
+
+STATUSES = {OK, SINGULAR} | set(FAILURES)
+DESIGN_COLUMNS = ("design", "kind", "blocks", "docs_per_block", "annotators_per_block", "docs", "annotators",
+                  "judgements_per_output")
+
+
+def _models():
+    """Models to sample methods from: the coherence preset (Likert and Rank) and a small rank-only model."""
+    from simdesign.model import RankOnlyModel, load_model
+
+    rank_only = RankOnlyModel("toy", ("a", "b", "c"), [0.0, 0.5, 1.0], np.eye(2) * 0.2, np.eye(2) * 0.1)
+    return [load_model("coherence"), rank_only]
+
+
+def check_method(method, models=None) -> None:
+    """An annotation method: found by name, its own stream and label suffix, responses of the right shape from
+    every model that can generate it (and a refusal naming it from the others), its steps functions.
+
+    Parameters
+    ----------
+    method : AnnotationMethod
+        Registered.
+    models : sequence, optional
+        Models to sample from (default: the coherence preset and a small rank-only model); at least one
+        must generate the method.
+    """
+    from simdesign.core.designs import BlockDesign
+
+    assert get_method(method.name) is method, f"{method.name!r} is not the registered method of that name"
+    assert method.label and method.value_column and method.value_name, "label, value_column, value_name needed"
+    suffixes = [m.stream_suffix for m in all_methods()]
+    assert len(set(suffixes)) == len(suffixes), f"stream suffixes are not distinct: {suffixes}"
+    plain = data_rng(7, "d", 3).random(2).tolist()
+    assert (plain == data_rng(7, "d", 3, method.stream_suffix).random(2).tolist()) == method.is_default
+    label = method.result_label("ttest_doc")
+    assert split_result_label(label) == ("ttest_doc", method.name), f"result label {label!r} does not round-trip"
+    design = BlockDesign(4, 3, 2)
+    models = list(models) if models is not None else _models()
+    generating = [model for model in models if method.can_generate(model)]
+    assert generating, f"no model given generates {method.name!r}"
+    for model in generating:
+        data = model.sample(design, np.random.default_rng(1), method=method.name)
+        assert data.scores.shape == (design.pairs, model.n_systems), f"responses of shape {data.scores.shape}"
+        assert data.scores.dtype.kind == "i", "responses must be integers"
+    for model in models:
+        if not method.can_generate(model):
+            try:
+                model.sample(design, np.random.default_rng(1), method=method.name)
+            except ConfigError as error:
+                assert method.name in str(error), f"the refusal does not name {method.name!r}: {error}"
+            else:
+                raise AssertionError(f"{model.name} cannot generate {method.name!r} but sampled it")
+    for role, step in method.steps.items():
+        assert callable(method.step(role)), f"step {role!r} is not a function: {step!r}"
+
+
+def check_design_kind(design) -> None:
+    """A design kind, on an example design: its mapping round-trips, its columns and shape, and its assignment
+    (every assigned pair, documents and annotators counted, loads and judgements agreeing)."""
+    cls = DESIGN_KINDS.get(design.kind)
+    assert type(design) is cls, f"{design!r} is not of the registered kind {design.kind!r}"
+    assert design.label.startswith(design.kind), f"label {design.label!r} does not start with {design.kind!r}"
+    assert design_from_mapping(design_to_mapping(design)) == design, "the design's mapping does not round-trip"
+    assert set(design.columns()) >= set(DESIGN_COLUMNS) - {"design"}, f"columns {sorted(design.columns())}"
+    assert design.shape in cls.shapes and shape_of_row(design.columns()) == design.shape, "shape"
+    assert isinstance(cls.kind_label, str) and cls.kind_label and design.describe(), "kind_label and describe()"
+    assert len(cls.plot_style) == 2, "plot_style needs a marker and a line style"
+    assignment = design.assign(np.random.default_rng(3))
+    n = design.pairs
+    assert len(assignment.annotator) == len(assignment.document) == len(assignment.block) == n, "assignment size"
+    assert assignment.n_annotators == design.annotators == len(np.unique(assignment.annotator)), "annotators"
+    assert assignment.n_documents == design.docs == len(np.unique(assignment.document)), "documents"
+    per_document = pd.Series(assignment.annotator).groupby(assignment.document).nunique()
+    assert math.isclose(per_document.mean(), design.judgements_per_output), "judgements per output"
+    loads = np.bincount(assignment.annotator) * 5
+    systems = tuple(f"s{k}" for k in range(5))
+    assert design.judgements(5) == design.judgements(5, systems) == n * 5 == loads.sum(), "judgements"
+    assert design.max_judgements_per_annotator(5) == loads.max(), "max_judgements_per_annotator"
+    assert (assignment.block >= 0).all() == cls.has_blocks, "blocks: has_blocks and the assignment disagree"
+
+
+def _small_study():
+    from simdesign.core.designs import BlockDesign
+    from simdesign.model import load_model
+
+    return load_model("coherence").sample(BlockDesign(4, 5, 2), np.random.default_rng(7), "fitted")
+
+
+def check_analysis(info, study=None) -> None:
+    """A test (analysis): one estimate, p-value and status per system pair on a small regular study, statuses
+    from the known ones, no crash, a failed fit never a p-value, p-values in [0, 1]."""
+    study = _small_study() if study is None else study
+    defaults = {option: default for option, (_, default) in info.options.items()}
+    if "resamples" in defaults:  # keep resampling tests fast: the statistics are not checked here
+        defaults["resamples"] = 199
+    result = run_analysis(info, study, np.random.default_rng(1), defaults)
+    n_pairs = len(system_pairs(study.n_systems))
+    assert np.shape(result.estimate) == np.shape(result.p_value) == np.shape(result.status) == (n_pairs,), \
+        f"{info.name}: one estimate, p-value and status per pair ({n_pairs})"
+    assert set(result.status) <= STATUSES, f"{info.name}: unknown statuses {set(result.status) - STATUSES}"
+    assert ERROR not in set(result.status), f"{info.name} crashed on a small regular design: {result.message}"
+    failed = np.isin(result.status, list(FAILURES))
+    p_value = np.asarray(result.p_value, dtype=float)
+    assert np.isnan(p_value[failed]).all(), f"{info.name}: a failed fit turned into a p-value"
+    assert ((p_value[~failed] >= 0) & (p_value[~failed] <= 1)).all(), f"{info.name}: p-values outside [0, 1]"
+    assert math.isfinite(result.fit_seconds) and info.description, f"{info.name}: fit_seconds and a description"
+    assert info.chunk_trials >= 1, f"{info.name}: chunk_trials"
+
+
+def check_estimand(info) -> None:
+    """An estimand: a valid entry (unit, label, description, summarise), study kinds that exist, roles it holds."""
+    assert not info.problems(), f"{info.name}: {info.problems()}"
+    assert info.unit in UNITS and info.label and info.description, f"{info.name}: unit, label and description"
+    from simdesign.simulation.study_kinds import known_kinds
+
+    assert set(info.study_kinds) <= set(known_kinds()), f"{info.name}: unknown study kinds {info.study_kinds}"
+    assert callable(info.summarise), f"{info.name}: summarise must be a function"
+    for role in ROLES:
+        assert (role in info.roles) == (role_holder(role) is info), f"{info.name}: role {role!r}"
+
+
+def check_study_kind(kind) -> None:
+    """A study kind: a named, registered :class:`~simdesign.runner.study.StudyKind` with the protocol's hooks."""
+    assert isinstance(kind, StudyKind) and kind.name, f"{kind!r} is not a named StudyKind"
+    assert STUDY_KINDS.get(kind.name) is kind, f"{kind.name!r} is not the registered study kind of that name"
+    assert isinstance(kind.keys, tuple), f"{kind.name}: keys must be a tuple of config keys"
+    for hook in ("cells", "chunk_trials", "fingerprint", "trial_rows", "summarise"):
+        assert callable(getattr(kind, hook, None)), f"{kind.name}: the study kind has no {hook}()"
+
+
+def registered_checks() -> list[tuple[str, object, object]]:
+    """(id, entry, check) for every registered entry of every registry, plug-ins included."""
+    found = [(f"method-{m.name}", m, check_method) for m in all_methods()]
+    for kind, cls in DESIGN_KINDS.items():
+        example = getattr(cls, "example", None)
+        found.append((f"design_kind-{kind}", cls.example() if example else cls, check_design_kind))
+    found += [(f"test-{name}", info, check_analysis) for name, info in ANALYSES.items() if info.needs is None]
+    found += [(f"estimand-{name}", info, check_estimand) for name, info in ESTIMANDS.items()]
+    found += [(f"study_kind-{name}", kind, check_study_kind) for name, kind in STUDY_KINDS.items()]
+    return found
+
+
+def parametrize_with_checks(entries=None):
+    """A ``pytest.mark.parametrize("entry, check", ...)`` over ``entries`` (default: every registered entry;
+    tests that need R are left out), one test id per (entry, check). A design kind without an ``example()``
+    classmethod is skipped with the reason."""
+    import pytest
+
+    params = []
+    for test_id, entry, check in (registered_checks() if entries is None else entries):
+        marks = ()
+        if isinstance(entry, type):  # a design kind class without an example design
+            marks = pytest.mark.skip(reason=f"{test_id}: give the class an example() classmethod to check it")
+        params.append(pytest.param(entry, check, id=test_id, marks=marks))
+    return pytest.mark.parametrize("entry, check", params)
+
+
+__all__ = ["check_method", "check_design_kind", "check_analysis", "check_estimand", "check_study_kind",
+           "registered_checks", "parametrize_with_checks"]
