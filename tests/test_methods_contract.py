@@ -261,3 +261,38 @@ def test_the_contract_checks_plug_in_authors_run_pass(method):
     check_method(method, models())  # what simdesign.testing checks for a plug-in's method (issue 40)
     for kind in STUDY_KINDS.values():
         check_study_kind(kind)
+
+
+PLUGIN_BY_PATH = '''
+import numpy as np
+from simdesign.methods import AnnotationMethod, register_method
+
+
+class Coin(AnnotationMethod):
+    name, label, value_column, value_name = "coin_by_path", "Coin", "heads", "share heads"
+    stream_suffix, result_suffix = ("coin_by_path",), "@coin_by_path"
+
+    def can_generate(self, model):
+        return getattr(model, "thresholds", None) is not None
+
+    def responses(self, model, eta, rng):
+        return (eta + rng.logistic(size=eta.shape) > 0).astype(np.int64)
+
+
+COIN = register_method(Coin())
+'''
+
+
+def test_a_plan_naming_a_plug_in_method_by_its_path_works_on_first_use(tmp_path, monkeypatch):
+    # the model was asked what it generates before the plug-in was imported: the first plan failed (issue 40)
+    from simdesign.methods import unregister_method
+    from simdesign.planning.method_search import parse_methods
+
+    (tmp_path / "coin_by_path_plugin.py").write_text(PLUGIN_BY_PATH)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    errors: list = []
+    try:
+        found = parse_methods({"methods": ["likert", "coin_by_path_plugin:COIN"]}, load_model("coherence"), errors)
+        assert errors == [] and found == ("likert", "coin_by_path")
+    finally:
+        unregister_method("coin_by_path")

@@ -31,13 +31,16 @@ def parse_methods(search_raw, model, errors: list[str]) -> tuple:
         Default: the default method (``('likert',)``), or the first the model generates if it does not
         generate that one (``('rank',)`` for a rank-only model).
     """
-    available = tuple(getattr(model, "methods", DEFAULT_METHODS)) if model is not None else DEFAULT_METHODS
-    default = DEFAULT_METHODS if DEFAULT_METHODS[0] in available else available[:1]
-    raw = search_raw.get("methods", list(default)) if isinstance(search_raw, dict) else list(default)
+    raw = search_raw.get("methods") if isinstance(search_raw, dict) else None
     if isinstance(raw, str):
         raw = [raw]
     if isinstance(raw, list) and raw and all(isinstance(m, str) for m in raw):
-        raw = list(imported_method_names(tuple(raw), "search.methods", errors))  # a plug-in by its import path
+        # a plug-in named by its import path is imported (and registered) before the model is asked what it
+        # generates: asked first, the model did not know the plug-in yet and the plan failed on first use
+        raw = list(imported_method_names(tuple(raw), "search.methods", errors))
+    available = tuple(getattr(model, "methods", DEFAULT_METHODS)) if model is not None else DEFAULT_METHODS
+    default = DEFAULT_METHODS if DEFAULT_METHODS[0] in available else available[:1]
+    raw = list(default) if raw is None else raw
     if not isinstance(raw, list) or not raw or any(m not in method_names() for m in raw) or len(set(raw)) != len(raw):
         errors.append(f"The 'search.methods' field must be a non-empty list of distinct methods from "
                       f"{list(method_names())}; got {raw!r}")
