@@ -296,3 +296,21 @@ def test_a_plan_naming_a_plug_in_method_by_its_path_works_on_first_use(tmp_path,
         assert errors == [] and found == ("likert", "coin_by_path")
     finally:
         unregister_method("coin_by_path")
+
+
+def test_simdesign_check_calls_a_plug_in_methods_own_check_step(tmp_path, capsys):
+    # `simdesign check` called only a method's command-line step, never its check step (issue 40, item 7)
+    from simdesign.cli import main
+
+    model = load_model("coherence")
+    with registered(PASS_FAIL):
+        study = model.sample(BlockDesign(6, 4, 2), np.random.default_rng(5), method=PASS_FAIL.name)
+        path = tmp_path / "passfail.csv"
+        FILE_FORMS["passfail"](study.to_frame().drop(columns="block"), model.n_systems).to_csv(path, index=False)
+        out = tmp_path / "check"
+        assert main(["check", "coherence", str(path), "--method", "passfail", "--trials", "20",
+                     "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "predictive check (Pass/fail): 20 studies" in printed
+    table = pd.read_csv(out / "check.csv")
+    assert {"statistic", "observed", "sim_low", "sim_high", "inside"} <= set(table.columns)

@@ -19,9 +19,28 @@ def cmd_check(args) -> int:
     for own in (method, model_method):
         if "cli_check" in own.steps:  # a method with a check command of its own (Rank: simdesign/cli/fit_ranks.py)
             return own.step("cli_check")(args)
+    if not method.is_default and "check" in method.steps:  # a plug-in's check step, called through the method
+        return _method_check(args, method, model)
     frame, _ = read_judgements_args(args)
     run_check_command(model, frame, args.out or Path("results") / f"check-{file_name_part(model.name)}", args.trials,
                       args.seed)
+    return 0
+
+
+def _method_check(args, method, model) -> int:
+    """``simdesign check`` of a method with a ``check`` step and no command of its own: its table read by its own
+    reader, its check run, the table written as check.csv (the command called only Likert's check before)."""
+    from simdesign.pilot.tables import read_table_args
+
+    frame, _ = read_table_args(args)
+    table, simulated = method.step("check")(model, frame, trials=args.trials, seed=args.seed)
+    out_dir = Path(args.out or Path("results") / f"check-{file_name_part(model.name)}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out_dir / "check.csv", index=False)
+    inside = int(table["inside"].sum())
+    print(f"predictive check ({method.label}): {len(simulated)} studies simulated with the data's own design; "
+          f"{inside} of {len(table)} statistics inside the simulated 95% range")
+    print(f"wrote {out_dir / 'check.csv'}")
     return 0
 
 
