@@ -314,3 +314,17 @@ def test_simdesign_check_calls_a_plug_in_methods_own_check_step(tmp_path, capsys
     assert "predictive check (Pass/fail): 20 studies" in printed
     table = pd.read_csv(out / "check.csv")
     assert {"statistic", "observed", "sim_low", "sim_high", "inside"} <= set(table.columns)
+
+
+def test_a_refused_test_says_why():
+    # accepts() gave a bare no; the refusal now says why (issue 40, item 7), and a plug-in can give its own reason
+    from simdesign.analyses import ANALYSES
+    from simdesign.simulation.config import parse_config
+
+    rank = get_method("rank")
+    assert rank.accepts(ANALYSES["art"]) is False and "are rankings" in rank.refusal(ANALYSES["art"])
+    assert rank.accepts(ANALYSES["ttest_doc"]) is True and rank.refusal(ANALYSES["ttest_doc"]) == ""
+    with pytest.raises(ConfigError, match=r"cannot take rank judgements \(Rank judgements are rankings"):
+        parse_config({"name": "x", "model": {"preset": "coherence", "rank_model": "coherence"}, "method": "rank",
+                      "designs": [{"kind": "block", "blocks": 2, "docs_per_block": 5, "annotators_per_block": 2}],
+                      "tests": ["art"], "trials": 2})

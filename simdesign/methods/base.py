@@ -112,7 +112,17 @@ class AnnotationMethod:
     # --- tests, stores, warnings ---------------------------------------------------------------------
     def accepts(self, analysis) -> bool:
         """Whether a registered analysis (an :class:`~simdesign.analyses.AnalysisInfo`) takes these judgements."""
-        return not self.rankings or bool(getattr(analysis, "takes_rankings", False))
+        return not self.refusal(analysis)
+
+    def refusal(self, analysis) -> str:
+        """Why a registered analysis cannot take these judgements ('' when it can): the words a refusal shows.
+
+        A plug-in method overrides this (not :meth:`accepts`) to refuse tests for a reason of its own.
+        """
+        if self.rankings and not getattr(analysis, "takes_rankings", False):
+            return (f"{self.label} judgements are rankings (each annotator orders a document's outputs), and "
+                    f"{getattr(analysis, 'name', analysis)} treats an output's values as independent scores")
+        return ""
 
     def result_label(self, label: str) -> str:
         """A test's (or estimand's) label in the store and the trial rows under this method."""

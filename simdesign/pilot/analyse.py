@@ -669,7 +669,8 @@ def _refuse_unfit_tests(specs, data: pd.DataFrame, method) -> None:
         info = ANALYSES.get(spec.name)
         if info is not None and not method.accepts(info):
             takes = sorted(name for name, other in ANALYSES.items() if method.accepts(other))
-            problems.append(f"The test {spec.label} does not take {method.label} judgements (it takes "
+            problems.append(f"The test {spec.label} does not take {method.label} judgements ({method.refusal(info)}; "
+                            f"it takes "
                             f"{list(info.methods)}); tests for {method.name} data: {takes}")
     annotators = data["annotator"].nunique()
     fitting = [spec.label for spec in specs if getattr(ANALYSES.get(spec.name), "random_effects", False)]

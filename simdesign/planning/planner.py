@@ -621,7 +621,8 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
     for spec in tests:  # before anything runs, in the plan's own keys (the engine would say 'method')
         refused = [m for m in methods if not get_method(m).accepts(resolve_analysis(spec.name))]
         if refused:
-            errors.append(f"The test {spec.label} cannot take {' or '.join(refused)} judgements (it accepts "
+            why = "; ".join(get_method(m).refusal(resolve_analysis(spec.name)) for m in refused)
+            errors.append(f"The test {spec.label} cannot take {' or '.join(refused)} judgements ({why}; it accepts "
                           f"{', '.join(resolve_analysis(spec.name).methods)}); remove it from 'tests' or leave "
                           f"{refused} out of 'search.methods'")
     method_costs = {method: _parse_cost(raw, model_source, base_dir, errors, method) for method in methods}

@@ -157,7 +157,8 @@ def method_problems(methods, model, analyses) -> list[str]:
         info = resolve_analysis(spec.name)
         refused = [m for m in methods if not get_method(m).accepts(info)]
         if refused:
-            problems.append(f"The test {spec.label} cannot take {' or '.join(refused)} judgements (it accepts "
+            why = "; ".join(get_method(m).refusal(info) for m in refused)
+            problems.append(f"The test {spec.label} cannot take {' or '.join(refused)} judgements ({why}; it accepts "
                             f"{', '.join(info.methods)}); remove it or set '{field_name}' to {list(info.methods)}")
     return problems
 
