@@ -57,3 +57,24 @@ def test_a_sweep_says_to_replay_one_of_its_runs(tmp_path, capsys):
     run = tmp_path / "out" / "effect=0.5"
     assert main(["replay", str(run), "--design", "block-B3-D2-A2", "--trial", "1", "--test", "ttest_doc"]) == 0
     assert "replayed p-values and statuses equal the stored ones" in capsys.readouterr().out
+
+
+def test_replay_save_writes_a_rank_trial_as_ranks_that_the_readers_take(tmp_path, capsys):
+    # `replay --save` wrote every method's trial as scores (a Rank trial's reversed ranks under 'score'): it now
+    # writes the method's own file form, which read_table reads back as that method (issue 40, item 7)
+    from simdesign.pilot.tables import read_table
+
+    config = {"name": "ranks", "model": {"preset": "coherence", "rank_model": "coherence"}, "method": "rank",
+              "effect": "fitted", "tests": ["ttest_doc"], "trials": 2, "seed": 3,
+              "designs": [{"kind": "block", "blocks": 3, "docs_per_block": 2, "annotators_per_block": 2}]}
+    simdesign.simulate(config, out_dir=tmp_path / "out", jobs=1, progress=False)
+    saved = tmp_path / "trial.csv"
+    assert main(["replay", str(tmp_path / "out"), "--design", "block-B3-D2-A2", "--trial", "1",
+                 "--test", "ttest_doc@rank", "--save", str(saved)]) == 0
+    assert "column 'rank'" in capsys.readouterr().out
+    table = pd.read_csv(saved)
+    assert "rank" in table.columns and "score" not in table.columns
+    ranks = table.groupby(["annotator", "document"])["rank"].apply(sorted)
+    assert len(ranks) == 12 and all(found == [1, 2, 3, 4, 5] for found in ranks)  # each pair ranks 5 outputs
+    read, info = read_table(saved)
+    assert info["method"] == "rank" and len(read) == len(table)

@@ -84,8 +84,12 @@ def cmd_replay(args) -> int:
         verbose = ANALYSES[spec.name].verbose
         print(verbose(judgements, **spec.options) if verbose else f"({spec.name} has no verbose output)")
     if args.save:
-        judgements.to_frame().to_csv(args.save, index=False)
-        print(f"wrote the trial's judgements to {args.save}")
+        from simdesign.methods import get_method, split_result_label
+
+        # the method's own file form (a Rank trial as ranks), which `simdesign analyse` and `fit` read back
+        method = get_method(split_result_label(args.test)[1])
+        method.file_form(judgements.to_frame(), judgements.n_systems).to_csv(args.save, index=False)
+        print(f"wrote the trial's judgements to {args.save} ({method.label}, column '{method.value_column}')")
     return 0
 
 

@@ -124,6 +124,12 @@ class AnnotationMethod:
                     f"{getattr(analysis, 'name', analysis)} treats an output's values as independent scores")
         return ""
 
+    def file_form(self, frame, n_systems: int):
+        """A simulated study's long table (``score``: the responses, oriented so that higher is better) in the
+        form this method's files have, which its table reader reads back (the default: ``score`` named as the
+        method's judgement column; Rank writes ranks, 1 = best). ``simdesign replay --save`` writes it."""
+        return frame.rename(columns={"score": self.value_column})
+
     def result_label(self, label: str) -> str:
         """A test's (or estimand's) label in the store and the trial rows under this method."""
         return f"{label}{self.result_suffix}"

@@ -81,6 +81,10 @@ class Rank(AnnotationMethod):
     def responses(self, model, eta: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         return reversed_ranks(eta + model.ranking_noise(rng, eta.shape))
 
+    def file_form(self, frame, n_systems: int):
+        # responses are reversed ranks (S = best); a Rank file holds ranks, 1 = best
+        return frame.assign(rank=n_systems + 1 - frame["score"]).drop(columns="score")
+
     def fingerprint(self, model) -> dict:
         # a joint model's rank trials depend on its rank_noise, a separately fitted pair's on its rank model
         # (simdesign.model.method_pair); the shared model digest leaves both out
