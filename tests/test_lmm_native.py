@@ -325,7 +325,8 @@ def test_equals_lme4_on_simulated_designs(reference, design, structure):
 @pytest.mark.slow
 @pytest.mark.needs_r
 def test_kenward_roger_equals_pbkrtest_itself(reference):
-    """The rsession Kenward-Roger the other tests compare with, checked once against pbkrtest::vcovAdj."""
+    """The rsession Kenward-Roger the other tests compare with, checked once against pbkrtest::vcovAdj (lme4
+    evaluated at lmm_native's optimum)."""
     from rpy2 import robjects
 
     from simdesign.analyses.mixed_r import _pair_contrast_rows, formula_for
@@ -335,12 +336,13 @@ def test_kenward_roger_equals_pbkrtest_itself(reference):
     fit = lmm.fit(study, "intercepts")
     r = session()
     with r.lock:
-        out = as_dict(robjects.r("""function(d, form, L) {
-          f <- lme4::lmer(stats::as.formula(form), data = d, REML = TRUE, contrasts = list(system = "contr.treatment"))
+        out = as_dict(robjects.r("""function(d, form, L, start) {
+          f <- lme4::lmer(stats::as.formula(form), data = d, REML = TRUE, contrasts = list(system = "contr.treatment"),
+                          start = list(theta = start), control = lme4::lmerControl(optimizer = NULL))
           v <- pbkrtest::vcovAdj(f)
           list(vcov = as.matrix(v), df = apply(L, 1, function(l) pbkrtest::Lb_ddf(l, stats::vcov(f), v)))
         }""")(r.data_frame(study, ordinal=False), formula_for(study, "intercepts"),
-              r.matrix(_pair_contrast_rows(study.n_systems))))
+              r.matrix(_pair_contrast_rows(study.n_systems)), robjects.FloatVector(_lme4_order(fit))))
     kr = small_sample.kenward_roger(fit.problem, fit.theta, fit.sigma, fit.covariance)
     rows = _pair_contrast_rows(study.n_systems)
     np.testing.assert_allclose(kr.df(rows), out["df"], rtol=1e-6)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import sparse
+from scipy.sparse import csgraph
 
 from simdesign.clmm.prepare import _columns, _forms, _nested_codes
 
@@ -75,6 +76,12 @@ class Problem:
     couple_second: np.ndarray | None = None
     couple_sum: sparse.csr_matrix | None = None  # n_K^2 x couples: adds each couple into its Schur block
     pair_sum: sparse.csr_matrix | None = None  # n_K x pairs
+    pair_by_eliminated: sparse.csr_matrix | None = None  # n_E x pairs
+    couple_by_first: sparse.csr_matrix | None = None  # pairs x couples
+    # The Schur complement is block diagonal by connected component of the kept levels (those linked
+    # through a shared eliminated level: the annotators of one block of a block design): each entry holds
+    # the kept levels of components of one size, (components, size), factorised as one batch.
+    components: list = field(default_factory=list)
     n_levels: dict = field(default_factory=dict)
 
     @property
@@ -168,5 +175,23 @@ def _prepare_pairs(problem: Problem, xy: np.ndarray) -> None:
     problem.couple_sum = sparse.csr_matrix((np.ones(n_couples), (target, np.arange(n_couples))),
                                            shape=(n_kept * n_kept, n_couples))
     n_pairs = len(pair_key)
+    problem.components = _components(problem.pair_kept, problem.pair_eliminated, n_kept, eliminated.n_levels)
     problem.pair_sum = sparse.csr_matrix((np.ones(n_pairs), (problem.pair_kept, np.arange(n_pairs))),
                                          shape=(n_kept, n_pairs))
+    problem.pair_by_eliminated = sparse.csr_matrix(
+        (np.ones(n_pairs), (problem.pair_eliminated, np.arange(n_pairs))), shape=(eliminated.n_levels, n_pairs))
+    problem.couple_by_first = sparse.csr_matrix((np.ones(n_couples), (problem.couple_first, np.arange(n_couples))),
+                                                shape=(n_pairs, n_couples))
+
+
+def _components(pair_kept: np.ndarray, pair_eliminated: np.ndarray, n_kept: int, n_eliminated: int) -> list:
+    """The kept levels grouped by connected component, components of equal size batched together."""
+    incidence = sparse.csr_matrix((np.ones(len(pair_kept)), (pair_kept, pair_eliminated)),
+                                  shape=(n_kept, n_eliminated))
+    _, label = csgraph.connected_components(incidence @ incidence.T, directed=False)
+    order = np.argsort(label, kind="stable")
+    sizes = np.bincount(label)
+    groups = {}
+    for component, members in zip(range(len(sizes)), np.split(order, np.cumsum(sizes)[:-1])):
+        groups.setdefault(len(members), []).append(members)
+    return [np.array(members) for _, members in sorted(groups.items())]
