@@ -579,6 +579,12 @@ def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True
         return PlanOutcome(result, plan_table(result), recommendation_text(result), result.recommended,
                            effort_line(result))
 
+    return _outcome_in(out_dir, outcome, figure)
+
+
+def _outcome_in(out_dir, outcome, figure):
+    """A plan's outcome computed in ``out_dir`` (its outputs saved there) or in a temporary directory removed
+    afterwards (nothing written)."""
     if out_dir is not None:
         found = outcome(out_dir)
         found.save(out_dir, figure)
@@ -644,12 +650,7 @@ def _replication_plan(config, out_dir, jobs: int, progress: bool, backend, figur
                                       replication_recommendation(config, result), result.recommended,
                                       effort_line(result), config=config)
 
-    if out_dir is not None:
-        found = outcome(out_dir)
-        found.save(out_dir, figure)
-        return found
-    with tempfile.TemporaryDirectory(prefix="simdesign-plan-") as temporary:
-        return outcome(temporary)
+    return _outcome_in(out_dir, outcome, figure)
 
 
 def read_judgements_table(frame_or_path, columns: dict | None = None, scale=None) -> tuple[pd.DataFrame, tuple]:
