@@ -262,3 +262,15 @@ def test_the_version_is_read_from_the_installed_metadata_only():
     assert simdesign.__version__ == metadata.version("simdesign-humeval") == declared
     literal = re.compile(r"""^\s*(__version__|VERSION)\s*=\s*["']\d""", re.M)  # a version number typed in
     assert [p.name for p in PACKAGE.rglob("*.py") if literal.search(p.read_text())] == []
+
+
+def test_the_layout_page_names_every_package_with_its_layer():
+    """docs/explanation/layout.md is written from the code by scripts/layout_page.py (issue 40); a package moved,
+    added or given another layer without rerunning it fails here."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("layout_page", PACKAGE.parent / "scripts" / "layout_page.py")
+    layout_page = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(layout_page)
+    assert layout_page.out_of_date(layout_page.PAGE.read_text()) == []
+    assert layout_page.out_of_date("") != []  # the check can fail
