@@ -133,3 +133,13 @@ def test_columns_mapping_for_rank_files(tmp_path):
     assert info["method"] == "rank" and info["base"] == 1 and frame["rank"].min() == 1
     with pytest.raises(ConfigError, match="--scale applies to Likert"):
         read_table(path, columns=parse_columns_any("annotator=worker,rank=position"), scale=(1, 2, 3))
+
+
+def test_the_moved_table_functions_are_deprecated_aliases_for_one_release():
+    import simdesign.pilot.ranks as ranks
+    import simdesign.pilot.tables as tables
+
+    with pytest.warns(DeprecationWarning, match="moved to simdesign.pilot.tables.read_table"):
+        assert ranks.read_table is tables.read_table
+    with pytest.raises(AttributeError):
+        ranks.no_such_name

@@ -39,6 +39,21 @@ from simdesign.pilot.fit import _rows, read_table_csv, validate_judgements
 
 RANK_COLUMNS = ("annotator", "document", "system", "rank")
 
+# Names this module re-exported from simdesign.pilot.tables until issue 40: kept one release as deprecated
+# aliases. Resolved when asked for (not imported here: tables -> method_steps -> ranks would be a cycle).
+_MOVED_TO_TABLES = ("infer_method", "orient", "parse_columns_any", "read_table", "read_table_args", "describe")
+
+
+def __getattr__(name: str):
+    if name in _MOVED_TO_TABLES:
+        import importlib
+        import warnings
+
+        warnings.warn(f"simdesign.pilot.ranks.{name} moved to simdesign.pilot.tables.{name}; the old name goes in "
+                      "the next release", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module("simdesign.pilot.tables"), name)
+    raise AttributeError(f"module 'simdesign.pilot.ranks' has no attribute {name!r}")
+
 
 def check_ranks(frame: pd.DataFrame, names: dict | None = None) -> int:
     """Check that each (annotator, document) ranks all systems with a permutation; return the base (0 or 1).
