@@ -183,6 +183,16 @@ def test_registered_like_clmm_native_and_shares_one_fit_per_study():
     # z is the least conservative of the three
     assert np.all(results["z"].p_value <= results["satterthwaite"].p_value + 1e-12)
     assert len(results["z"].p_value) == len(system_pairs(5))
+    assert "lmm_native, structure intercepts" in info.verbose(study, structure="intercepts", df="kr")
+
+
+def test_paper_structure_drops_the_document_term_of_a_nested_design():
+    nested = load_model("coherence").sample(BlockDesign(6, 2, 1), np.random.default_rng(0))
+    assert lmm.fit(nested, "paper").terms == ("annotator",)
+    assert lmm.fit(nested, "maximal").terms == ("annotator", "document")
+    # Kenward-Roger needs REML: asked of an ML fit, a failure with the reason, never a p-value
+    result = run_analysis(ANALYSES["lmm_native"], nested, None, {"estimation": "ml", "df": "kr"})
+    assert result.fit_status == ERROR and np.isnan(result.p_value).all() and "REML" in result.message
 
 
 def test_a_config_names_it():
