@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import minimize
 
+from simdesign.core.threads import single_threaded
 from simdesign.lmm.deviance import Profiled, profile, split_theta
 from simdesign.lmm.problem import Problem, lower_triangle, prepare
 from simdesign.stats.contrasts import ERROR, NOT_CONVERGED, OK, SINGULAR, SINGULAR_TOLERANCE
@@ -187,8 +188,9 @@ def fit(judgements, structure="maximal", reml: bool = True) -> LmmResult:
     if refusal:
         return _failed(problem, label, terms, reml, refusal)
     try:
-        theta, profiled, result, evaluations = optimise(problem, reml)
-        _, gradient = profile(problem, theta, gradient=True, reml=reml)
+        with single_threaded():  # the same rounding for every caller, as clmm.fit (simdesign.core.threads)
+            theta, profiled, result, evaluations = optimise(problem, reml)
+            _, gradient = profile(problem, theta, gradient=True, reml=reml)
     except np.linalg.LinAlgError as exc:
         return _failed(problem, label, terms, reml, f"linear algebra failed: {exc}")
     gradient_max = float(np.max(np.abs(_projected_gradient(problem, theta, gradient)), initial=0.0))
