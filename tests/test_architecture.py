@@ -6,6 +6,7 @@ call time, and which hid the cycles this test was written against) count like to
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -63,6 +64,12 @@ def _runtime_nodes(tree: ast.AST):
         stack.extend(ast.iter_child_nodes(node))
 
 
+@functools.lru_cache(maxsize=None)  # every check reads the same sources: parse each once per run
+def _tree(path: Path) -> ast.AST:
+    return ast.parse(path.read_text(), filename=str(path))
+
+
+@functools.lru_cache(maxsize=None)
 def import_graph() -> dict[str, set[str]]:
     """Module -> the simdesign modules it imports anywhere in its source.
 
@@ -73,7 +80,7 @@ def import_graph() -> dict[str, set[str]]:
     known = set(modules)
     graph = {}
     for module, path in modules.items():
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = _tree(path)
         targets = set()
         for node in _runtime_nodes(tree):
             targets |= _imported(node, module, path.name == "__init__.py", known)
@@ -136,7 +143,7 @@ def long_functions() -> dict[str, int]:
     """'path:function' -> lines, for every function over :data:`MAX_FUNCTION_LINES` (parser builders aside)."""
     found = {}
     for path in PACKAGE.rglob("*.py"):
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = _tree(path)
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name not in LONG_FUNCTIONS_ALLOWED:
                 length = node.end_lineno - node.lineno + 1
@@ -201,10 +208,11 @@ def test_every_import_goes_to_the_same_or_a_lower_layer():
 MODULE_REFERENCE = re.compile(r"^(simdesign(?:\.[A-Za-z_]\w*)+)(?::[A-Za-z_]\w*)?$")
 
 
-def string_references(source: str, module: str, known: set[str]) -> set[str]:
-    """simdesign modules a module's string literals name as a whole (a module path, or 'module:function')."""
+def string_references(source, module: str, known: set[str]) -> set[str]:
+    """simdesign modules a module's string literals name as a whole (a module path, or 'module:function');
+    ``source`` is the module's text or its parsed tree."""
     found = set()
-    for node in _runtime_nodes(ast.parse(source)):
+    for node in _runtime_nodes(ast.parse(source) if isinstance(source, str) else source):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             match = MODULE_REFERENCE.match(node.value.strip())
             if match and match.group(1) in known and match.group(1) != module:
@@ -217,7 +225,7 @@ def upward_string_references() -> list[str]:
     known = set(modules)
     return sorted(f"{module} (layer {layer_of(module)}) names '{target}' (layer {layer_of(target)}) in a string"
                   for module, path in modules.items()
-                  for target in string_references(path.read_text(), module, known)
+                  for target in string_references(_tree(path), module, known)
                   if layer_of(target) > layer_of(module))
 
 
