@@ -52,6 +52,12 @@ BENCHMARKS = [
      "same fit, with the largest relative differences of the covariance and the df. Needs R and pbkrtest.",
      ["scripts/bench_kenward_roger.py", "--blocks", "1", "2", "5"],
      ["scripts/bench_kenward_roger.py", "--blocks", "5"]),
+    ("The native linear mixed model against lmer (R)",
+     "Milliseconds per simulated study (generation included) of `lmm_native` and `lmer` (lme4 and lmerTest "
+     "through R, the baseline), both with Satterthwaite df, on the paper's 3-annotator x 100-document crossed "
+     "design, intercepts and maximal structures, one thread, interleaved; without R, lmm_native alone.",
+     ["scripts/bench_lmm_native.py", "--studies", "20", "--repeats", "3"],
+     ["scripts/bench_lmm_native.py", "--studies", "3", "--repeats", "1"]),
 ]
 
 
