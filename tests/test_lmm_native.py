@@ -173,6 +173,7 @@ def test_registered_like_clmm_native_and_shares_one_fit_per_study():
     info = ANALYSES["lmm_native"]
     assert info.options["structure"] == (("maximal", "intercepts", "paper"), "paper")
     assert info.options["df"] == (("satterthwaite", "kr", "z"), "satterthwaite")
+    assert info.options["test"] == (("wald", "lrt"), "wald")
     assert info.random_effects and not info.requires_complete({})
     study = load_model("coherence").sample(BlockDesign(2, 6, 3), np.random.default_rng(0))
     results = {df: run_analysis(info, study, None, {"structure": "intercepts", "df": df})
@@ -195,6 +196,27 @@ def test_paper_structure_drops_the_document_term_of_a_nested_design():
     assert result.fit_status == ERROR and np.isnan(result.p_value).all() and "REML" in result.message
 
 
+def test_likelihood_ratio_equals_the_fit_of_the_merged_systems():
+    """Intercepts: the constrained model of the pair (1, 3) is the model of the data with system 3 renamed
+    system 1, fitted from the table (an independent route to the same likelihood)."""
+    from scipy.stats import chi2
+
+    from simdesign.lmm.fitting import likelihood_ratios
+
+    study = _crossed(4, 10, 4, np.random.default_rng(6))
+    full = lmm.fit(study, "intercepts", reml=False)
+    rows = _contrast_rows(4)
+    ratios = likelihood_ratios(full, rows)
+    frame = study.to_frame()
+    merged = frame.assign(system=frame["system"].replace({"s3": "s1"}))
+    expected = lmm.fit(merged, "intercepts", reml=False).deviance - full.deviance
+    pair = system_pairs(4).index((1, 3))
+    assert ratios[pair] == pytest.approx(expected, rel=1e-7, abs=1e-7)
+    assert np.all(ratios >= 0)
+    result = run_analysis(ANALYSES["lmm_native"], study, None, {"structure": "intercepts", "test": "lrt"})
+    np.testing.assert_allclose(result.p_value, chi2.sf(ratios, 1))
+
+
 def test_a_config_names_it():
     from simdesign.simulation.config import parse_config
 
@@ -203,7 +225,8 @@ def test_a_config_names_it():
         "designs": [{"kind": "block", "blocks": 2, "docs_per_block": 5, "annotators_per_block": 3}],
         "tests": [{"name": "lmm_native", "structure": "maximal", "df": "kr"}]})
     assert [test.name for test in config.tests] == ["lmm_native"]
-    assert config.tests[0].options == {"structure": "maximal", "df": "kr", "adjust": "none", "estimation": "reml"}
+    assert config.tests[0].options == {"structure": "maximal", "df": "kr", "adjust": "none", "estimation": "reml",
+                                       "test": "wald"}
 
 
 # ------------------------------------------------------------------------------------------------- with R
@@ -329,6 +352,31 @@ def test_equals_lme4_on_the_papers_likert_files(reference, task, structure):
 def test_equals_lme4_on_simulated_designs(reference, design, structure):
     numbers = compare_with_lme4(reference, _simulated(design), structure)
     print(design, structure, numbers)
+
+
+@pytest.mark.slow
+@pytest.mark.needs_r
+def test_likelihood_ratios_equal_lme4s_on_the_papers_coherence_file():
+    """lme4's deviance difference of ML fits with the two systems merged into one factor level."""
+    _require_r()
+    from rpy2 import robjects
+
+    from simdesign.analyses.rsession import session
+    from simdesign.lmm.fitting import likelihood_ratios
+
+    study = _paper("coherence")
+    ratios = likelihood_ratios(lmm.fit(study, "intercepts", reml=False), _contrast_rows(study.n_systems))
+    r = session()
+    with r.lock:
+        expected = np.array(robjects.r("""function(d) {
+          out <- c(); lv <- levels(d$system)
+          full <- lme4::lmer(score ~ system + (1 | annotator) + (1 | document), data = d, REML = FALSE)
+          for (i in 1:(length(lv) - 1)) for (k in (i + 1):length(lv)) {
+            s <- as.character(d$system); s[s == lv[k]] <- lv[i]; d$merged <- factor(s, levels = lv[-k])
+            m0 <- lme4::lmer(score ~ merged + (1 | annotator) + (1 | document), data = d, REML = FALSE)
+            out <- c(out, stats::deviance(m0) - stats::deviance(full)) }
+          out }""")(r.data_frame(study, ordinal=False)))
+    np.testing.assert_allclose(ratios, expected, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.slow

@@ -19,6 +19,9 @@ STRUCTURES = ("maximal", "intercepts", "paper")
 DF_RULES = ("satterthwaite", "kr", "z")
 DEFAULT_DF = "satterthwaite"
 ESTIMATIONS = ("reml", "ml")
+# The test of each pair: the Wald t (or z) statistic against the reference `df` names, or the likelihood ratio
+# of ML fits with and without the pair's constraint against chi-square(1) ('lrt'; `df` and `estimation` unused).
+TESTS = ("wald", "lrt")
 
 
 def _fit(judgements: Judgements, structure: str, estimation: str):
@@ -72,8 +75,33 @@ def _tested(fit, df: str) -> tuple:
     return fit.covariance, pair_df, status, message
 
 
+def _lrt_result(judgements: Judgements, structure: str, adjust: str) -> PairwiseResult:
+    """Likelihood-ratio tests of every pair from ML fits (simdesign.lmm.fitting.likelihood_ratios)."""
+    from scipy.stats import chi2
+    from statsmodels.stats.multitest import multipletests
+
+    from simdesign.lmm.fitting import likelihood_ratios
+
+    n_pairs = len(system_pairs(judgements.n_systems))
+    fit = _fit(judgements, structure, "ml")
+    if fit.status in FAILURES:
+        result = PairwiseResult.failed(n_pairs, fit.status, fit.message)
+    else:
+        rows = _contrast_rows(len(fit.systems))
+        p_value = chi2.sf(likelihood_ratios(fit, rows), 1)
+        message = fit.message
+        if adjust != "none":  # Tukey needs a joint distribution of Wald statistics: Holm for both
+            p_value = multipletests(p_value, method="holm")[1]
+            message = "; ".join(part for part in (message, "holm" if adjust == "tukey" else "") if part)
+        result = PairwiseResult(estimate=rows @ fit.beta, p_value=p_value,
+                                status=np.full(n_pairs, fit.status, dtype=object), message=message,
+                                fit_status=fit.status)
+    result.fit_details = _fit_details(fit)
+    return result
+
+
 def lmm_native_analysis(judgements: Judgements, rng=None, structure: str = "paper", adjust: str = "none",
-                        df: str = DEFAULT_DF, estimation: str = "reml") -> PairwiseResult:
+                        df: str = DEFAULT_DF, estimation: str = "reml", test: str = "wald") -> PairwiseResult:
     """Fit the linear mixed model and return pairwise t (or z) contrasts in the judgements' system order.
 
     ``df``: 'satterthwaite' (lmerTest's), 'kr' (Kenward-Roger: pbkrtest's adjusted covariance gives T and
@@ -81,7 +109,12 @@ def lmm_native_analysis(judgements: Judgements, rng=None, structure: str = "pape
     'singular' fits keep their p-values, as lme4's. With 'satterthwaite', a Hessian of the variance
     parameters with a negative or near-zero eigenvalue makes the fit 'not_converged', lmerTest's warning
     and lmer's rule. Tests of one study that differ only in ``df`` or ``adjust`` share one fit.
+
+    ``test='lrt'``: per pair, twice the log-likelihood ratio of ML fits without and with the pair's
+    constraint against chi-square(1) (``df`` and ``estimation`` unused; ``adjust: tukey`` gives Holm).
     """
+    if test == "lrt":
+        return _lrt_result(judgements, structure, adjust)
     n_pairs = len(system_pairs(judgements.n_systems))
     fit = _fit(judgements, structure, estimation)
     if fit.status in FAILURES:
@@ -100,16 +133,17 @@ def lmm_native_analysis(judgements: Judgements, rng=None, structure: str = "pape
 
 
 def lmm_native_verbose(judgements: Judgements, structure: str = "paper", adjust: str = "none",
-                       df: str = DEFAULT_DF, estimation: str = "reml") -> str:
+                       df: str = DEFAULT_DF, estimation: str = "reml", test: str = "wald") -> str:
     """The fit and the pairwise contrasts as stored, for ``simdesign replay --verbose``."""
-    fit = _fit(judgements, structure, estimation)
-    result = lmm_native_analysis(judgements, None, structure, adjust, df, estimation)
+    fit = _fit(judgements, structure, "ml" if test == "lrt" else estimation)
+    result = lmm_native_analysis(judgements, None, structure, adjust, df, estimation, test)
     lines = [f"lmm_native, structure {fit.structure} ({', '.join(fit.terms)}), "
              f"{'REML criterion' if fit.reml else 'deviance'} {fit.deviance:.6f}, sigma {fit.sigma:.6g}, "
              f"status {result.fit_status}" + (f" ({result.message})" if result.message else ""),
              "fixed effects: " + ", ".join(f"{name} {value:.6g}" for name, value in zip(
                  ("(Intercept)",) + tuple(fit.systems[1:]), fit.beta)),
-             f"pairwise contrasts (model order, estimate = system_a - system_b; df {df}, adjust {adjust}):"]
+             f"pairwise contrasts (model order, estimate = system_a - system_b; "
+             f"{'likelihood ratio' if test == 'lrt' else 'df ' + df}, adjust {adjust}):"]
     for (i, j), estimate, p_value, status in zip(system_pairs(len(fit.systems)), result.estimate,
                                                   result.p_value, result.status):
         lines.append(f"  {fit.systems[i] + ' - ' + fit.systems[j]:<36} {estimate:>9.4f} {p_value:>10.4g}  {status}")
@@ -119,9 +153,10 @@ def lmm_native_verbose(judgements: Judgements, structure: str = "paper", adjust:
 register(AnalysisInfo(
     name="lmm_native", function=lmm_native_analysis,
     options={"structure": (STRUCTURES, "paper"), "adjust": (ADJUSTMENTS, "none"), "df": (DF_RULES, DEFAULT_DF),
-             "estimation": (ESTIMATIONS, "reml")},
+             "estimation": (ESTIMATIONS, "reml"), "test": (TESTS, "wald")},
     verbose=lmm_native_verbose, chunk_trials=10, random_effects=True, uses_rng=False,
     # the likelihood is a sum over the judgements there are: unbalanced data need nothing else
     needs_complete=False,
     description="simdesign's linear mixed model of the scores (same model as lme4::lmer), pairwise t contrasts "
-                "with Satterthwaite df (lmerTest; default), Kenward-Roger df and covariance (df: kr) or z"))
+                "with Satterthwaite df (lmerTest; default), Kenward-Roger df and covariance (df: kr) or z; or "
+                "likelihood-ratio tests of ML fits (test: lrt)"))

@@ -4,14 +4,15 @@ Part of :mod:`simdesign.lmm`; the model and the algorithm are described in that 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
+from scipy.linalg import null_space
 from scipy.optimize import minimize
 
 from simdesign.core.threads import single_threaded
 from simdesign.lmm.deviance import Profiled, profile, split_theta
-from simdesign.lmm.problem import Problem, lower_triangle, prepare
+from simdesign.lmm.problem import Problem, _level_sums, lower_triangle, prepare
 from simdesign.stats.contrasts import ERROR, NOT_CONVERGED, OK, SINGULAR, SINGULAR_TOLERANCE
 
 # A fit whose projected gradient of the deviance exceeds this is 'not_converged': lme4's tolerance on the
@@ -248,4 +249,39 @@ def _failed(problem, label, terms, reml, message) -> LmmResult:
                      deviance=float("nan"), status=ERROR, message=message, problem=problem)
 
 
-__all__ = ["LmmResult", "Profiled", "fit", "is_singular", "optimise"]
+
+
+def with_fixed_design(problem: Problem, x: np.ndarray) -> Problem:
+    """The problem with the fixed-effects design ``x`` instead (same random effects and scores): the sums
+    that involve X are made again, the rest is shared."""
+    xy = np.column_stack([x, problem.y])
+    changed = {"x": x, "xy_cross": xy.T @ xy,
+               "e_rhs": _level_sums(problem.eliminated.codes, problem.eliminated.n_levels,
+                                    problem.eliminated.z[:, :, None] * xy[:, None, :])}
+    if problem.kept is not None:
+        changed["k_rhs"] = _level_sums(problem.kept.codes, problem.kept.n_levels,
+                                       problem.kept.z[:, :, None] * xy[:, None, :])
+    return replace(problem, **changed)
+
+
+def likelihood_ratios(fit: LmmResult, rows: np.ndarray) -> np.ndarray:
+    """Per contrast row c (over the fixed effects), the likelihood-ratio statistic of c' beta = 0.
+
+    ``fit`` must be an ML fit (REML criteria of different fixed effects are not comparable). The constrained
+    model has the fixed-effects design X N, N a basis of the null space of c (the constraint built in), and
+    is fitted by ML from the fit's theta, with the same boundary escapes. A constrained optimum above the
+    fit's (less likely than the unconstrained one by more than rounding) means one of them stopped at a worse
+    local optimum; the statistic is then 0 (no evidence against the constraint), never negative.
+    """
+    if fit.reml:
+        raise ValueError("likelihood-ratio tests need an ML fit (estimation: ml)")
+    out = np.empty(len(rows))
+    with single_threaded():
+        for k, row in enumerate(rows):
+            constrained = with_fixed_design(fit.problem, fit.problem.x @ null_space(row[None, :]))
+            _, profiled, _, _ = optimise(constrained, reml=False, start=fit.theta)
+            out[k] = max(0.0, profiled.deviance(constrained.n_obs, False) - fit.deviance)
+    return out
+
+
+__all__ = ["LmmResult", "Profiled", "fit", "is_singular", "likelihood_ratios", "optimise", "with_fixed_design"]
