@@ -296,7 +296,7 @@ def _paper(task: str) -> Judgements:
 
 def _simulated(name: str) -> Judgements:
     model = load_model("coherence")
-    designs = {"crossed": BlockDesign(1, 40, 3), "blocks": BlockDesign(5, 8, 3),
+    designs = {"crossed": BlockDesign(1, 40, 3), "blocks": BlockDesign(5, 8, 3), "nested": BlockDesign(12, 6, 1),
                "pool": PoolDesign(docs=40, annotators=12, judgements_per_output=3)}
     return model.sample(designs[name], np.random.default_rng(11))
 
@@ -377,6 +377,15 @@ def test_likelihood_ratios_equal_lme4s_on_the_papers_coherence_file():
             out <- c(out, stats::deviance(m0) - stats::deviance(full)) }
           out }""")(r.data_frame(study, ordinal=False)))
     np.testing.assert_allclose(ratios, expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.needs_r
+def test_equals_lme4_on_a_nested_design_with_the_papers_structure(reference):
+    """One annotator per document: 'paper' keeps the annotator term alone (one term, no Schur complement)."""
+    study = _simulated("nested")
+    assert lmm.fit(study, "paper").terms == ("annotator",)
+    print(compare_with_lme4(reference, study, "paper"))
 
 
 @pytest.mark.slow
