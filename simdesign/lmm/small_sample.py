@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import block_diag, cho_factor, cho_solve
+from scipy.linalg import cho_factor, cho_solve
 
 from simdesign.lmm.deviance import split_theta
 from simdesign.lmm.problem import Problem, lower_triangle
@@ -43,37 +43,51 @@ class _Dense:
     trace_v2: float  # tr(V^-2)
 
 
+def _times_lambda_transposed(problem: Problem, factors: dict, matrix: np.ndarray) -> np.ndarray:
+    """``Lambda' M`` without forming Lambda: each term's rows are its levels' q-blocks times L'."""
+    out = np.empty_like(matrix)
+    start = 0
+    for term in problem.terms:
+        size = term.n_levels * term.q
+        rows = matrix[start:start + size].reshape(term.n_levels, term.q, -1)
+        out[start:start + size] = np.einsum("ba,ibc->iac", factors[term.name], rows).reshape(size, -1)
+        start += size
+    return out
+
+
 def _dense(problem: Problem, theta: np.ndarray, sigma: float, reml: bool) -> _Dense:
+    """The forms ``a' V^-m b`` at theta: with ``Wa = (U'U + I)^-1`` and ``G = Wa U'a``,
+    ``a'V^-1 b = a'b - (U'a)' G_b`` and ``a'V^-2 b = a'V^-1 b - G_a' G_b`` (Wa symmetric), and
+    ``a'V^-3 b = a'V^-2 b - G_a' Wa G_b``."""
     factors = split_theta(problem, theta)
     z = problem.z_matrix()
-    lam = block_diag(*[np.kron(np.eye(term.n_levels), factors[term.name]) for term in problem.terms])
     zz = (z.T @ z).toarray()
     zx, zy = np.asarray(z.T @ problem.x), np.asarray(z.T @ problem.y)
     xx, xy = problem.x.T @ problem.x, problem.x.T @ problem.y
-    u_z, u_x, u_y = lam.T @ zz, lam.T @ zx, lam.T @ zy  # U'Z, U'X, U'y
-    gram = u_z @ lam  # U'U
-    wa = cho_solve(cho_factor(gram + np.eye(len(gram))), np.eye(len(gram)))
-    powers = [wa, wa @ wa]
-    powers.append(powers[1] @ wa)
-
-    def form(a_u, b_u, a_b, m):
-        out = a_b.copy() if isinstance(a_b, np.ndarray) else a_b
-        for j in range(m):
-            out = out - a_u.T @ powers[j] @ b_u
-        return out
-
-    trace_v1 = problem.n_obs - float(np.sum(wa * gram))
-    trace_v2 = trace_v1 - float(np.sum(powers[1] * gram))
+    # U'Z, U'X, U'y with U = Z Lambda, and U'U = Lambda' Z'Z Lambda = Lambda' (Lambda' Z'Z)'
+    u_z = _times_lambda_transposed(problem, factors, zz)
+    u_x = _times_lambda_transposed(problem, factors, zx)
+    u_y = _times_lambda_transposed(problem, factors, zy[:, None])[:, 0]
+    gram = _times_lambda_transposed(problem, factors, np.ascontiguousarray(u_z.T))
+    factor = cho_factor(gram + np.eye(len(gram)))
+    wa = cho_solve(factor, np.eye(len(gram)))
+    g_z, g_x, g_y = wa @ u_z, wa @ u_x, wa @ u_y
+    zz1 = zz - u_z.T @ g_z
+    zx1 = zx - u_z.T @ g_x
+    xx1 = xx - u_x.T @ g_x
+    xx2 = xx1 - g_x.T @ g_x
+    # U'U = A - I, so Wa U'U = I - Wa: tr(V^-1) = n - q + tr(Wa), tr(V^-2) = tr(V^-1) - tr(Wa) + |Wa|^2
+    trace_v1 = problem.n_obs - len(wa) + float(np.trace(wa))
+    trace_v2 = trace_v1 - float(np.trace(wa)) + float(np.sum(wa * wa))
     slices, start = [], 0
     for term in problem.terms:
         slices.append(slice(start, start + term.n_levels * term.q))
         start += term.n_levels * term.q
     return _Dense(problem=problem, sigma=sigma, reml=reml, term_slices=slices,
                   factors=[factors[term.name] for term in problem.terms],
-                  zz=[form(u_z, u_z, zz, m) for m in (1, 2)], zx=[form(u_z, u_x, zx, m) for m in (1, 2)],
-                  zy=form(u_z, u_y, zy, 1), xx=[form(u_x, u_x, xx, m) for m in (1, 2, 3)],
-                  xy=form(u_x, u_y, xy, 1), yy=float(form(u_y, u_y, float(problem.y @ problem.y), 1)),
-                  trace_v2=trace_v2)
+                  zz=[zz1, zz1 - g_z.T @ g_z], zx=[zx1, zx1 - g_z.T @ g_x],
+                  zy=zy - u_z.T @ g_y, xx=[xx1, xx2, xx2 - g_x.T @ wa @ g_x],
+                  xy=xy - u_x.T @ g_y, yy=float(problem.y @ problem.y - u_y @ g_y), trace_v2=trace_v2)
 
 
 def _blocks(matrix: np.ndarray, term, rows: slice, cols_term, cols: slice) -> np.ndarray:
