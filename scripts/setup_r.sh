@@ -24,6 +24,7 @@ DEBIAN_PACKAGES=(
   r-cran-lme4 r-cran-lmertest r-cran-ordinal r-cran-emmeans
   r-cran-broom r-cran-broom.mixed r-cran-tibble r-cran-boot
   r-cran-parameters r-cran-performance r-cran-insight
+  r-cran-pbkrtest  # Kenward-Roger: the oracle of the native implementations (tests)
 )
 
 # shellcheck source=lib/apt.sh
