@@ -4,13 +4,13 @@ tests/test_explorer_browser.py."""
 from __future__ import annotations
 
 import struct
-import time
 
 import pandas as pd
 import pytest
 
 from simdesign.core.designs import DESIGN_KINDS
 from simdesign.explore import controls, curves
+from test_explore import finished  # the explorer tests' poll for a run's end
 
 flask = pytest.importorskip("flask", reason="the explorer needs the 'explore' extra (flask)")
 
@@ -80,16 +80,6 @@ def shipped_client():
     app = create_app(workers=0)
     yield app.test_client()
     app.extensions["simdesign_pool"].close()
-
-
-def finished(client, key, timeout=300):
-    deadline = time.perf_counter() + timeout
-    while time.perf_counter() < deadline:
-        state = client.get(f"/api/run/{key}").get_json()
-        if state["status"] != "running":
-            return state
-        time.sleep(0.1)
-    raise AssertionError(f"run {key} did not finish")
 
 
 @pytest.mark.slow  # two short power runs: a second or more
