@@ -96,3 +96,10 @@ def test_every_registry_takes_the_same_entry_again_refuses_another_and_unregiste
         unregister_entry(name)
     assert name not in entries
     unregister_entry(name)  # unregistering what is not there is harmless too
+
+
+def test_an_invalid_estimand_is_refused_with_every_problem():
+    bad = dataclasses.replace(_estimand(), name="plugin_invalid", unit="furlongs")
+    with pytest.raises(ConfigError, match="plugin_invalid"):
+        register_estimand(bad)
+    assert "plugin_invalid" not in ESTIMANDS

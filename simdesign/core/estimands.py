@@ -16,6 +16,8 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Callable
 
+from simdesign.core.errors import ConfigError
+
 UNITS = ("rate", "value", "count")
 """What an estimand's number is: ``rate`` a share of tests or trials in [0, 1] with a Wilson interval;
 ``value`` a mean of per-trial values with a normal interval; ``count`` a number of items (e.g. a knee's k)."""
