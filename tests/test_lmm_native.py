@@ -308,10 +308,14 @@ def compare_with_lme4(reference, study, structure) -> dict:
     for reml in (True, False):
         fit = lmm.fit(study, structure, reml=reml)
         assert fit.status in ("ok", "singular"), fit.message
-        free = reference(study, structure, reml, kr=False)
-        # lmm_native reaches lme4's optimum or a lower one (maximal fits have several boundary optima)
-        assert fit.deviance <= free["crit"][0] + 1e-6
-        same = abs(fit.deviance - free["crit"][0]) < 1e-6
+        # lmm_native reaches lme4's optimum or a lower one (maximal fits have several boundary optima). lme4's own
+        # maximal ML fit is left out (about 5 s each; the suite must stay under 15 minutes on 2 cores): measured once
+        # it ended 6e-6 to 11.4 above lmm_native's (issue 41's note); the ML numbers at lmm_native's optimum below
+        # are still compared.
+        free = reference(study, structure, reml, kr=False) if reml or structure != "maximal" else None
+        if free is not None:
+            assert fit.deviance <= free["crit"][0] + 1e-6
+        same = free is not None and abs(fit.deviance - free["crit"][0]) < 1e-6
         if same:
             np.testing.assert_allclose(fit.beta, free["beta"], rtol=0, atol=1e-6)
         # lme4 and lmerTest evaluated at lmm_native's optimum (optimizer NULL): the same numbers to 1e-6
@@ -321,7 +325,8 @@ def compare_with_lme4(reference, study, structure) -> dict:
         np.testing.assert_allclose(fit.beta, at["beta"], rtol=0, atol=1e-6)
         key = "reml" if reml else "ml"
         out[key] = {"crit": fit.deviance - at["crit"][0], "same_optimum_as_lme4": same,
-                    "below_lme4": free["crit"][0] - fit.deviance, "beta": np.max(np.abs(fit.beta - at["beta"]))}
+                    "below_lme4": np.nan if free is None else free["crit"][0] - fit.deviance,
+                    "beta": np.max(np.abs(fit.beta - at["beta"]))}
         # Satterthwaite from the REML or the ML deviance, as lmerTest on a REML or an ML fit
         hessian, jacobian = small_sample.satterthwaite_parts(fit.problem, fit.theta, fit.sigma, reml)
         satterthwaite, _ = small_sample.satterthwaite_df(hessian, jacobian, fit.covariance, rows)
