@@ -235,6 +235,7 @@ def test_reliability_and_check_on_a_frame():
     assert {"statistic", "observed", "sim_low", "sim_high", "inside"} <= set(table.columns)
 
 
+@pytest.mark.slow  # real runs, half a second or more: the fast tier stays under a minute
 def test_reliability_reads_a_rank_frame_as_its_csv_and_the_likert_functions_refuse_it(paper_data_dir):
     """A Rank DataFrame is read by the Rank rules (was: taken as Likert, 'score' missing), with the same
     result as its CSV and renamed columns honoured; fit_model and check_model name the table's method and

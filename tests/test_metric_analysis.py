@@ -351,6 +351,7 @@ def test_a_validation_trial_has_the_fisher_baseline_and_every_comparison_test():
     assert rows.loc[rows["estimand"].str.endswith("power"), "value"].isin([0.0, 1.0]).all()
 
 
+@pytest.mark.slow  # real runs, half a second or more: the fast tier stays under a minute
 def test_power_curves_run_per_difference_and_draw(tmp_path):
     from simdesign.simulation.metric_power import plot_power_curves, run_power_curve
 

@@ -5,6 +5,8 @@ Each page's **Outputs** bullet is compared with what the command really writes o
 import re
 from pathlib import Path
 
+import pytest
+
 from simdesign.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,11 +29,13 @@ def written(directory: Path) -> set[str]:
     return {path.name for path in directory.iterdir() if path.is_file()}
 
 
+@pytest.mark.slow  # real runs, half a second or more: the fast tier stays under a minute
 def test_analyse_writes_what_its_page_lists(tmp_path):
     assert main(["analyse", str(PILOT), "--tests", "ttest", "--bootstrap", "100", "--out", str(tmp_path)]) == 0
     assert written(tmp_path) == listed("analyse-a-study.md")
 
 
+@pytest.mark.slow  # real runs, half a second or more: the fast tier stays under a minute
 def test_plan_writes_what_its_page_lists(tmp_path):
     config = tmp_path / "tiny.yaml"
     config.write_text("name: tiny\nmodel: coherence\neffect: fitted\ntests: [ttest_doc]\ntarget_power: 0.3\n"

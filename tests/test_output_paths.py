@@ -128,6 +128,7 @@ def read_only(self, path, *args, **kwargs):
     raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))  # as open() on a read-only mount
 
 
+@pytest.mark.slow  # real runs, half a second or more: the fast tier stays under a minute
 @pytest.mark.parametrize("failure", [no_space, read_only])
 def test_a_write_that_fails_after_the_check_is_one_line_naming_the_file(capsys, tmp_path, monkeypatch, failure):
     monkeypatch.setattr(pd.DataFrame, "to_csv", failure)

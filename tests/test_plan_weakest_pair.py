@@ -78,6 +78,7 @@ def test_short_workloads_without_a_fixed_cost_per_annotator_are_warned_about():
     assert "short workloads" not in recommendation_text(decided(small_plan(0.0, 5)))
 
 
+@pytest.mark.slow  # real runs, half a second or more: the fast tier stays under a minute
 def test_the_command_prints_the_weakest_pairs_power(tmp_path, capsys):
     from simdesign.cli import main
 

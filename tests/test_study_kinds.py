@@ -47,7 +47,8 @@ def test_a_kind_that_cannot_be_told_is_refused(mapping, message):
 
 
 @pytest.mark.parametrize("mapping, command", [pytest.param(PANEL, "panels", marks=pytest.mark.slow),  # 0.8 s
-                                              (METRIC, "metric-validation"), (SWEEP, "sweep")],
+                                              (METRIC, "metric-validation"),
+                                              pytest.param(SWEEP, "sweep", marks=pytest.mark.slow)],  # 1.1 s
                          ids=["panels", "metric-validation", "sweep"])
 def test_run_runs_every_kind_as_its_old_command_did(tmp_path, capsys, mapping, command):
     path = tmp_path / "config.yaml"
