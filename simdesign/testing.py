@@ -34,8 +34,6 @@ from simdesign.runner.study import REGISTERED as STUDY_KINDS
 from simdesign.runner.study import StudyKind
 
 STATUSES = {OK, SINGULAR} | set(FAILURES)
-DESIGN_COLUMNS = ("design", "kind", "blocks", "docs_per_block", "annotators_per_block", "docs", "annotators",
-                  "judgements_per_output")
 
 
 def _models():
@@ -95,7 +93,9 @@ def check_design_kind(design) -> None:
     assert type(design) is cls, f"{design!r} is not of the registered kind {design.kind!r}"
     assert design.label.startswith(design.kind), f"label {design.label!r} does not start with {design.kind!r}"
     assert design_from_mapping(design_to_mapping(design)) == design, "the design's mapping does not round-trip"
-    assert set(design.columns()) >= set(DESIGN_COLUMNS) - {"design"}, f"columns {sorted(design.columns())}"
+    from simdesign.simulation.summary import DESIGN_COLUMNS
+
+    assert set(design.columns()) == set(DESIGN_COLUMNS) - {"judgements"}, f"columns {sorted(design.columns())}"
     assert design.shape in cls.shapes and shape_of_row(design.columns()) == design.shape, "shape"
     assert isinstance(cls.kind_label, str) and cls.kind_label and design.describe(), "kind_label and describe()"
     assert len(cls.plot_style) == 2, "plot_style needs a marker and a line style"

@@ -103,3 +103,22 @@ def test_an_invalid_estimand_is_refused_with_every_problem():
     with pytest.raises(ConfigError, match="plugin_invalid"):
         register_estimand(bad)
     assert "plugin_invalid" not in ESTIMANDS
+
+
+def test_a_step_registered_again_is_harmless_only_as_the_same_function():
+    from simdesign.methods import register_step
+
+    method = _method_class()()
+
+    def reader(path, columns, scale=None):
+        return None
+
+    register_step(method, "read_table", reader)
+    register_step(method, "read_table", reader)  # the same function again
+
+    def reader_again(path, columns, scale=None):  # another definition under the same role
+        return None
+
+    with pytest.raises(ConfigError, match="has a 'read_table' step already"):
+        register_step(method, "read_table", reader_again)
+    assert method.steps["read_table"] is reader

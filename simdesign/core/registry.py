@@ -23,6 +23,8 @@ def _origin(entry):
     """What identifies an entry's definition across a module reload."""
     if isinstance(entry, type):
         return ("class", entry.__module__, entry.__qualname__)
+    if callable(entry) and hasattr(entry, "__qualname__"):  # a function (a method's step)
+        return _definition(entry)
     if dataclasses.is_dataclass(entry):  # a record (a test's AnalysisInfo, an Estimand): every field, functions
         # by where they are defined, so the same record again is the same and one with another option is not
         return ("record", type(entry).__qualname__,

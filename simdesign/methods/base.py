@@ -213,8 +213,7 @@ def register_step(method: AnnotationMethod, role: str, function) -> None:
         raise ConfigError(f"The {role!r} step of the annotation method {method.name!r} must be a function; "
                           f"got {function!r}")
     taken = method.steps.get(role)
-    if taken is not None and taken is not function and getattr(taken, "__qualname__", None) != \
-            getattr(function, "__qualname__", None):
+    if taken is not None and not same_entry(taken, function):  # the same function again (a reload) is harmless
         raise ConfigError(f"The annotation method {method.name!r} has a {role!r} step already ({taken!r})")
     # an instance's own dict: a subclass without steps of its own would otherwise share its parent's
     method.steps = {**method.steps, role: function}

@@ -25,7 +25,7 @@ from scipy import special
 from simdesign.core.designs import Design, design_coverage
 from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
-from simdesign.model.common import (GENERATOR_VERSION, PSD_TOLERANCE, covariance_square_root,  # noqa: F401 (public)
+from simdesign.model.common import (PSD_TOLERANCE, covariance_square_root,  # noqa: F401 (public)
                                     effect_scale, fixed_order_product)
 from simdesign.methods import get_method, method_names
 from simdesign.model.ranks import RankOnlyModel, check_method, generated_methods, reversed_ranks  # noqa: F401

@@ -7,7 +7,6 @@ import numpy as np
 
 from simdesign.core.errors import ConfigError
 from simdesign.core.checks import is_number
-from simdesign.core.seeds import GENERATOR_VERSION  # noqa: F401 (the version of what this module computes)
 
 # A pivot below PIVOT_TOLERANCE * largest diagonal is set to zero (the matrix is singular there);
 # a Schur complement entry beyond PSD_TOLERANCE * largest diagonal after that means "not a covariance
@@ -97,7 +96,7 @@ def _check_negligible(schur: list, remaining: list, largest: float, name: str) -
     bound = PSD_TOLERANCE * max(largest, 1e-300)
     worst = max((abs(schur[i][j]) for i in remaining for j in remaining), default=0.0)
     smallest_pivot = min((schur[i][i] for i in remaining), default=0.0)
-    if worst > bound or largest < 0:
+    if worst > bound:  # (largest is never negative: it is at least 0)
         raise ConfigError(
             f"The '{name}' matrix is not positive semi-definite: after its positive part, the remainder's "
             f"largest entry is {worst:.3g} (smallest diagonal {smallest_pivot:.3g}) against a largest diagonal "

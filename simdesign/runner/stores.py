@@ -35,6 +35,7 @@ from pathlib import Path
 
 from simdesign.core.errors import StoreError
 from simdesign.core.seeds import GENERATOR_VERSION
+from simdesign.core.version import DISTRIBUTION
 
 MANIFEST = "manifest.json"
 LOCK_FILE = ".lock"
@@ -42,7 +43,6 @@ TEMPORARY_SUFFIX = ".tmp"
 # Version 2: chunk files carry the fingerprint of what made them, and a run claims its store (issue 27).
 STORE_FORMAT = 2
 FINGERPRINT_CHARS = 12  # of a sha256 in chunk names: a chance clash needs ~10^7 configs in one directory
-from simdesign.core.version import DISTRIBUTION  # noqa: E402
 TRACKED_PACKAGES = (DISTRIBUTION, "numpy", "scipy", "pandas", "statsmodels", "joblib", "pyarrow", "rpy2", "pymer4")
 
 # Store directory (resolved) -> [open lock file descriptor, claims held]: claims are re-entrant within a process.
