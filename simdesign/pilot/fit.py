@@ -400,8 +400,9 @@ def read_table_csv(path, columns: dict | None = None, required=REQUIRED_COLUMNS)
         onto a name the file already has.
     """
     path = Path(path)
-    if missing_file_problem(path, "judgements", "CSV"):
-        raise DataError(missing_file_problem(path, "judgements", "CSV"))
+    problem = missing_file_problem(path, "judgements", "CSV")  # missing, or not a regular file
+    if problem:
+        raise DataError(problem)
     text = _decode(path)
     header, records = _record_lines(text, path)
     if not header:

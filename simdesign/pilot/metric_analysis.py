@@ -280,8 +280,9 @@ def read_metric_table(path, metrics=None, human: str = DEFAULT_HUMAN,
                       drop_incomplete_inputs: bool = False, max_outputs: int = MAX_OUTPUTS) -> MetricScores:
     """Read and check a CSV of metric and human scores (:func:`metric_scores`), naming file lines in errors."""
     path = Path(path)
-    if missing_file_problem(path, "metric scores", "CSV"):
-        raise DataError(missing_file_problem(path, "metric scores", "CSV"))
+    problem = missing_file_problem(path, "metric scores", "CSV")  # missing, or not a regular file
+    if problem:
+        raise DataError(problem)
     _refuse_too_many_outputs(_count_rows(path), max_outputs, str(path))
     frame = read_table_csv(path, required=(*ID_COLUMNS, human, "<one column per metric>"))
     return metric_scores(frame, metrics, human, drop_incomplete_inputs)
