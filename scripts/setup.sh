@@ -96,5 +96,10 @@ PY
     "$venv/bin/python" -m pip uninstall --quiet --yes simdesign
   fi
   "$venv/bin/python" -m pip install --quiet -c constraints.txt -e ".[test,fast]"
+  # ppi-python, the oracle of the LLM-judge estimators' tests, installs a top-level package named 'tests' that
+  # would shadow this project's tests, so it goes into a folder of its own (its dependencies, numpy, scipy,
+  # statsmodels, scikit-learn and numba, are in the venv already); tests/oracles.py imports it from there
+  "$venv/bin/python" -m pip install --quiet --no-deps --upgrade --target "$venv/oracles/ppi" \
+    "ppi-python==$(sed -n 's/^ppi-python==//p' constraints.txt)"
   echo "$want" > "$stamp"
 fi
