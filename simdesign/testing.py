@@ -102,6 +102,10 @@ def check_design_kind(design) -> None:
     assignment = design.assign(np.random.default_rng(3))
     n = design.pairs
     assert len(assignment.annotator) == len(assignment.document) == len(assignment.block) == n, "assignment size"
+    assert (assignment.block >= 0).all() == cls.has_blocks, "blocks: has_blocks and the assignment disagree"
+    if getattr(cls, "only_covering", None) == "pair":
+        _check_battle_kind(design, assignment)
+        return
     assert assignment.n_annotators == design.annotators == len(np.unique(assignment.annotator)), "annotators"
     assert assignment.n_documents == design.docs == len(np.unique(assignment.document)), "documents"
     per_document = pd.Series(assignment.annotator).groupby(assignment.document).nunique()
@@ -110,20 +114,37 @@ def check_design_kind(design) -> None:
     systems = tuple(f"s{k}" for k in range(5))
     assert design.judgements(5) == design.judgements(5, systems) == n * 5 == loads.sum(), "judgements"
     assert design.max_judgements_per_annotator(5) == loads.max(), "max_judgements_per_annotator"
-    assert (assignment.block >= 0).all() == cls.has_blocks, "blocks: has_blocks and the assignment disagree"
 
 
-def _small_study():
+def _check_battle_kind(design, assignment) -> None:
+    """A design whose every judgement is one pair drawn at random (Arena battles): its pools bound the ids drawn,
+    and a judgement shows two outputs."""
+    assert assignment.n_annotators == design.annotators and assignment.annotator.max() < design.annotators, \
+        "judges: ids within the pool"
+    assert assignment.n_documents == design.docs and assignment.document.max() < design.docs, \
+        "prompts: ids within the pool"
+    assert design.judgements(5) == 2 * design.pairs, "judgements: two outputs per comparison"
+
+
+def _small_study(preferences: bool = False):
+    import dataclasses
+
     from simdesign.core.designs import BlockDesign
+    from simdesign.methods import all_methods
     from simdesign.model import load_model
 
-    return load_model("coherence").sample(BlockDesign(4, 5, 2), np.random.default_rng(7), "fitted")
+    if not preferences:
+        return load_model("coherence").sample(BlockDesign(4, 5, 2), np.random.default_rng(7), "fitted")
+    # a test of pairwise preferences gets a pairwise study (every value of the model's preferences assumed)
+    method = next(m for m in all_methods() if m.covers == "pair")
+    model = dataclasses.replace(load_model("coherence"), preferences={})
+    return model.sample(BlockDesign(4, 5, 2), np.random.default_rng(7), "fitted", method=method)
 
 
 def check_analysis(info, study=None) -> None:
     """A test (analysis): one estimate, p-value and status per system pair on a small regular study, statuses
     from the known ones, no crash, a failed fit never a p-value, p-values in [0, 1]."""
-    study = _small_study() if study is None else study
+    study = _small_study(bool(getattr(info, "takes_preferences", False))) if study is None else study
     defaults = {option: default for option, (_, default) in info.options.items()}
     if "resamples" in defaults:  # keep resampling tests fast: the statistics are not checked here
         defaults["resamples"] = 199

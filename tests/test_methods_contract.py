@@ -172,7 +172,12 @@ def test_accepted_tests():
     from simdesign.analyses import ANALYSES
 
     assert not get_method("rank").accepts(ANALYSES["art"]) and get_method("rank").accepts(ANALYSES["ttest_doc"])
-    assert all(get_method("likert").accepts(info) and PASS_FAIL.accepts(info) for info in ANALYSES.values())
+    one_value_per_output = [info for info in ANALYSES.values() if not info.takes_preferences]
+    assert all(get_method("likert").accepts(info) and PASS_FAIL.accepts(info) for info in one_value_per_output)
+    # pairwise preferences go only to the tests that read them, and those tests take no other method's values
+    for info in ANALYSES.values():
+        assert get_method("pairwise").accepts(info) == info.takes_preferences, info.name
+        assert not (info.takes_preferences and get_method("likert").accepts(info)), info.name
 
 
 def test_pass_fail_share_matches_the_model(tmp_path):

@@ -55,7 +55,7 @@ def test_method_defaults_to_likert_and_is_left_out_of_the_stored_mapping():
 
 
 @pytest.mark.parametrize("changes, expected", [
-    ({"method": "pairwise"}, "The 'method' field must name methods from ['likert', 'rank']; got ['pairwise']"),
+    ({"method": "paired"}, "The 'method' field must name methods from ['likert', 'rank', 'pairwise']; got ['paired']"),
     ({"methods": "rank", "method": "rank"}, "either 'method'"),
     ({"methods": []}, "The 'methods' field must be a non-empty list"),
     ({"methods": ["rank", "rank"]}, "lists ['rank'] more than once"),

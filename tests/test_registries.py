@@ -25,7 +25,7 @@ import simdesign.simulation.panel_summary  # noqa: F401
 import simdesign.simulation.sweep  # noqa: F401
 from simdesign.core.estimands import ESTIMANDS, REGISTERED_IN
 from simdesign.stats.reliability import UndefinedReliability
-from simdesign.core.designs import DESIGN_KINDS, BlockDesign, OverlapDesign, PoolDesign, design_from_mapping
+from simdesign.core.designs import DESIGN_KINDS, BattleDesign, BlockDesign, OverlapDesign, PoolDesign, design_from_mapping
 from simdesign.core.errors import ConfigError
 from simdesign.testing import check_analysis, check_design_kind, check_estimand
 from simdesign.model import load_model
@@ -34,6 +34,7 @@ from simdesign.simulation.summary import (estimand_names, rejections, summarise_
 
 EXAMPLE_DESIGNS = {"block": BlockDesign(4, 5, 2), "pool": PoolDesign(docs=12, annotators=6, judgements_per_output=2),
                    "overlap": OverlapDesign(shared_docs=2, unique_docs_per_annotator=3, annotators=3),
+                   "battles": BattleDesign(battles=60, prompts=20, judges=5),
                    "ring": plugin_design_kind.EXAMPLE}  # the test-only kind, registered only while a test runs
 
 
@@ -65,7 +66,8 @@ def test_every_analysis_returns_one_result_per_pair(name, small_study):
         # random slopes made R's clmm take minutes on this tiny design: the check runs its default otherwise
         info = dataclasses.replace(info, options={**info.options,
                                                   "structure": (allowed_structures, "intercepts")})
-    check_analysis(info, small_study)  # the checks a plug-in author runs too (simdesign.testing)
+    # the checks a plug-in author runs too (simdesign.testing); a test of pairwise preferences gets its own study
+    check_analysis(info, None if info.takes_preferences else small_study)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -98,7 +100,9 @@ def test_every_design_kind_keeps_its_contract(kind, kind_registered):
     # an overlap design, whose shared documents have more)
     per_document = pd.Series(assignment.annotator).groupby(assignment.document).nunique()
     assert (per_document == design.judgements_per_output).all() or per_document.nunique() > 1
-    loads = np.bincount(assignment.annotator) * 5
+    # a judgement shows every output of its document (5 systems), or two under a design of comparisons (battles)
+    outputs_each = 2 if getattr(cls, "only_covering", None) == "pair" else 5
+    loads = np.bincount(assignment.annotator, minlength=assignment.n_annotators) * outputs_each
     assert design.judgements_per_annotator(5) == pytest.approx(loads.mean()) or cls.has_blocks
 
 

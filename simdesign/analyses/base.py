@@ -68,6 +68,9 @@ class AnalysisInfo:
     (annotator, document)); each annotation method says which analyses it accepts
     (:meth:`simdesign.methods.AnnotationMethod.accepts`, :attr:`methods`), and a config pairing a test
     with a method that does not accept it is refused before simulating."""
+    takes_preferences: bool = False
+    """Whether the analysis reads pairwise preferences (:attr:`Judgements.preferences`, the pairwise method's
+    judgements) instead of one value per output; each method accepts only analyses of its own kind."""
     uses_rng: bool | Callable[[dict], bool] = True
     """Whether the analysis draws random numbers, or a function of its options saying so. Where it does
     not, the engine passes ``rng=None`` instead of building the trial's analysis generator (a

@@ -754,6 +754,108 @@ reads), ``judgements_per_annotator(n)``, ``max_judgements_per_annotator(n)``, ``
 """
 
 
+@dataclass(frozen=True)
+class BattleDesign(_WithoutBlocks):
+    """Arena-style battles: each judgement is one pair of systems' outputs for one prompt, judged by one judge.
+
+    For pairwise preference only (:mod:`simdesign.methods.pairwise`), as in Chatbot Arena's logs (Chiang et
+    al., 2024): every battle draws its prompt (document) uniformly from ``prompts``, its judge (annotator)
+    uniformly from ``judges`` and its pair of systems uniformly from all pairs, so a prompt and a judge
+    appear in many battles and some in none.
+
+    Parameters
+    ----------
+    battles : int
+        Judgements in the study (each one comparison).
+    prompts : int
+        The pool of prompts (documents) battles draw from.
+    judges : int
+        The pool of judges (annotators) battles draw from.
+
+    Examples
+    --------
+    >>> d = BattleDesign(battles=2000, prompts=500, judges=50)
+    >>> d.label, d.pairs
+    ('battles-N2000-P500-J50', 2000)
+    """
+
+    battles: int
+    prompts: int
+    judges: int
+    coverage: Coverage | None = field(default=None, kw_only=True)
+    kind: ClassVar[str] = "battles"
+    kind_label: ClassVar[str] = "Arena-style battles"
+    has_blocks: ClassVar[bool] = False
+    shape: ClassVar[str] = "battles"
+    fields: ClassVar[tuple] = ("battles", "prompts", "judges")
+    shapes: ClassVar[tuple] = ("battles",)
+    plot_style: ClassVar[tuple] = (":", "^")
+    no_blocks_reason: ClassVar[str] = "battle designs have no blocks"
+    one_pair_each: ClassVar[bool] = True  # a pairwise judgement shows one pair drawn at random
+    only_covering: ClassVar[str] = "pair"  # only for methods whose judgement covers a pair of outputs
+
+    @classmethod
+    def example(cls):
+        """A small design of this kind, for the contract checks (:mod:`simdesign.testing`)."""
+        return BattleDesign(battles=60, prompts=20, judges=5)
+
+    def __post_init__(self):
+        errors: list[str] = []
+        for name in self.fields:
+            _positive_int(errors, name, getattr(self, name))
+        if self.coverage is not None:
+            errors.append("A battles design has no 'coverage' field: a battle draws its pair among the systems")
+        if errors:
+            raise ConfigError(errors)
+
+    @property
+    def label(self) -> str:
+        return f"battles-N{self.battles}-P{self.prompts}-J{self.judges}"
+
+    @property
+    def docs(self) -> int:
+        return self.prompts
+
+    @property
+    def annotators(self) -> int:
+        return self.judges
+
+    @property
+    def pairs(self) -> int:
+        """Rows of a study: one (judge, prompt) per battle."""
+        return self.battles
+
+    @property
+    def judgements_per_output(self) -> float:
+        return self.battles / self.prompts
+
+    def judgements(self, n_systems: int, systems=None) -> int:
+        """Outputs judged: two per battle."""
+        return 2 * self.battles
+
+    def judgements_per_annotator(self, n_systems: int) -> float:
+        return 2 * self.battles / self.judges
+
+    def max_judgements_per_annotator(self, n_systems: int) -> float:
+        """The expected load of a judge (battles draw judges uniformly, so loads vary)."""
+        return self.judgements_per_annotator(n_systems)
+
+    @staticmethod
+    def shape_of(columns) -> str:
+        return "battles"
+
+    def _layout_phrase(self) -> str:
+        return (f"{self.battles} battles, each one pair of outputs for a prompt drawn from {self.prompts}, "
+                f"judged by one of {self.judges} judges")
+
+    def assign(self, rng: np.random.Generator) -> Assignment:
+        """Each battle's prompt, then each battle's judge, drawn uniformly (the pair is drawn by the method)."""
+        document = rng.integers(self.prompts, size=self.battles).astype(np.int64)
+        annotator = rng.integers(self.judges, size=self.battles).astype(np.int64)
+        return Assignment(annotator=annotator, document=document, block=np.full(self.battles, -1, dtype=np.int64),
+                          n_annotators=self.judges, n_documents=self.prompts, n_blocks=0)
+
+
 def register_design_kind(cls: type) -> type:
     """Add a design kind to :data:`DESIGN_KINDS` (usable as a class decorator; the same class again is harmless).
 
@@ -831,5 +933,6 @@ def shape_of_row(row) -> str:
 register_design_kind(BlockDesign)
 register_design_kind(PoolDesign)
 register_design_kind(OverlapDesign)
+register_design_kind(BattleDesign)
 
-Design = BlockDesign | PoolDesign | OverlapDesign
+Design = BlockDesign | PoolDesign | OverlapDesign | BattleDesign

@@ -52,13 +52,66 @@ class Judgements:
     document: np.ndarray
     block: np.ndarray
     systems: tuple
+    preferences: np.ndarray | None = None
+    first_shown: np.ndarray | None = None
     _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        for name in ("scores", "annotator", "document", "block"):
+        for name in ("scores", "annotator", "document", "block", "preferences", "first_shown"):
+            if getattr(self, name) is None:
+                continue
             array = np.array(getattr(self, name))
             array.flags.writeable = False
             object.__setattr__(self, name, array)
+
+    @property
+    def is_pairwise(self) -> bool:
+        """Whether the judgements are pairwise preferences (:attr:`preferences`), not one value per output."""
+        return self.preferences is not None
+
+    def comparisons(self) -> dict:
+        """A pairwise study's comparisons as long arrays, one entry per pair shown (computed once).
+
+        Returns
+        -------
+        dict of ndarray
+            ``row`` (into :attr:`annotator`, :attr:`document`, :attr:`block`), ``annotator``, ``document``,
+            ``block``, ``first`` and ``second`` (system indices, first < second: the model's order),
+            ``outcome`` (1 = ``first`` preferred, 0.5 a tie, 0 = ``second`` preferred) and ``first_shown``
+            (whether ``first`` was shown first; False where the study does not say).
+        """
+        if self.preferences is None:
+            raise ConfigError("These judgements hold one value per output, not pairwise preferences")
+
+        def compute(judgements: "Judgements") -> dict:
+            first, second = np.triu_indices(judgements.n_systems, k=1)
+            row, column = np.nonzero(~np.isnan(judgements.preferences))
+            shown_first = (np.zeros(row.size, dtype=bool) if judgements.first_shown is None
+                           else judgements.first_shown[row, column])
+            found = {"row": row, "annotator": judgements.annotator[row], "document": judgements.document[row],
+                     "block": judgements.block[row], "first": first[column].astype(np.int64),
+                     "second": second[column].astype(np.int64),
+                     "outcome": judgements.preferences[row, column], "first_shown": shown_first}
+            for array in found.values():
+                array.flags.writeable = False
+            return found
+        return self.derived("comparisons", compute)
+
+    def comparisons_frame(self) -> pd.DataFrame:
+        """A pairwise study's table: one row per comparison (``annotator, document, block, system_a, system_b,
+        preferred``), ``preferred`` naming the preferred system or ``tie``; ``system_a`` is the output shown first."""
+        found = self.comparisons()
+        names = np.asarray(self.systems, dtype=object)
+        swap = ~found["first_shown"]
+        system_a = np.where(swap, names[found["second"]], names[found["first"]])
+        system_b = np.where(swap, names[found["first"]], names[found["second"]])
+        winner = np.where(found["outcome"] == 1.0, names[found["first"]],
+                          np.where(found["outcome"] == 0.0, names[found["second"]], "tie"))
+        block = pd.array(found["block"], dtype="Int64")
+        if not self.has_blocks:
+            block[:] = pd.NA
+        return pd.DataFrame({"annotator": found["annotator"], "document": found["document"], "block": block,
+                             "system_a": system_a, "system_b": system_b, "preferred": winner})
 
     def derived(self, key, compute):
         """``compute(self)``, computed once per study and key and shared by every caller after the first.

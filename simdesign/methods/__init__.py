@@ -8,4 +8,4 @@ from simdesign.methods.base import (REGISTERED, AnnotationMethod, all_methods, c
                                     get_method,
                                     method_names, register_method, register_step, registered, split_result_label,
                                     unregister_method)
-from simdesign.methods import likert, rank  # noqa: F401,E402 -- registers the built-in methods, Likert first
+from simdesign.methods import likert, rank, pairwise  # noqa: F401,E402 -- registers the built-in methods, Likert first

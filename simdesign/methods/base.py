@@ -84,6 +84,7 @@ class AnnotationMethod:
     value_name: str = "mean score"
     best_is_low: bool = False
     rankings: bool = False
+    covers: str = "output"  # what one judgement covers: "output", "ranking" (all of a document's), "pair"
     stream_suffix: tuple = ()
     result_suffix: str = ""
     is_default: bool = False
@@ -109,6 +110,18 @@ class AnnotationMethod:
         """
         raise NotImplementedError
 
+    def judge(self, model, eta: np.ndarray, rng: np.random.Generator, design=None) -> dict:
+        """One study's judgements as :class:`~simdesign.core.judgements.Judgements` fields: ``scores`` (what
+        :meth:`responses` gives), and for methods whose judgements cover several outputs their own fields
+        (Pairwise: ``preferences``, ``first_shown``). ``design`` is the study's design (which pairs a pairwise
+        judgement shows depends on it)."""
+        return {"scores": self.responses(model, eta, rng)}
+
+    def items(self, n_outputs_judged: float, n_systems: int, design=None, model=None) -> float:
+        """What an annotator sees and is paid for in a study judging ``n_outputs_judged`` outputs: outputs by
+        default (Likert), rankings for Rank, comparisons for Pairwise (cost and limits use it)."""
+        return n_outputs_judged / n_systems if self.covers == "ranking" else n_outputs_judged
+
     # --- tests, stores, warnings ---------------------------------------------------------------------
     def accepts(self, analysis) -> bool:
         """Whether a registered analysis (an :class:`~simdesign.analyses.AnalysisInfo`) takes these judgements."""
@@ -119,6 +132,12 @@ class AnnotationMethod:
 
         A plug-in method overrides this (not :meth:`accepts`) to refuse tests for a reason of its own.
         """
+        takes_preferences = bool(getattr(analysis, "takes_preferences", False))
+        if takes_preferences != (self.covers == "pair"):
+            name = getattr(analysis, "name", analysis)
+            return (f"{self.label} judgements are preferences between two outputs, and {name} reads one value "
+                    "per output" if not takes_preferences else
+                    f"{name} reads preferences between two outputs, and {self.label} judgements are not")
         if self.rankings and not getattr(analysis, "takes_rankings", False):
             return (f"{self.label} judgements are rankings (each annotator orders a document's outputs), and "
                     f"{getattr(analysis, 'name', analysis)} treats an output's values as independent scores")

@@ -59,6 +59,7 @@ class Rank(AnnotationMethod):
     value_name = "mean rank (1 = best)"
     best_is_low = True
     rankings = True
+    covers = "ranking"
     stream_suffix = ("rank",)  # the key rank studies have always had (label_key('rank') appended)
     result_suffix = "@rank"
     model_requirement = ("a Likert model generates ranks only with a 'rank_noise' (in its file, or "

@@ -28,6 +28,7 @@ from simdesign.core.judgements import Judgements
 from simdesign.model.common import (PSD_TOLERANCE, covariance_square_root,  # noqa: F401 (public)
                                     effect_scale, fixed_order_product)
 from simdesign.methods import get_method, method_names
+from simdesign.methods.pairwise import PairwiseParameters
 from simdesign.model.ranks import RankOnlyModel, check_method, generated_methods, reversed_ranks  # noqa: F401
 from simdesign.core.checks import is_number
 from simdesign.core.suggest import did_you_mean
@@ -96,6 +97,7 @@ class OrdinalMixedModel:
     provenance: str = ""
     rank_noise: float | None = None
     document_intercept_scale: float = 1.0
+    preferences: object = None
     _annotator_loading: np.ndarray = field(init=False, repr=False)
     _document_loading: np.ndarray = field(init=False, repr=False)
 
@@ -151,6 +153,11 @@ class OrdinalMixedModel:
         if self.rank_noise is not None and (not is_number(self.rank_noise) or not np.isfinite(self.rank_noise)
                                             or self.rank_noise <= 0):
             errors.append(f"The 'rank_noise' field must be a positive number (or left out); got {self.rank_noise!r}")
+        if self.preferences is not None:
+            try:
+                object.__setattr__(self, "preferences", PairwiseParameters.from_config(self.preferences))
+            except ConfigError as exc:
+                errors.extend(exc.messages)
         if errors:
             raise ConfigError([f"Model '{self.name}': {m}" for m in errors])
 
@@ -252,7 +259,11 @@ class OrdinalMixedModel:
         if coverage is not None and method.rankings:
             raise ConfigError(f"The design {design.label} has partial coverage: a ranking needs every system's "
                               f"output for the document, so 'method: {method.name}' cannot be used with 'coverage'")
-        scores = method.responses(self, eta, rng)
+        judged = method.judge(self, eta, rng, design)
+        scores = judged.pop("scores")
+        if coverage is not None and judged:
+            raise ConfigError(f"The design {design.label} has partial coverage, which 'method: {method.name}' "
+                              "does not support (its judgements cover several outputs)")
         if coverage is not None:
             # drawn after every other draw, so the outputs that exist have the scores the complete design's
             # study on the same stream would have; the others do not exist (NaN, never a score)
@@ -260,7 +271,7 @@ class OrdinalMixedModel:
                 else layout.covered
             scores = np.where(covered[assignment.document], scores, np.nan)
         return Judgements(scores=scores, annotator=assignment.annotator, document=assignment.document,
-                          block=assignment.block, systems=self.systems), document_part
+                          block=assignment.block, systems=self.systems, **judged), document_part
 
     def marginal_probabilities(self, effect="fitted", nodes: int = 80) -> np.ndarray:
         """P(score = category) per system, integrating over the random effects.
@@ -301,6 +312,8 @@ class OrdinalMixedModel:
         # Written only when it differs from 1, so existing models (and their results fingerprints) are unchanged.
         if self.document_intercept_scale != 1:
             data["document_intercept_scale"] = self.document_intercept_scale
+        if self.preferences is not None:  # written only when set, for the same reason
+            data["preferences"] = self.preferences.to_config()
         return data
 
     @classmethod
@@ -331,7 +344,8 @@ class OrdinalMixedModel:
                    annotator_cov=data["annotator_cov"], document_cov=data["document_cov"],
                    citation=str(data.get("citation", "")), provenance=str(data.get("provenance", "")),
                    rank_noise=data.get("rank_noise"),
-                   document_intercept_scale=data.get("document_intercept_scale", 1.0))
+                   document_intercept_scale=data.get("document_intercept_scale", 1.0),
+                   preferences=data.get("preferences"))
 
 
 def _number_problems(key: str, values) -> list[str]:

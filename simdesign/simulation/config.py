@@ -40,8 +40,8 @@ from simdesign.core.suggest import did_you_mean, suggestions
 from simdesign.core.yamlio import read_yaml_file
 from simdesign.model import PRESETS, OrdinalMixedModel, RankOnlyModel, effect_scale, load_model
 from simdesign.methods import config_name, get_method
-from simdesign.simulation.method_specs import (DEFAULT_METHODS, method_problems, method_specs, method_warnings,
-                                          parse_methods, shared_model_digest_source, spec_method)
+from simdesign.simulation.method_specs import (DEFAULT_METHODS, design_method_problems, method_problems, method_specs,
+                                          method_warnings, parse_methods, shared_model_digest_source, spec_method)
 from simdesign.model.method_pair import load_rank_model, with_rank_model
 from simdesign.simulation.coverage import coverage_problems
 from simdesign.simulation.criteria import (Criterion, criteria_problems, criteria_to_mapping, criterion_specs,
@@ -567,6 +567,7 @@ def config_problems(values: dict, check_empty: bool = True) -> list[str]:
     problems += repeated_problems([d.label for d in designs], "designs")
     problems += repeated_problems([s.label for s in analyses], "tests")
     problems += method_problems(values.get("methods", DEFAULT_METHODS), model, analyses)
+    problems += design_method_problems(designs, values.get("methods") or DEFAULT_METHODS)
     clashes = sorted({a.label for a in analyses} & set(estimands))
     if clashes:
         problems.append(f"The test label(s) {clashes} are estimand names; give the test(s) another 'label'")
@@ -979,7 +980,7 @@ def parse_figure(raw, errors: list[str]) -> FigureSpec:
     return FigureSpec(**{k: v for k, v in raw.items() if k in ("x", "estimand", "colour", "log_x")})
 
 
-MODEL_OVERRIDE_KEYS = ("rank_noise", "rank_model")
+MODEL_OVERRIDE_KEYS = ("rank_noise", "rank_model", "preferences")
 
 
 def model_with_overrides(source: dict, base_dir: Path | None, errors: list[str]):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from simdesign.analyses import resolve_analysis
 from simdesign.core.errors import ConfigError
 from simdesign.core.suggest import suggestions
-from simdesign.methods import default_method, get_method, method_names
+from simdesign.methods import all_methods, default_method, get_method, method_names
 from simdesign.methods import split_result_label  # noqa: F401 -- public here since issue 13
 
 DEFAULT_METHODS = (default_method().name,)
@@ -163,6 +163,22 @@ def method_problems(methods, model, analyses) -> list[str]:
     return problems
 
 
+def design_method_problems(designs, methods) -> list[str]:
+    """Designs made for some methods only (a battles design: pairwise preference) asked for by another."""
+    problems = []
+    for design in designs:
+        covering = getattr(design, "only_covering", None)  # what a judgement must cover under this design
+        if covering is None:
+            continue
+        fitting = [m.name for m in all_methods() if m.covers == covering]
+        others = [m for m in methods if m not in fitting]
+        if others:
+            problems.append(f"The design {design.label} ({design.kind_label}) is for {' or '.join(fitting)} "
+                            f"judgements only; the config's methods include {others}: set 'method' to one of "
+                            f"{fitting}")
+    return problems
+
+
 def _model_cannot(model, missing: list[str], field_name: str) -> str:
     how = "; ".join(get_method(m).model_requirement for m in missing)
     generated = tuple(model.methods)
@@ -182,6 +198,7 @@ def shared_model_digest_source(model) -> dict:
     mapping = dict(model.to_dict())
     mapping.pop("rank_noise", None)
     mapping.pop("rank_model", None)  # a separately fitted rank model (simdesign.model.method_pair)
+    mapping.pop("preferences", None)  # pairwise-preference parameters: that method's own fingerprint
     return mapping
 
 

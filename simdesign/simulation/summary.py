@@ -22,6 +22,7 @@ from simdesign.simulation.criteria import spec_criterion
 # ESTIMANDS re-exported: the summary's registry before it became every study kind's
 from simdesign.core.estimands import ESTIMANDS, Estimand, estimands_of, register_estimand  # noqa: F401
 from simdesign.simulation.method_specs import DEFAULT_METHODS, spec_method
+from simdesign.methods import get_method
 from simdesign.simulation.replication import replication_summary_rows
 from simdesign.stats.reliability import krippendorff_alpha, shr
 from simdesign.stats.montecarlo import mean_interval, wilson_interval  # noqa: F401  (wilson_interval: re-exported)
@@ -36,7 +37,10 @@ SUMMARY_COLUMNS = DESIGN_COLUMNS + ("test", "estimand", "rate", "ci_low", "ci_hi
 
 
 # With a method other than Likert (simdesign.simulation.method_specs) the summary says which method each row is on.
-SUMMARY_COLUMNS_WITH_METHOD = SUMMARY_COLUMNS[:SUMMARY_COLUMNS.index("test") + 1] + ("method",) \
+# 'items' counts what an annotator sees (an output, a ranking, a pair: AnnotationMethod.items), which cost uses;
+# 'judgements' keeps counting outputs.
+SUMMARY_COLUMNS_WITH_METHOD = DESIGN_COLUMNS + ("items",) \
+    + SUMMARY_COLUMNS[len(DESIGN_COLUMNS):SUMMARY_COLUMNS.index("test") + 1] + ("method",) \
     + SUMMARY_COLUMNS[SUMMARY_COLUMNS.index("test") + 1:]
 
 
@@ -391,6 +395,11 @@ for _info in (
     register_estimand(_info)
 
 
+def _items(spec, judgements, n_systems: int, design, model) -> float:
+    """What annotators see in one study under the spec's method (outputs, rankings, comparisons)."""
+    return get_method(spec_method(spec)).items(judgements, n_systems, design, model)
+
+
 def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
     """One row per design x test x estimand (docs/estimands.md).
 
@@ -427,6 +436,7 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
             random_effects = resolve_analysis(spec.name).random_effects
             for row in summarise_group(group, config.alpha, config.is_null, random_effects=random_effects):
                 rows.append({**design.columns(), "judgements": judgements,
+                             "items": _items(spec, judgements, n_systems, design, config.model),
                              "test": getattr(spec, "test_label", spec.label), "method": spec_method(spec),
                              "criterion": spec_criterion(spec),
                              **row, "trials": trials, "effect": config.effect_label, "alpha": config.alpha,
@@ -435,7 +445,8 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
             group = design_rows[design_rows["test"] == spec.label].sort_values("trial")
             if group.empty:
                 continue
-            rows.append({**design.columns(), "judgements": judgements, "test": "",
+            rows.append({**design.columns(), "judgements": judgements,
+                         "items": _items(spec, judgements, n_systems, design, config.model), "test": "",
                          "method": spec_method(spec), "criterion": spec_criterion(spec),
                          "estimand": spec.name, **ESTIMANDS[spec.name].summarise(group), "trials": group["trial"].nunique(),
                          "effect": config.effect_label, "alpha": config.alpha,
