@@ -53,6 +53,12 @@ PAIRWISE_ASSUMPTIONS = {
 }
 """The values a model's ``preferences`` mapping assumes for what it leaves out (none measured by the paper)."""
 
+SECONDS_PER_COMPARISON_FACTOR = 1.3
+"""Assumed seconds per comparison, as a multiple of the paper's measured Likert seconds per judged output of the
+same task. A comparison shows two outputs, and reading dominates a Likert judgement's time, but one verdict is
+quicker to give than two scores: 1.3 is an assumption, not a measurement (docs/how-to/pairwise.md has the plan's
+sensitivity to it); give ``cost.seconds_per_judgement: {pairwise: SECONDS}`` where you have measured times."""
+
 
 @dataclass(frozen=True)
 class PairwiseParameters:
@@ -182,6 +188,13 @@ def pairwise_verdicts(parameters: PairwiseParameters, eta: np.ndarray, rng: np.r
     return np.where(shown, verdict, np.nan), first_shown & shown
 
 
+def _registered_defaults():
+    """The default method (whose measured times the assumed pairwise times scale), if registered."""
+    from simdesign.methods.base import all_methods
+
+    return [m for m in all_methods() if m.is_default]
+
+
 def pairwise_parameters(model) -> PairwiseParameters | None:
     """A model's pairwise parameters, or None when it does not generate pairwise judgements."""
     value = getattr(model, "preferences", None)
@@ -226,6 +239,22 @@ class Pairwise(AnnotationMethod):
         per_row = pairwise_parameters(model).pairs if model is not None else "all"
         n_pairs = n_systems * (n_systems - 1) // 2
         return rows * (n_pairs if per_row == "all" else min(per_row, n_pairs))
+
+    def measured_seconds(self, times: dict) -> dict:
+        """Assumed seconds per comparison by task (:data:`SECONDS_PER_COMPARISON_FACTOR` x the paper's Likert
+        seconds per output), each marked ``assumed`` with the sentence a plan shows."""
+        likert = next((m for m in _registered_defaults()), None)
+        measured = likert.measured_seconds(times) if likert is not None else {}
+        found = {}
+        for task, entry in measured.items():
+            if not isinstance(entry, dict):
+                continue
+            found[task] = {key: SECONDS_PER_COMPARISON_FACTOR * value for key, value in entry.items()
+                           if key.endswith("_seconds") and is_number(value)}
+            found[task]["assumed"] = (f"assumed: {SECONDS_PER_COMPARISON_FACTOR:g} x the {likert.label} seconds per "
+                                      f"judged output of the {task} task in Steen & Markert (2021), per comparison "
+                                      f"(no pairwise times were measured)")
+        return found
 
     def file_form(self, frame, n_systems: int):
         raise ConfigError("A pairwise study's table is its comparisons (Judgements.comparisons_frame), not "

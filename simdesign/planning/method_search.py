@@ -117,16 +117,15 @@ def method_sentence(config, best, active: list) -> str:
         return ""
     method = best.candidate.method
     costs = config.method_costs
-    text = (f" Annotation method: **{get_method(method).label}** ({costs[method].seconds_per_judgement:g} s per judged "
-            f"output, {costs[method].seconds_source})")
+    text = (f" Annotation method: **{get_method(method).label}** ({costs[method].seconds_per_judgement:g} s per "
+            f"{costs[method].item_name}, {costs[method].seconds_source})")
     for other in (m for m in config.methods if m != method):
         rivals = [r for r in active if r.candidate.method == other]
+        per = f"{costs[other].seconds_per_judgement:g} s per {costs[other].item_name.replace('judged ', '')}"
         if config.goal == "target_power":
-            text += (f"; with {get_method(other).label} ({costs[other].seconds_per_judgement:g} s per output) "
-                     + _cheapest_phrase(config, rivals))
+            text += f"; with {get_method(other).label} ({per}) " + _cheapest_phrase(config, rivals)
         else:
-            text += (f"; with {get_method(other).label} ({costs[other].seconds_per_judgement:g} s per output) "
-                     + _strongest_phrase(config, rivals))
+            text += f"; with {get_method(other).label} ({per}) " + _strongest_phrase(config, rivals)
     return text + "."
 
 

@@ -14,7 +14,7 @@ from simdesign.planning.method_search import method_sentence
 from simdesign.planning.planner import PlanConfig, max_judgements_per_annotator
 
 PLAN_COLUMNS = ("rank", "design", "shape", "test", "method", "blocks", "docs_per_block", "annotators_per_block", "docs",
-                "annotators", "judgements_per_output", "judgements", "max_judgements_per_annotator", "hours",
+                "annotators", "judgements_per_output", "judgements", "items", "max_judgements_per_annotator", "hours",
                 "labour_cost", "annotator_cost", "document_cost", "cost", "power", "ci_low", "ci_high", "mcse",
                 "confidence", "trials", "type1", "type1_low", "type1_high", "type1_trials", "confirmation",
                 "confirm_first_trial", "confirm_trials", "confirm_power", "confirm_low", "confirm_type1",
@@ -51,6 +51,8 @@ def plan_table(result: PlanResult) -> pd.DataFrame:
             "annotators_per_block": columns["annotators_per_block"], "docs": design.docs,
             "annotators": design.annotators, "judgements_per_output": design.judgements_per_output,
             "judgements": design.judgements(n_systems),
+            # what annotators see and are paid for: outputs, or the method's comparisons (CostModel.units)
+            "items": config.method_costs.get(r.candidate.method, config.cost).units(design, n_systems),
             "max_judgements_per_annotator": max_judgements_per_annotator(design, n_systems),
             **{k: round(v, 4) for k, v in r.candidate.cost.items()},
             "power": r.power, "ci_low": r.ci_low, "ci_high": r.ci_high, "mcse": r.mcse,
@@ -269,6 +271,14 @@ def _no_budget_answer_text(config, goal: str, active: list) -> str:
                    "documents).")
 
 
+def _items_phrase(config, candidate, n_systems: int) -> str:
+    """'(N comparisons) ' where the method's annotators see something else than one output at a time."""
+    cost = config.method_costs.get(candidate.method, config.cost)
+    if cost.count_items is None:
+        return ""
+    return f"as {cost.units(candidate.design, n_systems):g} {cost.item_name}s "
+
+
 def _recommended_text(config, goal: str, best) -> str:
     """The recommended design, its cost, its power and type I error, and its confirmation."""
     n_systems = config.model.n_systems
@@ -277,6 +287,7 @@ def _recommended_text(config, goal: str, best) -> str:
     cost = c.cost
     text = (f"{goal}, the recommended study is **{design.label}** analysed with **{c.test.label}**: "
             f"{_describe_design(design, n_systems)}, {design.judgements(n_systems)} judgements in all "
+            + _items_phrase(config, c, n_systems) +
             f"({max_judgements_per_annotator(design, n_systems)} per annotator at most, "
             f"about {cost['hours']:.1f} hours of annotation). It costs {_money(config, cost['cost'])} "
             f"(pay {_money(config, cost['labour_cost'])}, fixed per annotator "

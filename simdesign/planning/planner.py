@@ -52,7 +52,7 @@ from pathlib import Path
 import pandas as pd
 from scipy import optimize
 
-from simdesign.analyses import resolve_analysis, system_pairs
+from simdesign.analyses import ANALYSES, resolve_analysis, system_pairs
 from simdesign.stats.annotation_time import DURATION_COLUMN, RULES, describe_rule, seconds_per_output
 from simdesign.stats.montecarlo import default_max_type1
 from simdesign.simulation.config import (AnalysisSpec, SimulationConfig, check_name, parse_analyses, parse_designs,
@@ -136,11 +136,20 @@ class CostModel:
     per_document: float = 0.0
     currency: str = ""
     seconds_source: str = "given in the config"
+    # What an annotator is paid for, counted for a design: None for judged outputs (Likert, Rank: the paper's
+    # times are per judged output); a method whose judgement covers a pair counts comparisons
+    # (AnnotationMethod.items), and seconds_per_judgement is then per comparison.
+    count_items: object = field(default=None, compare=False, repr=False)
+    item_name: str = "judged output"
+
+    def units(self, design, n_systems: int) -> float:
+        """What the seconds are paid for in one study: judged outputs, or the method's items (comparisons)."""
+        judgements = design.judgements(n_systems)
+        return judgements if self.count_items is None else self.count_items(design, n_systems)
 
     def breakdown(self, design, n_systems: int) -> dict:
         """Hours and cost items of one design."""
-        judgements = design.judgements(n_systems)
-        hours = judgements * self.seconds_per_judgement / 3600.0
+        hours = self.units(design, n_systems) * self.seconds_per_judgement / 3600.0
         labour = hours * self.pay_per_hour
         annotator_cost = design.annotators * self.per_annotator
         document_cost = design.docs * self.per_document
@@ -167,11 +176,16 @@ class Limits:
     min_annotators: int | None = None
     max_annotators: int | None = None
 
-    def problem(self, design, n_systems: int) -> str | None:
-        """Why ``design`` breaks a limit, or None."""
+    def problem(self, design, n_systems: int, cost: "CostModel | None" = None) -> str | None:
+        """Why ``design`` breaks a limit, or None. With a cost model that counts items (comparisons), the
+        per-annotator limit counts them too (what an annotator sees, as the cost does)."""
         per_annotator = max_judgements_per_annotator(design, n_systems)
+        what = "judgements"
+        if cost is not None and cost.count_items is not None:
+            share = cost.units(design, n_systems) / design.judgements(n_systems)
+            per_annotator, what = math.ceil(per_annotator * share - 1e-9), f"{cost.item_name}s"
         if self.max_judgements_per_annotator is not None and per_annotator > self.max_judgements_per_annotator:
-            return (f"{per_annotator} judgements per annotator exceed max_judgements_per_annotator "
+            return (f"{per_annotator} {what} per annotator exceed max_judgements_per_annotator "
                     f"{self.max_judgements_per_annotator}")
         if self.max_annotators is not None and design.annotators > self.max_annotators:
             return f"{design.annotators} annotators exceed max_annotators {self.max_annotators}"
@@ -293,7 +307,9 @@ class PlanConfig:
         for method, family in ((m, f) for m in self.methods for f in DESIGN_KINDS):
             kind = DESIGN_KINDS[family]
             designs = [d for d in self.designs if d.kind == family]
-            tests = [t for t in self.tests if kind.has_blocks or not resolve_analysis(t.name).needs_blocks]
+            # each method's store simulates the tests that take its judgements (scores or preferences)
+            tests = [t for t in self.tests if (kind.has_blocks or not resolve_analysis(t.name).needs_blocks)
+                     and get_method(method).accepts(resolve_analysis(t.name))]
             if designs and tests:
                 groups.append((method, family, designs, tests))
         return groups
@@ -526,6 +542,8 @@ def _seconds_per_judgement(raw_value, model_source, base_dir, errors, method: st
                 "seconds in a 'time_stamp' column), or a paper task (coherence, repetition)")
             return 1.0, ""
         outputs = int(times[task].get("outputs_per_item", 1))
+        if times[task].get("assumed"):  # not measured (pairwise): the method says what it assumes
+            return float(times[task][f"{rule}_seconds"]), f"{times[task]['assumed']} (rule {rule})"
         return float(times[task][f"{rule}_seconds"]), (
             f"{describe_rule(rule, outputs)} of the {get_method(method).label} annotation times of the {task} task in "
             f"Steen & Markert (2021); rule {rule}")
@@ -597,6 +615,28 @@ def load_plan(path, overrides: dict | None = None) -> PlanConfig:
     return parse_plan({**raw, **(overrides or {})}, base_dir=path.parent)
 
 
+def _method_test_problems(methods, tests) -> list[str]:
+    """Before anything runs, in the plan's own keys (the engine would say 'method'). With one method every test
+    must take its judgements; comparing methods whose judgements differ in kind (scores, preferences) each test
+    goes to the methods that take it, and every method needs a test."""
+    problems = []
+    takes = {spec.label: [m for m in methods if get_method(m).accepts(resolve_analysis(spec.name))] for spec in tests}
+    for spec in tests:
+        refused = [m for m in methods if m not in takes[spec.label]]
+        if refused and (len(methods) == 1 or not takes[spec.label]):
+            why = "; ".join(get_method(m).refusal(resolve_analysis(spec.name)) for m in refused)
+            problems.append(f"The test {spec.label} cannot take {' or '.join(refused)} judgements ({why}; it "
+                            f"accepts {', '.join(resolve_analysis(spec.name).methods)}); remove it from 'tests' or "
+                            f"leave {refused} out of 'search.methods'")
+    if len(methods) > 1 and all(takes.values()):
+        for method in methods:
+            if not any(method in found for found in takes.values()):
+                accepted = sorted(name for name, info in ANALYSES.items() if get_method(method).accepts(info))
+                problems.append(f"No test in 'tests' takes {get_method(method).label} judgements; add one of "
+                                f"{accepted}")
+    return problems
+
+
 def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
     """Validate a plan config mapping; see :func:`load_plan`."""
     errors: list[str] = []
@@ -618,14 +658,8 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
 
     goal = _parse_goal(raw, alpha, errors)
     methods = parse_methods(raw.get("search"), model, errors)
-    for spec in tests:  # before anything runs, in the plan's own keys (the engine would say 'method')
-        refused = [m for m in methods if not get_method(m).accepts(resolve_analysis(spec.name))]
-        if refused:
-            why = "; ".join(get_method(m).refusal(resolve_analysis(spec.name)) for m in refused)
-            errors.append(f"The test {spec.label} cannot take {' or '.join(refused)} judgements ({why}; it accepts "
-                          f"{', '.join(resolve_analysis(spec.name).methods)}); remove it from 'tests' or leave "
-                          f"{refused} out of 'search.methods'")
-    method_costs = {method: _parse_cost(raw, model_source, base_dir, errors, method) for method in methods}
+    errors.extend(_method_test_problems(methods, tests))
+    method_costs = {method: _parse_cost(raw, model_source, base_dir, errors, method, model) for method in methods}
     cost = method_costs[methods[0]]
     limits = _parse_limits(raw, errors)
     trials = _parse_trial_settings(raw, errors)
@@ -702,14 +736,24 @@ def _sub_mapping(raw: dict, key: str, allowed, errors: list[str]) -> dict:
     return mapping
 
 
-def _parse_cost(raw: dict, model_source, base_dir: Path | None, errors: list[str], method: str | None = None) -> CostModel:
-    """The 'cost' mapping; pay per hour is required because no default price would mean anything."""
+def _parse_cost(raw: dict, model_source, base_dir: Path | None, errors: list[str], method: str | None = None,
+                model=None) -> CostModel:
+    """The 'cost' mapping; pay per hour is required because no default price would mean anything.
+
+    For a method whose judgement covers a pair of outputs the seconds are per comparison and the cost counts
+    comparisons (``model``: the plan's model, which says how many pairs an annotator judges per document).
+    """
     cost_raw = _sub_mapping(raw, "cost", COST_KEYS, errors)
     if "pay_per_hour" not in cost_raw:
         errors.append("The 'cost.pay_per_hour' field is required (annotator pay per hour)")
     seconds, seconds_source = _seconds_per_judgement(cost_raw.get("seconds_per_judgement", "auto"), model_source,
                                                      base_dir, errors, method)
-    return CostModel(
+    per_pair = method is not None and get_method(method).covers == "pair"
+    counting = {} if not per_pair else {
+        "count_items": lambda design, n_systems, _method=get_method(method): _method.items(
+            design.judgements(n_systems), n_systems, design, model),
+        "item_name": "comparison"}
+    return CostModel(**counting,
         pay_per_hour=float(_number(errors, cost_raw, "pay_per_hour", "cost.", 0.0, 0)),
         seconds_per_judgement=seconds,
         per_annotator=float(_number(errors, cost_raw, "per_annotator", "cost.", 0.0, 0)),
@@ -762,7 +806,9 @@ def _search_candidates(raw: dict, tests, method_costs: dict, limits: Limits, mod
     candidates: list[Candidate] = []
     if designs and tests and model is not None and not errors:
         for method, cost in method_costs.items():
-            candidates += build_candidates(designs, tests_for_method(tests, method), cost, limits, model.n_systems,
+            # each method gets the tests that take its judgements (scores or preferences: _method_test_problems)
+            taken = tuple(spec for spec in tests if get_method(method).accepts(resolve_analysis(spec.name)))
+            candidates += build_candidates(designs, tests_for_method(taken, method), cost, limits, model.n_systems,
                                            budget, method)
         simulated = [c for c in candidates if not c.excluded]
         if not simulated:
@@ -839,7 +885,7 @@ def build_candidates(designs, tests, cost: CostModel, limits: Limits, n_systems:
     candidates = []
     for design in designs:
         breakdown = cost.breakdown(design, n_systems)
-        limit_problem = limits.problem(design, n_systems)
+        limit_problem = limits.problem(design, n_systems, cost)
         for test in tests:
             info = resolve_analysis(test.name)
             if info.needs_blocks and not design.has_blocks:

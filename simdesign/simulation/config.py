@@ -1009,6 +1009,8 @@ def model_with_overrides(source: dict, base_dir: Path | None, errors: list[str])
                           "(rankings from a rank-only fit), not both")
             return None
         try:
+            if "preferences" in source:  # pairwise preferences from the Likert part's latent values
+                base = dataclasses.replace(base, preferences=source["preferences"])
             return with_rank_model(base, load_rank_model(source["rank_model"], base_dir))
         except ConfigError as exc:
             errors.extend(exc.messages)
