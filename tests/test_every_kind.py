@@ -25,6 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 RATES = {"name": "r", "model": "coherence", "effect": "zero", "tests": ["ttest_doc", "wilcoxon_doc"], "trials": 24,
          "seed": 2, "chunk_size": 5, "estimands": ["krippendorff_alpha"],
          "designs": [{"kind": "block", "blocks": 6, "docs_per_block": 2, "annotators_per_block": 3}]}
+# pairwise preference (issue 42): a rates study of another method, on a block design and Arena-style battles
+PAIRWISE = {"name": "pw", "model": {"preset": "coherence", "preferences": {"tie_band": 0.3, "pairs": 4}},
+            "method": "pairwise", "effect": "zero", "tests": ["pair_sign", "bradley_terry"], "trials": 24, "seed": 2,
+            "chunk_size": 5, "designs": [{"kind": "block", "blocks": 6, "docs_per_block": 2, "annotators_per_block": 3},
+                                          {"kind": "battles", "battles": 300, "prompts": 40, "judges": 6}]}
 REPLICATION = {"name": "rep", "model": "coherence", "effect": "fitted", "tests": ["ttest_doc"], "trials": 12,
                "seed": 3, "chunk_size": 4, "replication": {"tolerance": 0},
                "designs": [{"kind": "overlap", "shared_docs": 6, "unique_docs_per_annotator": 2, "annotators": 3}]}
@@ -44,7 +49,7 @@ COINS = {"name": "coins", "coins": [0.2, 0.7], "flips": 20, "trials": 30, "seed"
 TAC = {"study": "tac", "name": "tac", "documents": 10, "machines": {"count": 5, "missing": 0.2},
        "humans": {"count": 4, "per_document": 2}, "bootstrap_resamples": 49, "trials": 12, "chunk_size": 2, "seed": 6,
        "tests": ["ttest_unpaired", {"name": "ttest_doc", "threshold": "mc"}, "wilcoxon_doc"]}
-KINDS = {"rates": RATES, "replication": REPLICATION, "panels": PANEL, "metric-validation": METRIC, "sweep": SWEEP,
+KINDS = {"rates": RATES, "rates-pairwise": PAIRWISE, "replication": REPLICATION, "panels": PANEL, "metric-validation": METRIC, "sweep": SWEEP,
          "crowd": CROWD, "coin-flips": COINS, "tac": TAC}
 TIMING = ["fit_seconds", "run_seconds", "mean_fit_seconds"]
 
@@ -82,7 +87,8 @@ def chunk_files(out: Path) -> list[Path]:
             "chunks" in p.parts]
 
 
-@pytest.mark.parametrize("kind, size", [("rates", {"trials": 1500}), ("replication", {"trials": 600}),
+@pytest.mark.parametrize("kind, size", [("rates", {"trials": 1500}), ("rates-pairwise", {"trials": 400}),
+                                        ("replication", {"trials": 600}),
                                         ("panels", {"trials": 300}), ("metric-validation", {"trials": 400}),
                                         ("crowd", {"trials": 150}), ("tac", {"trials": 200})])
 def test_sigkill_then_resume_gives_the_rows_of_an_uninterrupted_run(tmp_path, kind, size):

@@ -33,21 +33,15 @@ def _comparisons(judgements: Judgements) -> dict:
 
 def pair_sign(judgements: Judgements, rng=None, unit: str = "document") -> PairwiseResult:
     """The exact sign test per pair of systems over documents or blocks (see the module's docstring)."""
-    from simdesign.stats.preferences import pair_sign_tests
+    from simdesign.stats.preferences import pair_sign_arrays
 
     found = _comparisons(judgements)
-    table = pair_sign_tests(found["first"], found["second"], found["outcome"], found[unit], judgements.n_systems)
-    by_pair = table.set_index(["system_i", "system_j"])
-    estimate, p_value, status = [], [], []
-    for i, j in system_pairs(judgements.n_systems):
-        row = by_pair.loc[(i, j)]
-        informative = np.isfinite(row["p_value"])
-        estimate.append(float(row["estimate"]))
-        p_value.append(float(row["p_value"]) if informative else np.nan)
-        status.append(OK if informative else DEGENERATE)
-    message = "" if all(s == OK for s in status) else "a pair of systems has no informative unit (every unit tied)"
-    return PairwiseResult(estimate=np.array(estimate), p_value=np.array(p_value),
-                          status=np.array(status, dtype=object), message=message)
+    # pairs come in model order i < j, as system_pairs gives them
+    tests = pair_sign_arrays(found["first"], found["second"], found["outcome"], found[unit], judgements.n_systems)
+    informative = tests["n_informative"] > 0
+    status = np.where(informative, OK, DEGENERATE).astype(object)
+    message = "" if informative.all() else "a pair of systems has no informative unit (every unit tied)"
+    return PairwiseResult(estimate=tests["estimate"], p_value=tests["p_value"], status=status, message=message)
 
 
 BT_ERRORS = ("two_way", "annotator", "document", "model")

@@ -650,6 +650,22 @@ def pair_sign_tests(first, second, outcome, units, n_systems) -> pd.DataFrame:
        system_i  system_j  estimate  n_units  n_informative  p_value status
     0         0         1  0.333333        3              2      0.5     ok
     """
+    found = pair_sign_arrays(first, second, outcome, units, n_systems)
+    status = np.where(found["n_informative"] > 0, "ok",
+                      np.where(found["n_units"] > 0, "no informative unit", "no comparisons"))
+    system_i, system_j = _pairs(n_systems)
+    return pd.DataFrame({"system_i": system_i.astype(int), "system_j": system_j.astype(int),
+                         "estimate": found["estimate"], "n_units": found["n_units"],
+                         "n_informative": found["n_informative"], "p_value": found["p_value"], "status": status})
+
+
+def pair_sign_arrays(first, second, outcome, units, n_systems) -> dict:
+    """:func:`pair_sign_tests` as arrays over the pairs (i < j, model order), without a table: what a simulation
+    calls once per trial (estimate, n_units, n_informative, p_value; NaN where a pair has no informative unit).
+
+    The exact two-sided binomial test at 1/2 is symmetric, so its p-value is min(1, 2 P(X <= min(k, n - k)))
+    for k units favouring i of n informative ones: scipy's binomtest gives the same (tests/test_preferences_stats.py).
+    """
     log = _check_log(first, second, outcome, n_systems)
     unit_codes, _ = _check_labels("units", units, log.outcome.size)
     pair, credit = _pair_codes(log)
@@ -657,18 +673,16 @@ def pair_sign_tests(first, second, outcome, units, n_systems) -> pd.DataFrame:
     cells, cell_of = np.unique(unit_codes * n_pairs + pair, return_inverse=True)
     share = np.bincount(cell_of, credit) / np.bincount(cell_of)
     cell_pair = cells % n_pairs
-    rows = []
-    for q, (i, j) in enumerate(zip(*_pairs(n_systems))):
-        shares = share[cell_pair == q]
-        informative = shares[shares != 0.5]
-        p_value, status = np.nan, "no comparisons" if shares.size == 0 else "no informative unit"
-        if informative.size:
-            p_value = stats.binomtest(int((informative > 0.5).sum()), informative.size, 0.5).pvalue
-            status = "ok"
-        estimate = float(np.mean(shares - 0.5)) if shares.size else np.nan
-        rows.append((int(i), int(j), estimate, shares.size, informative.size, p_value, status))
-    return pd.DataFrame(rows, columns=["system_i", "system_j", "estimate", "n_units", "n_informative", "p_value",
-                                       "status"])
+    n_units = np.bincount(cell_pair, minlength=n_pairs)
+    informative = share != 0.5
+    n_informative = np.bincount(cell_pair[informative], minlength=n_pairs)
+    favouring = np.bincount(cell_pair[informative & (share > 0.5)], minlength=n_pairs)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        estimate = np.where(n_units > 0, np.bincount(cell_pair, share - 0.5, n_pairs) / n_units, np.nan)
+    smaller = np.minimum(favouring, n_informative - favouring)
+    p_value = np.where(n_informative > 0, np.minimum(1.0, 2.0 * stats.binom.cdf(smaller, n_informative, 0.5)),
+                       np.nan)
+    return {"estimate": estimate, "n_units": n_units, "n_informative": n_informative, "p_value": p_value}
 
 
 # --- bootstrap -------------------------------------------------------------------------------------------
