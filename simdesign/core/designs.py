@@ -791,6 +791,9 @@ class BattleDesign(_WithoutBlocks):
     shapes: ClassVar[tuple] = ("battles",)
     plot_style: ClassVar[tuple] = (":", "^")
     no_blocks_reason: ClassVar[str] = "battle designs have no blocks"
+    search_shapes: ClassVar[tuple] = ("battles",)
+    search_keys: ClassVar[tuple] = ("battles", "judges")
+    plan_colours: ClassVar[dict] = {"battles": "tab:olive"}
     one_pair_each: ClassVar[bool] = True  # a pairwise judgement shows one pair drawn at random
     only_covering: ClassVar[str] = "pair"  # only for methods whose judgement covers a pair of outputs
 
@@ -811,6 +814,13 @@ class BattleDesign(_WithoutBlocks):
     @property
     def label(self) -> str:
         return f"battles-N{self.battles}-P{self.prompts}-J{self.judges}"
+
+    @classmethod
+    def search_designs(cls, shape: str, n_docs: int, grid) -> list:
+        """Planner hook ("how many battles"): ``n_docs`` prompts, battles from ``search.battles`` and the judges'
+        pool from ``search.judges``."""
+        return [cls(battles, n_docs, judges) for battles in grid("battles", [1000, 2000, 5000, 10000])
+                for judges in grid("judges", [50])]
 
     @property
     def docs(self) -> int:

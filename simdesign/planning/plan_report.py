@@ -211,13 +211,25 @@ def _workload_warning(config, best) -> str:
             "annotators look free: set cost.per_annotator to that cost, or cap limits.max_annotators.\n\n")
 
 
+def _order_pairs(config) -> list[str]:
+    """The pairs of systems adjacent in the true order of the model's effects, best first ('A > B')."""
+    effects, systems = config.model.effects, config.model.systems
+    order = [int(s) for s in np.argsort(-np.asarray(effects, dtype=float), kind="stable")]
+    return [f"{systems[a]} > {systems[b]}" for a, b in zip(order[:-1], order[1:]) if effects[a] != effects[b]]
+
+
 def _goal_phrase(config) -> str:
     """The opening clause: what the plan was asked for, and which pairs its power is taken over."""
     n_systems = config.model.n_systems
     n_relevant = sum(1 for i in range(n_systems) for j in range(i + 1, n_systems)
                      if config.model.effects[i] != config.model.effects[j])
-    estimand = (f"pooled over the {n_relevant} system pairs with a true difference" if config.power_over == "pooled"
-                else "for every one of the system pairs with a true difference (the weakest pair counts)")
+    estimand = {"pooled": f"pooled over the {n_relevant} system pairs with a true difference",
+                "each_pair": "for every one of the system pairs with a true difference (the weakest pair counts)",
+                "top_pair": f"to tell apart the true best two systems, {_order_pairs(config)[0]}: the probability "
+                            "that their test rejects in the true direction",
+                "adjacent_pairs": "to order every pair of systems adjacent in the true order ("
+                                  + ", ".join(_order_pairs(config)) + "): the probability that all their tests "
+                                  "reject in the true direction in one study"}[config.power_over]
     if config.goal == "target_power":
         return (f"To detect the {config.effect_label} of the {config.model.name} model at alpha {config.alpha:g} "
                 f"with at least {config.target_power:.0%} power ({estimand})")

@@ -326,6 +326,27 @@ def rate_over_pairs(indicators: np.ndarray, over: str, confidence: float, worst:
             "worst": index}
 
 
+ORDER_GOALS = ("top_pair", "adjacent_pairs")
+"""``power_over`` goals about the systems' order (an Arena-style "how many battles" question): the probability
+that the true best two systems are told apart (``top_pair``), or that every pair of systems adjacent in the true
+order is (``adjacent_pairs``), each a right rejection at ``alpha``."""
+
+
+def goal_indicators(config: PlanConfig, right: np.ndarray) -> np.ndarray:
+    """The per-trial indicators the power goal is assessed on: the right rejections of the pairs with a true
+    difference (trials, pairs) for ``pooled`` and ``each_pair``; for an order goal one column (trials, 1):
+    whether the trial separated the top pair, or every adjacent pair (model order of effects, ties skipped)."""
+    if config.power_over not in ORDER_GOALS:
+        return right
+    effects = np.asarray(config.model.effects, dtype=float)
+    relevant = [(i, j) for i, j in system_pairs(config.model.n_systems) if effects[i] != effects[j]]
+    column = {pair: k for k, pair in enumerate(relevant)}
+    order = [int(s) for s in np.argsort(-effects, kind="stable")]
+    adjacent = [tuple(sorted((a, b))) for a, b in zip(order[:-1], order[1:]) if effects[a] != effects[b]]
+    wanted = adjacent[:1] if config.power_over == "top_pair" else adjacent
+    return right[:, [column[pair] for pair in wanted]].all(axis=1, keepdims=True)
+
+
 def assess(indicators: np.ndarray, power_over: str, confidence: float) -> dict:
     """Power and its interval from per-trial, per-pair right rejections.
 
@@ -334,7 +355,8 @@ def assess(indicators: np.ndarray, power_over: str, confidence: float) -> dict:
     lower bound reaches the target, "fails" means some pair's
     Bonferroni-corrected upper bound is below it (see :func:`rate_over_pairs`).
     """
-    estimate = rate_over_pairs(indicators, power_over, confidence, "min")
+    # an order goal's indicators are one column already (goal_indicators): its rate is that column's share
+    estimate = rate_over_pairs(indicators, "pooled" if power_over in ORDER_GOALS else power_over, confidence, "min")
     return {"power": estimate["rate"], "ci_low": estimate["ci_low"], "ci_high": estimate["ci_high"],
             "mcse": estimate["mcse"], "weakest": estimate["worst"]}
 
@@ -702,7 +724,7 @@ def _run_stage(config: PlanConfig, outcomes: OutcomeSource, results: dict, power
     labels = _pair_labels(config)
     for key, matrix in outcomes.power({k: (0, n) for k, n in power_pending.items()}).items():
         result = results[key]
-        estimate = assess(matrix, config.power_over, look_confidence[matrix.shape[0]])
+        estimate = assess(goal_indicators(config, matrix), config.power_over, look_confidence[matrix.shape[0]])
         result.trials, result.indicators = matrix.shape[0], matrix
         result.power, result.ci_low, result.ci_high, result.mcse = (
             estimate["power"], estimate["ci_low"], estimate["ci_high"], estimate["mcse"])
@@ -795,7 +817,7 @@ def _confirm(config: PlanConfig, outcomes: OutcomeSource, r: CandidateResult, at
     r.confirm_first_trial, r.confirm_trials = first, config.confirm_trials
     confirmed = True
     if config.goal == "target_power":
-        estimate = assess(outcomes.power(span)[r.candidate.key], config.power_over, level)
+        estimate = assess(goal_indicators(config, outcomes.power(span)[r.candidate.key]), config.power_over, level)
         r.confirm_power, r.confirm_low = estimate["power"], estimate["ci_low"]
         confirmed = estimate["ci_low"] >= config.target_power
     # no null studies for a pick whose power already failed: the answer is the same, and they cost time

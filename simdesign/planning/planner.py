@@ -14,7 +14,7 @@ Example plan config::
     tests: [art_block, ttest_doc]
     alpha: 0.05
     target_power: 0.8              # or: budget: 2000 (the most powerful affordable design)
-    power_over: pooled             # pooled | each_pair
+    power_over: pooled             # pooled | each_pair | top_pair | adjacent_pairs (the systems' order)
     max_type1: auto                # a test must be shown to hold it: 1.5 x alpha; a number; or null (no check)
     type1_over: pooled             # pooled | each_pair
     cost: {pay_per_hour: 12, seconds_per_judgement: auto, per_annotator: 2, per_document: 0, currency: EUR}
@@ -83,7 +83,7 @@ def plan_search_keys() -> tuple:
     return ("shapes", "docs", *search_keys(), "designs", "methods")
 
 
-POWER_OVER = ("pooled", "each_pair")
+POWER_OVER = ("pooled", "each_pair", "top_pair", "adjacent_pairs")
 SCREENING = ("eager", "by_cost")  # plan_search: screen every candidate first, or the cheapest first (target goal)
 TYPE1_OVER = ("pooled", "each_pair")
 EFFECT_UNITS = ("latent", "likert")
