@@ -88,7 +88,7 @@ def cmd_replay(args) -> int:
 
         # the method's own file form (a Rank trial as ranks), which `simdesign analyse` and `fit` read back
         method = get_method(split_result_label(args.test)[1])
-        method.file_form(judgements.to_frame(), judgements.n_systems).to_csv(args.save, index=False)
+        method.study_table(judgements).to_csv(args.save, index=False)
         print(f"wrote the trial's judgements to {args.save} ({method.label}, column '{method.value_column}')")
     return 0
 

@@ -122,6 +122,11 @@ class AnnotationMethod:
         default (Likert), rankings for Rank, comparisons for Pairwise (cost and limits use it)."""
         return n_outputs_judged / n_systems if self.covers == "ranking" else n_outputs_judged
 
+    def recognises(self, columns) -> bool:
+        """Whether a table with these column names (ours, after ``--columns``) holds this method's judgements: by
+        default when it has :attr:`value_column` (Pairwise also knows an Arena battle log by its ``winner``)."""
+        return self.value_column in set(columns)
+
     # --- tests, stores, warnings ---------------------------------------------------------------------
     def accepts(self, analysis) -> bool:
         """Whether a registered analysis (an :class:`~simdesign.analyses.AnalysisInfo`) takes these judgements."""
@@ -148,6 +153,12 @@ class AnnotationMethod:
         form this method's files have, which its table reader reads back (the default: ``score`` named as the
         method's judgement column; Rank writes ranks, 1 = best). ``simdesign replay --save`` writes it."""
         return frame.rename(columns={"score": self.value_column})
+
+    def study_table(self, judgements):
+        """One simulated study as this method's files hold it (what ``simdesign replay --save`` writes and
+        ``simdesign analyse`` reads back): :meth:`file_form` of its long table by default; a method whose
+        judgements cover several outputs writes its own rows (Pairwise: one comparison a row)."""
+        return self.file_form(judgements.to_frame(), judgements.n_systems)
 
     def result_label(self, label: str) -> str:
         """A test's (or estimand's) label in the store and the trial rows under this method."""

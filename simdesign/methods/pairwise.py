@@ -53,6 +53,9 @@ PAIRWISE_ASSUMPTIONS = {
 }
 """The values a model's ``preferences`` mapping assumes for what it leaves out (none measured by the paper)."""
 
+# The column that marks a Chatbot Arena battle log (question_id, model_a, model_b, winner; simdesign.pilot reads it).
+ARENA_WINNER_COLUMN = "winner"
+
 SECONDS_PER_COMPARISON_FACTOR = 1.3
 """Assumed seconds per comparison, as a multiple of the paper's measured Likert seconds per judged output of the
 same task. A comparison shows two outputs, and reading dominates a Likert judgement's time, but one verdict is
@@ -221,6 +224,10 @@ class Pairwise(AnnotationMethod):
     def can_generate(self, model) -> bool:
         return pairwise_parameters(model) is not None
 
+    def recognises(self, columns) -> bool:
+        """A pairwise table (its ``preferred`` column) or a Chatbot Arena battle log (its ``winner`` column)."""
+        return bool({self.value_column, ARENA_WINNER_COLUMN} & set(columns))
+
     def judge(self, model, eta: np.ndarray, rng: np.random.Generator, design=None) -> dict:
         parameters = pairwise_parameters(model)
         preferences, first_shown = pairwise_verdicts(parameters, eta, rng,
@@ -257,8 +264,12 @@ class Pairwise(AnnotationMethod):
         return found
 
     def file_form(self, frame, n_systems: int):
-        raise ConfigError("A pairwise study's table is its comparisons (Judgements.comparisons_frame), not "
-                          "one value per output")
+        raise ConfigError("A pairwise study's table is its comparisons (study_table: Judgements.comparisons_frame), "
+                          "not one value per output")
+
+    def study_table(self, judgements):
+        # one comparison a row: annotator, document, block, system_a (shown first), system_b, preferred
+        return judgements.comparisons_frame()
 
     def fingerprint(self, model) -> dict:
         parameters = pairwise_parameters(model)
