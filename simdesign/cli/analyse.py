@@ -1,7 +1,10 @@
-"""``simdesign analyse JUDGEMENTS.csv``: which systems differ in a real Likert or Rank study.
+"""``simdesign analyse JUDGEMENTS.csv``: which systems differ in a real Likert or Rank study, or in a
+judge-plus-human table (an LLM judge's scores beside human scores, analysed by prediction-powered inference).
 
 Registered in :mod:`simdesign.cli` by :func:`add_parser`; the work is done by
-:func:`simdesign.pilot.analyse.analyse`.
+:func:`simdesign.pilot.analyse.analyse`, or for a judge-plus-human table (recognised by its ``judge`` and
+``human`` columns, :func:`simdesign.pilot.judge_table.is_judge_table`) by
+:func:`simdesign.pilot.judge_analysis.analyse_judge_table`.
 """
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ import pandas as pd
 
 # What ``--out`` holds (docs/how-to/analyse-a-study.md lists the same; tests/test_output_lists.py compares them)
 ANALYSE_OUTPUTS = ("analysis.csv", "pairs.csv", "analysis.md", "analysis.png", "analysis_info.csv")
+# ... and for a judge-plus-human table (docs/how-to/analyse-judge-and-human.md lists the same)
+JUDGE_OUTPUTS = ("judge_analysis.csv", "judge_estimates.csv", "judge_analysis.md")
 
 
 def add_parser(subparsers) -> None:
@@ -21,9 +26,13 @@ def add_parser(subparsers) -> None:
 
     parser = subparsers.add_parser(
         "analyse", help="analyse a real study (Likert or Rank): means with 95%% intervals, pairwise tests, "
-                        "the ranks each system can take")
+                        "the ranks each system can take; or a judge-plus-human table: PPI and PPI++ means and "
+                        "differences beside the human-only and judge-only ones")
     parser.add_argument("judgements", help="CSV, one row per judgement: annotator, document, system and score "
-                                           "(Likert) or rank (Rank: 0..S-1 or 1..S per annotator and document)")
+                                           "(Likert) or rank (Rank: 0..S-1 or 1..S per annotator and document); or "
+                                           "a judge-plus-human table (CSV, JSON or JSONL): system, document, judge, "
+                                           "human (empty where no human scored the output), optional annotator and "
+                                           "judge_name")
     method_option(parser, "default: inferred from a 'score' or 'rank' column")
     parser.add_argument("--columns", help="map column names, e.g. annotator=worker,rank=position")
     parser.add_argument("--scale", help="Likert: the scale's values, e.g. 1..7 (default: the observed values)")
@@ -47,7 +56,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples")
     parser.add_argument("--systems", help="comma-separated output order (default: order of first appearance)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", help=f"directory for {', '.join(ANALYSE_OUTPUTS[:-1])} and {ANALYSE_OUTPUTS[-1]}")
+    parser.add_argument("--out", help=f"directory for {', '.join(ANALYSE_OUTPUTS[:-1])} and {ANALYSE_OUTPUTS[-1]} "
+                                      f"(judge-plus-human tables: {', '.join(JUDGE_OUTPUTS)})")
     parser.set_defaults(func=run)
 
 
@@ -59,7 +69,10 @@ def run(args) -> int:
     from simdesign.pilot.tables import parse_columns_any
 
     from simdesign.pilot.analyse import split_tests
+    from simdesign.pilot.judge_table import source_is_judge_table
 
+    if source_is_judge_table(args.judgements, args.columns):
+        return run_judge_table(args)
     tests = split_tests(args.tests)
     if not tests:
         raise ConfigError("--tests needs at least one registered analysis, e.g. clmm_native")
@@ -81,4 +94,23 @@ def run(args) -> int:
         pd.Series({key: str(value) for key, value in result.info.items()}).to_csv(out / "analysis_info.csv",
                                                                                   header=["value"])
         print("wrote " + ", ".join(str(out / name) for name in ANALYSE_OUTPUTS))
+    return 0
+
+
+def run_judge_table(args) -> int:
+    """``simdesign analyse`` on a judge-plus-human table: the report printed, the outputs written with --out
+    (nothing is written when the table or an option is refused)."""
+    from simdesign.pilot.analyse import DEFAULT_STARTS
+    from simdesign.pilot.judge_analysis import analyse_judge_table, refuse_other_options
+
+    refuse_other_options(**{"--method": args.method is not None, "--tests": args.tests != "clmm_native",
+                            "--structure": args.structure != "paper", "--starts": args.starts != DEFAULT_STARTS,
+                            "--df": args.df is not None, "--scale": args.scale is not None})
+    systems = [s.strip() for s in args.systems.split(",")] if args.systems else None
+    result = analyse_judge_table(args.judgements, columns=args.columns, systems=systems, bootstrap=args.bootstrap,
+                                 seed=args.seed, alpha=args.alpha, adjust=args.adjust)
+    print(f"{args.judgements}:")
+    print(result.report())
+    if args.out:
+        print("wrote " + ", ".join(str(path) for path in result.save(args.out)))
     return 0

@@ -479,14 +479,14 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     frame : pandas.DataFrame or path-like
         Likert: ``annotator, document, system, score``; Rank: ``annotator, document, system, rank``
         (0..S-1 or 1..S, checked). A path is read by :func:`~simdesign.pilot.tables.read_table`.
+        A judge-plus-human table (``judge``, ``human`` columns) gives a :class:`~.judge_analysis.JudgeAnalysis`.
     method : str, optional
         A registered annotation method (``likert``, ``rank``); default: inferred from the columns.
     tests : str or sequence
         Registered analyses: names, ``name[option=value,...]`` or ``name[value]`` (:func:`parse_test_text`,
         e.g. ``ttest_unpaired[mc]``), or mappings as in a config's ``tests``. The first decides the groups.
     adjust : {'none', 'holm', 'tukey'}
-        Passed to tests with an ``adjust`` option; tests without one get Holm
-        when anything but 'none' is asked.
+        Passed to tests with an ``adjust`` option; tests without one get Holm unless 'none' is asked.
     structure : str, optional
         Passed to tests with a ``structure`` option (default 'paper').
     alpha : float
@@ -495,8 +495,7 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     bootstrap : int
         Bootstrap resamples.
     systems : sequence of str, optional
-        Output order of ``table``; default rank order (best first: highest mean score, or lowest
-        mean rank). The pairs follow this order, or the order of first appearance by default.
+        Output order of ``table`` (default rank order, best first); the pairs' too (default: first appearance).
     min_blocks : int
         Fewest blocks for the block bootstrap.
     starts : {'codings', 'single'}, optional
@@ -504,8 +503,7 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     columns : dict, optional
         A path only: file column -> ours (annotator, document, system, score or rank).
     scale : sequence of int, optional
-        Likert: the scale's values (default: the observed values, which must then be a contiguous
-        range and must not look like ranks).
+        Likert: the scale's values (default: the observed values: a contiguous range, not looking like ranks).
     df : str, optional
         ``clmm_native``'s reference distribution ('z', 'design' or 'satterthwaite'; default the test's own).
 
@@ -529,6 +527,8 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     """
     tests = [tests] if isinstance(tests, (str, dict)) else tests
     _check_options(adjust, alpha, bootstrap, seed, tests)
+    if (judged := _judge_table_analysis(frame, locals())) is not None:  # a judge-plus-human table
+        return judged
     data, info = _read_or_oriented(frame, method, columns, scale)
     method = get_method(info["method"])
     given_order = systems is not None
@@ -548,6 +548,25 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     details = {"bootstrap": int(bootstrap), "seed": seed, "alpha": alpha, "adjust": adjust, "fits": fits}
     return Analysis(table=table, pairs=pairs.drop(columns="message"), method=method.name,
                     info=_details(data, info, scheme, specs, details), notes=notes)
+
+
+def _judge_table_analysis(frame, options: dict):
+    """The analysis of a judge-plus-human table (None for any other table): the options of :func:`analyse`
+    that apply to Likert and Rank tables only are refused when set."""
+    from simdesign.pilot.judge_analysis import analyse_judge_table, refuse_other_options
+    from simdesign.pilot.judge_table import source_is_judge_table
+
+    if not source_is_judge_table(frame, options["columns"]):
+        return None
+    refuse_other_options(**{
+        "--method (method=)": options["method"] is not None,
+        "--tests (tests=)": [str(t) for t in options["tests"]] != list(DEFAULT_TESTS),
+        "--structure (structure=)": options["structure"] != "paper",
+        "--starts (starts=)": options["starts"] != DEFAULT_STARTS, "--df (df=)": options["df"] is not None,
+        "--scale (scale=)": options["scale"] is not None, "min_blocks=": options["min_blocks"] != MIN_BLOCKS})
+    return analyse_judge_table(frame, columns=options["columns"], systems=options["systems"],
+                               bootstrap=options["bootstrap"], seed=options["seed"], alpha=options["alpha"],
+                               adjust=options["adjust"])
 
 
 def _system_table(values: pd.DataFrame, systems, low, high, sets: pd.DataFrame, rank_order: bool,
