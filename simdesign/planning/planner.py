@@ -621,9 +621,14 @@ def _method_test_problems(methods, tests) -> list[str]:
     goes to the methods that take it, and every method needs a test."""
     problems = []
     takes = {spec.label: [m for m in methods if get_method(m).accepts(resolve_analysis(spec.name))] for spec in tests}
+
+    def other_kind(method: str, spec) -> bool:  # scores for a test of preferences, or the other way round
+        return bool(resolve_analysis(spec.name).takes_preferences) != (get_method(method).covers == "pair")
+
     for spec in tests:
         refused = [m for m in methods if m not in takes[spec.label]]
-        if refused and (len(methods) == 1 or not takes[spec.label]):
+        if refused and (len(methods) == 1 or not takes[spec.label]
+                        or not all(other_kind(m, spec) for m in refused)):
             why = "; ".join(get_method(m).refusal(resolve_analysis(spec.name)) for m in refused)
             problems.append(f"The test {spec.label} cannot take {' or '.join(refused)} judgements ({why}; it "
                             f"accepts {', '.join(resolve_analysis(spec.name).methods)}); remove it from 'tests' or "
