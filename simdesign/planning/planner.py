@@ -659,10 +659,11 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
     art_exact = raw.get("art_exact", "auto")
     if art_exact not in ("auto", "never"):
         errors.append(f"The 'art_exact' field must be 'auto' or 'never'; got {art_exact!r}")
+    # methods (plug-ins named by path imported) before tests, in the order 'simdesign run' resolves them
+    methods = parse_methods(raw.get("search"), model, errors)
     tests = parse_analyses(raw.get("tests"), errors, {"resamples": art_resamples, "exact": art_exact})
 
     goal = _parse_goal(raw, alpha, errors)
-    methods = parse_methods(raw.get("search"), model, errors)
     errors.extend(_method_test_problems(methods, tests))
     method_costs = {method: _parse_cost(raw, model_source, base_dir, errors, method, model) for method in methods}
     cost = method_costs[methods[0]]
