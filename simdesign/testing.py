@@ -37,11 +37,35 @@ STATUSES = {OK, SINGULAR} | set(FAILURES)
 
 
 def _models():
-    """Models to sample methods from: the coherence preset (Likert and Rank) and a small rank-only model."""
+    """Models to sample methods from: the coherence preset (Likert and Rank), the same with pairwise preferences
+    (every value assumed), and a small rank-only model."""
+    import dataclasses
+
     from simdesign.model import RankOnlyModel, load_model
 
     rank_only = RankOnlyModel("toy", ("a", "b", "c"), [0.0, 0.5, 1.0], np.eye(2) * 0.2, np.eye(2) * 0.1)
-    return [load_model("coherence"), rank_only]
+    coherence = load_model("coherence")
+    return [coherence, dataclasses.replace(coherence, preferences={}), rank_only]
+
+
+def _check_judgements(method, model, data, design) -> None:
+    """One sampled study's judgements: one value per output (integers), or a pair-covering method's verdicts
+    (one per row and pair of systems, 1 / 0.5 / 0 or NaN where not shown), and what an annotator sees (items)."""
+    rows, n_systems = design.pairs, model.n_systems
+    assert data.scores.shape == (rows, n_systems), f"responses of shape {data.scores.shape}"
+    judged = design.judgements(n_systems)
+    if method.covers != "pair":
+        assert data.scores.dtype.kind == "i", "responses must be integers"
+        assert method.items(judged, n_systems, design, model) == (rows if method.covers == "ranking" else judged)
+        return
+    n_pairs = n_systems * (n_systems - 1) // 2
+    assert data.preferences is not None and data.preferences.shape == (rows, n_pairs), "one verdict per row and pair"
+    shown = data.preferences[~np.isnan(data.preferences)]
+    assert set(np.unique(shown)) <= {0.0, 0.5, 1.0}, "verdicts are 1, 0.5 (a tie) or 0"
+    comparisons = data.comparisons()
+    assert (comparisons["first"] < comparisons["second"]).all() and comparisons["outcome"].size == shown.size
+    assert method.items(judged, n_systems, design, model) == shown.size, "items: the comparisons shown"
+    assert len(method.study_table(data)) == shown.size, "the study's table: one comparison a row"
 
 
 def check_method(method, models=None) -> None:
@@ -72,8 +96,7 @@ def check_method(method, models=None) -> None:
     assert generating, f"no model given generates {method.name!r}"
     for model in generating:
         data = model.sample(design, np.random.default_rng(1), method=method.name)
-        assert data.scores.shape == (design.pairs, model.n_systems), f"responses of shape {data.scores.shape}"
-        assert data.scores.dtype.kind == "i", "responses must be integers"
+        _check_judgements(method, model, data, design)
     for model in models:
         if not method.can_generate(model):
             try:
