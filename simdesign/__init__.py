@@ -42,6 +42,7 @@ from simdesign.api import (PlanOutcome, Reliability, SimulationResult, StudyResu
                            fit_model,
                            load_results, plan, reliability, simulate)
 from simdesign.pilot import analyse  # a callable module: simdesign.analyse(frame) runs simdesign.pilot.analyse.analyse
+from simdesign.pilot import pairwise_analysis as _pairwise_analysis  # noqa: F401 -- gives pairwise tables their analysis
 
 
 

@@ -4,7 +4,8 @@ judge-plus-human table (an LLM judge's scores beside human scores, analysed by p
 Registered in :mod:`simdesign.cli` by :func:`add_parser`; the work is done by
 :func:`simdesign.pilot.analyse.analyse`, or for a judge-plus-human table (recognised by its ``judge`` and
 ``human`` columns, :func:`simdesign.pilot.judge_table.is_judge_table`) by
-:func:`simdesign.pilot.judge_analysis.analyse_judge_table`.
+:func:`simdesign.pilot.judge_analysis.analyse_judge_table`. Pairwise preferences and Arena battle logs go to their
+method's analysis (:func:`simdesign.pilot.pairwise_analysis.analyse_pairwise`) through ``analyse``.
 """
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ import pandas as pd
 
 # What ``--out`` holds (docs/how-to/analyse-a-study.md lists the same; tests/test_output_lists.py compares them)
 ANALYSE_OUTPUTS = ("analysis.csv", "pairs.csv", "analysis.md", "analysis.png", "analysis_info.csv")
+# ... for pairwise preferences and battle logs (docs/how-to/arena-log.md lists the same)
+PAIRWISE_ANALYSE_OUTPUTS = ("analysis.csv", "pairs.csv", "win_rates.csv", "analysis.md", "analysis.png",
+                            "analysis_info.csv")
 # ... and for a judge-plus-human table (docs/how-to/analyse-judge-and-human.md lists the same)
 JUDGE_OUTPUTS = ("judge_analysis.csv", "judge_estimates.csv", "judge_analysis.md")
 
@@ -32,7 +36,9 @@ def add_parser(subparsers) -> None:
                                            "(Likert) or rank (Rank: 0..S-1 or 1..S per annotator and document); or "
                                            "a judge-plus-human table (CSV, JSON or JSONL): system, document, judge, "
                                            "human (empty where no human scored the output), optional annotator and "
-                                           "judge_name")
+                                           "judge_name; or pairwise preferences (annotator, document, system_a, "
+                                           "system_b, preferred) or an Arena battle log (question_id, model_a, "
+                                           "model_b, winner, optional judge), CSV, JSON or JSONL")
     method_option(parser, "default: inferred from a 'score' or 'rank' column")
     parser.add_argument("--columns", help="map column names, e.g. annotator=worker,rank=position")
     parser.add_argument("--scale", help="Likert: the scale's values, e.g. 1..7 (default: the observed values)")
@@ -56,6 +62,11 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples")
     parser.add_argument("--systems", help="comma-separated output order (default: order of first appearance)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ties", choices=["half", "davidson"],
+                        help="pairwise tables and battle logs: a tie is half a win to each side (default half, the "
+                             "Arena's convention) or Davidson's tie model")
+    parser.add_argument("--anchor", metavar="SYSTEM=VALUE",
+                        help="pairwise tables and battle logs: that system's Elo (default: the mean at 1000)")
     parser.add_argument("--out", help=f"directory for {', '.join(ANALYSE_OUTPUTS[:-1])} and {ANALYSE_OUTPUTS[-1]} "
                                       f"(judge-plus-human tables: {', '.join(JUDGE_OUTPUTS)})")
     parser.set_defaults(func=run)
@@ -71,6 +82,11 @@ def run(args) -> int:
     from simdesign.pilot.analyse import split_tests
     from simdesign.pilot.judge_table import source_is_judge_table
 
+    if _analysed_by_its_method(args):  # pairwise preferences and battle logs (CSV, JSON or JSONL)
+        return run_method_analysis(args)
+    if args.ties or args.anchor:
+        raise ConfigError("--ties and --anchor apply to tables of pairwise preferences and battle logs; "
+                          f"{args.judgements} is not one")
     if source_is_judge_table(args.judgements, args.columns):
         return run_judge_table(args)
     tests = split_tests(args.tests)
@@ -113,4 +129,39 @@ def run_judge_table(args) -> int:
     print(result.report())
     if args.out:
         print("wrote " + ", ".join(str(path) for path in result.save(args.out)))
+    return 0
+
+
+def _analysed_by_its_method(args) -> bool:
+    """Whether the table's method analyses its tables itself (an 'analyse' step: pairwise preferences)."""
+    from simdesign.core.errors import ConfigError
+    from simdesign.pilot.tables import parse_columns_any, source_method
+
+    try:
+        columns = parse_columns_any(args.columns)
+    except ConfigError:
+        columns = {}
+    found = source_method(args.judgements, args.method, columns)
+    return found is not None and "analyse" in found.steps
+
+
+def run_method_analysis(args) -> int:
+    """``simdesign analyse`` on a table of pairwise preferences or a battle log: the report printed, the outputs
+    written with --out (nothing is written when the table or an option is refused)."""
+    from simdesign.core.errors import ConfigError
+    from simdesign.pilot.analyse import analyse, split_tests
+    from simdesign.pilot.fit import parse_scale
+    from simdesign.pilot.tables import parse_columns_any
+
+    tests = split_tests(args.tests)
+    if not tests:
+        raise ConfigError("--tests needs at least one registered analysis, e.g. bradley_terry")
+    systems = [s.strip() for s in args.systems.split(",")] if args.systems else None
+    result = analyse(args.judgements, method=args.method, tests=tests, adjust=args.adjust, alpha=args.alpha,
+                     seed=args.seed, bootstrap=args.bootstrap, systems=systems, columns=parse_columns_any(args.columns),
+                     scale=parse_scale(args.scale) if args.scale else None, ties=args.ties, anchor=args.anchor)
+    print(f"{args.judgements}:")
+    print(result.report())
+    if args.out:
+        print("wrote " + ", ".join(str(path) for path in result.save(args.out).values()))
     return 0

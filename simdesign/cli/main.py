@@ -18,6 +18,7 @@ from simdesign.methods import get_method
 
 from simdesign.cli.fit import fit_option_problems
 import simdesign.cli.fit_ranks  # noqa: F401,E402 -- gives Rank its command-line steps (simdesign fit and check call them)
+import simdesign.cli.fit_pairs  # noqa: F401,E402 -- gives Pairwise its command-line steps (simdesign fit and check)
 from simdesign.cli.out_paths import output_problems, write_failure
 
 

@@ -471,7 +471,7 @@ def _run_tests(judgements: Judgements, specs, adjust: str, seed: int) -> tuple[p
 def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str = "tukey",
             structure: str | None = "paper", alpha: float = 0.05, seed: int = 0, bootstrap: int = DEFAULT_BOOTSTRAP,
             systems=None, min_blocks: int = MIN_BLOCKS, starts: str | None = DEFAULT_STARTS, df: str | None = None,
-            *, columns: dict | None = None, scale=None) -> Analysis:
+            *, columns: dict | None = None, scale=None, ties: str | None = None, anchor=None) -> Analysis:
     """Analyse a Likert or Rank study: means with intervals, pairwise tests, rank sets.
 
     Parameters
@@ -480,6 +480,8 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
         Likert: ``annotator, document, system, score``; Rank: ``annotator, document, system, rank``
         (0..S-1 or 1..S, checked). A path is read by :func:`~simdesign.pilot.tables.read_table`.
         A judge-plus-human table (``judge``, ``human`` columns) gives a :class:`~.judge_analysis.JudgeAnalysis`.
+        Pairwise preferences or an Arena battle log (CSV, JSON, JSONL): a :class:`~.pairwise_analysis.PairwiseAnalysis`
+        (``ties``, ``anchor``: pairwise tables only, see :func:`~.pairwise_analysis.analyse_pairwise`).
     method : str, optional
         A registered annotation method (``likert``, ``rank``); default: inferred from the columns.
     tests : str or sequence
@@ -514,21 +516,19 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     Raises
     ------
     ConfigError
-        A bad option (naming it), a test that cannot take the table's method, a single-annotator
-        study for a test that fits annotator effects.
+        A bad option (naming it), a test that cannot take the table's method or a study too small for it.
     DataError
         A table that cannot be used (naming the column or line), or ``frame`` neither a table nor a path.
 
     Examples
     --------
-    >>> import simdesign
     >>> result = simdesign.analyse("study.csv", tests=["ttest_doc"], bootstrap=200)   # doctest: +SKIP
     >>> result.table                                                                  # doctest: +SKIP
     """
     tests = [tests] if isinstance(tests, (str, dict)) else tests
     _check_options(adjust, alpha, bootstrap, seed, tests)
-    if (judged := _judge_table_analysis(frame, locals())) is not None:  # a judge-plus-human table
-        return judged
+    if (other := _other_analysis(frame, locals())) is not None:  # pairwise preferences; a judge-plus-human table
+        return other
     data, info = _read_or_oriented(frame, method, columns, scale)
     method = get_method(info["method"])
     given_order = systems is not None
@@ -567,6 +567,26 @@ def _judge_table_analysis(frame, options: dict):
     return analyse_judge_table(frame, columns=options["columns"], systems=options["systems"],
                                bootstrap=options["bootstrap"], seed=options["seed"], alpha=options["alpha"],
                                adjust=options["adjust"])
+
+
+def _other_analysis(frame, options: dict):
+    """The analysis of a table of another kind than one value per output (None for a Likert or Rank table): of a
+    method that analyses its tables itself (an ``analyse`` step: pairwise preferences and battle logs,
+    :mod:`simdesign.pilot.pairwise_analysis`; the Likert default ``tests`` means none was asked for), or of a
+    judge-plus-human table (:func:`_judge_table_analysis`)."""
+    from simdesign.pilot.tables import source_method
+
+    found = source_method(frame, options["method"], options["columns"])
+    if found is None or "analyse" not in found.steps:
+        if options["ties"] is not None or options["anchor"] is not None:
+            raise ConfigError("ties and anchor apply to tables of pairwise preferences and battle logs (Bradley-Terry "
+                              "strengths and their Elo scale); this table is not one")
+        return _judge_table_analysis(frame, options)
+    data, info = _read_or_oriented(frame, found.name, options["columns"], options["scale"])
+    tests = None if [str(t) for t in options["tests"]] == list(DEFAULT_TESTS) else options["tests"]
+    return found.step("analyse")(data, info, tests=tests, ties=options["ties"], anchor=options["anchor"],
+                                 alpha=options["alpha"], adjust=options["adjust"], seed=options["seed"],
+                                 bootstrap=options["bootstrap"], systems=options["systems"])
 
 
 def _system_table(values: pd.DataFrame, systems, low, high, sets: pd.DataFrame, rank_order: bool,

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from simdesign.methods import register_step
 from simdesign.methods.likert import LIKERT
+from simdesign.methods.pairwise import PAIRWISE
 from simdesign.methods.rank import RANK
 from simdesign.pilot.check import predictive_check
 from simdesign.pilot.fit import fit_model
 from simdesign.pilot.likert_table import describe_likert, orient_likert, read_likert_table
+from simdesign.pilot.pairwise_check import pairwise_predictive_check
+from simdesign.pilot.pairwise_fit import fit_pairwise
+from simdesign.pilot.pairwise_table import describe_pairwise, orient_pairwise, read_pairwise_table
 from simdesign.pilot.rank_check import rank_predictive_check
 from simdesign.pilot.rank_fit import fit_rank_only
 from simdesign.pilot.rank_noise import fit_rank_noise
@@ -27,3 +31,10 @@ for _role, _function in (("read_table", read_rank_table), ("orient", orient_rank
                          ("fit_noise", fit_rank_noise),  # the rank_noise of a joint Likert/Rank model
                          ("check", rank_predictive_check)):
     register_step(RANK, _role, _function)
+for _role, _function in (("read_table", read_pairwise_table), ("orient", orient_pairwise),  # and Arena battle logs
+                         ("describe", describe_pairwise),
+                         ("fit_noise", fit_pairwise),  # noise, tie band and position bias of a Likert model
+                         ("check", pairwise_predictive_check)):
+    register_step(PAIRWISE, _role, _function)
+# (its 'analyse' step is registered by simdesign.pilot.pairwise_analysis, which imports simdesign.pilot.analyse:
+# importing it here would close a cycle through simdesign.pilot.tables)

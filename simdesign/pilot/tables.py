@@ -12,7 +12,8 @@ import pandas as pd
 
 from simdesign.core.errors import ConfigError, DataError
 from simdesign.methods import all_methods, get_method, method_names
-from simdesign.pilot.fit import parse_columns, read_table_csv
+from simdesign.pilot.fit import parse_columns
+from simdesign.pilot.records import read_header, read_records
 
 # The column every oriented table carries its judgements in (higher = better), whatever the method.
 ORIENTED_COLUMN = "score"
@@ -40,7 +41,7 @@ def infer_method(columns, method: str | None = None, mapping: dict | None = None
     if method is not None:
         return get_method(method, "--method").name
     ours = {(mapping or {}).get(column, column) for column in columns}
-    found = [m.name for m in all_methods() if m.value_column in ours]
+    found = [m.name for m in all_methods() if m.recognises(ours)]
     if len(found) == 1:
         return found[0]
     what = (f"the columns {[get_method(m).value_column for m in found]} of both {' and '.join(found)}" if found else
@@ -70,7 +71,8 @@ def parse_columns_any(text: str | None) -> dict:
 
 def read_table(path, method: str | None = None, columns: dict | None = None,
                scale=None) -> tuple[pd.DataFrame, dict]:
-    """Read and check a judgements CSV of any registered method.
+    """Read and check a judgements table of any registered method: CSV, or JSON (a list of records) or JSON Lines
+    by the file's suffix (:func:`simdesign.pilot.records.read_records`; battle logs come so).
 
     Parameters
     ----------
@@ -96,10 +98,17 @@ def read_table(path, method: str | None = None, columns: dict | None = None,
         Unreadable file, or any problem the method's checks find (with line numbers).
     """
     columns = dict(columns or {})
-    header = read_table_csv(path, required=("annotator", "document", "system", "score or rank")).columns
+    # a method given reads (and refuses) the file itself: an empty file's message then names its own columns
+    header = () if method is not None else read_records(path, required=_any_columns()).columns
     found = get_method(infer_method(header, method, columns))
     load_steps()
     return found.step("read_table")(path, columns, scale)
+
+
+def _any_columns() -> tuple:
+    """The columns a table of some registered method has, for the message on an empty file."""
+    values = [m.value_column for m in all_methods()]
+    return ("annotator", "document", "system", f"{', '.join(values[:-1])} or {values[-1]}")
 
 
 def load_steps() -> None:
@@ -167,9 +176,23 @@ def table_method(args):
     load_steps()
     if getattr(args, "method", None):
         return get_method(args.method, "--method")
-    header = read_table_csv(args.judgements, required=("annotator", "document", "system", "score or rank")).columns
+    header = read_records(args.judgements, required=_any_columns()).columns
     return get_method(infer_method(header, None, parse_columns_any(getattr(args, "columns", None))))
 
 
+def source_method(source, method: str | None = None, columns: dict | None = None):
+    """The registered method whose table ``source`` is (a DataFrame by its columns, a file by its header:
+    :func:`simdesign.pilot.records.read_header`), its steps loaded; None when that cannot be told. Never raises:
+    reading the table says what is wrong with it."""
+    load_steps()
+    try:
+        if method is not None:
+            return get_method(method)
+        header = list(source.columns) if isinstance(source, pd.DataFrame) else read_header(source)
+        return get_method(infer_method(header, None, columns))
+    except (ConfigError, OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
 __all__ = ["infer_method", "parse_columns_any", "read_table", "orient", "read_form_method", "read_table_args",
-           "describe", "table_method"]
+           "describe", "table_method", "source_method"]
