@@ -27,6 +27,7 @@ from simdesign.core.errors import ConfigError, DataError
 from simdesign.model import load_model
 from simdesign.pilot.pairwise_analysis import PAIRWISE_OUTPUTS, parse_anchor
 from simdesign.pilot.tables import read_table
+from test_output_lists import listed
 
 REPO = Path(__file__).resolve().parents[1]
 STUDY = REPO / "examples" / "pairwise_study.csv"
@@ -96,6 +97,7 @@ def test_analyse_a_pairwise_study_prints_the_report_and_writes_its_outputs(tmp_p
     assert "pairwise table (csv)" in printed and "480 comparisons" in printed and "30 annotators" in printed
     assert "percentile bootstrap (200 resamples of prompts and judges, independently; seed 3)" in printed
     assert {p.name for p in out.iterdir()} == set(PAIRWISE_ANALYSE_OUTPUTS) == set(PAIRWISE_OUTPUTS.values())
+    assert listed("arena-log.md") == set(PAIRWISE_OUTPUTS.values())  # the how-to page's Outputs bullet
     table = pd.read_csv(out / "analysis.csv")
     assert list(table.columns) == ["system", "elo", "elo_low", "elo_high", "strength", "strength_low",
                                    "strength_high", "win_rate", "wins", "ties", "losses", "comparisons",
