@@ -98,8 +98,10 @@ class Judgements:
         return self.derived("comparisons", compute)
 
     def comparisons_frame(self) -> pd.DataFrame:
-        """A pairwise study's table: one row per comparison (``annotator, document, block, system_a, system_b,
-        preferred``), ``preferred`` naming the preferred system or ``tie``; ``system_a`` is the output shown first."""
+        """A pairwise study's table: one row per comparison (``comparison, annotator, document, block, system_a,
+        system_b, preferred``), ``preferred`` naming the preferred system or ``tie``; ``system_a`` is the output
+        shown first; ``comparison`` numbers the rows, so that two battles alike in every other field (the same
+        judge, prompt, pair and verdict, which Arena-style designs draw) stay two rows a reader keeps."""
         found = self.comparisons()
         names = np.asarray(self.systems, dtype=object)
         swap = ~found["first_shown"]
@@ -110,7 +112,8 @@ class Judgements:
         block = pd.array(found["block"], dtype="Int64")
         if not self.has_blocks:
             block[:] = pd.NA
-        return pd.DataFrame({"annotator": found["annotator"], "document": found["document"], "block": block,
+        return pd.DataFrame({"comparison": np.arange(found["row"].size), "annotator": found["annotator"],
+                             "document": found["document"], "block": block,
                              "system_a": system_a, "system_b": system_b, "preferred": winner})
 
     def derived(self, key, compute):
