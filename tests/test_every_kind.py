@@ -49,8 +49,13 @@ COINS = {"name": "coins", "coins": [0.2, 0.7], "flips": 20, "trials": 30, "seed"
 TAC = {"study": "tac", "name": "tac", "documents": 10, "machines": {"count": 5, "missing": 0.2},
        "humans": {"count": 4, "per_document": 2}, "bootstrap_resamples": 49, "trials": 12, "chunk_size": 2, "seed": 6,
        "tests": ["ttest_unpaired", {"name": "ttest_doc", "threshold": "mc"}, "wilcoxon_doc"]}
+# a judge-plus-human study (issue 43): the judge's and the humans' streams, the selection and the PPI bootstrap
+JUDGE = {"study": "judge", "name": "jd", "model": "coherence", "effect": "fitted", "documents": 30,
+         "judge": "self_preferring", "select": "least_certain", "bootstrap_resamples": 20, "trials": 12,
+         "chunk_size": 2, "seed": 8, "designs": [{"kind": "pool", "docs": 10, "annotators": 4,
+                                                 "judgements_per_output": 2}]}
 KINDS = {"rates": RATES, "rates-pairwise": PAIRWISE, "replication": REPLICATION, "panels": PANEL, "metric-validation": METRIC, "sweep": SWEEP,
-         "crowd": CROWD, "coin-flips": COINS, "tac": TAC}
+         "crowd": CROWD, "coin-flips": COINS, "tac": TAC, "judge": JUDGE}
 TIMING = ["fit_seconds", "run_seconds", "mean_fit_seconds"]
 
 
@@ -90,7 +95,8 @@ def chunk_files(out: Path) -> list[Path]:
 @pytest.mark.parametrize("kind, size", [("rates", {"trials": 1500}), ("rates-pairwise", {"trials": 400}),
                                         ("replication", {"trials": 600}),
                                         ("panels", {"trials": 300}), ("metric-validation", {"trials": 400}),
-                                        ("crowd", {"trials": 150}), ("tac", {"trials": 200})])
+                                        ("crowd", {"trials": 150}), ("tac", {"trials": 200}),
+                                        ("judge", {"trials": 150})])
 def test_sigkill_then_resume_gives_the_rows_of_an_uninterrupted_run(tmp_path, kind, size):
     mapping = {**KINDS[kind], **size}
     path = tmp_path / "config.yaml"

@@ -13,7 +13,7 @@ import hashlib
 
 import numpy as np
 
-DATA_STREAM, ANALYSIS_STREAM, REPLICATION_STREAM, CRITERION_STREAM = 0, 1, 2, 3
+DATA_STREAM, ANALYSIS_STREAM, REPLICATION_STREAM, CRITERION_STREAM, JUDGE_STREAM = 0, 1, 2, 3, 4
 
 # The generator's version: it changes whenever the same seed would draw other studies (other random
 # parts, other responses), so that a store never mixes two generators: every store's manifest and chunk
@@ -77,4 +77,15 @@ def criterion_rng(root_seed: int, design_label: str, trial: int, criterion: str)
     """
     sequence = np.random.SeedSequence(root_seed, spawn_key=(label_key(design_label), trial, CRITERION_STREAM,
                                                             label_key(criterion)))
+    return _generator(sequence)
+
+
+def judge_rng(root_seed: int, design_label: str, trial: int, judge: str) -> np.random.Generator:
+    """The generator of one LLM judge's noise in one trial (:mod:`simdesign.model.judge`).
+
+    A fifth stream of the trial's key, keyed by the judge's name, so a judge's scores are the same whichever
+    other judges a config lists, and the human data (:func:`data_rng`) the same with or without judges.
+    """
+    sequence = np.random.SeedSequence(root_seed, spawn_key=(label_key(design_label), trial, JUDGE_STREAM,
+                                                            label_key(judge)))
     return _generator(sequence)

@@ -239,6 +239,7 @@ for _kind in (RateStudies(), PanelStudies(), MetricValidation(), Sweeps(), TacSt
     register_study_kind(_kind)
 
 from simdesign.simulation import crowd_study  # noqa: E402,F401 -- registers 'crowd' (worker-level crowd studies)
+from simdesign.simulation import judge_study  # noqa: E402,F401 -- registers 'judge' (LLM judge plus humans, issue 43)
 
 
 def known_kinds() -> list[str]:
