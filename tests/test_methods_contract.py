@@ -9,6 +9,7 @@ figures and a plan without any edit to the package.
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -37,12 +38,18 @@ EXAMPLES = {
                            "rank": [3, 1, 2, 2, 1, 3]}), [1, 3, 2, 2, 3, 1]),  # reversed: S + 1 - rank
     "passfail": (pd.DataFrame({"annotator": ["a"] * 3 + ["b"] * 3, "document": ["d"] * 6, "system": list("xyz") * 2,
                                "passed": [0, 1, 1, 0, 1, 0]}), [0, 1, 1, 0, 1, 0]),
+    # a judgement of a pair: read as the comparisons themselves, the preferred output (or 'tie') per row
+    "pairwise": (pd.DataFrame({"annotator": ["a", "a", "b"], "document": ["d", "d", "d"],
+                               "system_a": ["x", "y", "x"], "system_b": ["y", "z", "z"],
+                               "preferred": ["x", "tie", "z"]}), ["x", "tie", "z"]),
 }
+EXAMPLE_COLUMN = {"pairwise": "preferred"}  # the column read back (one value per output: the oriented 'score')
 
 
-@pytest.fixture(params=["likert", "rank", "passfail"])
+@pytest.fixture(params=[*method_names(), "passfail"])
 def method(request):
-    """Every built-in method, and the plug-in registered for the test's duration."""
+    """Every registered method (from the registry, no list here), and the plug-in registered for the test's
+    duration."""
     if request.param == PASS_FAIL.name:
         with registered(PASS_FAIL):
             yield PASS_FAIL
@@ -53,7 +60,8 @@ def method(request):
 def models():
     joint = load_model("coherence")  # a preset with a fitted rank_noise: Likert and Rank
     rank_only = RankOnlyModel("toy", ("a", "b", "c"), [0.0, 0.5, 1.0], np.eye(2) * 0.2, np.eye(2) * 0.1)
-    return [joint, rank_only]
+    # the preset with pairwise preferences, every value assumed (Likert, Rank and pairwise)
+    return [joint, dataclasses.replace(joint, preferences={}), rank_only]
 
 
 def test_the_built_in_methods_are_registered_with_likert_the_default():
@@ -94,6 +102,11 @@ def test_sampling_shapes_and_ranges(method):
         data = model.sample(design, np.random.default_rng(1), method=method.name)
         assert data.scores.shape == (design.blocks * design.docs_per_block * design.annotators_per_block,
                                      model.n_systems)
+        if method.covers == "pair":  # one verdict per (annotator, document) and pair of systems shown
+            shown = data.preferences[~np.isnan(data.preferences)]
+            assert data.preferences.shape == (design.pairs, model.n_systems * (model.n_systems - 1) // 2)
+            assert set(np.unique(shown)) <= {0.0, 0.5, 1.0} and shown.size
+            continue
         assert data.scores.dtype.kind == "i"
         if method.rankings:  # every (annotator, document) gives each output a different value, 1..S
             assert (np.sort(data.scores, axis=1) == np.arange(1, model.n_systems + 1)).all()
@@ -109,7 +122,7 @@ def test_reading_a_small_table_gives_the_oriented_scores(method, tmp_path):
     frame.to_csv(path, index=False)
     read, info = read_table(path)  # the method is inferred from its judgement column
     assert info["method"] == method.name
-    assert read["score"].tolist() == scores
+    assert read[EXAMPLE_COLUMN.get(method.name, "score")].tolist() == scores
     assert method.step("describe")(info)
 
 
@@ -125,8 +138,13 @@ def test_check_statistics_of_a_study_from_the_model_itself(method):
     """The method's predictive check on a study simulated from the checked model: its table has the observed
     and simulated values, and nearly every statistic lies inside its simulated 95% range."""
     model = next(model for model in models() if method.can_generate(model) and len(model.systems) == 5)
-    study = model.sample(BlockDesign(8, 5, 3), np.random.default_rng(11), method=method.name).to_frame()
-    oriented, _ = orient(FILE_FORMS[method.name](study.drop(columns="block"), model.n_systems), method.name)
+    sampled = model.sample(BlockDesign(8, 5, 3), np.random.default_rng(11), method=method.name)
+    if method.covers == "pair":  # its file form is its comparisons (AnnotationMethod.study_table)
+        table_form = method.study_table(sampled).drop(columns=["block", "comparison"]).astype({"annotator": str,
+                                                                                             "document": str})
+    else:
+        table_form = FILE_FORMS[method.name](sampled.to_frame().drop(columns="block"), model.n_systems)
+    oriented, _ = orient(table_form, method.name)
     table, simulated = method.step("check")(model, oriented, trials=40, seed=2)
     assert {"statistic", "system", "observed", "sim_low", "sim_high", "inside"} <= set(table.columns)
     assert simulated.shape == (40, len(table)) and (table["sim_low"] <= table["sim_high"]).all()
