@@ -54,6 +54,7 @@ class Judgements:
     systems: tuple
     preferences: np.ndarray | None = None
     first_shown: np.ndarray | None = None
+    pair_log: dict | None = field(default=None, repr=False)
     _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -67,7 +68,31 @@ class Judgements:
     @property
     def is_pairwise(self) -> bool:
         """Whether the judgements are pairwise preferences (:attr:`preferences`), not one value per output."""
-        return self.preferences is not None
+        return self.preferences is not None or self.pair_log is not None
+
+    @classmethod
+    def from_comparisons(cls, systems, annotator, document, block, first, second, outcome,
+                         first_shown=None) -> "Judgements":
+        """A pairwise study held as its list of comparisons only (a real battle log: a dense (annotator,
+        document) x pair matrix of 1.7M battles among 100 systems would not fit in memory).
+
+        Its :meth:`comparisons` are the arrays given (``first`` < ``second`` need not hold: a comparison with
+        ``first`` > ``second`` is turned round, its outcome with it); it has no per-output rows (``scores`` is
+        empty), so only tests reading :meth:`comparisons` take it.
+        """
+        first, second = np.asarray(first, dtype=np.int64), np.asarray(second, dtype=np.int64)
+        outcome = np.asarray(outcome, dtype=float)
+        shown = np.zeros(first.size, dtype=bool) if first_shown is None else np.asarray(first_shown, dtype=bool)
+        swap = first > second
+        log = {"row": np.arange(first.size), "annotator": np.asarray(annotator, dtype=np.int64),
+               "document": np.asarray(document, dtype=np.int64), "block": np.asarray(block, dtype=np.int64),
+               "first": np.where(swap, second, first), "second": np.where(swap, first, second),
+               "outcome": np.where(swap, 1.0 - outcome, outcome), "first_shown": np.where(swap, ~shown, shown)}
+        for array in log.values():
+            array.flags.writeable = False
+        empty = np.zeros(0, dtype=np.int64)
+        return cls(scores=np.zeros((0, len(systems))), annotator=empty, document=empty, block=empty,
+                   systems=tuple(systems), pair_log=log)
 
     def comparisons(self) -> dict:
         """A pairwise study's comparisons as long arrays, one entry per pair shown (computed once).
@@ -80,6 +105,8 @@ class Judgements:
             ``outcome`` (1 = ``first`` preferred, 0.5 a tie, 0 = ``second`` preferred) and ``first_shown``
             (whether ``first`` was shown first; False where the study does not say).
         """
+        if self.pair_log is not None:
+            return self.pair_log
         if self.preferences is None:
             raise ConfigError("These judgements hold one value per output, not pairwise preferences")
 
@@ -151,7 +178,8 @@ class Judgements:
 
     @property
     def has_blocks(self) -> bool:
-        return bool(self.block.size) and bool(self.block.min() >= 0)
+        block = self.block if self.pair_log is None else self.pair_log["block"]
+        return bool(block.size) and bool(block.min() >= 0)
 
     def to_frame(self) -> pd.DataFrame:
         """The tidy long table, one row per judgement.

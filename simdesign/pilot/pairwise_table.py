@@ -380,8 +380,17 @@ def shared_document_blocks(annotator: np.ndarray, document: np.ndarray) -> np.nd
 
 
 def study_judgements(comparisons: Comparisons, layout: StudyLayout | None = None) -> Judgements:
-    """The comparisons as a study's :class:`~simdesign.core.judgements.Judgements` (what the tests read)."""
-    layout = study_layout(comparisons) if layout is None else layout
+    """The comparisons as a study's :class:`~simdesign.core.judgements.Judgements` (what the tests read).
+
+    Without a layout, the comparisons themselves (:meth:`Judgements.from_comparisons`: no dense matrix, so a
+    log of any size); with one, the dense (row, pair) form a simulation of the data's design has.
+    """
+    if layout is None:
+        block = (shared_document_blocks(comparisons.annotator, comparisons.document) if comparisons.judges
+                 else np.full(comparisons.first.size, -1, dtype=np.int64))
+        return Judgements.from_comparisons(comparisons.systems, comparisons.annotator, comparisons.document,
+                                           block, comparisons.first, comparisons.second, comparisons.outcome,
+                                           np.ones(comparisons.first.size, dtype=bool))
     n_pairs = comparisons.n_systems * (comparisons.n_systems - 1) // 2
     preferences = np.full((layout.n_rows, n_pairs), np.nan)
     preferences[layout.row, layout.pair] = comparisons.low_outcome()
