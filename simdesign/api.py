@@ -570,6 +570,8 @@ def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True
     config = _plan_config(config)
     jobs = check_jobs(DEFAULT_JOBS if jobs is None else jobs)
     out_dir = check_directory_option(out_dir, "out_dir")
+    if _is_judge_plan(config):  # a judge plan (a 'judge_plan' mapping): computed in this process, one trial at a time
+        return _judge_plan(config, out_dir, progress, backend, figure)
     if not isinstance(config, PlanConfig):  # a replication plan (a 'replication' mapping), as `simdesign plan` takes
         return _replication_plan(config, out_dir, jobs, progress, backend, figure)
     check_scheduler_reachable(backend, backend_options)
@@ -596,11 +598,12 @@ def _outcome_in(out_dir, outcome, figure):
 def _plan_config(config):
     """A parsed plan from a path, a mapping or a parsed plan: a ``replication`` mapping makes it a replication plan
     (simdesign.planning.replication_plan), the same rule as ``simdesign plan``."""
+    from simdesign.planning.judge_plan import JudgePlan, parse_judge_plan
     from simdesign.planning.planner import PlanConfig, parse_plan
     from simdesign.planning.replication_plan import ReplicationPlan, parse_replication_plan
     from simdesign.simulation.config import read_config_mapping
 
-    if isinstance(config, (PlanConfig, ReplicationPlan)):
+    if isinstance(config, (PlanConfig, ReplicationPlan, JudgePlan)):
         return config
     base_dir = None
     if isinstance(config, (str, os.PathLike)):
@@ -609,7 +612,50 @@ def _plan_config(config):
     if not isinstance(config, dict):
         raise ConfigError(f"A plan config must be a YAML file path, a mapping, a PlanConfig or a ReplicationPlan; "
                           f"got {type(config).__name__}")
+    if "judge_plan" in config:  # a judge plan (simdesign.planning.judge_plan)
+        return parse_judge_plan(config, base_dir)
     return parse_replication_plan(config, base_dir) if "replication" in config else parse_plan(config, base_dir)
+
+
+def _is_judge_plan(config) -> bool:
+    from simdesign.planning.judge_plan import JudgePlan
+
+    return isinstance(config, JudgePlan)
+
+
+@dataclass(repr=False)
+class JudgePlanOutcome(PlanOutcome):
+    """A finished judge plan: :class:`PlanOutcome` with a ``variant`` column in its table (humans only, and the
+    judge with each selection), the humans-only pick as ``recommended`` and every variant's in ``result.results``;
+    ``save`` writes ``plan.csv``, ``recommendation.md`` and one figure."""
+
+    def plot(self, path) -> list[Path]:
+        from simdesign.planning.judge_plan import plot_judge_plan
+
+        return plot_judge_plan(self.table, Path(path))
+
+    def save(self, directory, figure=None) -> dict:
+        from simdesign.planning.judge_plan import write_judge_plan
+
+        self.paths = write_judge_plan(self.result, Path(directory), Path(figure) if figure else None)
+        return self.paths
+
+
+def _judge_plan(config, out_dir, progress: bool, backend, figure) -> JudgePlanOutcome:
+    """:func:`plan` for a judge plan: its studies are computed in this process (each a fraction of a second)."""
+    from simdesign.planning.judge_plan import judge_plan_table, judge_recommendation, run_judge_plan
+
+    if backend not in (None, "loky"):
+        raise ConfigError(f"A judge plan runs in this process (the loky backend's default); got backend {backend!r}")
+
+    def outcome(directory) -> JudgePlanOutcome:
+        result = run_judge_plan(config, Path(directory), progress=progress)
+        found = JudgePlanOutcome(result, judge_plan_table(result), judge_recommendation(result), result.recommended,
+                                 "; ".join(f"{variant}: {r.new_studies:,} studies simulated"
+                                           for variant, r in result.results.items()))
+        return found
+
+    return _outcome_in(out_dir, outcome, figure)
 
 
 @dataclass(repr=False)

@@ -22,6 +22,10 @@ def cmd_plan(args) -> int:
 
         api.check_jobs(args.jobs)
         return _replication_plan(args, parse_replication_plan(raw, base_dir=path.parent))
+    if "judge_plan" in raw:  # a judge plan (simdesign.planning.judge_plan)
+        from simdesign.planning.judge_plan import parse_judge_plan
+
+        return _judge_plan(args, parse_judge_plan(raw, base_dir=path.parent))
     config = parse_plan(raw, base_dir=path.parent)
     out_dir = Path(args.out) if args.out else Path("results") / config.name
     simulated = sum(1 for c in config.candidates if not c.excluded)
@@ -60,6 +64,23 @@ def _replication_plan(args, config) -> int:
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         print(shown[["rank", "design", "test", "judgements", "cost", "probability", "ci_low", "ci_high", "trials",
                      "decision"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print()
+    print(outcome.recommendation)
+    paths = outcome.paths
+    print(f"wrote {paths['table']}, {paths['recommendation']}, {', '.join(str(p) for p in paths['figures'])}")
+    return 0 if outcome.recommended is not None else 1
+
+
+def _judge_plan(args, config) -> int:
+    """``simdesign plan`` for a plan with a ``judge_plan`` mapping, through :func:`simdesign.plan`."""
+    out_dir = Path(args.out) if args.out else Path("results") / config.plan.name
+    print(f"planning {config.plan.name}: variants {', '.join(config.variants())}; "
+          f"{sum(1 for c in config.plan.candidates if not c.excluded)} human designs each")
+    outcome = api.plan(config, out_dir=out_dir, progress=not args.quiet, backend=args.backend, figure=args.figure)
+    shown = outcome.table[(outcome.table["trials"] > 0)]
+    with pd.option_context("display.width", 200, "display.max_rows", 200):
+        print(shown[["variant", "design", "judgements", "cost", "judge_cost", "total_cost", "power", "ci_low",
+                     "ci_high", "trials", "decision"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print()
     print(outcome.recommendation)
     paths = outcome.paths

@@ -24,7 +24,9 @@ the same on every backend and can be replayed alone): the documents' random part
 selection, then the human design's assignment, annotator effects and noise (the data stream again), then
 :func:`simdesign.stats.ppi.ppi_study` (its bootstrap from an analysis stream). A row per target (each system's
 mean, each pair's difference) x estimator (human_only, judge_only, ppi, ppi++, judge_bias; ipw_ppi and
-ipw_ppi++ with ``least_certain``) x interval (clustered: two-way annotator/document bootstrap; independent):
+ipw_ppi++ with ``least_certain``) x interval (``clustered``: two-way annotator/document bootstrap;
+``clustered_t``: the same with the few-clusters corrections of :func:`simdesign.stats.judge_ipw.few_clusters_rows`,
+SE x sqrt(G / (G - 1)) and a t quantile on G - 1 degrees of freedom, G the annotators; ``independent``):
 estimate, low, high, p_value, ``truth`` and ``covered`` (the interval holds the truth), ``rejected`` (pairs:
 p < alpha).
 
@@ -56,9 +58,9 @@ from simdesign.core.fields import field_problem
 from simdesign.core.seeds import analysis_rng, data_rng, judge_rng
 from simdesign.model.judge import JudgePanel, document_parts, human_scores, latent_quality, parse_judge
 from simdesign.runner.study import StudyKind, register_study_kind, study_field_problems
-from simdesign.stats.judge_ipw import IPW_ESTIMATORS, ipw_study
+from simdesign.stats.judge_ipw import few_clusters_rows, ipw_study
 from simdesign.stats.montecarlo import mean_interval, wilson_interval
-from simdesign.stats.ppi import ESTIMATORS, JudgeStudy, ppi_study
+from simdesign.stats.ppi import JudgeStudy, ppi_study
 
 KIND = "judge"
 KEYS = ("study", "name", "description", "model", "effect", "documents", "judge", "judges", "error_correlation",
@@ -265,6 +267,8 @@ def trial_rows(config: JudgeStudyConfig, cell: str, trial: int) -> pd.DataFrame:
     if drawn.probability is not None:
         frames.append(_ipw_rows(config, drawn, analysis_rng(config.seed, cell, trial, "judge-study:ipw-bootstrap")))
     rows = pd.concat(frames, ignore_index=True)
+    clusters = int(np.unique(drawn.humans.annotator).size)
+    rows = pd.concat([rows, few_clusters_rows(rows, clusters, config.confidence)], ignore_index=True)
     truth = rows["target"].map(config.truth())
     rows["truth"] = np.where(rows["estimator"] == "judge_bias", np.nan, truth)
     inside = (rows["low"] <= rows["truth"]) & (rows["truth"] <= rows["high"])

@@ -117,3 +117,30 @@ def _ipw_rows(key, systems, judged, point_human, boot_human, sent, probability, 
                          "p_value": normal_p_value(estimate, error) if pair else np.nan, "lam": lam,
                          "n_human": int(sent.sum()), "n_judge_only": int((~sent).sum()), "level": level})
     return rows
+
+
+def few_clusters_rows(rows: pd.DataFrame, clusters: int, level: float = 0.95) -> pd.DataFrame:
+    """The clustered rows again as ``clustered_t``: the bootstrap SE times ``sqrt(G / (G - 1))`` and a t quantile
+    with ``G - 1`` degrees of freedom, G the annotators who scored (the fewer clusters of the two ways).
+
+    A cluster bootstrap's variance of a mean over G clusters is (G - 1) / G times the unbiased one, and a normal
+    quantile ignores that G clusters give an SE with about G - 1 degrees of freedom: both matter at 10 annotators
+    or fewer (Cameron, Gelbach & Miller 2008, 2011, use the same two corrections for cluster-robust SEs). The
+    judge-only rows, whose clusters are the documents, are left out. With G < 2 the rows are NaN.
+    """
+    from scipy import stats
+
+    chosen = rows[(rows["interval"] == "clustered") & (rows["estimator"] != "judge_only")].copy()
+    chosen["interval"] = "clustered_t"
+    if clusters < 2:
+        chosen[["standard_error", "low", "high", "p_value"]] = np.nan
+        return chosen
+    error = chosen["standard_error"].to_numpy(float) * np.sqrt(clusters / (clusters - 1))
+    quantile = float(stats.t.ppf(1 - (1 - level) / 2, clusters - 1))
+    estimate = chosen["estimate"].to_numpy(float)
+    chosen["standard_error"], chosen["low"], chosen["high"] = error, estimate - quantile * error, \
+        estimate + quantile * error
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_value = 2 * stats.t.sf(np.abs(estimate) / error, clusters - 1)
+    chosen["p_value"] = np.where(chosen["p_value"].notna(), p_value, np.nan)
+    return chosen
