@@ -103,3 +103,13 @@ PY
     "ppi-python==$(sed -n 's/^ppi-python==//p' constraints.txt)"
   echo "$want" > "$stamp"
 fi
+
+# lmm_native's compiled kernels (numba, cached in simdesign/lmm/__pycache__): compiled here once, so that no fit
+# and no test pays for it; skipped while the cache is newer than the kernels' source (issue 41).
+kernels_source="$root/simdesign/lmm/kernels.py"
+newest_cache="$(ls -t "$root"/simdesign/lmm/__pycache__/kernels.solve-*.nbi 2>/dev/null | head -1 || true)"
+if [ -f "$kernels_source" ] && { [ -z "$newest_cache" ] || [ "$kernels_source" -nt "$newest_cache" ] || [ "$root/simdesign/lmm/small_linalg.py" -nt "$newest_cache" ]; }; then
+  echo "[setup] compiling lmm_native's kernels (numba; once)"
+  "$venv/bin/python" -c 'import simdesign.lmm as m; m.warm_up()' \
+    || echo "[setup] WARNING: lmm_native's kernels did not compile; the numpy code runs instead" >&2
+fi

@@ -66,8 +66,13 @@ def _tested(fit, df: str) -> tuple:
             raise ValueError("Kenward-Roger df need a REML fit (estimation: reml)")
         kr = small_sample.kenward_roger(fit.problem, fit.theta, fit.sigma, fit.covariance)
         return kr.adjusted, kr.df(rows), fit.status, fit.message
-    hessian, jacobian = small_sample.satterthwaite_parts(fit.problem, fit.theta, fit.sigma, fit.reml)
-    pair_df, note = small_sample.satterthwaite_df(hessian, jacobian, fit.covariance, rows)
+    if fit.structured is not None:  # the intercepts fast path (simdesign.lmm.structured)
+        from simdesign.lmm.structured import satterthwaite
+
+        pair_df, note = satterthwaite(fit.structured, fit.sigma, fit.covariance, rows)
+    else:
+        hessian, jacobian = small_sample.satterthwaite_parts(fit.problem, fit.theta, fit.sigma, fit.reml)
+        pair_df, note = small_sample.satterthwaite_df(hessian, jacobian, fit.covariance, rows)
     # lmer's rule (mixed_r.lmer_fit_status): lmerTest's warnings about the Hessian of the variance parameters
     # mention convergence, and a fit with such a warning has not converged, at a boundary fit too
     status = NOT_CONVERGED if note else fit.status

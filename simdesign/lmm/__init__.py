@@ -24,6 +24,12 @@ Structure: with two terms, the one with more levels (documents, usually) is elim
 of the other term (annotators x q) is factorised densely; all sums over judgements are made once per
 study, per (annotator, document) pair, so an evaluation costs O(pairs q^3), not O(n).
 
+Random intercepts only (crossed or nested, or one term) take a fast path, :mod:`simdesign.lmm.structured`:
+the profiled deviance from sufficient statistics grouped by level count (one q x q matrix in a balanced
+design), optimised by projected Newton in the variance ratios with analytic Hessian, and lmerTest's
+Satterthwaite pieces by the chain rule; compiled by numba when installed (:mod:`simdesign.lmm.compiled`),
+the same numbers as the general path below (``fit(..., fast=False)``; tests/test_lmm_structured.py).
+
 theta is optimised by L-BFGS-B with the analytic gradient below, from lme4's start (identity factors);
 a fit stuck where a factor's diagonal element is 0 is refitted from there with that element moved off
 the boundary (``fitting.ESCAPE_*``), and the lowest criterion is kept. Status as lme4: 'singular' when
@@ -60,6 +66,6 @@ Examples
 >>> fit.status in ("ok", "singular"), len(fit.beta)
 (True, 5)
 """
-from simdesign.lmm.fitting import LmmResult, fit  # noqa: F401
+from simdesign.lmm.fitting import LmmResult, fit, warm_up  # noqa: F401
 
-__all__ = ["LmmResult", "fit"]
+__all__ = ["LmmResult", "fit", "warm_up"]

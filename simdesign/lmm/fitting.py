@@ -10,7 +10,10 @@ import numpy as np
 from scipy.linalg import null_space
 from scipy.optimize import minimize
 
+from simdesign.clmm.prepare import _columns, _forms, _nested_codes
+from simdesign.core.judgements import Judgements
 from simdesign.core.threads import single_threaded
+from simdesign.lmm import structured
 from simdesign.lmm.deviance import Profiled, profile, split_theta
 from simdesign.lmm.problem import Problem, _level_sums, lower_triangle, prepare
 from simdesign.stats.contrasts import ERROR, NOT_CONVERGED, OK, SINGULAR, SINGULAR_TOLERANCE
@@ -73,7 +76,19 @@ class LmmResult:
     message: str = ""
     gradient_max: float = float("nan")
     evaluations: int = 0
-    problem: Problem | None = field(default=None, repr=False)
+    # the general path's Problem, or (fast path) a function that makes it when first asked for (Kenward-Roger,
+    # likelihood ratios): the fast path itself needs only its sufficient statistics
+    source: object = field(default=None, repr=False)
+    # the fast path's state at the optimum (simdesign.lmm.structured.InterceptsState), None on the general path
+    structured: object = field(default=None, repr=False)
+    observations: int = 0
+
+    @property
+    def problem(self) -> Problem | None:
+        """The general path's problem of the data (made on first use after a fast-path fit)."""
+        if callable(self.source):
+            self.source = self.source()
+        return self.source
 
     @property
     def loglik(self) -> float:
@@ -82,7 +97,7 @@ class LmmResult:
 
     @property
     def n_obs(self) -> int:
-        return 0 if self.problem is None else self.problem.n_obs
+        return self.observations
 
     def random_covariances(self) -> dict:
         """Term name -> covariance matrix of its random effects, ``sigma^2 L L'``."""
@@ -165,7 +180,7 @@ def _descent_start(problem: Problem, theta: np.ndarray, stuck: np.ndarray, value
     return best
 
 
-def fit(judgements, structure="maximal", reml: bool = True) -> LmmResult:
+def fit(judgements, structure="maximal", reml: bool = True, fast: bool = True) -> LmmResult:
     """Fit ``score ~ system + random terms`` by (RE)ML, as ``lme4::lmer``.
 
     Parameters
@@ -176,14 +191,22 @@ def fit(judgements, structure="maximal", reml: bool = True) -> LmmResult:
         As for :func:`simdesign.clmm.fit`.
     reml : bool
         REML (lme4's default) or maximum likelihood.
+    fast : bool
+        Random intercepts only: fit by :mod:`simdesign.lmm.structured` (sufficient statistics, Newton in the
+        variance ratios; the same optimum). False: the general path for every structure, the reference the
+        fast path is tested against.
 
     Returns
     -------
     LmmResult
         Status 'error' (with the message) when the data cannot be fitted (e.g. a rank-deficient design).
     """
-    problem = prepare(judgements, structure)
     label = structure if isinstance(structure, str) else "+".join(f"{k}:{v}" for k, v in structure.items())
+    if fast:
+        problem, systems = _fast_problem(judgements, structure)
+        if problem is not None:
+            return _fit_intercepts(problem, lambda: prepare(judgements, structure), systems, label, reml)
+    problem = prepare(judgements, structure)
     terms = tuple(term.name for term in problem.terms)
     refusal = _refusal(problem)
     if refusal:
@@ -201,22 +224,76 @@ def fit(judgements, structure="maximal", reml: bool = True) -> LmmResult:
     return LmmResult(systems=problem.systems, structure=label, terms=terms, reml=reml, beta=profiled.beta,
                      covariance=covariance, theta=theta, sigma=sigma,
                      deviance=profiled.deviance(problem.n_obs, reml), status=status, message=message,
-                     gradient_max=gradient_max, evaluations=evaluations, problem=problem)
+                     gradient_max=gradient_max, evaluations=evaluations, source=problem,
+                     observations=problem.n_obs)
+
+
+def _fast_problem(judgements, structure) -> tuple:
+    """(the intercepts fast path's problem or None, the systems in model order)."""
+    if isinstance(judgements, Judgements) and isinstance(structure, str) and structure == "intercepts":
+        problem = structured.complete_intercepts_problem(judgements, {"annotator": "intercept",
+                                                                      "document": "intercept"})
+        if problem is not None:  # a complete study: straight from its pairs
+            return problem, tuple(judgements.systems)
+    columns = _columns(judgements)
+    forms = _forms(structure, lambda: _nested_codes(columns.codes["document"], columns.codes["annotator"]))
+    return structured.intercepts_problem(columns, forms), tuple(columns.appearing)
+
+
+def _fit_intercepts(problem, general, systems: tuple, label: str, reml: bool) -> LmmResult:
+    """The fast path's fit (:mod:`simdesign.lmm.structured`) as an :class:`LmmResult`; ``general`` makes
+    the general path's Problem when a caller needs it."""
+    terms, p = problem.names, problem.n_fixed
+    refusal = _refusal_of(problem.n_obs, p, bool(np.all(problem.system_counts > 0)),
+                          [(name, problem.n_levels[name], 1) for name in terms])
+    if refusal:
+        return LmmResult(systems=systems, structure=label, terms=terms, reml=reml, beta=np.full(p, np.nan),
+                         covariance=np.full((p, p), np.nan), theta=np.full(len(terms), np.nan),
+                         sigma=float("nan"), deviance=float("nan"), status=ERROR, message=refusal, source=general,
+                         observations=problem.n_obs)
+    try:
+        with single_threaded():
+            found = structured.fit_intercepts(problem, reml)
+    except np.linalg.LinAlgError as exc:
+        return LmmResult(systems=systems, structure=label, terms=terms, reml=reml, beta=np.full(p, np.nan),
+                         covariance=np.full((p, p), np.nan), theta=np.full(len(terms), np.nan),
+                         sigma=float("nan"), deviance=float("nan"), status=ERROR,
+                         message=f"linear algebra failed: {exc}", source=general, observations=problem.n_obs)
+    status, message = OK, ""
+    if not np.isfinite(found.gradient_max) or found.gradient_max > CONVERGENCE_GRADIENT_TOLERANCE:
+        status = NOT_CONVERGED
+        message = (f"failed to converge: max|projected gradient| = {found.gradient_max:.3g} "
+                   f"(Newton in the variance ratios, {'converged' if found.converged else 'iteration limit'})")
+    elif np.any(found.theta < SINGULAR_TOLERANCE):
+        status = SINGULAR
+        message = "boundary (singular) fit: " + ", ".join(
+            name for name, value in zip(terms, found.theta) if value < SINGULAR_TOLERANCE)
+    return LmmResult(systems=systems, structure=label, terms=terms, reml=reml, beta=found.beta,
+                     covariance=found.covariance, theta=found.theta, sigma=found.sigma, deviance=found.deviance,
+                     status=status, message=message, gradient_max=found.gradient_max,
+                     evaluations=found.evaluations, source=general, structured=found.state,
+                     observations=problem.n_obs)
 
 
 def _refusal(problem: Problem) -> str:
     """Why lme4 would refuse these data ('' when it fits them): its checks of the grouping factors."""
-    if np.linalg.matrix_rank(problem.x) < problem.n_fixed or problem.n_obs <= problem.n_fixed:
+    return _refusal_of(problem.n_obs, problem.n_fixed, np.linalg.matrix_rank(problem.x) == problem.n_fixed,
+                       [(term.name, term.n_levels, term.q) for term in problem.terms])
+
+
+def _refusal_of(n_obs: int, n_fixed: int, estimable: bool, terms: list) -> str:
+    """:func:`_refusal` from the counts: ``terms`` as (name, levels, random effects per level)."""
+    if not estimable or n_obs <= n_fixed:
         return "the fixed effects are not estimable (rank-deficient design)"
-    for term in problem.terms:
-        if term.n_levels < 2:
-            return f"grouping factors must have > 1 sampled level ({term.name} has {term.n_levels})"
-        if term.n_levels >= problem.n_obs:
-            return f"number of levels of each grouping factor must be < number of observations ({term.name})"
-        if term.n_levels * term.q >= problem.n_obs:
+    for name, n_levels, q in terms:
+        if n_levels < 2:
+            return f"grouping factors must have > 1 sampled level ({name} has {n_levels})"
+        if n_levels >= n_obs:
+            return f"number of levels of each grouping factor must be < number of observations ({name})"
+        if n_levels * q >= n_obs:
             # lme4's check.nobs.vs.nRE: the variance parameters would not be identifiable
-            return (f"number of observations (={problem.n_obs}) <= number of random effects "
-                    f"(={term.n_levels * term.q}) for term ({term.name}); the random-effects parameters and "
+            return (f"number of observations (={n_obs}) <= number of random effects "
+                    f"(={n_levels * q}) for term ({name}); the random-effects parameters and "
                     "the residual variance are probably unidentifiable")
     return ""
 
@@ -246,7 +323,8 @@ def _failed(problem, label, terms, reml, message) -> LmmResult:
     p = problem.n_fixed
     return LmmResult(systems=problem.systems, structure=label, terms=terms, reml=reml, beta=np.full(p, np.nan),
                      covariance=np.full((p, p), np.nan), theta=np.full(problem.n_theta, np.nan), sigma=float("nan"),
-                     deviance=float("nan"), status=ERROR, message=message, problem=problem)
+                     deviance=float("nan"), status=ERROR, message=message, source=problem,
+                     observations=problem.n_obs)
 
 
 
@@ -284,4 +362,17 @@ def likelihood_ratios(fit: LmmResult, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-__all__ = ["LmmResult", "Profiled", "fit", "is_singular", "likelihood_ratios", "optimise", "with_fixed_design"]
+def warm_up() -> bool:
+    """Compile the fast path's kernels (or load them from numba's cache) with one small fit, so that no
+    study pays for it; True when numba is in use (``python -c "import simdesign.lmm as m; m.warm_up()"``)."""
+    from simdesign import BlockDesign, load_model
+    from simdesign.lmm.compiled import is_compiled
+
+    study = load_model("coherence").sample(BlockDesign(1, 12, 3), np.random.default_rng(0))
+    fitted = fit(study, "intercepts")
+    structured.satterthwaite(fitted.structured, fitted.sigma, fitted.covariance, np.eye(len(fitted.beta)))
+    return is_compiled()
+
+
+__all__ = ["LmmResult", "Profiled", "fit", "is_singular", "likelihood_ratios", "optimise", "warm_up",
+           "with_fixed_design"]

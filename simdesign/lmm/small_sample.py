@@ -210,6 +210,12 @@ def satterthwaite_df(hessian: np.ndarray, jacobian: list, beta_covariance: np.nd
     denominator = np.einsum("ka,ab,kb->k", gradient, varpar_covariance, gradient)
     with np.errstate(divide="ignore", invalid="ignore"):
         df = 2.0 * variance ** 2 / denominator
+    return df, eigenvalue_note(values)
+
+
+def eigenvalue_note(values: np.ndarray) -> str:
+    """lmerTest's words on negative or near-zero eigenvalues of the variance parameters' Hessian ('' if none)."""
+    positive = values > HESSIAN_EIGENVALUE_TOLERANCE
     notes = []
     negative = values < -HESSIAN_EIGENVALUE_TOLERANCE
     zero = ~negative & ~positive
@@ -219,7 +225,7 @@ def satterthwaite_df(hessian: np.ndarray, jacobian: list, beta_covariance: np.nd
     if zero.any():
         notes.append(f"Model may not have converged with {int(zero.sum())} eigenvalue(s) close to zero: "
                      + " ".join(f"{v:.1e}" for v in values[zero]))
-    return df, "; ".join(notes)
+    return "; ".join(notes)
 
 
 # ----------------------------------------------------------------------------------------- Kenward-Roger
