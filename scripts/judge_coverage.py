@@ -4,13 +4,20 @@
 
 Runs configs/judge_coverage.yaml (study: judge; 500 documents judged, 100 of them by humans from a pool of 10 or
 3 annotators, two per document) for the ``unbiased`` and the ``self_preferring`` judge
-(simdesign/model/judge.py: +0.5 on the latent scale for the model's last system, seneca) at effect zero and
-fitted, one worker, each run resumable under --out, and writes figures/judge_coverage.csv: one row per judge,
+(simdesign/model/judge.py: +0.5 on the latent scale for the model's last system, seneca) at effect zero (2,000
+trials: every system has nearly the same expected score, so pair differences are about 0 and the judge-only
+test's type I error shows) and at the fitted effects (500 trials: differences up to 1.7), one worker, each run resumable under --out, and writes figures/judge_coverage.csv: one row per judge,
 effect, human design, target (each system's mean, each pair's difference, and the pooled share of systems or
 pairs covered per trial), estimator and interval, with the coverage of the true value (the model's expected
 human score, Gauss-Hermite) and its Wilson interval, the rejection rate of pairs, bias, width and effective
 number of human judgements. ``verdict``: 'nominal' when the Wilson interval of the coverage contains the
 nominal 0.95 or lies above it, 'under' when it lies below. tests/test_judge_coverage.py reads the table.
+
+    python scripts/judge_coverage.py --check-resamples 300
+
+recomputes the first 300 trials of the self-preferring judge's 10-annotator cell (effect zero) with 1,000
+bootstrap resamples instead of the table's 200 and prints how much the clustered standard errors and the
+coverage move (the same studies: only the bootstrap's resamples differ).
 """
 from __future__ import annotations
 
@@ -37,13 +44,44 @@ def verdict(row) -> str:
     return "nominal"
 
 
+def check_resamples(config_path: Path, out: Path, trials: int, resamples: int = 1000) -> None:
+    """Clustered SEs and coverage of the same studies with the config's resamples and with ``resamples``."""
+    import numpy as np
+
+    from simdesign.simulation.judge_study import parse_judge_study, trial_rows
+
+    raw = {**read_config_mapping(config_path, "judge-study config"), "judge": "self_preferring", "effect": "zero"}
+    few, many = parse_judge_study(raw), parse_judge_study({**raw, "bootstrap_resamples": resamples})
+    cell = few.designs[0].label
+    started = time.perf_counter()
+    pairs = []
+    for trial in range(trials):
+        a, b = trial_rows(few, cell, trial), trial_rows(many, cell, trial)
+        keep = a["interval"].isin(["clustered", "clustered_t"]) & a["estimator"].isin(["human_only", "ppi", "ppi++"])
+        pairs.append(a[keep].assign(se_many=(b["high"] - b["low"])[keep].to_numpy(), covered_many=b["covered"][keep]
+                                    .to_numpy(), se_few=(a["high"] - a["low"])[keep].to_numpy()))
+    both = pd.concat(pairs, ignore_index=True)
+    ratio = both["se_few"] / both["se_many"]
+    print(f"{trials} trials of {cell}, {few.bootstrap_resamples} vs {resamples} resamples "
+          f"({time.perf_counter() - started:.0f} s): interval width ratio median {ratio.median():.3f}, "
+          f"5-95% {np.quantile(ratio, 0.05):.3f}-{np.quantile(ratio, 0.95):.3f}")
+    print(both.groupby(["interval", "estimator", both["system_b"].notna().map({True: "pairs", False: "systems"})])
+          [["covered", "covered_many"]].mean().to_string())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default=str(ROOT / "configs" / "judge_coverage.yaml"))
     parser.add_argument("--out", default=str(ROOT / "results" / "judge_coverage"))
     parser.add_argument("--table", default=str(ROOT / "figures" / "judge_coverage.csv"))
     parser.add_argument("--trials", type=int, default=None)
+    parser.add_argument("--fitted-trials", type=int, default=500,
+                        help="trials at the fitted effects (the CPU budget: 2,000 at effect zero, the Must-show's)")
+    parser.add_argument("--check-resamples", type=int, default=0, metavar="TRIALS")
     args = parser.parse_args()
+    if args.check_resamples:
+        check_resamples(Path(args.config), Path(args.out), args.check_resamples)
+        return
     raw = read_config_mapping(Path(args.config), "judge-study config")
     if args.trials is not None:
         raw["trials"] = args.trials
@@ -51,7 +89,9 @@ def main() -> None:
     for judge in JUDGES:
         for effect in EFFECTS:
             started, load = time.perf_counter(), os.getloadavg()[0]
-            config = {**raw, "judge": judge, "effect": effect, "name": f"judge_coverage_{judge}_{effect}"}
+            trials = raw["trials"] if effect == "zero" else min(raw["trials"], args.fitted_trials)
+            config = {**raw, "judge": judge, "effect": effect, "name": f"judge_coverage_{judge}_{effect}",
+                      "trials": trials}
             result = simdesign.simulate(config, out_dir=Path(args.out) / f"{judge}-{effect}", jobs=1, progress=False)
             summary = result.summary()
             annotators = {d.label: d.annotators for d in result.config.designs}
