@@ -14,3 +14,4 @@ from simdesign.analyses import mixed_native  # noqa: F401,E402  (registers clmm_
 from simdesign.analyses import lmm_native  # noqa: F401,E402  (registers lmm_native)
 from simdesign.analyses import document_tests  # noqa: F401,E402  (ttest_unpaired; resampling thresholds)
 from simdesign.analyses import preferences  # noqa: F401,E402  (registers pair_sign, pair_sign_block, bradley_terry)
+from simdesign.analyses import preferences_r  # noqa: F401,E402  (registers bt_mixed; R starts only when it runs)
