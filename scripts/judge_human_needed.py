@@ -90,28 +90,38 @@ def run(trials: int, out: Path) -> pd.DataFrame:
 
 def plot(table: pd.DataFrame, path: Path) -> Path:
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FixedLocator, NullLocator
 
-    figure = Figure(figsize=(11, 4.6))
+    figure = Figure(figsize=(12, 4.8))
     left, right = figure.subplots(1, 2)
     best = table.groupby(["correlation", "estimator"])["needed_80"].first().unstack()
-    for estimator, style in (("human_only", "k--"), ("ppi", "o-"), ("ppi++", "s-")):
-        label = "humans only" if estimator == "human_only" else f"with the judge: {estimator.upper()}"
-        left.plot(best.index, best[estimator], style, label=label)
-    left.set_xlabel("judge's correlation with the outputs' latent quality (within a system)")
+    left.plot(best.index, best["human_only"], "k--", label="humans only")
+    left.plot(best.index, best["ppi++"], "s-", color="tab:orange", label="with the judge: PPI++")
+    never = best["ppi"].isna()
+    if never.any():
+        left.plot([], [], "o", color="tab:blue", label=f"with the judge: PPI (weight 1): below 80% at every count "
+                                                        f"up to {int(table['human_judgements'].max()):,}")
+    left.set_ylim(0, float(np.nanmax(best.to_numpy())) * 1.15)
+    implied = table.groupby("correlation")["correlation_with_one_annotator"].first()
+    left.set_xticks(list(implied.index), [f"{rho:g}\n({one:.2f})" for rho, one in implied.items()])
+    left.set_xlabel("judge's correlation with the outputs' latent quality\n(with one annotator's score)")
     left.set_ylabel("human judgements for 80% power")
     left.set_title(f"{TARGET} (difference {table['truth'].iloc[0]:.2f}), coherence model", fontsize=10)
-    left.legend(fontsize=8)
+    left.legend(fontsize=8, loc="lower left")
     for correlation, colour in zip(CORRELATIONS, ("tab:blue", "tab:orange", "tab:green", "tab:red")):
         part = table[(table["correlation"] == correlation) & (table["estimator"] == "ppi++")].sort_values("blocks")
         right.plot(part["human_judgements"], part["rejection_rate"], "o-", color=colour, ms=3,
                    label=f"PPI++, rho {correlation:g}")
     human = table[(table["correlation"] == CORRELATIONS[0]) & (table["estimator"] == "human_only")]
     human = human.sort_values("blocks")
-    right.plot(human["human_judgements"], human["rejection_rate"], "k--", label="humans only")
+    right.plot(human["human_judgements"], human["rejection_rate"], "k--", label="humans only (Wilson 95%)")
     right.fill_between(human["human_judgements"], human["rejection_low"], human["rejection_high"], color="grey",
                        alpha=0.2)
     right.axhline(0.8, color="grey", lw=0.8)
     right.set_xscale("log")
+    right.xaxis.set_major_locator(FixedLocator(list(human["human_judgements"])))
+    right.xaxis.set_minor_locator(NullLocator())
+    right.set_xticks(list(human["human_judgements"]), [f"{v:,}" for v in human["human_judgements"]], fontsize=8)
     right.set_xlabel("human judgements (blocks of 10 documents x 2 annotators x 5 systems)")
     right.set_ylabel("power (clustered interval, alpha 0.05)")
     right.legend(fontsize=8)
@@ -127,9 +137,13 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--out", default=str(ROOT / "results" / "judge_human_needed"))
     parser.add_argument("--figure", default=str(ROOT / "figures" / "judge_human_needed"))
+    parser.add_argument("--plot-only", action="store_true", help="redraw the figure from the committed table")
     args = parser.parse_args()
-    table = run(args.trials, Path(args.out))
     base = Path(args.figure)
+    if args.plot_only:
+        print(f"wrote {plot(pd.read_csv(base.with_suffix('.csv')), base.with_suffix('.png'))}")
+        return
+    table = run(args.trials, Path(args.out))
     base.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(base.with_suffix(".csv"), index=False, float_format="%.6g")
     print(f"wrote {base.with_suffix('.csv')} and {plot(table, base.with_suffix('.png'))}")
