@@ -69,14 +69,15 @@ def test_rank_rates_are_simulates_too_through_the_configs_method():
 
 
 def test_the_method_control_offers_what_the_model_generates(tmp_path):
-    assert controls.check_controls(FORM).methods == ["likert", "rank"]  # the presets have a fitted rank_noise
+    # the presets have a fitted rank_noise; pairwise preferences come from any Likert model with assumed values
+    assert controls.check_controls(FORM).methods == ["likert", "rank", "pairwise"]
     likert_only = {key: value for key, value in load_model("coherence").to_dict().items() if key != "rank_noise"}
     path = tmp_path / "likert_only.yaml"
     path.write_text(yaml.safe_dump(likert_only))
     # a model file is offered by the server ('simdesign explore --model FILE'), under its name
     own_model = {**FORM, "model": "likert_only", "seconds_per_judgement": "25"}  # 'auto' knows the presets' tasks only
     models = {"likert_only": path}
-    assert controls.check_controls(own_model, models).methods == ["likert"]
+    assert controls.check_controls(own_model, models).methods == ["likert", "pairwise"]
     checked = controls.check_controls({**own_model, "method": "rank"}, models)
     assert checked.config is None and list(checked.errors) == ["method"]
     assert "rank" in checked.errors["method"][0] and "rank_noise" in checked.errors["method"][0]

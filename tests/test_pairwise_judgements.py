@@ -25,3 +25,27 @@ def test_the_list_of_comparisons_gives_the_tests_of_the_dense_study():
             a, b = (run_analysis(info, j, np.random.default_rng(1), {}) for j in (dense, log))
             np.testing.assert_allclose(a.estimate, b.estimate, rtol=1e-12, err_msg=name)
             np.testing.assert_allclose(a.p_value, b.p_value, rtol=1e-12, err_msg=name)
+
+
+def test_the_calibration_warnings_cover_the_designs_measured_liberal():
+    """The pairwise method warns for every Figure-4 design on which figures/pairwise_type1.csv measured a test
+    failing its level, and not where the test held it."""
+    import pandas as pd
+
+    from simdesign.core.designs import design_from_mapping
+    from simdesign.methods.pairwise import PAIRWISE_CALIBRATION
+
+    measured = pd.read_csv(__import__("pathlib").Path(__file__).resolve().parents[1] / "figures/pairwise_type1.csv")
+    options = {"bradley_terry": {}, "bradley_terry_naive": {"errors": "model"}, "pair_sign": {}}
+    blocks = measured[(measured["kind"] == "block") & measured["test"].isin(list(options))]
+    assert len(blocks) >= 40
+    for _, row in blocks.iterrows():
+        design = design_from_mapping({"kind": "block", "blocks": int(row["blocks"]),
+                                      "docs_per_block": int(row["docs_per_block"]),
+                                      "annotators_per_block": int(row["annotators_per_block"])})
+        name = "bradley_terry" if row["test"].startswith("bradley_terry") else row["test"]
+        warned = PAIRWISE_CALIBRATION[name][0](design, options[row["test"]])
+        if row["verdict"] == "fails":
+            assert warned, (row["design"], row["test"])
+        elif row["verdict"] == "holds":
+            assert not warned, (row["design"], row["test"])

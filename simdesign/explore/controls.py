@@ -18,7 +18,7 @@ from simdesign.core.designs import DESIGN_KINDS
 from simdesign.core.errors import ConfigError, MissingBackendError
 from simdesign.core.yamlio import load_yaml
 from simdesign.explore.fields import model_choice, name_problems
-from simdesign.methods import all_methods, default_method, get_method
+from simdesign.methods import all_methods, default_method, get_method, method_names
 from simdesign.methods.rank import RANK
 from simdesign.model import PRESETS
 
@@ -28,7 +28,8 @@ from simdesign.model import PRESETS
 # annotators' own, ReproHum's layout).
 DEFAULT_DESIGNS = {"block": {"blocks": 20, "docs_per_block": 5, "annotators_per_block": 3},
                    "pool": {"docs": 100, "annotators": 30, "judgements_per_output": 3},
-                   "overlap": {"shared_docs": 10, "unique_docs_per_annotator": 30, "annotators": 3}}
+                   "overlap": {"shared_docs": 10, "unique_docs_per_annotator": 30, "annotators": 3},
+                   "battles": {"battles": 2000, "prompts": 500, "judges": 50}}
 DEFAULT_METHOD = default_method().name
 DEFAULTS = {"model": "coherence", "method": DEFAULT_METHOD, "effect": "zero", "effect_scale": "1.0", "kind": "block",
             "tests": ["ttest", "ttest_doc", "art_doc"], "trials": "1000", "seed": "2021", "alpha": "0.05",
@@ -77,10 +78,27 @@ SCENARIOS = [
 
 
 def design_controls() -> dict:
-    """Design kind -> its fields and default values (a kind without defaults starts empty)."""
-    return {kind: {"label": cls.kind_label, "fields": list(cls.fields),
-                   "defaults": {f: str(DEFAULT_DESIGNS.get(kind, {}).get(f, "")) for f in cls.fields}}
-            for kind, cls in DESIGN_KINDS.items()}
+    """Design kind -> its fields and default values (a kind without defaults starts empty). A kind made for the
+    methods whose judgement covers a pair (battles) also names the method and the tests it starts with."""
+    controls = {}
+    for kind, cls in DESIGN_KINDS.items():
+        spec = {"label": cls.kind_label, "fields": list(cls.fields),
+                "defaults": {f: str(DEFAULT_DESIGNS.get(kind, {}).get(f, "")) for f in cls.fields}}
+        covering = [m for m in all_methods() if m.covers == getattr(cls, "only_covering", None)]
+        if covering:
+            tests = sorted(name for name, info in ANALYSES.items() if covering[0].accepts(info) and not info.needs
+                           and (cls.has_blocks or not info.needs_blocks))
+            spec["defaults"] = {**spec["defaults"], "method": covering[0].name, "tests": tests}
+        controls[kind] = spec
+    return controls
+
+
+def with_assumed_preferences(model, method_name: str):
+    """A preset or model file as a config's model: with a method whose judgement covers a pair, the model with its
+    pairwise values all assumed (``preferences: {}``; simdesign/methods/pairwise.py says what they are)."""
+    if not isinstance(model, str) or get_method(method_name).covers != "pair":
+        return model
+    return {"preset" if model in PRESETS else "file": model, "preferences": {}}
 
 
 def test_controls() -> list[dict]:
@@ -155,7 +173,7 @@ def config_mapping(form: dict, models: dict | None = None) -> dict:
     if isinstance(tests, str):
         tests = [t for t in tests.split(",") if t]
     mapping = {
-        "name": "explore", "model": model_value(form.get("model", DEFAULTS["model"]), models or {}),
+        "name": "explore", "model": _model_for(form, models or {}),
         # a method name is a word, never a number or a list: passed as typed, its rule names a bad one
         "method": form.get("method", DEFAULTS["method"]),
         "effect": yaml_value(form.get("effect_scale")) if effect == "scale" else effect,
@@ -165,6 +183,13 @@ def config_mapping(form: dict, models: dict | None = None) -> dict:
         "alpha": yaml_value(form.get("alpha", DEFAULTS["alpha"])),
     }
     return mapping
+
+
+def _model_for(form: dict, models: dict):
+    """The config's model: the control's model, with assumed pairwise values for a pair-covering method."""
+    model = model_value(form.get("model", DEFAULTS["model"]), models)
+    method = form.get("method", DEFAULTS["method"])
+    return with_assumed_preferences(model, method) if method in method_names() else model
 
 
 def model_value(text, models: dict):
@@ -208,7 +233,7 @@ def check_controls(form: dict, models: dict | None = None) -> Checked:
     -------
     Checked
     """
-    from simdesign.planning.planner import parse_cost
+    from simdesign.planning.planner import parse_cost, preset_of
     from simdesign.simulation.config import config_warnings, parse_config
     from simdesign.simulation.engine import check_backends
 
@@ -237,7 +262,8 @@ def check_controls(form: dict, models: dict | None = None) -> Checked:
         checked.add([f"The 'effect' control must be one of {list(EFFECT_CHOICES)}; got {form.get('effect')!r}"])
     cost_errors: list[str] = []
     cost_raw = cost_values(form, cost_errors)
-    model_source = checked.config.model_source if checked.config else str(checked.mapping["model"])
+    source = checked.config.model_source if checked.config else checked.mapping["model"]
+    model_source = source if isinstance(source, str) and source else preset_of(checked.mapping["model"]) or str(source)
     # the paper's times per judged output differ between Likert and Rank: 'auto' takes the chosen method's
     method = checked.config.methods[0] if checked.config else DEFAULTS["method"]
     cost = parse_cost({"cost": {k: v for k, v in cost_raw.items() if v is not None}}, model_source, None,
@@ -355,9 +381,14 @@ def model_methods(checked: Checked) -> list | None:
     from simdesign.simulation.config import resolve_model
 
     if checked.config is not None:
-        return list(checked.config.model.methods)
-    model, _ = resolve_model({"model": checked.mapping.get("model")}, None, [])  # its errors are reported already
-    return list(model.methods) if model is not None and hasattr(model, "methods") else None
+        model = checked.config.model
+    else:
+        model, _ = resolve_model({"model": checked.mapping.get("model")}, None, [])  # its errors are reported already
+    if model is None or not hasattr(model, "methods"):
+        return None
+    # a Likert model generates pairwise judgements with assumed values (with_assumed_preferences): offered too
+    extra = [m.name for m in all_methods() if m.covers == "pair" and getattr(model, "thresholds", None) is not None]
+    return list(dict.fromkeys([*model.methods, *extra]))
 
 
 # A message names its control by the field it quotes; the longest names first ('docs_per_block' before 'docs').

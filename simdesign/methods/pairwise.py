@@ -127,6 +127,23 @@ class PairwiseParameters:
         return "preferences: " + ", ".join(parts)
 
 
+# Tests measured to be miscalibrated on pairwise preferences (figures/pairwise_type1.csv, scripts/pairwise_type1.py:
+# the Figure-4 designs of both tasks, 3 annotators per block, and two battle designs, 1000 trials each, every
+# pairwise value assumed): test name -> (applies(design, options), warning).
+PAIRWISE_CALIBRATION = {
+    "bradley_terry": (
+        lambda design, options: options.get("errors") == "model" or (
+            design.has_blocks and design.annotators < 15 and options.get("errors", "two_way") != "model"),
+        "measured liberal (docs/how-to/pairwise.md): with errors: model on every design (type I error 0.13 to "
+        "0.62, comparisons of one annotator or prompt are not independent), and with the two-way cluster-robust "
+        "errors on block designs with fewer than 15 annotators (0.16 at 3, 0.10 at 6; too few clusters)"),
+    "pair_sign": (
+        lambda design, options: design.has_blocks and design.annotators < 60,
+        "measured liberal on block designs with fewer than 60 annotators (0.38 at 3, 0.09 at 30: an annotator's "
+        "preferences are shared by the documents it judges); use pair_sign_block or bradley_terry there"),
+}
+
+
 def system_pair_indices(n_systems: int) -> tuple[np.ndarray, np.ndarray]:
     """(i, j) of every pair of systems, i < j, in the order of :func:`simdesign.analyses.system_pairs`.
 
@@ -275,6 +292,23 @@ class Pairwise(AnnotationMethod):
         parameters = pairwise_parameters(model)
         return {} if parameters is None else {"preferences": {key: getattr(parameters, key)
                                                            for key in PAIRWISE_ASSUMPTIONS}}
+
+    def warnings(self, config) -> list[str]:
+        found = []
+        parameters = pairwise_parameters(config.model)
+        if parameters is not None and parameters.assumed:
+            found.append(f"Pairwise judgements with assumed values (the paper measured none): {parameters.describe()}; "
+                         "docs/how-to/pairwise.md has the sensitivity to them")
+        for spec in config.analyses:
+            entry = PAIRWISE_CALIBRATION.get(spec.name)
+            if entry is None:
+                continue
+            applies, text = entry
+            designs = [d.label for d in config.designs if applies(d, spec.options)]
+            if designs:
+                found.append(f"The test {spec.label} on pairwise preferences is not calibrated for the design(s) "
+                             f"{designs}: {text}")
+        return found
 
     def model_note(self, model) -> str:
         parameters = pairwise_parameters(model)

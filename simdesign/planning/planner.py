@@ -615,6 +615,11 @@ def load_plan(path, overrides: dict | None = None) -> PlanConfig:
     return parse_plan({**raw, **(overrides or {})}, base_dir=path.parent)
 
 
+def preset_of(model_field) -> str:
+    """The preset a config's model mapping overrides (``{preset: coherence, rank_noise: ...}``), else ''."""
+    return str(model_field.get("preset", "")) if isinstance(model_field, dict) else ""
+
+
 def _method_test_problems(methods, tests) -> list[str]:
     """Before anything runs, in the plan's own keys (the engine would say 'method'). With one method every test
     must take its judgements; comparing methods whose judgements differ in kind (scores, preferences) each test
@@ -665,7 +670,10 @@ def parse_plan(raw: dict, base_dir: Path | None = None) -> PlanConfig:
 
     goal = _parse_goal(raw, alpha, errors)
     errors.extend(_method_test_problems(methods, tests))
-    method_costs = {method: _parse_cost(raw, model_source, base_dir, errors, method, model) for method in methods}
+    # the paper's times ('auto') are a preset's task's: a preset given with overrides ({preset: coherence, ...})
+    # is still that task
+    task = model_source or preset_of(raw.get("model"))
+    method_costs = {method: _parse_cost(raw, task, base_dir, errors, method, model) for method in methods}
     cost = method_costs[methods[0]]
     limits = _parse_limits(raw, errors)
     trials = _parse_trial_settings(raw, errors)

@@ -44,6 +44,11 @@ function designFields(kind) {
     box.appendChild(input);
     box.appendChild(el("div", { class: "error", id: `error-${field}` }));
   }
+  // A kind for one kind of judgement (battles: pairwise preferences) starts with that method and its tests.
+  if (spec.defaults.method) $("control-method").value = spec.defaults.method;
+  if (spec.defaults.tests) {
+    for (const box of document.querySelectorAll("input[name=tests]")) box.checked = spec.defaults.tests.includes(box.value);
+  }
 }
 
 function buildControls() {
@@ -65,7 +70,8 @@ function buildControls() {
     if (!test.classical) notes.push("model fit: slow");
     if (test.needs) notes.push(`needs ${test.needs}`);
     if (test.needs_blocks) notes.push("block designs");
-    if (!test.methods.includes("rank")) notes.push("Likert only");
+    // a test taking one method's judgements only (Likert scores; pairwise preferences) says which
+    if (test.methods.length === 1) notes.push(`${o.methods.find((m) => m.name === test.methods[0])?.label || test.methods[0]} only`);
     if (notes.length) label.appendChild(el("small", {}, `(${notes.join(", ")})`));
     label.title = test.description;
     $("tests").appendChild(label);
