@@ -14,7 +14,7 @@ from simdesign.planning.method_search import method_sentence
 from simdesign.planning.planner import PlanConfig, max_judgements_per_annotator
 
 PLAN_COLUMNS = ("rank", "design", "shape", "test", "method", "blocks", "docs_per_block", "annotators_per_block", "docs",
-                "annotators", "judgements_per_output", "judgements", "items", "max_judgements_per_annotator", "hours",
+                "annotators", "judgements_per_output", "judgements", "max_judgements_per_annotator", "hours",
                 "labour_cost", "annotator_cost", "document_cost", "cost", "power", "ci_low", "ci_high", "mcse",
                 "confidence", "trials", "type1", "type1_low", "type1_high", "type1_trials", "confirmation",
                 "confirm_first_trial", "confirm_trials", "confirm_power", "confirm_low", "confirm_type1",
@@ -74,7 +74,12 @@ def plan_table(result: PlanResult) -> pd.DataFrame:
     table.insert(0, "rank", np.arange(1, len(table) + 1))
     for column in ("blocks", "docs_per_block", "annotators_per_block"):
         table[column] = table[column].astype("Int64")
-    return table[list(PLAN_COLUMNS)].reset_index(drop=True)
+    columns = list(PLAN_COLUMNS)
+    if any(cost.count_items is not None for cost in config.method_costs.values()):
+        # what annotators see and are paid for where it is not one output (comparisons): only then, so that
+        # plans of Likert and Rank keep their form
+        columns.insert(columns.index("judgements") + 1, "items")
+    return table[columns].reset_index(drop=True)
 
 
 def _weakest_columns(config, r) -> dict:

@@ -37,10 +37,7 @@ SUMMARY_COLUMNS = DESIGN_COLUMNS + ("test", "estimand", "rate", "ci_low", "ci_hi
 
 
 # With a method other than Likert (simdesign.simulation.method_specs) the summary says which method each row is on.
-# 'items' counts what an annotator sees (an output, a ranking, a pair: AnnotationMethod.items), which cost uses;
-# 'judgements' keeps counting outputs.
-SUMMARY_COLUMNS_WITH_METHOD = DESIGN_COLUMNS + ("items",) \
-    + SUMMARY_COLUMNS[len(DESIGN_COLUMNS):SUMMARY_COLUMNS.index("test") + 1] + ("method",) \
+SUMMARY_COLUMNS_WITH_METHOD = SUMMARY_COLUMNS[:SUMMARY_COLUMNS.index("test") + 1] + ("method",) \
     + SUMMARY_COLUMNS[SUMMARY_COLUMNS.index("test") + 1:]
 
 
@@ -457,6 +454,11 @@ def summarise(config: SimulationConfig, table: pd.DataFrame) -> pd.DataFrame:
     columns = list(SUMMARY_COLUMNS) if methods == DEFAULT_METHODS else list(SUMMARY_COLUMNS_WITH_METHOD)
     if getattr(config, "criteria", ()):  # the criterion column only where a config lists criteria
         columns.insert(columns.index("test") + 1, "criterion")
+    if any(get_method(m).covers == "pair" for m in methods):
+        # 'items' counts what an annotator sees (an output, a ranking, a comparison: AnnotationMethod.items), which
+        # the cost counts; 'judgements' keeps counting outputs. Only beside a method whose judgement covers a pair,
+        # so that Likert and Rank summaries keep their form.
+        columns.insert(columns.index("judgements") + 1, "items")
     summary = pd.DataFrame(rows, columns=columns)
     for column in ("blocks", "docs_per_block", "annotators_per_block"):
         summary[column] = summary[column].astype("Int64")
