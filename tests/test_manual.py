@@ -57,6 +57,13 @@ def _small_plan(plan):
     from simdesign.planning.planner import PlanConfig, load_plan, parse_plan
 
     def wrapper(config, *args, **kwargs):
+        if _is_judge_plan(config):  # a judge plan (issue 43): every variant's plan with small trial counts
+            from simdesign.planning.judge_plan import parse_judge_plan
+
+            config = parse_judge_plan(_plan_mapping(config)) if not hasattr(config, "plans") else config
+            plans = {variant: dataclasses.replace(one, screen_trials=10, max_trials=20, confirm_trials=20)
+                     for variant, one in config.plans.items()}
+            return plan(dataclasses.replace(config, plans=plans), *args, **kwargs)
         if isinstance(config, dict):
             config = parse_plan(config)
         elif not isinstance(config, PlanConfig):
@@ -66,6 +73,18 @@ def _small_plan(plan):
                  if name in fields}
         return plan(dataclasses.replace(config, **small), *args, **kwargs)
     return wrapper
+
+
+def _plan_mapping(config) -> dict:
+    from simdesign.simulation.config import read_config_mapping
+
+    return config if isinstance(config, dict) else read_config_mapping(Path(config), "plan config")
+
+
+def _is_judge_plan(config) -> bool:
+    if hasattr(config, "plans"):
+        return True
+    return isinstance(config, (dict, str, Path)) and "judge_plan" in _plan_mapping(config)
 
 
 @pytest.mark.slow
