@@ -46,6 +46,13 @@ BENCHMARKS = [
      "baseline, and the figures' fitting time projected on 2 cores.",
      ["scripts/bench_figures.py", "--per-design", "3"],
      ["scripts/bench_figures.py", "--per-design", "1"]),
+    ("The native mixed model per simulated study",
+     "Milliseconds per simulated study (data generation, fit and the default test) of `clmm_native` on the paper's "
+     "3-annotator x 100-document crossed design, intercepts and maximal structures, through the engine's chunk "
+     "function, one thread, interleaved with the code before issue 41's speed-ups (same results: "
+     "scripts/check_clmm_equal.py).",
+     ["scripts/bench_clmm_study.py", "--trials", "40", "--rounds", "3"],
+     ["scripts/bench_clmm_study.py", "--trials", "10", "--rounds", "1"]),
     ("Kenward-Roger df for lmer (R)",
      "Seconds per Kenward-Roger adjusted covariance of a maximal lmer fit on 1500 judgements (3, 6 and 15 crossed "
      "annotators), simdesign's computation through the random effects' design against pbkrtest::vcovAdj on the "

@@ -113,3 +113,14 @@ if [ -f "$kernels_source" ] && { [ -z "$newest_cache" ] || [ "$kernels_source" -
   "$venv/bin/python" -c 'import simdesign.lmm as m; m.warm_up()' \
     || echo "[setup] WARNING: lmm_native's kernels did not compile; the numpy code runs instead" >&2
 fi
+
+# clmm_native's compiled kernels (numba, cached in simdesign/__pycache__), for random intercepts and for the
+# maximal structure with five systems: compiled here once (a minute or two), skipped while the cache is newer
+# than the kernels' source (issue 41). Another number of systems with slopes compiles at its first fit.
+clmm_source="$root/simdesign/_clmm_numba.py"
+newest_clmm_cache="$(ls -t "$root"/simdesign/__pycache__/_clmm_numba.evaluate-*.nbi 2>/dev/null | head -1 || true)"
+if [ -f "$clmm_source" ] && { [ -z "$newest_clmm_cache" ] || [ "$clmm_source" -nt "$newest_clmm_cache" ]; }; then
+  echo "[setup] compiling clmm_native's kernels (numba; once)"
+  "$venv/bin/python" -c 'import simdesign.clmm as m; m.warm_up()' \
+    || echo "[setup] WARNING: clmm_native's kernels did not compile; the numpy code runs instead" >&2
+fi

@@ -23,11 +23,23 @@ shape, bounds the loops over random-effects dimensions (why:
 ``simdesign.clmm.compiled._q_tuple``); the dense Cholesky factorisations, whose
 sizes also vary with the Schur complement's components, take theirs from the
 arrays.
+
+One call of :func:`evaluate` is one evaluation of the Laplace objective (the
+parameter vector's unpacking, the mode search, the gradient and its packing;
+issue 41). Its passes over the observations (:func:`observation_terms`,
+:func:`third_order_terms`) are branch-free, with exp and log written out, so
+that they vectorise, and read each observation's thresholds less its fixed
+part (:func:`shifted_thresholds`, fixed during a mode search) rather than
+gathering them. Per observation only scalars are formed: the random effects'
+part of the linear predictor, the gradient in u and the gradient's q-vectors
+are formed per (level, system) and (pair, system) cell, as the random-effects
+design depends on the system only.
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
 
 # Status codes returned to clmm.py, which raises the matching exception.
 OK = 0
@@ -37,132 +49,193 @@ NO_MODE = 3  # no mode after the iteration limit
 HALVING_FAILED = 4  # Newton step halving failed
 
 
-@njit(cache=True)
-def _logistic_pair(x):
-    """(logistic(x), logistic(-x)) without cancellation; exact 0/1 at -inf/+inf."""
-    e = np.exp(-abs(x))
-    if x >= 0:
-        return 1.0 / (1.0 + e), e / (1.0 + e)
-    return e / (1.0 + e), 1.0 / (1.0 + e)
+# ---------------------------------------------------------------------------------------------------------------
+# exp and log for the loops over observations (issue 41). numba calls the C library's exp and log one number at a
+# time; these are fdlibm's algorithms (within one unit in the last place of the library's results) written
+# without branches or calls, so that LLVM vectorises the loops that use them (several numbers per instruction).
+# Kernels using them are compiled with error_model="numpy": float division by zero gives inf instead of raising,
+# whose check would stop the vectorisation (the loops test their probabilities themselves).
+
+
+@intrinsic
+def _int_bits_as_float(typingctx, x):
+    sig = types.float64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+    return sig, codegen
+
+
+@intrinsic
+def _float_bits_as_int(typingctx, x):
+    sig = types.int64(types.float64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.int64))
+    return sig, codegen
+
+
+_LN2_HI, _LN2_LO, _INV_LN2 = 6.93147180369123816490e-01, 1.90821492927058770002e-10, 1.44269504088896338700e+00
+_P1, _P2, _P3 = 1.66666666666666019037e-01, -2.77777777770155933842e-03, 6.61375632143793436117e-05
+_P4, _P5 = -1.65339022054652515390e-06, 4.13813679705723846039e-08
+_LG1, _LG2, _LG3 = 6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01
+_LG4, _LG5, _LG6 = 2.222219843214978396e-01, 1.818357216161805012e-01, 1.531383769920937332e-01
+_LG7 = 1.479819860511658591e-01
+_SQRT2 = 1.4142135623730951
+_SMALLEST_NORMAL = 2.2250738585072014e-308
+# exp(-|a|) is taken at -|a| no lower than this (exp = 3.3e-308 instead of less, or 0 at an infinite threshold):
+# the probabilities it enters differ from 1 by far less than a rounding.
+_EXP_FLOOR = -708.0
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _exp_nonpositive(x):
+    """exp(x) for x in [_EXP_FLOOR, 0] (fdlibm's e_exp.c reduction and polynomial)."""
+    k = np.floor(x * _INV_LN2 + 0.5)
+    hi = x - k * _LN2_HI
+    lo = k * _LN2_LO
+    r = hi - lo
+    t = r * r
+    c = r - t * (_P1 + t * (_P2 + t * (_P3 + t * (_P4 + t * _P5))))
+    y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi)
+    return y * _int_bits_as_float((np.int64(k) + 1023) << 52)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _log_positive(x):
+    """log(x) for positive finite x (fdlibm's e_log.c; subnormal x scaled first); garbage for x <= 0."""
+    tiny = x < _SMALLEST_NORMAL
+    x = x * 18014398509481984.0 if tiny else x  # 2**54
+    bits = _float_bits_as_int(x)
+    k = (bits >> 52) - 1023
+    m = _int_bits_as_float((bits & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000)
+    big = m > _SQRT2
+    m = 0.5 * m if big else m
+    kf = np.float64(k + 1 if big else k) - (54.0 if tiny else 0.0)
+    f = m - 1.0
+    hfsq = 0.5 * f * f
+    s = f / (2.0 + f)
+    z = s * s
+    w = z * z
+    R = z * (_LG1 + w * (_LG3 + w * (_LG5 + w * _LG7))) + w * (_LG2 + w * (_LG4 + w * _LG6))
+    return kf * _LN2_HI - ((hfsq - (s * (hfsq + R) + kf * _LN2_LO)) - f)
 
 
 @njit(cache=True)
-def _category_probability(thresholds_extended, c, eta):
-    """(F, 1 - F) at the category's upper and lower thresholds, and its probability p, for one observation.
+def _cell_dots(M, u, q_tuple):
+    """out[l * S + s] = M[s] . u[l]: the random effects' contribution to an observation of level l and system s."""
+    q = len(q_tuple)
+    n_levels, n_systems = u.shape[0], M.shape[0]
+    out = np.empty(n_levels * n_systems)
+    for level in range(n_levels):
+        for s in range(n_systems):
+            t = 0.0
+            for j in range(q):
+                t += M[s, j] * u[level, j]
+            out[level * n_systems + s] = t
+    return out
 
-    Where both thresholds lie far above eta, p is the difference of the upper tails (no cancellation).
+
+@njit(cache=True)
+def random_part(system, k_codes, e_codes, Mk, Me, q_tuple, uk, ue, n_k, x):
+    """x_i = M_i u: the random effects' part of each observation's linear predictor.
+
+    The random-effects design depends on the system only, so M_i u takes one value per (level, system) cell:
+    those are formed first, then read per observation.
     """
-    a_up = thresholds_extended[c + 1] - eta
-    a_lo = thresholds_extended[c] - eta
-    F_up, G_up = _logistic_pair(a_up)
-    F_lo, G_lo = _logistic_pair(a_lo)
-    if a_up + a_lo > 0:
-        return F_up, G_up, F_lo, G_lo, G_lo - G_up
-    return F_up, G_up, F_lo, G_lo, F_up - F_lo
+    n_systems = Me.shape[0]
+    elim_part = _cell_dots(Me, ue, q_tuple)
+    if n_k > 0:
+        kept_part = _cell_dots(Mk, uk, q_tuple)
+        for i in range(system.shape[0]):
+            s = system[i]
+            x[i] = kept_part[k_codes[i] * n_systems + s] + elim_part[e_codes[i] * n_systems + s]
+    else:
+        for i in range(system.shape[0]):
+            x[i] = elim_part[e_codes[i] * n_systems + system[i]]
 
 
 @njit(cache=True)
-def linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, q_tuple, uk, ue, n_k, eta):
-    n = fixed.shape[0]
-    qk = qe = len(q_tuple)
-    for i in range(n):
-        s = system[i]
-        value = fixed[i]
-        if n_k > 0:
-            a = k_codes[i]
-            for j in range(qk):
-                value += Mk[s, j] * uk[a, j]
-        d = e_codes[i]
-        for j in range(qe):
-            value += Me[s, j] * ue[d, j]
-        eta[i] = value
+def shifted_thresholds(thresholds_extended, category, fixed, t_up, t_lo):
+    """Each observation's upper and lower thresholds less its fixed part: a = t - x is then theta - eta.
 
-
-@njit(cache=True)
-def _pair_from(e, nonnegative):
-    """(logistic(x), logistic(-x)) from e = exp(-|x|) and the sign of x."""
-    r = 1.0 / (1.0 + e)
-    if nonnegative:
-        return r, e * r
-    return e * r, r
-
-
-# Below this |eta| and |threshold|, exp(theta - eta) is formed as exp(theta) * exp(-eta) (one exp per
-# observation instead of two; the same relative accuracy), far from overflow or underflow.
-_PRODUCT_RANGE = 300.0
-
-
-@njit(cache=True)
-def observation_terms(thresholds_extended, category, eta, g, w):
-    """Fill g, w (first two derivatives of -log p in eta); return -sum log p (inf on underflow)."""
-    n = eta.shape[0]
-    exp_pos, exp_neg = np.exp(thresholds_extended), np.exp(-thresholds_extended)
-    products = True
-    for j in range(1, thresholds_extended.shape[0] - 1):
-        if abs(thresholds_extended[j]) > _PRODUCT_RANGE:
-            products = False
-    total = 0.0
-    for i in range(n):
+    Fixed during a mode search, so its passes over the observations read them without a gather (which would
+    stop their vectorisation).
+    """
+    for i in range(category.shape[0]):
         c = category[i]
-        x = eta[i]
-        a_up = thresholds_extended[c + 1] - x
-        a_lo = thresholds_extended[c] - x
-        if products and abs(x) < _PRODUCT_RANGE:
-            exp_x = np.exp(x)
-            inverse = 1.0 / exp_x
-            e_up = exp_neg[c + 1] * exp_x if a_up >= 0 else exp_pos[c + 1] * inverse
-            e_lo = exp_neg[c] * exp_x if a_lo >= 0 else exp_pos[c] * inverse
-        else:
-            e_up, e_lo = np.exp(-abs(a_up)), np.exp(-abs(a_lo))
-        F_up, G_up = _pair_from(e_up, a_up >= 0)
-        F_lo, G_lo = _pair_from(e_lo, a_lo >= 0)
-        if a_up + a_lo > 0:  # both large: difference the upper tails (clmm.py does the same)
-            p = G_lo - G_up
-        else:
-            p = F_up - F_lo
-        if not (p > 0.0):  # also catches nan; a finite difference of probabilities is at most 1
-            return np.inf
+        t_up[i] = thresholds_extended[c + 1] - fixed[i]
+        t_lo[i] = thresholds_extended[c] - fixed[i]
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _tails(a):
+    """(F, G) = (logistic(a), logistic(-a)) from exp(-|a|) without cancellation; exactly (1, 0) or (0, 1) at an
+    infinite a. Branch-free (selects), for vectorised loops."""
+    e = _exp_nonpositive(max(-abs(a), _EXP_FLOOR))
+    e = e if abs(a) < np.inf else 0.0
+    r = 1.0 / (1.0 + e)
+    return (r, e * r) if a >= 0 else (e * r, r)
+
+
+@njit(cache=True, error_model="numpy")
+def observation_terms(t_up, t_lo, x, g, w, log_p):
+    """Fill g, w (first two derivatives of -log p in eta) at eta = fixed + x; return -sum log p (inf when a
+    probability underflows). ``t_up``, ``t_lo``: :func:`shifted_thresholds`; ``log_p`` a workspace."""
+    n = x.shape[0]
+    bad = 0
+    for i in range(n):
+        a_up = t_up[i] - x[i]
+        a_lo = t_lo[i] - x[i]
+        F_up, G_up = _tails(a_up)
+        F_lo, G_lo = _tails(a_lo)
+        p = G_lo - G_up if a_up + a_lo > 0 else F_up - F_lo  # both large: difference the upper tails
+        bad += np.int64(not (p > 0.0))  # also catches nan; a finite difference of probabilities is at most 1
         inverse_p = 1.0 / p
         f_up, f_lo = F_up * G_up, F_lo * G_lo
         s_up, s_lo = f_up * (G_up - F_up), f_lo * (G_lo - F_lo)
         gi = (f_up - f_lo) * inverse_p
         g[i] = gi
         w[i] = gi * gi - (s_up - s_lo) * inverse_p
-        total -= np.log(p)
+        log_p[i] = _log_positive(p)
+    if bad:
+        return np.inf
+    total = 0.0
+    for i in range(n):
+        total -= log_p[i]
     return total
 
 
-@njit(cache=True)
-def third_order_terms(thresholds_extended, category, eta, g, w, w_prime, dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo):
-    n = eta.shape[0]
+@njit(cache=True, error_model="numpy")
+def third_order_terms(t_up, t_lo, x, g, w, w_prime, dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo):
+    """Fill the first three derivatives of -log p in eta and the partial derivatives of the first two in the
+    observation's upper and lower thresholds, at eta = fixed + x (as observation_terms)."""
+    n = x.shape[0]
     for i in range(n):
-        c = category[i]
-        F_up, G_up, F_lo, G_lo, p = _category_probability(thresholds_extended, c, eta[i])
+        a_up = t_up[i] - x[i]
+        a_lo = t_lo[i] - x[i]
+        F_up, G_up = _tails(a_up)
+        F_lo, G_lo = _tails(a_lo)
+        p = G_lo - G_up if a_up + a_lo > 0 else F_up - F_lo
+        inverse_p = 1.0 / p
         f_up, f_lo = F_up * G_up, F_lo * G_lo
         s_up, s_lo = f_up * (G_up - F_up), f_lo * (G_lo - F_lo)
         c_up, c_lo = f_up * (1.0 - 6.0 * f_up), f_lo * (1.0 - 6.0 * f_lo)
-        gi = (f_up - f_lo) / p
-        d2_over_p = (s_up - s_lo) / p
+        gi = (f_up - f_lo) * inverse_p
+        d2_over_p = (s_up - s_lo) * inverse_p
         wi = gi * gi - d2_over_p
         g[i] = gi
         w[i] = wi
-        w_prime[i] = (c_up - c_lo) / p + 3.0 * gi * wi - gi ** 3
-        dl_up[i] = -f_up / p
-        dl_lo[i] = f_lo / p
-        dg_up[i] = (s_up - gi * f_up) / p
-        dg_lo[i] = (gi * f_lo - s_lo) / p
-        dw_up[i] = 2.0 * gi * dg_up[i] - c_up / p + d2_over_p * f_up / p
-        dw_lo[i] = 2.0 * gi * dg_lo[i] + c_lo / p - d2_over_p * f_lo / p
-
-
-@njit(cache=True)
-def _accumulate_loadings(weights, system, codes, M, q_tuple, out):
-    """out[l] += sum over observations i of level l of weights[i] * M[system[i]] (out pre-filled)."""
-    q = len(q_tuple)
-    for i in range(weights.shape[0]):
-        s, l, wi = system[i], codes[i], weights[i]
-        for j in range(q):
-            out[l, j] += wi * M[s, j]
+        w_prime[i] = (c_up - c_lo) * inverse_p + 3.0 * gi * wi - gi * gi * gi
+        up_p, lo_p = f_up * inverse_p, f_lo * inverse_p
+        dl_up[i] = -up_p
+        dl_lo[i] = lo_p
+        dgu = (s_up - gi * f_up) * inverse_p
+        dgl = (gi * f_lo - s_lo) * inverse_p
+        dg_up[i] = dgu
+        dg_lo[i] = dgl
+        dw_up[i] = 2.0 * gi * dgu - c_up * inverse_p + d2_over_p * up_p
+        dw_lo[i] = 2.0 * gi * dgl + c_lo * inverse_p - d2_over_p * lo_p
 
 
 @njit(cache=True)
@@ -207,42 +280,98 @@ def _cholesky_inverse(A, inverse, T):
 
 
 @njit(cache=True)
-def _level_weights(w, system, codes, n_levels, n_systems):
-    """Weights summed by (level, system): a level's block is a sum of per-system outer products."""
-    cell = np.zeros((n_levels, n_systems))
-    for i in range(w.shape[0]):
-        cell[codes[i], system[i]] += w[i]
-    return cell
+def _system_products(Ma, Mb, q_tuple):
+    """O[s] = Ma[s]' Mb[s] (q x q, flattened) per system: the blocks of M'WM are weighted sums of these."""
+    q = len(q_tuple)
+    n_systems = Ma.shape[0]
+    out = np.empty((n_systems, q * q))
+    for s in range(n_systems):
+        for a in range(q):
+            for b in range(q):
+                out[s, a * q + b] = Ma[s, a] * Mb[s, b]
+    return out
 
 
 @njit(cache=True)
-def _level_blocks(cell, M, q_tuple):
-    """Lower triangles of sum_s cell[level, s] M[s] M[s]' per level (the diagonal blocks of M'WM)."""
-    n_levels, n_systems = cell.shape
+def _cell_weights(w, system, e_codes, k_codes, pair_code, n_e, n_k, n_pairs, n_systems):
+    """The weights summed by (eliminated level, system), (kept level, system) and (pair, system)."""
+    cell_e = np.zeros((n_e, n_systems))
+    cell_k = np.zeros((n_k, n_systems))
+    cell_p = np.zeros((n_pairs, n_systems))
+    for i in range(w.shape[0]):
+        s, wi = system[i], w[i]
+        cell_e[e_codes[i], s] += wi
+        if n_k > 0:
+            cell_k[k_codes[i], s] += wi
+            cell_p[pair_code[i], s] += wi
+    return cell_e, cell_k, cell_p
+
+
+@njit(cache=True)
+def _weighted_blocks(cell, products, q_tuple, out):
+    """out[l] = sum_s cell[l, s] products[s] (q x q blocks; the loop over a block's q*q entries vectorises)."""
     q = len(q_tuple)
-    blocks = np.zeros((n_levels, q, q))
+    qq = q * q
+    n_levels, n_systems = cell.shape
+    flat = out.reshape((n_levels, qq))
     for level in range(n_levels):
+        for j in range(qq):
+            flat[level, j] = 0.0
         for s in range(n_systems):
             weight = cell[level, s]
-            if weight == 0.0:
-                continue
-            for a in range(q):
-                t = weight * M[s, a]
-                for b in range(a + 1):
-                    blocks[level, a, b] += t * M[s, b]
-    return blocks
+            for j in range(qq):
+                flat[level, j] += weight * products[s, j]
+
+
+@njit(cache=True, inline="always")
+def _cholesky_inverse_block(A, d, inverse, T, q_tuple):
+    """:func:`_cholesky_inverse` of the block A[d] (q x q) into inverse[d], indexing the 3-d arrays directly
+    (no views, inlined into the loop over blocks); return log det A[d] (nan: not positive definite)."""
+    m = len(q_tuple)
+    log_det = 0.0
+    for j in range(m):
+        s = A[d, j, j]
+        for k in range(j):
+            s -= A[d, j, k] * A[d, j, k]
+        if not (s > 0.0):
+            return np.nan
+        root = np.sqrt(s)
+        A[d, j, j] = root
+        log_det += _log_positive(s)
+        for i in range(j + 1, m):
+            t = A[d, i, j]
+            for k in range(j):
+                t -= A[d, i, k] * A[d, j, k]
+            A[d, i, j] = t / root
+    for j in range(m):  # T = L^-1, lower triangular
+        for i in range(j):
+            T[i, j] = 0.0
+        T[j, j] = 1.0 / A[d, j, j]
+        for i in range(j + 1, m):
+            t = 0.0
+            for k in range(j, i):
+                t -= A[d, i, k] * T[k, j]
+            T[i, j] = t / A[d, i, i]
+    for a in range(m):
+        for b in range(a + 1):
+            t = 0.0
+            for k in range(a, m):
+                t += T[k, a] * T[k, b]
+            inverse[d, a, b] = t
+            inverse[d, b, a] = t
+    return log_det
 
 
 @njit(cache=True)
-def _invert_eliminated_blocks(D, d_inverse):
+def _invert_eliminated_blocks(D, d_inverse, q_tuple):
     """Add I to each block D[d] and invert it in place of d_inverse; return the summed log dets (nan: not PD)."""
-    n_e, qe = D.shape[0], D.shape[1]
+    q = len(q_tuple)
     log_det = 0.0
-    workspace = np.empty((qe, qe))
-    for d in range(n_e):
-        for a in range(qe):
+    workspace = np.empty((q, q))
+    for d in range(D.shape[0]):
+        for a in range(q):
             D[d, a, a] += 1.0
-        value = _cholesky_inverse(D[d], d_inverse[d], workspace)
+        value = _cholesky_inverse_block(D, d, d_inverse, workspace, q_tuple)
         if np.isnan(value):
             return np.nan
         log_det += value
@@ -250,68 +379,54 @@ def _invert_eliminated_blocks(D, d_inverse):
 
 
 @njit(cache=True)
-def _pair_sums(w, system, k_codes, pair_code, Mk, Me, q_tuple, n_k, c_pairs):
-    """Fill C per observed (kept, eliminated) pair; return the kept levels' weights by (level, system).
-
-    One pass over the observations serves both sums, as before the split (their rounding is unchanged).
-    """
-    qk = qe = len(q_tuple)
-    cell_k = np.zeros((n_k, Me.shape[0]))
-    c_pairs[:] = 0.0
-    for i in range(w.shape[0]):
-        s, p, wi = system[i], pair_code[i], w[i]
-        cell_k[k_codes[i], s] += wi
-        for a in range(qk):
-            t = wi * Mk[s, a]
-            for b in range(qe):
-                c_pairs[p, a, b] += t * Me[s, b]
-    return cell_k
-
-
-@njit(cache=True)
 def _pairs_times_d_inverse(c_pairs, d_inverse, pair_elim, q_tuple, x_pairs):
     """X = C D^-1 per pair: reused by the Schur complement, solve and the selected inverse."""
-    qk = qe = len(q_tuple)
+    q = len(q_tuple)
     for p in range(pair_elim.shape[0]):
         d = pair_elim[p]
-        for a in range(qk):
-            for b in range(qe):
-                t = 0.0
-                for k in range(qe):
-                    t += c_pairs[p, a, k] * d_inverse[d, k, b]
-                x_pairs[p, a, b] = t
+        for a in range(q):
+            for b in range(q):
+                x_pairs[p, a, b] = 0.0
+            for k in range(q):
+                t = c_pairs[p, a, k]
+                for b in range(q):
+                    x_pairs[p, a, b] += t * d_inverse[d, k, b]
 
 
 @njit(cache=True)
 def _schur_complement(A, c_pairs, x_pairs, q_tuple, pair_kept, couple_first, couple_second, local_of_kept,
                       comp_of_kept, comp_offset, comp_size, size):
-    """Lower triangles of S = I + A - X C' per connected component, packed one after the other."""
-    qk = qe = len(q_tuple)
+    """S = I + A - X C' per connected component, packed one after the other (the lower block triangle and the
+    diagonal blocks whole; the factorisation reads the lower triangle)."""
+    q = len(q_tuple)
     schur = np.zeros(size)
     for level in range(A.shape[0]):
         c = comp_of_kept[level]
-        width = comp_size[c] * qk
+        width = comp_size[c] * q
         base = comp_offset[c]
-        row0 = local_of_kept[level] * qk
-        for a in range(qk):
-            for b in range(a + 1):
+        row0 = local_of_kept[level] * q
+        for a in range(q):
+            for b in range(q):
                 schur[base + (row0 + a) * width + row0 + b] += A[level, a, b] + (1.0 if a == b else 0.0)
+    c_transposed = np.empty_like(c_pairs)  # C' per pair, so that the innermost loop runs along a row
+    for p in range(c_pairs.shape[0]):
+        for a in range(q):
+            for b in range(q):
+                c_transposed[p, b, a] = c_pairs[p, a, b]
     for idx in range(couple_first.shape[0]):
         p1, p2 = couple_first[idx], couple_second[idx]
         level1, level2 = pair_kept[p1], pair_kept[p2]
-        c = comp_of_kept[level1]
-        width = comp_size[c] * qk
-        base = comp_offset[c]
         local1, local2 = local_of_kept[level1], local_of_kept[level2]
         if local1 < local2:
-            continue  # only the lower triangle is factorised
-        row0, col0 = local1 * qk, local2 * qk
-        for a in range(qk):
-            for b in range(qk if local1 > local2 else a + 1):
-                t = 0.0
-                for k in range(qe):
-                    t += x_pairs[p1, a, k] * c_pairs[p2, b, k]
-                schur[base + (row0 + a) * width + col0 + b] -= t
+            continue  # only the lower block triangle is factorised
+        c = comp_of_kept[level1]
+        width = comp_size[c] * q
+        row = comp_offset[c] + local1 * q * width + local2 * q
+        for a in range(q):
+            for k in range(q):
+                t = x_pairs[p1, a, k]
+                for b in range(q):
+                    schur[row + a * width + b] -= t * c_transposed[p2, k, b]
     return schur
 
 
@@ -338,18 +453,27 @@ def _invert_components(schur, schur_inverse, comp_offset, comp_size, qk, log_det
 def factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept, pair_elim,
               couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
               d_inverse, c_pairs, x_pairs, schur_inverse):
-    """H = I + M'WM = [[A, C], [C', D]]: fill D^-1, C, X = C D^-1 and the Schur inverses; return log det H."""
+    """H = I + M'WM = [[A, C], [C', D]]: fill D^-1, C, X = C D^-1 and the Schur inverses; return log det H.
+
+    Every block is a weighted sum of per-system products (the random-effects design depends on the system
+    only): the weights are summed by (level, system) and (pair, system) in one pass over the observations.
+    """
     n_systems = Me.shape[0]
-    D = _level_blocks(_level_weights(w, system, e_codes, n_e, n_systems), Me, q_tuple)
-    log_det = _invert_eliminated_blocks(D, d_inverse)
+    q = len(q_tuple)
+    cell_e, cell_k, cell_p = _cell_weights(w, system, e_codes, k_codes, pair_code, n_e, n_k, pair_kept.shape[0],
+                                           n_systems)
+    D = np.empty((n_e, q, q))
+    _weighted_blocks(cell_e, _system_products(Me, Me, q_tuple), q_tuple, D)
+    log_det = _invert_eliminated_blocks(D, d_inverse, q_tuple)
     if np.isnan(log_det) or n_k == 0:
         return log_det
-    cell_k = _pair_sums(w, system, k_codes, pair_code, Mk, Me, q_tuple, n_k, c_pairs)
-    A = _level_blocks(cell_k, Mk, q_tuple)
+    _weighted_blocks(cell_p, _system_products(Mk, Me, q_tuple), q_tuple, c_pairs)
+    A = np.empty((n_k, q, q))
+    _weighted_blocks(cell_k, _system_products(Mk, Mk, q_tuple), q_tuple, A)
     _pairs_times_d_inverse(c_pairs, d_inverse, pair_elim, q_tuple, x_pairs)
     schur = _schur_complement(A, c_pairs, x_pairs, q_tuple, pair_kept, couple_first, couple_second,
                               local_of_kept, comp_of_kept, comp_offset, comp_size, schur_inverse.shape[0])
-    return _invert_components(schur, schur_inverse, comp_offset, comp_size, len(q_tuple), log_det)
+    return _invert_components(schur, schur_inverse, comp_offset, comp_size, q, log_det)
 
 
 @njit(cache=True)
@@ -416,30 +540,51 @@ def _largest(gk, ge):
 
 
 @njit(cache=True)
-def _objective_at(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk, ue,
-                  eta, g, w):
-    """f(u) = -log p(y | u) + |u|^2 / 2 with g, w filled (inf: a probability underflowed); eta is a workspace."""
-    linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, q_tuple, uk, ue, n_k, eta)
-    value = observation_terms(thresholds_extended, category, eta, g, w)
+def _objective_at(t_up, t_lo, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk, ue, x, log_p, g, w):
+    """f(u) = -log p(y | u) + |u|^2 / 2 with g, w filled (inf: a probability underflowed); x, log_p workspaces."""
+    random_part(system, k_codes, e_codes, Mk, Me, q_tuple, uk, ue, n_k, x)
+    value = observation_terms(t_up, t_lo, x, g, w, log_p)
     if value != np.inf:
         value += 0.5 * (np.sum(uk * uk) + np.sum(ue * ue))
     return value
 
 
 @njit(cache=True)
+def _cell_sums(values, system, codes, n_levels, n_systems):
+    """values summed by (level, system) cell, flat: out[level * S + s]."""
+    out = np.zeros(n_levels * n_systems)
+    for i in range(values.shape[0]):
+        out[codes[i] * n_systems + system[i]] += values[i]
+    return out
+
+
+@njit(cache=True)
+def _cells_times_loadings(cells, M, q_tuple, out):
+    """out[l] += sum_s cells[l * S + s] M[s] (out pre-filled)."""
+    q = len(q_tuple)
+    n_systems = M.shape[0]
+    for level in range(out.shape[0]):
+        for s in range(n_systems):
+            c = cells[level * n_systems + s]
+            for j in range(q):
+                out[level, j] += c * M[s, j]
+
+
+@njit(cache=True)
 def _fill_gradient(uk, ue, g, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, gk, ge):
     """Fill (gk, ge) = u + M'g, the gradient of f in u; return its largest absolute entry."""
+    n_systems = Me.shape[0]
     gk[:] = uk
     ge[:] = ue
     if n_k > 0:
-        _accumulate_loadings(g, system, k_codes, Mk, q_tuple, gk)
-    _accumulate_loadings(g, system, e_codes, Me, q_tuple, ge)
+        _cells_times_loadings(_cell_sums(g, system, k_codes, n_k, n_systems), Mk, q_tuple, gk)
+    _cells_times_loadings(_cell_sums(g, system, e_codes, ue.shape[0], n_systems), Me, q_tuple, ge)
     return _largest(gk, ge)
 
 
 @njit(cache=True)
-def _halving_search(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk,
-                    ue, step_k, step_e, threshold, chord, eta, trial_k, trial_e, trial_g, trial_w):
+def _halving_search(t_up, t_lo, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk, ue, step_k, step_e, threshold,
+                    chord, x, log_p, trial_k, trial_e, trial_g, trial_w):
     """Try u - factor * step for factor = 1, 1/2, ... until f drops to ``threshold``; return the last f.
 
     A chord step (old Hessian) is tried at full length only: if it fails, a fresh Newton step is cheaper.
@@ -448,8 +593,8 @@ def _halving_search(thresholds_extended, category, fixed, system, k_codes, e_cod
     while True:
         trial_k[:] = uk - factor * step_k
         trial_e[:] = ue - factor * step_e
-        trial_value = _objective_at(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, q_tuple,
-                                    n_k, trial_k, trial_e, eta, trial_g, trial_w)
+        trial_value = _objective_at(t_up, t_lo, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, trial_k, trial_e,
+                                    x, log_p, trial_g, trial_w)
         if trial_value <= threshold:
             return trial_value
         factor /= 2.0
@@ -470,15 +615,14 @@ def mode_search(thresholds_extended, category, fixed, system, k_codes, e_codes, 
     the observation terms at the mode and (d_inverse, ...) its factorisation.
     """
     n = fixed.shape[0]
-    eta = np.empty(n)
+    x, log_p, t_up, t_lo = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    shifted_thresholds(thresholds_extended, category, fixed, t_up, t_lo)
     trial_g, trial_w = np.empty(n), np.empty(n)
-    value = _objective_at(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, q_tuple, n_k,
-                          uk, ue, eta, g, w)
+    value = _objective_at(t_up, t_lo, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk, ue, x, log_p, g, w)
     if value == np.inf:  # the previous mode is a bad start here: restart from zero
         uk[:] = 0.0
         ue[:] = 0.0
-        value = _objective_at(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, q_tuple,
-                              n_k, uk, ue, eta, g, w)
+        value = _objective_at(t_up, t_lo, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk, ue, x, log_p, g, w)
         if value == np.inf:
             return UNDERFLOW, np.nan, np.nan, 0, np.nan
     gk, ge = np.empty_like(uk), np.empty_like(ue)
@@ -505,9 +649,8 @@ def mode_search(thresholds_extended, category, fixed, system, k_codes, e_codes, 
                   comp_size, comp_members, comp_member_start, d_inverse, c_pairs, x_pairs, schur_inverse, step_k,
                   step_e)
         threshold = value + 1e-12 * abs(value)
-        trial_value = _halving_search(thresholds_extended, category, fixed, system, k_codes, e_codes, Mk, Me, q_tuple,
-                                      n_k, uk, ue, step_k, step_e, threshold, chord, eta, trial_k, trial_e,
-                                      trial_g, trial_w)
+        trial_value = _halving_search(t_up, t_lo, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk, ue, step_k,
+                                      step_e, threshold, chord, x, log_p, trial_k, trial_e, trial_g, trial_w)
         if trial_value > threshold:
             if chord:  # the old Hessian is too far off: continue with true Newton steps
                 chord_left = 0
@@ -568,92 +711,126 @@ def _selected_inverse(d_inverse, x_pairs, schur_inverse, n_k, q_tuple, pair_kept
 
 
 @njit(cache=True)
-def _diagonal_blocks_times_loadings(elim_elim, schur_inverse, Mk, Me, q_tuple, n_k, local_of_kept, comp_of_kept,
-                                    comp_offset, comp_size):
-    """H^-1's diagonal blocks times each system's loading, per (level, system): shared by all its observations."""
-    n_e, n_systems = elim_elim.shape[0], Me.shape[0]
-    qk = qe = len(q_tuple)
-    elim_times = np.zeros((n_e, n_systems, qe))
+def _cell_leverages(kept_elim, elim_elim, schur_inverse, Mk, Me, q_tuple, n_k, pair_kept, local_of_kept,
+                    comp_of_kept, comp_offset, comp_size):
+    """The pieces of y_i = H^-1 m_i and of the leverages m_i' H^-1 m_i, per (level, system) and (pair, system) cell.
+
+    With m_i = (Mk[s] at kept level k, Me[s] at eliminated level e) for an observation of system s in pair p:
+    y_i's kept part is kept_times[k, s] + kept_pair[p, s], its eliminated part elim_times[e, s] + elim_pair[p, s],
+    and its leverage lev_kept[k, s] + 2 lev_pair[p, s] + lev_elim[e, s] (cells flat: level * S + s).
+    """
+    q = len(q_tuple)
+    n_e, n_systems, n_pairs = elim_elim.shape[0], Me.shape[0], kept_elim.shape[0]
+    elim_times = np.zeros((n_e * n_systems, q))
+    lev_elim = np.zeros(n_e * n_systems)
     for d in range(n_e):
         for s in range(n_systems):
-            for a in range(qe):
+            cell = d * n_systems + s
+            lev = 0.0
+            for a in range(q):
                 t = 0.0
-                for b in range(qe):
+                for b in range(q):
                     t += elim_elim[d, a, b] * Me[s, b]
-                elim_times[d, s, a] = t
-    kept_times = np.zeros((n_k, n_systems, qk))
+                elim_times[cell, a] = t
+                lev += Me[s, a] * t
+            lev_elim[cell] = lev
+    kept_times = np.zeros((n_k * n_systems, q))
+    lev_kept = np.zeros(n_k * n_systems)
+    kept_pair = np.zeros((n_pairs * n_systems, q))
+    elim_pair = np.zeros((n_pairs * n_systems, q))
+    lev_pair = np.zeros(n_pairs * n_systems)
+    if n_k == 0:
+        return elim_times, lev_elim, kept_times, lev_kept, kept_pair, elim_pair, lev_pair
     for level in range(n_k):
         c = comp_of_kept[level]
-        width = comp_size[c] * qk
-        row = comp_offset[c] + local_of_kept[level] * qk * (width + 1)
+        width = comp_size[c] * q
+        row = comp_offset[c] + local_of_kept[level] * q * (width + 1)
         for s in range(n_systems):
-            for a in range(qk):
+            cell = level * n_systems + s
+            lev = 0.0
+            for a in range(q):
                 t = 0.0
-                for b in range(qk):
+                for b in range(q):
                     t += schur_inverse[row + a * width + b] * Mk[s, b]
-                kept_times[level, s, a] = t
-    return elim_times, kept_times
-
-
-@njit(cache=True)
-def _leverages(system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, kept_elim, elim_times, kept_times):
-    """Per observation: y = H^-1 m_i (its kept and eliminated parts) and the leverage m_i' H^-1 m_i."""
-    n = system.shape[0]
-    qk = qe = len(q_tuple)
-    yk, ye = np.zeros((n, qk)), np.zeros((n, qe))
-    leverage = np.empty(n)
-    for i in range(n):
-        s, d = system[i], e_codes[i]
-        lev = 0.0
-        for a in range(qe):
-            ye[i, a] = elim_times[d, s, a]
-        if n_k > 0:
-            level, p = k_codes[i], pair_code[i]
-            for a in range(qk):
-                t = kept_times[level, s, a]
-                for b in range(qe):
-                    t += kept_elim[p, a, b] * Me[s, b]
-                yk[i, a] = t
+                kept_times[cell, a] = t
                 lev += Mk[s, a] * t
-                m = Mk[s, a]
-                for b in range(qe):
-                    ye[i, b] += kept_elim[p, a, b] * m
-        for a in range(qe):
-            lev += Me[s, a] * ye[i, a]
-        leverage[i] = lev
-    return yk, ye, leverage
+            lev_kept[cell] = lev
+    for p in range(n_pairs):
+        for s in range(n_systems):
+            cell = p * n_systems + s
+            lev = 0.0
+            for a in range(q):
+                t = 0.0
+                for b in range(q):
+                    t += kept_elim[p, a, b] * Me[s, b]
+                kept_pair[cell, a] = t
+                lev += Mk[s, a] * t
+            lev_pair[cell] = lev
+            for b in range(q):
+                t = 0.0
+                for a in range(q):
+                    t += kept_elim[p, a, b] * Mk[s, a]
+                elim_pair[cell, b] = t
+    return elim_times, lev_elim, kept_times, lev_kept, kept_pair, elim_pair, lev_pair
 
 
 @njit(cache=True)
-def _chain_rule_sums(category, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk, ue, g, w, half, leverage,
-                     dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo, yk, ye, xk, xe, n_thresholds, n_systems):
-    """One pass over the observations: d/d thresholds, d/d beta and the per-system sums for the SD gradients."""
-    qk = qe = len(q_tuple)
-    grad_thresholds = np.zeros(n_thresholds)
+def _observation_cells(system, k_codes, e_codes, pair_code, n_k, n_systems):
+    """Each observation's flat (level, system) cells: kept, eliminated and pair (zeros without a kept factor)."""
+    n = system.shape[0]
+    cell_k, cell_e, cell_p = np.zeros(n, np.int64), np.empty(n, np.int64), np.zeros(n, np.int64)
+    for i in range(n):
+        s = system[i]
+        cell_e[i] = e_codes[i] * n_systems + s
+        if n_k > 0:
+            cell_k[i] = k_codes[i] * n_systems + s
+            cell_p[i] = pair_code[i] * n_systems + s
+    return cell_k, cell_e, cell_p
+
+
+@njit(cache=True)
+def _cell_aggregate(weight_u, weight_x, weight_y, u, xr, times, M, q_tuple, out):
+    """out[s] += sum over levels l of weight_u[l,s] u[l] - weight_x[l,s] xr[l] + weight_y[l,s] times[l*S+s]."""
+    q = len(q_tuple)
+    n_systems = M.shape[0]
+    for level in range(u.shape[0]):
+        for s in range(n_systems):
+            cell = level * n_systems + s
+            wu, wx, wy = weight_u[cell], weight_x[cell], weight_y[cell]
+            for a in range(q):
+                out[s, a] += wu * u[level, a] - wx * xr[level, a] + wy * times[cell, a]
+
+
+@njit(cache=True)
+def _chain_rule_sums(category, system, cell_k, cell_e, cell_p, n_k, n_levels_k, n_levels_e, n_pairs, g, w, half,
+                     leverage, rho, dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo, n_thresholds, n_systems):
+    """One pass over the observations: d/d thresholds, d/d beta and the cell sums the SD gradients need
+    (eta weights, g and w by kept, eliminated and pair cell)."""
+    grad_thresholds = np.zeros(n_thresholds + 2)  # shifted by one: the categories' outer thresholds are dropped
     grad_beta = np.zeros(n_systems)
-    agg_k, agg_e = np.zeros((n_systems, qk)), np.zeros((n_systems, qe))
+    ew_k, g_k, w_k = np.zeros(n_levels_k * n_systems), np.zeros(n_levels_k * n_systems), np.zeros(
+        n_levels_k * n_systems)
+    ew_e, g_e, w_e = np.zeros(n_levels_e * n_systems), np.zeros(n_levels_e * n_systems), np.zeros(
+        n_levels_e * n_systems)
+    w_p = np.zeros(n_pairs * n_systems)
     for i in range(system.shape[0]):
-        s, d, c = system[i], e_codes[i], category[i]
-        rho = 0.0
-        for a in range(qe):
-            rho += Me[s, a] * xe[d, a]
+        c = category[i]
+        r = rho[i]
+        eta_weight = g[i] + half[i] - r * w[i]
+        grad_beta[system[i]] += eta_weight
+        grad_thresholds[c + 1] += dl_up[i] + 0.5 * leverage[i] * dw_up[i] - r * dg_up[i]
+        grad_thresholds[c] += dl_lo[i] + 0.5 * leverage[i] * dw_lo[i] - r * dg_lo[i]
+        e = cell_e[i]
+        ew_e[e] += eta_weight
+        g_e[e] += g[i]
+        w_e[e] += w[i]
         if n_k > 0:
-            level = k_codes[i]
-            for a in range(qk):
-                rho += Mk[s, a] * xk[level, a]
-        eta_weight = g[i] + half[i] - rho * w[i]
-        grad_beta[s] += eta_weight
-        if c < n_thresholds:
-            grad_thresholds[c] += dl_up[i] + 0.5 * leverage[i] * dw_up[i] - rho * dg_up[i]
-        if c > 0:
-            grad_thresholds[c - 1] += dl_lo[i] + 0.5 * leverage[i] * dw_lo[i] - rho * dg_lo[i]
-        for a in range(qe):
-            agg_e[s, a] += eta_weight * ue[d, a] + w[i] * ye[i, a] - g[i] * xe[d, a]
-        if n_k > 0:
-            level = k_codes[i]
-            for a in range(qk):
-                agg_k[s, a] += eta_weight * uk[level, a] + w[i] * yk[i, a] - g[i] * xk[level, a]
-    return grad_thresholds, grad_beta, agg_k, agg_e
+            k = cell_k[i]
+            ew_k[k] += eta_weight
+            g_k[k] += g[i]
+            w_k[k] += w[i]
+            w_p[cell_p[i]] += w[i]
+    return grad_thresholds[1:n_thresholds + 1].copy(), grad_beta, ew_k, g_k, w_k, ew_e, g_e, w_e, w_p
 
 
 @njit(cache=True)
@@ -661,37 +838,60 @@ def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pai
              n_k, n_e, pair_kept, pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset,
              comp_size, comp_members, comp_member_start, uk, ue, d_inverse, c_pairs, x_pairs, schur_inverse,
              n_thresholds, n_systems):
-    """Implicit-function gradient of the Laplace objective at the mode (clmm.py's module Notes).
+    """Implicit-function gradient of the Laplace objective at the mode (the package's Notes, simdesign.clmm).
 
-    Returns (d/d thresholds, d/d beta (all systems; the reference's is dropped
-    by the caller), Zk' A_k and Ze' A_e before ``tril``).
+    Returns (d/d thresholds, d/d beta (all systems; the reference's is dropped by the caller), tril(Zk' A_k),
+    tril(Ze' A_e)). Per observation only scalars are formed; the q-vectors are formed per (level, system) and
+    (pair, system) cell, as the random-effects design depends on the system only.
     """
     n = fixed.shape[0]
-    qk = qe = len(q_tuple)
-    eta = np.empty(n)
-    linear_predictor(fixed, system, k_codes, e_codes, Mk, Me, q_tuple, uk, ue, n_k, eta)
+    q = len(q_tuple)
+    n_pairs = pair_kept.shape[0]
+    x, t_up, t_lo = np.empty(n), np.empty(n), np.empty(n)
+    shifted_thresholds(thresholds_extended, category, fixed, t_up, t_lo)
+    random_part(system, k_codes, e_codes, Mk, Me, q_tuple, uk, ue, n_k, x)
     g, w, w_prime = np.empty(n), np.empty(n), np.empty(n)
     dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo = (np.empty(n), np.empty(n), np.empty(n), np.empty(n),
                                                  np.empty(n), np.empty(n))
-    third_order_terms(thresholds_extended, category, eta, g, w, w_prime, dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo)
+    third_order_terms(t_up, t_lo, x, g, w, w_prime, dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo)
     kept_elim, elim_elim = _selected_inverse(d_inverse, x_pairs, schur_inverse, n_k, q_tuple, pair_kept,
                                              pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept,
                                              comp_offset, comp_size)
-    elim_times, kept_times = _diagonal_blocks_times_loadings(elim_elim, schur_inverse, Mk, Me, q_tuple, n_k,
-                                                             local_of_kept, comp_of_kept, comp_offset, comp_size)
-    yk, ye, leverage = _leverages(system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, kept_elim,
-                                  elim_times, kept_times)
-    half = 0.5 * w_prime * leverage
-    rk, re = np.zeros((n_k, qk)), np.zeros((n_e, qe))
+    elim_times, lev_elim, kept_times, lev_kept, kept_pair, elim_pair, lev_pair = _cell_leverages(
+        kept_elim, elim_elim, schur_inverse, Mk, Me, q_tuple, n_k, pair_kept, local_of_kept, comp_of_kept,
+        comp_offset, comp_size)
+    cell_k, cell_e, cell_p = _observation_cells(system, k_codes, e_codes, pair_code, n_k, n_systems)
+    leverage, half = np.empty(n), np.empty(n)
+    for i in range(n):
+        lev = lev_elim[cell_e[i]]
+        if n_k > 0:
+            lev += lev_kept[cell_k[i]] + 2.0 * lev_pair[cell_p[i]]
+        leverage[i] = lev
+        half[i] = 0.5 * w_prime[i] * lev
+    # r = H^-1 M' half carries the dependence of the log-determinant on the mode; rho_i = m_i' r
+    rk, re = np.zeros((n_k, q)), np.zeros((n_e, q))
     if n_k > 0:
-        _accumulate_loadings(half, system, k_codes, Mk, q_tuple, rk)
-    _accumulate_loadings(half, system, e_codes, Me, q_tuple, re)
-    xk, xe = np.zeros((n_k, qk)), np.zeros((n_e, qe))
+        _cells_times_loadings(_cell_sums(half, system, k_codes, n_k, n_systems), Mk, q_tuple, rk)
+    _cells_times_loadings(_cell_sums(half, system, e_codes, n_e, n_systems), Me, q_tuple, re)
+    xk, xe = np.zeros((n_k, q)), np.zeros((n_e, q))
     solve(rk, re, q_tuple, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset, comp_size,
           comp_members, comp_member_start, d_inverse, c_pairs, x_pairs, schur_inverse, xk, xe)
-    grad_thresholds, grad_beta, agg_k, agg_e = _chain_rule_sums(
-        category, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk, ue, g, w, half, leverage,
-        dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo, yk, ye, xk, xe, n_thresholds, Me.shape[0])
+    rho = np.empty(n)
+    random_part(system, k_codes, e_codes, Mk, Me, q_tuple, xk, xe, n_k, rho)
+    grad_thresholds, grad_beta, ew_k, g_k, w_k, ew_e, g_e, w_e, w_p = _chain_rule_sums(
+        category, system, cell_k, cell_e, cell_p, n_k, n_k, n_e, n_pairs, g, w, half, leverage, rho,
+        dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo, n_thresholds, n_systems)
+    agg_k, agg_e = np.zeros((n_systems, q)), np.zeros((n_systems, q))
+    _cell_aggregate(ew_e, g_e, w_e, ue, xe, elim_times, Me, q_tuple, agg_e)
+    if n_k > 0:
+        _cell_aggregate(ew_k, g_k, w_k, uk, xk, kept_times, Mk, q_tuple, agg_k)
+        for p in range(n_pairs):
+            for s in range(n_systems):
+                cell = p * n_systems + s
+                weight = w_p[cell]
+                for a in range(q):
+                    agg_k[s, a] += weight * kept_pair[cell, a]
+                    agg_e[s, a] += weight * elim_pair[cell, a]
     return grad_thresholds, grad_beta, _transpose_times(Zk, agg_k), _transpose_times(Ze, agg_e)
 
 
@@ -706,24 +906,152 @@ def _transpose_times(Z, agg):
     return out
 
 
-@njit(cache=True)
-def fixed_only(thresholds_extended, category, eta, system, n_thresholds, n_systems):
-    """-log-likelihood of the fixed-effects-only model and its gradient (thresholds, per-system eta).
+# ---------------------------------------------------------------------------------------------------------------
+# One evaluation of the Laplace objective in one call (issue 41): the parameter vector's unpacking, the mode
+# search, the gradient and its packing, which the Python glue did in a dozen numpy calls per evaluation.
 
-    Returns inf as the value when a probability underflows.
-    """
-    grad_thresholds, grad_systems = np.zeros(n_thresholds), np.zeros(n_systems)
+
+@njit(cache=True)
+def loadings_from_vector(vector, offset, Z, q_tuple, M):
+    """Fill M = Z L, L the Cholesky factor packed at vector[offset:] (its diagonal, then the strictly lower
+    elements column by column: the layout's order); offset < 0 (no such factor) leaves M = Z."""
+    q = len(q_tuple)
+    if offset < 0:
+        M[:, :] = Z
+        return
+    L = np.zeros((q, q))
+    for a in range(q):
+        L[a, a] = vector[offset + a]
+    k = offset + q
+    for col in range(q):
+        for row in range(col + 1, q):
+            L[row, col] = vector[k]
+            k += 1
+    for s in range(Z.shape[0]):
+        for b in range(q):
+            t = 0.0
+            for a in range(q):
+                t += Z[s, a] * L[a, b]
+            M[s, b] = t
+
+
+@njit(cache=True)
+def natural_from_optimiser(packed, n_thr):
+    """The layout's from_optimiser: thresholds from (theta_1, log increments)."""
+    out = packed.copy()
     total = 0.0
-    for i in range(eta.shape[0]):
-        c = category[i]
-        F_up, G_up, F_lo, G_lo, p = _category_probability(thresholds_extended, c, eta[i])
-        if not (p > 0.0) or not np.isfinite(p):
-            return np.inf, grad_thresholds, grad_systems
-        f_up, f_lo = F_up * G_up, F_lo * G_lo
-        total -= np.log(p)
-        grad_systems[system[i]] += (f_up - f_lo) / p
-        if c < n_thresholds:
-            grad_thresholds[c] -= f_up / p
-        if c > 0:
-            grad_thresholds[c - 1] += f_lo / p
-    return total, grad_thresholds, grad_systems
+    for j in range(1, n_thr):
+        total += np.exp(packed[j])
+        out[j] = packed[0] + total
+    return out
+
+
+@njit(cache=True)
+def gradient_to_optimiser(packed, gradient, n_thr):
+    """The layout's gradient_to_optimiser, in place on ``gradient``."""
+    tail = 0.0
+    for j in range(n_thr - 1, 0, -1):
+        tail += gradient[j]
+        gradient[j] = np.exp(packed[j]) * tail
+    gradient[0] = tail + gradient[0]
+
+
+@njit(cache=True)
+def _pack_cholesky_gradient(G, offset, q_tuple, out):
+    q = len(q_tuple)
+    for a in range(q):
+        out[offset + a] = G[a, a]
+    k = offset + q
+    for col in range(q):
+        for row in range(col + 1, q):
+            out[k] = G[row, col]
+            k += 1
+
+
+@njit(cache=True)
+def evaluate(vector, optimiser_coords, with_gradient, n_thr, off_k, off_e, Zk, Ze, q_tuple, category, system,
+             k_codes, e_codes, pair_code, n_k, n_e, pair_kept, pair_elim, couple_first, couple_second,
+             local_of_kept, comp_of_kept, comp_offset, comp_size, comp_members, comp_member_start, uk, ue,
+             use_previous, prev_d_inverse, prev_c_pairs, prev_x_pairs, prev_schur_inverse,
+             d_inverse, c_pairs, x_pairs, schur_inverse, tolerance, max_iterations, chord_steps,
+             chord_min_reduction, gradient_out):
+    """The Laplace negative log-likelihood at ``vector`` (natural or optimiser coordinates) and its gradient in
+    the same coordinates (into gradient_out, when asked): the mode search from (uk, ue), updated in place, and
+    the factorisation at the mode in (d_inverse, ...). Returns (status, nll, iterations, max|inner gradient|)."""
+    natural = natural_from_optimiser(vector, n_thr) if optimiser_coords else vector
+    n_systems = Ze.shape[0]
+    extended = np.empty(n_thr + 2)
+    extended[0] = -np.inf
+    extended[n_thr + 1] = np.inf
+    for j in range(n_thr):
+        extended[j + 1] = natural[j]
+    n = category.shape[0]
+    fixed = np.empty(n)
+    for i in range(n):
+        s = system[i]
+        fixed[i] = 0.0 if s == 0 else natural[n_thr + s - 1]
+    q = len(q_tuple)
+    Mk, Me = np.empty((n_systems, q)), np.empty((n_systems, q))
+    loadings_from_vector(natural, off_k, Zk, q_tuple, Mk)
+    loadings_from_vector(natural, off_e, Ze, q_tuple, Me)
+    g, w = np.empty(n), np.empty(n)
+    status, value, log_det, iterations, max_grad = mode_search(
+        extended, category, fixed, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept,
+        pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size, comp_members,
+        comp_member_start, uk, ue, use_previous, prev_d_inverse, prev_c_pairs, prev_x_pairs, prev_schur_inverse,
+        d_inverse, c_pairs, x_pairs, schur_inverse, g, w, tolerance, max_iterations, chord_steps,
+        chord_min_reduction)
+    if status != OK:
+        return status, value, iterations, max_grad
+    nll = value + 0.5 * log_det
+    if with_gradient:
+        g_thr, g_beta, g_kept, g_elim = gradient(
+            extended, category, fixed, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, Zk, Ze, n_k, n_e,
+            pair_kept, pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
+            comp_members, comp_member_start, uk, ue, d_inverse, c_pairs, x_pairs, schur_inverse, n_thr, n_systems)
+        gradient_out[:] = 0.0
+        gradient_out[:n_thr] = g_thr
+        gradient_out[n_thr:n_thr + n_systems - 1] = g_beta[1:]
+        if off_k >= 0:
+            _pack_cholesky_gradient(g_kept, off_k, q_tuple, gradient_out)
+        _pack_cholesky_gradient(g_elim, off_e, q_tuple, gradient_out)
+        if optimiser_coords:
+            gradient_to_optimiser(vector, gradient_out, n_thr)
+    return status, nll, iterations, max_grad
+
+
+@njit(cache=True)
+def fixed_only_packed(packed, counts, n_thr):
+    """The fixed-effects-only (clm) model's -log-likelihood in its optimiser's coordinates (theta_1, log
+    increments, effects) and its gradient there, from the judgements' counts by (system, category): (1e300,
+    zeros) where a probability underflows."""
+    n_systems, n_categories = counts.shape
+    extended = np.empty(n_thr + 2)
+    extended[0] = -np.inf
+    extended[n_thr + 1] = np.inf
+    natural = natural_from_optimiser(packed, n_thr)
+    for j in range(n_thr):
+        extended[j + 1] = natural[j]
+    out = np.zeros(packed.shape[0])
+    total = 0.0
+    for s in range(n_systems):
+        eta = 0.0 if s == 0 else packed[n_thr + s - 1]
+        for c in range(n_categories):
+            count = counts[s, c]
+            if count == 0.0:
+                continue
+            F_up, G_up = _tails(extended[c + 1] - eta)
+            F_lo, G_lo = _tails(extended[c] - eta)
+            p = G_lo - G_up if (extended[c + 1] - eta) + (extended[c] - eta) > 0 else F_up - F_lo
+            if not (p > 0.0):
+                return 1e300, np.zeros(packed.shape[0])
+            total -= count * np.log(p)
+            up, lo = count * F_up * G_up / p, count * F_lo * G_lo / p
+            if s > 0:
+                out[n_thr + s - 1] += up - lo
+            if c < n_thr:
+                out[c] -= up
+            if c > 0:
+                out[c - 1] += lo
+    gradient_to_optimiser(packed, out, n_thr)
+    return total, out

@@ -214,7 +214,7 @@ def test_failing_compiled_kernels_fall_back_to_numpy_with_a_warning(monkeypatch,
     def broken(*args, **kwargs):
         raise TypeError("simulated compilation failure")
 
-    monkeypatch.setattr(_clmm_numba, "mode_search", broken)
+    monkeypatch.setattr(_clmm_numba, "evaluate", broken)  # the kernel a fit calls (one per evaluation)
     try:
         with pytest.warns(RuntimeWarning, match="numpy instead"):
             assert not clmm.set_accelerator(True)
@@ -232,7 +232,7 @@ def test_kernels_failing_for_a_later_dimension_fall_back_to_numpy_before_the_fit
     from simdesign import _clmm_numba
     from simdesign.clmm.compiled import _accelerator
 
-    working = _clmm_numba.mode_search
+    working = _clmm_numba.evaluate
 
     def fails_for_q5(*args):
         if any(isinstance(arg, tuple) and len(arg) == 5 for arg in args):
@@ -241,7 +241,7 @@ def test_kernels_failing_for_a_later_dimension_fall_back_to_numpy_before_the_fit
 
     clmm.set_accelerator(False)
     numpy_fit = clmm.fit(small_frame, "maximal")
-    monkeypatch.setattr(_clmm_numba, "mode_search", fails_for_q5)
+    monkeypatch.setattr(_clmm_numba, "evaluate", fails_for_q5)
     try:
         assert clmm.set_accelerator(True)  # q = 1 compiles
         with pytest.warns(RuntimeWarning, match="numpy instead"):
@@ -381,6 +381,7 @@ def test_numerical_failure_becomes_error_status(small_frame, monkeypatch):
         raise clmm.ModeSearchError("simulated breakdown")
 
     monkeypatch.setattr(clmm.laplace, "_mode", broken)  # where _laplace looks it up
+    monkeypatch.setattr(clmm.compiled._CompiledEvaluation, "__call__", broken)  # the compiled kernels' evaluation
     result = clmm.fit(small_frame, "intercepts")
     assert result.status == "error"
     assert not result.converged
@@ -492,6 +493,7 @@ def test_summary_of_a_failed_fit_prints_without_numbers(small_frame, monkeypatch
         raise clmm.ModeSearchError("simulated breakdown")
 
     monkeypatch.setattr(clmm.laplace, "_mode", broken)  # where _laplace looks it up
+    monkeypatch.setattr(clmm.compiled._CompiledEvaluation, "__call__", broken)  # the compiled kernels' evaluation
     text = str(clmm.fit(small_frame, "intercepts").summary())
     assert _header_value(text, "Status:") == "error"
     assert "simulated breakdown" in text

@@ -15,8 +15,8 @@ on the boundary, as R's do), and spherical random effects ``b = L u``,
 ``u ~ N(0, I)``. The Laplace log-likelihood is the same quantity ordinal
 computes, so log-likelihoods can be compared directly.
 
-Why it is fast (about 0.3 s of CPU for the maximal model on the paper's
-1500 judgements, where ``ordinal::clmm`` takes minutes):
+Why it is fast (docs/performance.md has the measured times; ``ordinal::clmm``
+takes minutes for the maximal model on the paper's 1500 judgements):
 
 - The inner mode search (Newton steps in the random effects) uses the
   model's structure: the random-effects Hessian ``H`` is block diagonal within
@@ -36,10 +36,19 @@ Why it is fast (about 0.3 s of CPU for the maximal model on the paper's
   fit, because numpy's per-call overhead on thousands of tiny blocks is gone.
   The random-effects design row depends on the system only, so the kernels
   use per-system loadings ``Z_s L`` and sum weights by (level, system) before
-  forming the q x q blocks. ``SIMDESIGN_CLMM_NUMBA=0`` (or
+  forming the q x q blocks; per observation they form scalars only (the
+  q-vectors of the gradient are formed per (level, system) and (pair, system)
+  cell). One evaluation of the objective (the parameter vector's unpacking,
+  the mode search, the gradient) is one kernel call, whose passes over the
+  observations vectorise (branch-free, with exp and log written out), and the
+  optimiser is scipy's L-BFGS-B driven directly (``lbfgsb``: the same
+  iterates as ``scipy.optimize.minimize``, without its wrappers); the pairs,
+  couples and components of a design are found once for all its trials
+  (issue 41). ``SIMDESIGN_CLMM_NUMBA=0`` (or
   :func:`set_accelerator`) switches back to the numpy code. The kernels are
   compiled for each random-effects dimension q (loops of known length): the
-  first fit with a new q compiles them (20-40 s, once; cached on disk).
+  first fit with a new q compiles them (a minute, once, with a one-line note;
+  cached on disk; :func:`warm_up` does it ahead for q = 1 and 5).
 
 With several boundary optima (a maximal model and few annotators), the one
 reached from ordinal's start depends on the reference system. The refit rule
@@ -61,7 +70,8 @@ random-effects Hessian), ``terms`` (per-observation likelihood pieces),
 kernels), ``laplace`` (mode search, Laplace value and analytic gradient),
 ``layout`` (parameter packing and the objective), ``codings`` (moving a
 parameter vector to another reference system, exactly), ``results``
-(:class:`ClmmResult` and its :meth:`~ClmmResult.summary`) and ``optimise``
+(:class:`ClmmResult` and its :meth:`~ClmmResult.summary`), ``lbfgsb`` (scipy's
+L-BFGS-B without ``minimize``'s wrappers) and ``optimise``
 (:func:`fit`: restarts, boundary escapes, the refit rule, Hessian). Import from
 ``simdesign.clmm``: it re-exports the public names (and, for tests and
 scripts, the private ones).
@@ -183,6 +193,7 @@ from simdesign.clmm.optimise import (  # noqa: F401 - re-exported
     _starting_values,
     fit,
     set_accelerator,
+    warm_up,
 )
 
 __all__ = [
@@ -191,5 +202,5 @@ __all__ = [
     "INNER_MAX_ITERATIONS", "ModeSearchError", "NULL_EIGENVALUE_TOLERANCE", "NULL_FIXED_LOADING",
     "REFIT_STATUSES", "RESTARTS", "RESTART_GRADIENT", "SINGULAR_TOLERANCE", "STARTS_MIN_GAIN", "START_RULES",
     "STRUCTURES", "TERM_FORMS", "TERM_NAMES",
-    "fit", "is_nested", "set_accelerator", "term_forms",
+    "fit", "is_nested", "set_accelerator", "term_forms", "warm_up",
 ]

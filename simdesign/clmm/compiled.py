@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse import csgraph
 
-from simdesign.clmm.prepare import _Problem
+from simdesign.clmm.prepare import _Problem, _design_structure
 from simdesign.clmm.terms import (
     CHORD_MIN_REDUCTION, CHORD_STEPS, INNER_GRADIENT_TOLERANCE, INNER_MAX_ITERATIONS, ModeSearchError,
     _ObservationTerms,
@@ -58,6 +58,16 @@ def _unchecked(q: int) -> bool:
     return _accelerator() is not None and q not in _checked
 
 
+def _compiled_for(q: int) -> bool:
+    """Whether numba's on-disk cache holds the evaluation kernel for random effects of dimension q (True when
+    that cannot be told: the question only decides whether a fit says that it compiles first)."""
+    try:
+        index = _accelerator().evaluate._cache._cache_file._load_index()  # numba internals: any failure is True
+        return any(str(argument) == f"UniTuple(int64 x {q})" for key in index for argument in key[0])
+    except Exception:  # noqa: BLE001
+        return True
+
+
 def _mark_checked(q: int, usable: bool) -> None:
     """Record the check's verdict for dimension q; unusable kernels are dropped (the numpy path runs)."""
     global _kernels
@@ -92,8 +102,15 @@ class _CompiledFactorisation:
 
 
 def _compiled_arrays(problem: _Problem) -> _CompiledArrays:
-    if problem.compiled is not None:
-        return problem.compiled
+    if problem.compiled is None:  # found once per design (prepare._design_structure)
+        entry = _design_structure(problem)
+        if "compiled" not in entry:
+            entry["compiled"] = _find_compiled_arrays(problem)
+        problem.compiled = entry["compiled"]
+    return problem.compiled
+
+
+def _find_compiled_arrays(problem: _Problem) -> _CompiledArrays:
     n, n_systems = problem.n_obs, problem.n_systems
     system_z = np.zeros((n_systems, problem.q))
     system_z[problem.system_code] = problem.z  # the design row depends on the system only
@@ -121,9 +138,8 @@ def _compiled_arrays(problem: _Problem) -> _CompiledArrays:
                   members.astype(np.int64), member_start.astype(np.int64))
         z_kept, n_k = system_z, kept.n_levels
         schur_size, n_pairs = int((widths * widths).sum()), len(problem.pair_kept)
-    problem.compiled = _CompiledArrays(structure=structure, blocks=blocks, n_k=n_k, n_e=elim.n_levels,
-                                       z_kept=z_kept, z_elim=system_z, schur_size=schur_size, n_pairs=n_pairs)
-    return problem.compiled
+    return _CompiledArrays(structure=structure, blocks=blocks, n_k=n_k, n_e=elim.n_levels, z_kept=z_kept,
+                           z_elim=system_z, schur_size=schur_size, n_pairs=n_pairs)
 
 
 def _compiled_loadings(problem: _Problem, arrays: _CompiledArrays, cholesky: dict):
@@ -172,14 +188,7 @@ def _mode_compiled(kernels, problem: _Problem, thresholds, beta_full, cholesky, 
         use_previous, old.d_inverse, old.c_pairs, old.x_pairs, old.schur_inverse,
         fact.d_inverse, fact.c_pairs, fact.x_pairs, fact.schur_inverse, g, w,
         INNER_GRADIENT_TOLERANCE, INNER_MAX_ITERATIONS, CHORD_STEPS, CHORD_MIN_REDUCTION)
-    if status == kernels.UNDERFLOW:
-        raise ModeSearchError("a category probability underflowed to zero")
-    if status == kernels.NOT_POSITIVE_DEFINITE:
-        raise np.linalg.LinAlgError("Matrix is not positive definite")
-    if status == kernels.NO_MODE:
-        raise ModeSearchError(f"no random-effects mode after {iterations} Newton steps (max|grad| {max_grad:.2g})")
-    if status == kernels.HALVING_FAILED:
-        raise ModeSearchError(f"Newton step halving failed (max|grad| {max_grad:.2g})")
+    _raise_for_status(kernels, status, iterations, max_grad)
     fact.log_det = float(log_det)
     fact.loadings = (loading_kept, loading_elim)
     fact.inputs = (extended, fixed)
@@ -210,3 +219,57 @@ def _gradient_compiled(kernels, problem: _Problem, u: dict, fact: _CompiledFacto
     if kept is not None:
         grad_cholesky[kept.name] = g_kept
     return g_thr, g_beta[1:], grad_cholesky
+
+
+def _raise_for_status(kernels, status: int, iterations: int, max_grad: float) -> None:
+    """The exception of a mode search that failed (the numpy code's exceptions); nothing for OK."""
+    if status == kernels.UNDERFLOW:
+        raise ModeSearchError("a category probability underflowed to zero")
+    if status == kernels.NOT_POSITIVE_DEFINITE:
+        raise np.linalg.LinAlgError("Matrix is not positive definite")
+    if status == kernels.NO_MODE:
+        raise ModeSearchError(f"no random-effects mode after {iterations} Newton steps (max|grad| {max_grad:.2g})")
+    if status == kernels.HALVING_FAILED:
+        raise ModeSearchError(f"Newton step halving failed (max|grad| {max_grad:.2g})")
+
+
+class _CompiledEvaluation:
+    """One problem's Laplace objective as a single kernel call (``_clmm_numba.evaluate``): the parameter
+    vector's unpacking, the mode search, the gradient and its packing, with the problem's arrays bound once.
+
+    The same algorithm and arithmetic as :func:`_mode_compiled` followed by :func:`_gradient_compiled` (to
+    rounding), without the dozen numpy calls per evaluation around them (issue 41).
+    """
+
+    def __init__(self, kernels, problem: _Problem, n_thr: int, offsets: dict):
+        arrays = _compiled_arrays(problem)
+        self.kernels = kernels
+        self.kept, self.elim = problem.kept, problem.eliminated
+        self.q = problem.q
+        off_k = offsets[self.kept.name] if self.kept is not None else -1
+        system, k_codes, e_codes, pair_code = arrays.structure
+        self.bound = (n_thr, off_k, offsets[self.elim.name], arrays.z_kept, arrays.z_elim, (0,) * self.q,
+                      problem.category, system, k_codes, e_codes, pair_code, arrays.n_k, arrays.n_e, *arrays.blocks)
+        self.shapes = ((arrays.n_e, self.q, self.q), (arrays.n_pairs, self.q, self.q), arrays.schur_size)
+
+    def __call__(self, vector: np.ndarray, optimiser: bool, with_gradient: bool, mode: dict, previous):
+        """(nll, gradient or None, mode, factorisation, inner iterations) at ``vector``; raises as _mode does."""
+        kept, elim = self.kept, self.elim
+        u_kept = mode[kept.name].copy() if kept is not None else np.zeros((0, self.q))
+        u_elim = mode[elim.name].copy()
+        d_shape, pair_shape, schur_size = self.shapes
+        fact = _CompiledFactorisation(log_det=float("nan"), d_inverse=np.empty(d_shape), c_pairs=np.empty(pair_shape),
+                                      x_pairs=np.empty(pair_shape), schur_inverse=np.empty(schur_size))
+        use_previous = isinstance(previous, _CompiledFactorisation)
+        old = previous if use_previous else fact
+        gradient = np.empty(len(vector))
+        status, nll, iterations, max_grad = self.kernels.evaluate(
+            np.ascontiguousarray(vector, dtype=float), optimiser, with_gradient, *self.bound, u_kept, u_elim,
+            use_previous, old.d_inverse, old.c_pairs, old.x_pairs, old.schur_inverse,
+            fact.d_inverse, fact.c_pairs, fact.x_pairs, fact.schur_inverse,
+            INNER_GRADIENT_TOLERANCE, INNER_MAX_ITERATIONS, CHORD_STEPS, CHORD_MIN_REDUCTION, gradient)
+        _raise_for_status(self.kernels, status, iterations, max_grad)
+        new_mode = {elim.name: u_elim}
+        if kept is not None:
+            new_mode[kept.name] = u_kept
+        return float(nll), (gradient if with_gradient else None), new_mode, fact, int(iterations)

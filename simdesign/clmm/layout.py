@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from simdesign.clmm.compiled import _CompiledEvaluation, _accelerator
 from simdesign.clmm.laplace import _laplace
 from simdesign.clmm.prepare import _Problem
 from simdesign.clmm.terms import ModeSearchError
@@ -112,8 +113,22 @@ class _Objective:
         self.factorisation = None
         self.evaluations = 0
         self.inner_iterations = 0
+        kernels = _accelerator()
+        # with the compiled kernels, one kernel call per evaluation (the same algorithm as _laplace's)
+        self.compiled = None if kernels is None else _CompiledEvaluation(kernels, problem, layout.n_thr,
+                                                                         layout.cholesky_offsets())
+
+    def _evaluate_compiled(self, vector, optimiser: bool, with_gradient: bool):
+        nll, gradient, mode, factorisation, iterations = self.compiled(vector, optimiser, with_gradient, self.mode,
+                                                                       self.factorisation)
+        self.mode, self.factorisation = mode, factorisation
+        self.evaluations += 1
+        self.inner_iterations += iterations
+        return nll, gradient
 
     def natural(self, natural_vector, with_gradient=True):
+        if self.compiled is not None:
+            return self._evaluate_compiled(natural_vector, False, with_gradient)
         thresholds, beta, cholesky = self.layout.unpack(natural_vector)
         laplace = _laplace(self.problem, thresholds, beta, cholesky, self.mode, with_gradient, self.factorisation)
         self.mode = laplace.mode
@@ -126,6 +141,11 @@ class _Objective:
         return laplace.nll, self.layout.pack(g_thr, g_beta, g_chol)
 
     def optimiser(self, packed):
+        if self.compiled is not None:
+            try:
+                return self._evaluate_compiled(packed, True, True)
+            except (ModeSearchError, np.linalg.LinAlgError):
+                return 1e300, np.zeros_like(packed)
         try:
             nll, gradient = self.natural(self.layout.from_optimiser(packed))
         except (ModeSearchError, np.linalg.LinAlgError):

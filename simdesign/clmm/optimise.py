@@ -5,20 +5,21 @@ Part of :mod:`simdesign.clmm`; the model and the algorithm are described in that
 """
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
 
 from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
 from simdesign.core.threads import single_threaded
 from simdesign.stats.contrasts import relative_cholesky_is_singular
 
+from simdesign.clmm import lbfgsb
 from simdesign.clmm.codings import map_coding
-from simdesign.clmm.compiled import _accelerator, _mark_checked, _reset, _unchecked
+from simdesign.clmm.compiled import _accelerator, _compiled_for, _mark_checked, _reset, _unchecked
 from simdesign.clmm.layout import _Layout, _Objective
 from simdesign.clmm.prepare import TERM_NAMES, _Problem, _prepare, _structure_label
 from simdesign.clmm.results import ClmmResult
@@ -79,6 +80,11 @@ def _check_kernels(problem: _Problem | None = None) -> None:
                            "x")
     if not _unchecked(problem.q):
         return
+    if not _compiled_for(problem.q):
+        # the one wait of a fresh install (or of a new q): say what it is, once (warm_up does it ahead)
+        sys.stderr.write(f"simdesign: compiling clmm_native's kernels for {problem.q} random effect(s) per level "
+                         "(once; cached on disk; `python -c 'import simdesign.clmm as m; m.warm_up()'` does it "
+                         "ahead)\n")
     layout = _Layout(problem)
     try:
         _Objective(problem, layout).natural(_starting_values(problem, layout))
@@ -91,6 +97,21 @@ def _check_kernels(problem: _Problem | None = None) -> None:
         _mark_checked(problem.q, False)
         return
     _mark_checked(problem.q, True)
+
+
+def warm_up() -> bool:
+    """Compile the kernels (or load them from numba's on-disk cache) for random intercepts and for the maximal
+    structure with five systems, so that no study pays for it; True when the compiled kernels are in use.
+
+    ``python -c "import simdesign.clmm as m; m.warm_up()"`` after installing the ``fast`` extra
+    (scripts/setup.sh runs it); another number of systems with slopes compiles once more at its first fit.
+    """
+    from simdesign import BlockDesign, load_model
+
+    study = load_model("coherence").sample(BlockDesign(2, 3, 2), np.random.default_rng(0))
+    for structure in ("intercepts", "maximal"):
+        fit(study, structure, starts="single")
+    return _accelerator() is not None
 
 
 def set_accelerator(enabled: bool) -> bool:
@@ -116,21 +137,17 @@ def _starting_values(problem: _Problem, layout: _Layout) -> np.ndarray:
     n_thr = layout.n_thr
 
     kernels = _accelerator()
+    if kernels is not None:  # the compiled objective sums over the judgements' counts by (system, category)
+        n_categories = len(problem.categories)
+        cell_counts = np.bincount(problem.system_code * n_categories + problem.category,
+                                  minlength=problem.n_systems * n_categories).astype(float)
+        cell_counts = cell_counts.reshape(problem.n_systems, n_categories)
 
     def fixed_only_nll(packed):
+        if kernels is not None:
+            return kernels.fixed_only_packed(packed, cell_counts, n_thr)
         thresholds = packed[0] + np.concatenate([[0.0], np.cumsum(np.exp(packed[1:n_thr]))])
         beta_full = np.concatenate([[0.0], packed[n_thr:]])
-        if kernels is not None:
-            value, g_thr, g_systems = kernels.fixed_only(
-                np.concatenate([[-np.inf], thresholds, [np.inf]]), problem.category,
-                beta_full[problem.system_code], problem.system_code, n_thr, problem.n_systems)
-            if not np.isfinite(value):
-                return 1e300, np.zeros_like(packed)
-            g_packed = np.concatenate([g_thr, g_systems[1:]])
-            tail_sums = np.cumsum(g_thr[::-1])[::-1]
-            g_packed[0] = g_thr.sum()
-            g_packed[1:n_thr] = np.exp(packed[1:n_thr]) * tail_sums[1:]
-            return value, g_packed
         try:
             terms = _observation_terms(problem, thresholds, beta_full[problem.system_code], third_order=True)
         except ModeSearchError:
@@ -144,7 +161,7 @@ def _starting_values(problem: _Problem, layout: _Layout) -> np.ndarray:
 
     packed = start.copy()
     packed[1:n_thr] = np.log(np.maximum(np.diff(start[:n_thr]), 1e-3))
-    solution = optimize.minimize(fixed_only_nll, packed, jac=True, method="L-BFGS-B")
+    solution = lbfgsb.minimize(fixed_only_nll, packed)
     thresholds = solution.x[0] + np.concatenate([[0.0], np.cumsum(np.exp(solution.x[1:n_thr]))])
     cholesky = {name: np.eye(problem.q) for name in layout.names}
     start = layout.pack(thresholds, solution.x[n_thr:], cholesky)
@@ -349,8 +366,7 @@ def _boundary_escape(objective: _Objective, layout: _Layout, solution) -> np.nda
 def _minimise(objective: _Objective, layout: _Layout, start: np.ndarray, bounds: list, options: dict,
               restart_gradient: float):
     """L-BFGS-B from ``start``, restarted (at most RESTARTS times) off the boundary or while not flat."""
-    solution = optimize.minimize(objective.optimiser, start, jac=True, method="L-BFGS-B", bounds=bounds,
-                                 options=options)
+    solution = lbfgsb.minimize(objective.optimiser, start, bounds, options)
     for _ in range(RESTARTS):
         # L-BFGS-B can stop on a tiny relative decrease in a flat valley, or on a saddle at the boundary:
         # restart from a probe off the boundary, or afresh (new history) while the gradient is not flat.
@@ -359,8 +375,7 @@ def _minimise(objective: _Objective, layout: _Layout, start: np.ndarray, bounds:
             restart = solution.x
         if restart is None:
             break
-        solution = optimize.minimize(objective.optimiser, restart, jac=True, method="L-BFGS-B", bounds=bounds,
-                                     options=options)
+        solution = lbfgsb.minimize(objective.optimiser, restart, bounds, options)
     return solution
 
 

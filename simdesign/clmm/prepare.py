@@ -63,6 +63,7 @@ class _Problem:
     couple_second: np.ndarray | None = None
     n_couples: int = 0
     compiled: object = None  # _CompiledArrays, built on first use by the compiled kernels
+    design_key: tuple | None = None  # the design's index arrays, as the key of _DESIGN_CACHE
     n_levels: dict | None = None  # term name -> levels in the data, fitted or not (reported with the fit)
 
     @property
@@ -332,8 +333,39 @@ def _prepare(judgements, structure, reference) -> _Problem:
     return problem
 
 
+# The structures found from a design's index arrays alone (its level pairs and couples; the compiled kernels'
+# arrays, simdesign.clmm.compiled), by those arrays: the trials of a simulated design share them, so each is found
+# once (issue 41). The last few designs are kept.
+_DESIGN_CACHE: dict = {}
+_DESIGN_CACHE_SIZE = 8
+
+
+def _design_structure(problem: _Problem) -> dict:
+    """The cache entry of the problem's design: its random-effects dimension and index arrays (not the scores)."""
+    if problem.design_key is None:
+        codes = tuple(f.codes.tobytes() for f in (problem.eliminated, problem.kept) if f is not None)
+        problem.design_key = (problem.q, problem.z.shape, problem.system_code.tobytes(),
+                              tuple(f.n_levels for f in (problem.eliminated, problem.kept) if f is not None), codes)
+    entry = _DESIGN_CACHE.get(problem.design_key)
+    if entry is None:
+        if len(_DESIGN_CACHE) >= _DESIGN_CACHE_SIZE:
+            _DESIGN_CACHE.pop(next(iter(_DESIGN_CACHE)))
+        entry = _DESIGN_CACHE[problem.design_key] = {}
+    return entry
+
+
 def _prepare_pairs(problem: _Problem) -> None:
     """Index the (kept, eliminated) level pairs that couple the two factors in the Hessian."""
+    entry = _design_structure(problem)
+    if "pairs" not in entry:
+        entry["pairs"] = _find_pairs(problem)
+    (problem.pair_code, problem.pair_kept, problem.pair_eliminated, problem.couple_first,
+     problem.couple_second) = entry["pairs"]
+    problem.n_couples = len(problem.couple_first)
+
+
+def _find_pairs(problem: _Problem) -> tuple:
+    """(pair of each observation, kept and eliminated level of each pair, couples' first and second pair)."""
     kept, elim = problem.kept, problem.eliminated
     pair_key = kept.codes * elim.n_levels + elim.codes
     unique_keys, pair_code = np.unique(pair_key, return_inverse=True)
@@ -346,10 +378,7 @@ def _prepare_pairs(problem: _Problem) -> None:
     first = np.repeat(order, repeats)
     within = np.arange(len(first)) - np.repeat(np.cumsum(repeats) - repeats, repeats)
     second = order[np.repeat(level_start[pair_elim[order]], repeats) + within]
-    problem.pair_code = pair_code
-    problem.pair_kept, problem.pair_eliminated = pair_kept, pair_elim
-    problem.couple_first, problem.couple_second = first, second
-    problem.n_couples = len(first)
+    return pair_code, pair_kept, pair_elim, first, second
 
 
 @dataclass
