@@ -85,6 +85,24 @@ def test_ipw_study_equals_ipw_ppi_mean_when_every_output_has_one_human_score():
         assert row["lam"].iloc[0] == pytest.approx(expected.lam, abs=1e-12)
 
 
+def test_the_hajek_form_divides_the_weighted_rectifier_by_the_weights():
+    rng = np.random.default_rng(5)
+    documents = 50
+    judge = rng.normal(5.0, 1.0, size=(2, documents))
+    probability = rng.uniform(0.2, 0.9, documents)
+    sent = rng.random(documents) < probability
+    human = 0.5 * judge + rng.normal(1.0, 1.0, judge.shape)
+    human_sum, count = np.zeros((2, 1, documents)), np.zeros((2, 1, documents))
+    human_sum[:, 0, sent], count[:, 0, sent] = human[:, sent], 1.0
+    rows = ipw_study(judge, human_sum, count, probability, ("a", "b"), rng, resamples=20)
+    f = sent / probability
+    expected = judge[0].mean() + np.sum(f * (np.where(sent, human[0], 0) - judge[0])) / f.sum()
+    row = rows[(rows["target"] == "a") & (rows["estimator"] == "hajek_ppi") & (rows["interval"] == "independent")]
+    assert row["estimate"].iloc[0] == pytest.approx(expected, abs=1e-12)
+    tuned = rows[(rows["target"] == "a") & (rows["estimator"] == "hajek_ppi++")]
+    assert 0 <= tuned["lam"].iloc[0] <= 1
+
+
 def test_a_judge_config_is_recognised_and_its_problems_named_at_once():
     assert study_kind({k: v for k, v in SMALL.items() if k != "study"}) == "judge"
     bad = {**SMALL, "select": "cheapest", "documents": 5, "judge": {"bias": {"GPT": 1.0}}}

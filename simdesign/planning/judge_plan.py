@@ -17,7 +17,7 @@ model, ``search`` over human designs, trials and confidence) plus the judge:
 The plan is decided several times by the planner's own procedure (:func:`~simdesign.planning.plan_search.
 decide_plan`: adaptive search, then confirmation on fresh trials), once per *variant*: ``humans only`` (the
 human-only estimator) and, for each ``select``, ``judge + <select>`` (PPI++; with ``least_certain``, the
-inverse-probability-weighted PPI++). A candidate's power is the share of (trial, target pair) with a right
+inverse-probability-weighted PPI++ in its Hajek form, :mod:`simdesign.stats.judge_ipw`). A candidate's power is the share of (trial, target pair) with a right
 rejection (p < alpha, the sign of the true difference) of the variant's estimator with the chosen interval, on
 studies of the judge-plus-human study kind (:func:`simdesign.simulation.judge_study.trial_rows`, the same trial
 for the same design, seed and selection: humans-only and judge + random read the same studies). So each
@@ -60,6 +60,7 @@ INTERVALS = ("clustered", "clustered_t")
 HUMANS_ONLY = "humans only"
 OUTCOMES_DIR = "judge_outcomes"
 KEPT = ("trial", "target", "estimator", "interval", "estimate", "low", "high", "p_value", "lam", "truth")
+OUTCOMES_VERSION = 2  # what a least-certain trial holds (2: with the Hajek IPW rows): part of its files' key
 PLACEHOLDER_TEST = "ttest_doc"  # the planner's candidates are (design, test); a judge plan's test is its estimator
 
 
@@ -92,7 +93,7 @@ def is_judge_plan(raw) -> bool:
 def variant_estimator(variant: str) -> str:
     if variant == HUMANS_ONLY:
         return "human_only"
-    return "ipw_ppi++" if variant.endswith("least_certain") else "ppi++"
+    return "hajek_ppi++" if variant.endswith("least_certain") else "ppi++"
 
 
 def variant_select(variant: str) -> str:
@@ -194,7 +195,8 @@ class _TrialFiles:
     def _path(self, select: str, label: str) -> Path:
         study = self.config.studies[select]
         key = stable_digest({"judge_study": study.raw | {"designs": None, "name": None}, "design": label,
-                             "model": study.model.to_dict()})[:12]
+                             "model": study.model.to_dict(),
+                             **({"version": OUTCOMES_VERSION} if select == "least_certain" else {})})[:12]
         return self.directory / select / f"{label}-{key}.parquet"
 
     def get(self, select: str, label: str) -> pd.DataFrame:
@@ -287,12 +289,15 @@ def run_judge_plan(config: JudgePlan, out_dir: Path, progress: bool = False) -> 
     results = {}
     for variant, plan in config.plans.items():
         outcomes = JudgeOutcomes(config, variant, files)
-        try:
-            results[variant] = decide_plan(plan, outcomes, progress=progress)
+        try:  # the planner's own progress lines would name its placeholder test: one line per variant instead
+            results[variant] = decide_plan(plan, outcomes, progress=False)
         finally:
             files.save()
         if progress:
-            print(f"{variant}: {outcomes.new_studies} studies simulated", flush=True)
+            pick = results[variant].recommended
+            print(f"{variant}: {outcomes.new_studies} studies simulated; "
+                  f"{'nothing recommended' if pick is None else 'recommended ' + pick.candidate.design.label}",
+                  flush=True)
     return JudgePlanResult(config, results, files)
 
 

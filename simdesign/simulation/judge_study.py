@@ -23,9 +23,9 @@ the same on every backend and can be replayed alone): the documents' random part
 (:func:`~simdesign.core.seeds.data_rng`), each judge's noise (:func:`~simdesign.core.seeds.judge_rng`), the
 selection, then the human design's assignment, annotator effects and noise (the data stream again), then
 :func:`simdesign.stats.ppi.ppi_study` (its bootstrap from an analysis stream). A row per target (each system's
-mean, each pair's difference) x estimator (human_only, judge_only, ppi, ppi++, judge_bias; ipw_ppi and
-ipw_ppi++ with ``least_certain``) x interval (``clustered``: two-way annotator/document bootstrap;
-``clustered_t``: the same with the few-clusters corrections of :func:`simdesign.stats.judge_ipw.few_clusters_rows`,
+mean, each pair's difference) x estimator (human_only, judge_only, ppi, ppi++, judge_bias; with
+``least_certain`` also ipw_ppi, ipw_ppi++ and their Hajek forms hajek_ppi, hajek_ppi++) x interval
+(``clustered``: two-way annotator/document bootstrap; ``clustered_t``: the same with the few-clusters corrections of :func:`simdesign.stats.judge_ipw.few_clusters_rows`,
 SE x sqrt(G / (G - 1)) and a t quantile on G - 1 degrees of freedom, G the annotators; ``independent``):
 estimate, low, high, p_value, ``truth`` and ``covered`` (the interval holds the truth), ``rejected`` (pairs:
 p < alpha).

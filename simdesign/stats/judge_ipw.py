@@ -14,6 +14,17 @@ differences ``J_a - J_b`` and ``H_a - H_b`` (paired by document). ``lam = 1`` is
 ``var(psi)`` (clipped to [0, 1]) as :func:`simdesign.stats.ppi.ipw_ppi_mean` does: on independent scores the two
 agree (tests/test_judge_study.py).
 
+The Horvitz-Thompson mean divides the weighted rectifier by the number of documents D; when the judge's scale or
+level differs from the humans' (a 1-10 judge of 1-7 scores), ``H - lam * J`` has a large mean and the random
+weights ``sent / p`` turn it into variance. The Hajek form (``hajek_ppi``, ``hajek_ppi++``) divides by the weights'
+sum instead::
+
+    estimate = lam * mean(J) + sum_d f_d (H_d - lam J_d) / sum_d f_d        f_d = sent_d / p_d
+
+consistent (not exactly unbiased) and far less variable there; its ``independent`` SE is from its influence
+values ``psi_d = lam J_d + r + (f_d / mean f) (H_d - lam J_d - r)`` (r the weighted rectifier), and PPI++'s
+weight minimises their variance (clipped to [0, 1]).
+
 Intervals (normal, ``estimate -/+ z se``):
 
 * ``independent``: ``se = std(psi) / sqrt(D)`` (documents independent, annotators ignored: each human mean is
@@ -31,7 +42,7 @@ import pandas as pd
 
 from simdesign.stats.ppi import normal_p_value, z_quantile
 
-IPW_ESTIMATORS = ("ipw_ppi", "ipw_ppi++")
+IPW_ESTIMATORS = ("ipw_ppi", "ipw_ppi++", "hajek_ppi", "hajek_ppi++")
 
 
 def _ipw_lambda(judge: np.ndarray, human: np.ndarray, sent: np.ndarray, probability: np.ndarray) -> float:
@@ -92,10 +103,42 @@ def ipw_study(judge: np.ndarray, human_sum: np.ndarray, count: np.ndarray, proba
                                                boot[key[0]] - boot[key[1]])
         else:
             judged, point_human, boot_human = judge[key], point[key], boot[key]
-        lams = {"ipw_ppi": 1.0, "ipw_ppi++": _ipw_lambda(judged, point_human, sent, probability)}
+        factor = sent / probability
+        lams = {"ipw_ppi": 1.0, "ipw_ppi++": _ipw_lambda(judged, point_human, sent, probability),
+                "hajek_ppi": 1.0, "hajek_ppi++": _hajek_lambda(judged, point_human, factor)}
         rows += _ipw_rows(key, systems, judged, point_human, boot_human, sent, probability, weights_docs, lams, z,
                           level)
     return pd.DataFrame(rows)
+
+
+def _hajek_lambda(judge: np.ndarray, human: np.ndarray, factor: np.ndarray) -> float:
+    """The weight minimising the variance of the Hajek form's influence values, clipped to [0, 1]."""
+    if not factor.sum() > 0:
+        return 0.0
+    scaled = factor / factor.mean()
+    a = scaled * (human - np.sum(factor * human) / factor.sum())
+    b = (1 - scaled) * (judge - np.sum(factor * judge) / factor.sum())
+    spread = b.var()
+    if not spread > 0:
+        return 0.0
+    return float(np.clip(-np.mean((a - a.mean()) * (b - b.mean())) / spread, 0.0, 1.0))
+
+
+def _values(form: str, lam: float, judged, point_human, boot_human, factor, weights_docs):
+    """(estimate, influence values psi (D,), bootstrap draws (R,)) of the Horvitz-Thompson or Hajek form."""
+    if form == "ht":
+        psi = lam * judged + factor * (point_human - lam * judged)
+        boot = lam * judged[None, :] + factor[None, :] * (boot_human - lam * judged[None, :])
+        return float(psi.mean()), psi, (weights_docs * boot).sum(axis=1) / weights_docs.sum(axis=1)
+    total = factor.sum()
+    rectifier = np.sum(factor * (point_human - lam * judged)) / total if total > 0 else np.nan
+    estimate = float(lam * judged.mean() + rectifier)
+    psi = lam * judged + rectifier + factor / factor.mean() * (point_human - lam * judged - rectifier)
+    weighted = weights_docs * factor[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        draws = (lam * (weights_docs @ judged) / weights_docs.sum(axis=1)
+                 + (weighted * (boot_human - lam * judged[None, :])).sum(axis=1) / weighted.sum(axis=1))
+    return estimate, psi, draws[np.isfinite(draws)]
 
 
 def _ipw_rows(key, systems, judged, point_human, boot_human, sent, probability, weights_docs, lams, z, level):
@@ -105,11 +148,10 @@ def _ipw_rows(key, systems, judged, point_human, boot_human, sent, probability, 
     factor = sent / probability
     rows = []
     for estimator, lam in lams.items():
-        psi = lam * judged + factor * (point_human - lam * judged)
-        estimate = float(psi.mean())
-        boot = lam * judged[None, :] + factor[None, :] * (boot_human - lam * judged[None, :])
-        draws = (weights_docs * boot).sum(axis=1) / weights_docs.sum(axis=1)
-        errors = {"clustered": float(draws.std(ddof=1)), "independent": float(psi.std() / np.sqrt(psi.size))}
+        form = "hajek" if estimator.startswith("hajek") else "ht"
+        estimate, psi, draws = _values(form, lam, judged, point_human, boot_human, factor, weights_docs)
+        errors = {"clustered": float(draws.std(ddof=1)) if draws.size > 1 else np.nan,
+                  "independent": float(psi.std() / np.sqrt(psi.size))}
         for interval, error in errors.items():
             rows.append({"target": target, "system_a": names[0], "system_b": names[1], "estimator": estimator,
                          "interval": interval, "estimate": estimate, "standard_error": error,
