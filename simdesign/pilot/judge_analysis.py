@@ -163,8 +163,11 @@ def _data_sentence(info: dict) -> str:
 def _method_text(info: dict) -> str:
     level = int(round(info["level"] * 100))
     units = "annotators and documents" if info["annotators"] else "documents"
+    kind = ("intervals from a cluster bootstrap's standard error with the few-clusters corrections (times "
+            "sqrt(G/(G-1)) and a t quantile on G-1 degrees of freedom, G annotators)" if info["annotators"]
+            else "normal intervals from a cluster bootstrap")
     return (f"Each system's expected human score and each pair's mean per-document difference, with {level}% "
-            f"normal intervals from a cluster bootstrap ({info['bootstrap']} resamples of {units}, seed "
+            f"{kind} ({info['bootstrap']} resamples of {units}, seed "
             f"{info['seed']}) unless marked 'ignoring clustering' (the textbook interval, ppi-python's, which treats "
             "every human score as independent). PPI: judge weight lam = 1 (Angelopoulos et al. 2023); PPI++: lam "
             "tuned per system and pair in [0, 1] (Angelopoulos, Duchi & Zrnic 2023); stratified by system (Boyeau "
@@ -306,7 +309,8 @@ def analyse_judge_table(table, *, columns=None, systems=None, bootstrap: int = D
         rows = typed[typed["judge_name"] == judge]
         order = [s for s in checked["systems"] if s in set(rows["system"])]
         generator = rng if rng is not None else analysis_rng(seed, STREAM, 0, judge)
-        estimates = ppi_study(judge_study(rows, order), generator, resamples=int(bootstrap), level=level)
+        study = judge_study(rows, order)
+        estimates = _few_clusters(ppi_study(study, generator, resamples=int(bootstrap), level=level), study, level)
         estimates.insert(0, "judge_name", judge)
         estimates["p_adjusted"] = _adjusted(estimates, "none" if adjust == "none" else "holm")
         parts.append(estimates)
@@ -314,6 +318,23 @@ def analyse_judge_table(table, *, columns=None, systems=None, bootstrap: int = D
                   for note in _judge_notes(rows, estimates, checked["scale_notes"].get(judge or None))]
     info = _info(frame, typed, checked, bootstrap, seed, level, alpha, adjust)
     return JudgeAnalysis(pd.concat(parts, ignore_index=True), info, _general_notes(info) + notes)
+
+
+def _few_clusters(estimates: pd.DataFrame, study, level: float) -> pd.DataFrame:
+    """The clustered intervals with the few-clusters corrections where annotators are named (the bootstrap SE
+    times sqrt(G / (G - 1)) and a t quantile on G - 1 degrees of freedom, G annotators:
+    :func:`simdesign.stats.judge_ipw.few_clusters_rows`). Measured (figures/judge_coverage.csv, 2,000 studies a
+    cell): with 10 annotators the plain clustered PPI++ interval covers system means 0.937 [0.929, 0.944], the
+    corrected one 0.971 [0.966, 0.976]; with 3 annotators 0.79 against 0.98."""
+    from simdesign.stats.judge_ipw import few_clusters_rows
+
+    if study.label_annotator is None or study.n_annotators < 2:
+        return estimates  # documents are the clusters: many of them, the correction is negligible
+    corrected = few_clusters_rows(estimates, study.n_annotators, level)
+    estimates = estimates.copy()
+    for column in ("standard_error", "low", "high", "p_value"):
+        estimates.loc[corrected.index, column] = corrected[column]
+    return estimates
 
 
 def _adjusted(estimates: pd.DataFrame, correction: str) -> np.ndarray:
