@@ -1,7 +1,7 @@
 """Type I error of ``bt_mixed`` (Bradley-Terry with annotator and document random effects, R) on three Figure-4 designs.
 
     PYTHONPATH=$PWD .venv/bin/python scripts/pairwise_bt_mixed_type1.py [--trials 200] [--ordinal-trials 0]
-        [--results results] [--figures figures]
+        [--independent-trials 0] [--results results] [--figures figures]
 
 The coherence preset with every pairwise value assumed (``model: {preset: coherence, preferences: {}}``: noise 1,
 tie band 0.5, no position bias, every pair of systems per annotator and document), effect zero, the Figure-4 seed
@@ -12,14 +12,17 @@ so the trials are the same studies as the native pairwise tests' in figures/pair
 by design label and trial).
 
 Runs ``bt_mixed`` with its defaults (ties as half a win, glmer; ``structure: intercepts``) at ``--trials``
-trials (200: the issue's count for R-backed tests), and optionally ``ties: ordinal`` (ordinal::clmm, 15-30 s per
-fit) at ``--ordinal-trials`` (0: not run), one worker, into ``<results>/pairwise-bt-mixed-type1`` (resumable).
+trials (200: the issue's count for R-backed tests), and optionally ``ties: ordinal`` (ordinal::clmm, about 10 s
+per fit) at ``--ordinal-trials`` and ``structure: independent`` (glmer, one variance per system and grouping
+factor, about 7 s per fit) at ``--independent-trials`` (0: not run), one worker, into
+``<results>/pairwise-bt-mixed-type1[-LABEL]`` (resumable). The committed table:
+``--trials 200 --ordinal-trials 40 --independent-trials 50``.
 
 Writes ``<figures>/pairwise_bt_mixed_type1.csv``: one row per design and test with the type I error, its 95%
 Wilson interval and MCSE (the summary's, over trials x pairs at the effective size the MCSE implies), the counts of
 tests and failed tests, the verdict the planner uses (:func:`simdesign.stats.montecarlo.level_verdict` of the
-interval against ``default_max_type1(alpha)``, 0.075 at alpha 0.05), the design's failure and singular rates, the
-mean seconds per fit, and the run's wall time and load averages (``uptime``) at its start and end; prints the
+interval against ``default_max_type1(alpha)``, 0.075 at alpha 0.05), the lowest and highest type I error of a
+single pair of systems (and which pairs), the design's failure and singular rates, the mean seconds per fit, and the run's wall time and load averages (``uptime``) at its start and end; prints the
 markdown table.
 """
 from __future__ import annotations
@@ -41,11 +44,13 @@ TESTS = {  # label -> (test mapping, what the table calls it)
     "bt_mixed": ({"name": "bt_mixed"}, "Bradley-Terry mixed, ties half a win (glmer)"),
     "bt_mixed_ordinal": ({"name": "bt_mixed", "label": "bt_mixed_ordinal", "ties": "ordinal"},
                          "Bradley-Terry mixed, ordinal ties (clmm)"),
+    "bt_mixed_independent": ({"name": "bt_mixed", "label": "bt_mixed_independent", "structure": "independent"},
+                             "Bradley-Terry mixed, one variance per system (glmer)"),
 }
 COLUMNS = ["design", "kind", "blocks", "docs_per_block", "annotators_per_block", "docs", "annotators", "items",
            "test", "estimand", "rate", "ci_low", "ci_high", "mcse", "n_tests", "n_failed", "trials", "effect",
-           "alpha", "max_type1", "verdict", "failure_rate", "singular_rate", "mean_fit_seconds", "wall_seconds",
-           "load_start", "load_end", "note"]
+           "alpha", "max_type1", "verdict", "pair_type1_min", "pair_min", "pair_type1_max", "pair_max",
+           "failure_rate", "singular_rate", "mean_fit_seconds", "wall_seconds", "load_start", "load_end", "note"]
 
 
 def config(label: str, trials: int) -> dict:
@@ -58,8 +63,11 @@ def load() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
-def run(label: str, trials: int, results: Path) -> pd.DataFrame:
-    """Simulate one test's config (resumable) and return its type I rows with the design's other rates."""
+def run(label: str, trials: int, results: Path, before: pd.DataFrame | None) -> pd.DataFrame:
+    """Simulate one test's config (resumable) and return its type I rows with the design's other rates.
+
+    The run's wall time and load averages are those of this call; a call that found every trial stored (it took
+    under a fifth of the fits' time) keeps those of the table it rewrites (``before``), where it has the test."""
     mapping = config(label, trials)
     started, load_start = time.time(), load()
     result = simdesign.simulate(mapping, out_dir=results / mapping["name"], jobs=1, progress=False)
@@ -70,8 +78,26 @@ def run(label: str, trials: int, results: Path) -> pd.DataFrame:
     frame = summary[summary["estimand"] == "type1"].copy()
     for estimand in ("failure_rate", "singular_rate"):
         frame[estimand] = frame["design"].map(rates[estimand])
-    frame["wall_seconds"], frame["load_start"], frame["load_end"] = round(wall, 1), load_start, load_end
-    return frame
+    timing = {"wall_seconds": round(wall, 1), "load_start": load_start, "load_end": load_end}
+    resumed = wall < 0.2 * float((frame["mean_fit_seconds"] * frame["trials"]).sum())
+    if resumed and before is not None and label in set(before["test"]):
+        timing = before[before["test"] == label].iloc[0][list(timing)].to_dict()
+    for column, value in timing.items():
+        frame[column] = value
+    return frame.merge(pair_spread(result.trials, mapping["alpha"]), on="design", how="left")
+
+
+def pair_spread(trials: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    """Per design, the lowest and highest type I error of a single pair of systems (a failed fit: no rejection)."""
+    rows = trials[trials["pair"] >= 0].assign(rejected=lambda t: t["p_value"] < alpha,
+                                              name=lambda t: t["system_a"] + " - " + t["system_b"])
+    rates = rows.groupby(["design", "name"])["rejected"].mean().reset_index()
+    out = []
+    for design, part in rates.groupby("design"):
+        low, high = part.loc[part["rejected"].idxmin()], part.loc[part["rejected"].idxmax()]
+        out.append({"design": design, "pair_type1_min": low["rejected"], "pair_min": low["name"],
+                    "pair_type1_max": high["rejected"], "pair_max": high["name"]})
+    return pd.DataFrame(out)
 
 
 def with_verdicts(frame: pd.DataFrame) -> pd.DataFrame:
@@ -85,12 +111,13 @@ def with_verdicts(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def markdown(table: pd.DataFrame) -> str:
-    lines = ["| design | test | trials | type I [95% interval] | verdict | singular | failed | s per fit |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| design | test | trials | type I [95% interval] | verdict | one pair: lowest, highest | singular | "
+             "failed | s per fit |", "|---|---|---|---|---|---|---|---|---|"]
     for row in table.itertuples():
         lines.append(f"| {int(row.blocks)} x {int(row.docs_per_block)} docs, {int(row.annotators)} annotators | "
                      f"`{row.test}` | {int(row.trials)} | {row.rate:.3f} [{row.ci_low:.3f}, {row.ci_high:.3f}] | "
-                     f"{row.verdict} | {row.singular_rate:.2f} | {row.failure_rate:.3f} | "
+                     f"{row.verdict} | {row.pair_type1_min:.3f}, {row.pair_type1_max:.3f} ({row.pair_max}) | "
+                     f"{row.singular_rate:.2f} | {row.failure_rate:.3f} | "
                      f"{row.mean_fit_seconds:.2f} |")
     return "\n".join(lines)
 
@@ -99,17 +126,20 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--ordinal-trials", type=int, default=0)
+    parser.add_argument("--independent-trials", type=int, default=0)
     parser.add_argument("--results", type=Path, default=ROOT / "results")
     parser.add_argument("--figures", type=Path, default=ROOT / "figures")
     args = parser.parse_args(argv)
-    frames = [run("bt_mixed", args.trials, args.results)]
-    if args.ordinal_trials:
-        frames.append(run("bt_mixed_ordinal", args.ordinal_trials, args.results))
+    path = args.figures / "pairwise_bt_mixed_type1.csv"
+    before = pd.read_csv(path) if path.exists() else None
+    runs = {"bt_mixed": args.trials, "bt_mixed_ordinal": args.ordinal_trials,
+            "bt_mixed_independent": args.independent_trials}
+    frames = [run(label, trials, args.results, before) for label, trials in runs.items() if trials]
     table = with_verdicts(pd.concat(frames, ignore_index=True))
     args.figures.mkdir(parents=True, exist_ok=True)
-    table.to_csv(args.figures / "pairwise_bt_mixed_type1.csv", index=False)
+    table.to_csv(path, index=False)
     print(markdown(table))
-    print(f"wrote {args.figures / 'pairwise_bt_mixed_type1.csv'}")
+    print(f"wrote {path}")
     return 0
 
 

@@ -30,16 +30,18 @@ replaced matrix is that model's, with its variances tied.
 ``structure: independent``: one variance per system and grouping factor, u_{a,s} ~ N(0, sigma_{A,s}^2), the
 same for documents: the random slopes of the pair's contrast columns, a plain formula
 ``(0 + x_1 | annotator) + ... + (0 + x_S | annotator) + (0 + x_1 | document) + ...`` with
-x_s = +1 (s = i), -1 (s = j), 0 otherwise (2S variances; identified for S >= 3). Slower (7-8 s per glmer fit of
-3,000 comparisons, about 100 s per clmm fit) and nearly always singular at the Figure-4 designs.
+x_s = +1 (s = i), -1 (s = j), 0 otherwise (2S variances; identified for S >= 3). Slower (6-10 s per glmer fit
+of 3,000 comparisons; a clmm fit took about 100 s, and on a small study its Hessian was not positive definite),
+nearly always singular at the Figure-4 designs, and no closer to its level there than ``intercepts``.
 
 Ties (option ``ties``)
 ----------------------
 ``half``: ``lme4::glmer``, binomial, logit: each comparison is ``cbind(2y, 2 - 2y)`` with prior weight 1/2, so
 that its conditional log-likelihood is y log expit(eta) + (1 - y) log expit(-eta) (plus a constant): a tie
 counts as half a win and half a loss, the Arena convention of :func:`simdesign.stats.preferences.bradley_terry`
-(``ties="half"``). Written as y = 1/2 with weight 1 the half-win would enter lme4's penalised iterations but not
-its Laplace objective, whose binomial term rounds the number of successes. Without ties this is the exact
+(``ties="half"``). Written as y = 1/2 with weight 1 it would not: lme4's Laplace objective takes its binomial
+term from the family's AIC, computed for integer counts of successes (at zero variance that form's deviance is
+not the half-win deviance plus a constant; the cbind form's is, to rounding). Without ties this is the exact
 likelihood of a logistic mixed model. With ties it is a **quasi-likelihood**: the half-win is no probability
 model of three verdicts, and glmer integrates it as if it were one (Laplace). A tie's verdict varies less than
 the binomial variance the fit assumes (Var y = p(1 - p) - P(tie)/4), so its model-based errors lean
@@ -51,7 +53,7 @@ as ordered outcomes, an exact likelihood given the random effects (Laplace-appro
 levels this is ordinal's ``threshold = "symmetric2"`` (thresholds symmetric around 0; ordinal's
 ``"symmetric"`` leaves both free for three levels, i.e. an intercept). It is the pairwise method's own
 generator (:mod:`simdesign.methods.pairwise`: tie band tau, logistic noise of scale 1) with the random effects
-above. Slow: 15-30 s per fit of 3,000 comparisons.
+above. Slower: 9-13 s per fit of 3,000 comparisons (glmer: 1.7-3 s).
 
 Tests and statuses
 ------------------
@@ -66,6 +68,18 @@ variance is on the boundary (relative standard deviation below 1e-4); an R error
 a Hessian that is not positive definite is 'error'. Failed fits never give p-values. The optimiser is
 ``bobyqa`` at both of glmer's stages (glmer's default Nelder-Mead at the second stage left max|grad| warnings
 on boundary fits of these designs that bobyqa does not).
+
+Type I error
+------------
+figures/pairwise_bt_mixed_type1.csv (scripts/pairwise_bt_mixed_type1.py: the coherence preset with every pairwise
+value assumed, effect zero, 200 trials; the verdict is the planner's, :func:`simdesign.stats.montecarlo.level_verdict`
+against 0.075): 3 annotators crossed with 100 documents 0.157 [0.130, 0.188], fails (three annotators cannot
+estimate the annotators' variance, and the z test has no small-sample correction); 20 blocks of 5 documents 0.074
+[0.060, 0.092], undecided; 100 blocks of one document 0.056 [0.042, 0.073], holds (every fit singular). One
+variance per grouping factor is also misspecified for the preset, whose annotator and document effects on a
+pair's difference vary more for some pairs than for others (correlated slopes of unequal variance): the one
+variance gives some pairs too small errors and others too large ones, single pairs' rates ranging 0.005-0.17 at
+20 blocks. ``ties: ordinal`` (40 trials) and ``structure: independent`` (50 trials) did no better.
 
 Importing this module needs neither R nor rpy2; R starts on the first fit (:mod:`simdesign.analyses.rsession`).
 """
