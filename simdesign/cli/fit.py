@@ -23,6 +23,11 @@ def cmd_fit(args) -> int:
     from simdesign.pilot.fit import FitError, file_sha256, write_model
     from simdesign.pilot.tables import table_method
 
+    from simdesign.pilot.judge_table import source_is_judge_table
+
+    if source_is_judge_table(args.judgements, args.columns):  # judge-plus-human: the judge against --likert-model
+        from simdesign.cli.fit_judge import fit as fit_judge_table
+        return fit_judge_table(args)
     method = table_method(args)
     if "cli_fit" in method.steps:  # a method with a fit command of its own (Rank: simdesign/cli/fit_ranks.py)
         return method.step("cli_fit")(args)
@@ -126,7 +131,8 @@ def add_parser(sub) -> None:
     method_option(fit, "default: from a score or rank column; a Rank table fits the rank-only model "
                        "(rank-ordered logit with random slopes)")
     fit.add_argument("--likert-model", help="Rank tables: fit only rank_noise for this Likert model (preset or "
-                     "file), writing it as a joint Likert/Rank model")
+                     "file), writing it as a joint Likert/Rank model; pairwise tables: their pairwise parameters; "
+                     "judge-plus-human tables: the judge, written as a judge file")
     fit.add_argument("--bootstrap", type=int, default=200, help="with --likert-model: parametric-bootstrap "
                      "replicates for rank_noise's standard error")
     fit.set_defaults(func=cmd_fit)
