@@ -250,6 +250,10 @@ ALLOWED_MENTIONS = {
     "simdesign/planning/plan_views.py": {"power", "type1"},
     "simdesign/cli/plan.py": {"power"},  # the plan table's columns it prints
     "simdesign/planning/replication_plan.py": {"power"},  # the plan table's column it renames to 'probability'
+    "simdesign/planning/judge_plan.py": {"power"},  # the judge plan's table column (as the plan table's), drawn
+    # the judge study's rows: its interval coverage of the true system means, a column of its own table (the
+    # metric-validation estimand's homonym), and a design's 'coverage' field it refuses
+    "simdesign/simulation/judge_study.py": {"coverage"},
     # the predictive check's statistics of real data (a table of its own, compared with simulated studies)
     "simdesign/pilot/check.py": {"krippendorff_alpha", "shr"},
     "simdesign/pilot/rank_check.py": {"krippendorff_alpha", "shr"},
