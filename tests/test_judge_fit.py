@@ -65,12 +65,13 @@ def test_a_likert_judge_is_recovered_and_checked():
 
 
 @pytest.mark.slow
-def test_a_continuous_judge_is_recovered():
-    judge = parse_judge({"preset": "self_preferring", "correlation": 0.6, "scale": "continuous"}, MODEL)
+@pytest.mark.parametrize("scale, correlation", [("continuous", 0.6), ("probability", 0.7)])
+def test_a_continuous_or_probability_judge_is_recovered(scale, correlation):
+    judge = parse_judge({"preset": "self_preferring", "correlation": correlation, "scale": scale}, MODEL)
     table = _table(judge, documents=1500, annotators=40, seed=12)
     fit = fit_judge(MODEL, table, bootstrap=20, seed=1)
     truth = from_judge(judge, MODEL)
-    assert fit.scale == "continuous"
+    assert fit.scale == scale
     assert abs(fit.correlation - truth.correlation) <= TOLERANCE_SE * fit.se["correlation"]
     assert abs(fit.spread - truth.spread) <= TOLERANCE_SE * fit.se["spread"]
     assert abs(fit.location - truth.location) <= TOLERANCE_SE * fit.se["location"]

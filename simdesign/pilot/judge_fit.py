@@ -22,6 +22,10 @@ output's latent quality under the human model (``beta_s`` plus a normal document
   documents jointly as a full likelihood would (whose gain over it is small: the judge's marginal, which
   holds most of the information on the thresholds and biases, is used by maximum likelihood already).
   sigma enters the marginal SDs, so the two steps alternate (three rounds, from rho = 0.7; they settle in two).
+  On tables simulated by the judge model (tests/test_judge_fit.py's: 2,000 documents, every output also scored
+  by one of 60 annotators) a Likert judge's rho = 0.8 came out at 0.82 on average over 9 tables (SE about 0.03
+  each): a small upward bias, under one SE, from the moment's plug-in of the model's attenuation; a
+  probability judge's 0.7 at 0.71 (6 tables).
 
 Standard errors: a bootstrap over documents (every row of a resampled document comes along, so the judge's
 and the humans' document clustering is kept), from a generator keyed by a label
