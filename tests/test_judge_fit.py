@@ -42,7 +42,7 @@ def test_a_likert_judge_is_recovered_and_checked():
     table = _table(judge, documents=2000, annotators=60, seed=11)
     fit = fit_judge(MODEL, table, bootstrap=20, seed=1)
     truth = from_judge(judge, MODEL)
-    assert fit.scale == "likert" and fit.levels == truth.levels and fit.se["resamples"] == 20
+    assert fit.scale == "ordinal" and fit.levels == truth.levels and fit.se["resamples"] == 20
     assert abs(fit.correlation - truth.correlation) <= TOLERANCE_SE * fit.se["correlation"]
     for name in MODEL.systems:
         assert abs(fit.bias[name] - truth.bias[name]) <= TOLERANCE_SE * fit.se["bias"][name], name
@@ -56,7 +56,7 @@ def test_a_likert_judge_is_recovered_and_checked():
     assert list(passed.columns) == ["statistic", "system", "category", "observed", "sim_mean", "sim_low",
                                     "sim_high", "inside", "p_two_sided"]
     assert (~passed["inside"]).mean() <= 0.15  # pointwise 95% ranges: a few outside by chance
-    wrong = FittedJudge(truth.systems, "likert", 0.3, {name: 0.0 for name in truth.systems}, truth.levels,
+    wrong = FittedJudge(truth.systems, "ordinal", 0.3, {name: 0.0 for name in truth.systems}, truth.levels,
                         truth.thresholds)
     flagged, _ = judge_check(MODEL, wrong, small, trials=30, seed=2)
     overall = flagged[(flagged["statistic"] == "judge_human_correlation") & (flagged["system"] == "")]

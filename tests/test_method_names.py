@@ -32,8 +32,6 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
                                "a replication plan (the latter moved here from planning/replication_plan.py)"),
     ("planning/planner.py", "likert"): (2, "min_difference's unit: expected Likert scores (EFFECT_UNITS and one call: a "
                                           "scale, not an annotation method)"),
-    ("model/judge.py", "likert"): (5, "an LLM judge's own scale (SCALES, its presets, its report and uncertainty): "
-                                     "a judge's reporting scale, not an annotation method"),
 }
 
 

@@ -19,7 +19,7 @@ quality with its own noise and its own per-system bias::
   self-preferring judge has a positive bias for its own family's systems. Systems not named have 0.
 * ``scale``: what the judge reports, from J* standardised by its marginal mean ``m`` and SD ``t`` over the
   model's systems and documents (one fixed transformation per judge and model, the same in every study):
-  ``likert`` (1..``levels``, cut at ``m + t Phi^-1(k / levels)``: every category about equally used),
+  ``ordinal`` (scores 1..``levels``, cut at ``m + t Phi^-1(k / levels)``: every category about equally used),
   ``probability`` (``expit(1.7 (J* - m) / t)``, a probability that the output is good) or ``continuous``
   (J* itself).
 * Several judges (:class:`JudgePanel`): each judge its own noise; with ``error_correlation`` r their noises
@@ -48,15 +48,15 @@ from simdesign.methods import default_method
 from simdesign.model.common import fixed_order_product
 from simdesign.model.metric import exchangeable_moments
 
-SCALES = ("likert", "probability", "continuous")
+SCALES = ("ordinal", "probability", "continuous")  # ordinal: scores 1..levels, as a Likert item has
 JUDGE_KEYS = ("name", "preset", "scale", "levels", "correlation", "bias", "cost_per_call", "assumes")
 PROBABILITY_SLOPE = 1.7  # expit(1.7 x) is within 0.01 of the standard normal CDF: a probability judge calibrated so
 
 JUDGE_PRESETS = {
-    "unbiased": {"scale": "likert", "levels": 10, "correlation": 0.7, "bias": {},
+    "unbiased": {"scale": "ordinal", "levels": 10, "correlation": 0.7, "bias": {},
                  "assumes": "correlation 0.7 with the outputs' latent quality within a system, no system bias, a "
                             "1-10 scale whose categories are about equally used; assumed, not fitted"},
-    "self_preferring": {"scale": "likert", "levels": 10, "correlation": 0.7, "bias": "prefers",
+    "self_preferring": {"scale": "ordinal", "levels": 10, "correlation": 0.7, "bias": "prefers",
                         "assumes": "as 'unbiased', and +0.5 on the latent scale (about 0.7 of the outputs' SD within "
                                    "a system) for one system, its own family's (the 'prefers' field; default the "
                                    "model's last system); assumed, not fitted"},
@@ -71,9 +71,9 @@ class Judge:
     Parameters
     ----------
     name : str
-    scale : {'likert', 'probability', 'continuous'}
+    scale : {'ordinal', 'probability', 'continuous'}
     levels : int
-        Categories of a Likert judge (at least 2).
+        Categories of an ordinal judge (at least 2).
     correlation : float
         rho in (0, 1]: the correlation of the judge's latent score with the latent quality within a system.
     bias : mapping of str to float
@@ -85,7 +85,7 @@ class Judge:
     """
 
     name: str = "judge"
-    scale: str = "likert"
+    scale: str = "ordinal"
     levels: int = 10
     correlation: float = 0.7
     bias: dict = field(default_factory=dict)
@@ -138,7 +138,7 @@ class Judge:
         scores = np.asarray(scores, float)
         if self.scale == "probability":
             position = scores
-        elif self.scale == "likert":
+        elif self.scale == "ordinal":
             position = (scores - 1.0) / (self.levels - 1.0)
         else:
             position = special.ndtr((scores - np.median(scores)) / (scores.std() or 1.0))

@@ -257,7 +257,7 @@ def _fit_once(data: _Data, human: _Human, mean_var: float, scale: str, levels) -
 
 
 def judge_scale(values: np.ndarray) -> str:
-    """'probability' (all in [0, 1], not all 0/1), 'likert' (integers, at most 20 values) or 'continuous'."""
+    """'probability' (all in [0, 1], not all 0/1), 'ordinal' (integers, at most 20 values) or 'continuous'."""
     values = np.asarray(values, float)
     integers = np.all(values == np.round(values))
     if integers and np.unique(values).size <= 20:
@@ -277,7 +277,7 @@ def fit_judge(model, table: pd.DataFrame, scale: str | None = None, bootstrap: i
         The humans' model (held fixed); its systems must be the table's.
     table : pandas.DataFrame
         ``system, document, judge, human`` (:func:`simdesign.pilot.judge_table.check_judge_table`).
-    scale : {'likert', 'probability', 'continuous'}, optional
+    scale : {'ordinal', 'probability', 'continuous'}, optional
         The judge's scale (default :func:`judge_scale` of its scores).
     bootstrap : int
         Resamples of the documents for the standard errors (0: none).
