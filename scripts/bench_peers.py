@@ -20,7 +20,9 @@ Designs, 1,500 judgements each (5 systems):
   MCPower runs on crossed groupings) and clmm_native, structure intercepts; MCPower:
   ``score = system + (1|annotator) + (1|document)``, system a 5-level factor.
 * one random slope per annotator: simdesign: lmm_native with ``annotator: slopes, document: intercept``
-  (a slope per system and annotator) and clmm_native maximal (the issue's comparison); MCPower cannot put a
+  (a slope per system and annotator: a 5 x 5 covariance per annotator, 15 parameters besides the document
+  variance), the same on the first 2 systems of 3 annotators x 250 documents (1,500 judgements, a 2 x 2
+  covariance: MCPower's model) and clmm_native maximal (the issue's comparison); MCPower cannot put a
   random slope on a factor, so its design is ``score = treatment + (1 + treatment|annotator) +
   (1|document)`` with a binary treatment (and, for reference, without the document term).
 * nested: documents nested in annotators, 3 annotators x 100 documents each. simdesign: lmm_native and
@@ -57,7 +59,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from simdesign import BlockDesign, load_model  # noqa: E402
+from simdesign import BlockDesign, Judgements, load_model  # noqa: E402
 from simdesign.analyses import ANALYSES, run_analysis  # noqa: E402
 from simdesign.core.threads import single_threaded  # noqa: E402
 
@@ -72,6 +74,8 @@ SIMDESIGN = {  # design -> [(label, design, test, options)]
     "one random slope per annotator": [
         ("lmm_native annotator slopes + document intercepts", BlockDesign(1, 100, 3), "lmm_native",
          {"structure": {"annotator": "slopes", "document": "intercept"}}),
+        ("lmm_native 2 systems (MCPower's binary treatment), 3 x 250", BlockDesign(1, 250, 3), "lmm_native",
+         {"structure": {"annotator": "slopes", "document": "intercept"}, "systems": 2}),
         ("clmm_native maximal", BlockDesign(1, 100, 3), "clmm_native", {"structure": "maximal"})],
     "nested": [
         ("lmm_native intercepts", BlockDesign(3, 100, 1), "lmm_native", {"structure": "intercepts"}),
@@ -178,6 +182,10 @@ def lmm_native_pairs(judgements, structure) -> "PairwiseResult":
 
 def _simdesign_study(model, design, info, options, seed) -> None:
     study = model.sample(design, np.random.default_rng(seed))
+    if "systems" in options:  # the study's first systems only (2: a binary treatment)
+        keep = options["systems"]
+        study = Judgements(scores=study.scores[:, :keep], annotator=study.annotator, document=study.document,
+                           block=study.block, systems=tuple(study.systems[:keep]))
     if isinstance(options["structure"], dict):
         lmm_native_pairs(study, options["structure"])
     else:

@@ -108,7 +108,9 @@ fi
 # and no test pays for it; skipped while the cache is newer than the kernels' source (issue 41).
 kernels_source="$root/simdesign/lmm/kernels.py"
 newest_cache="$(ls -t "$root"/simdesign/lmm/__pycache__/kernels.solve-*.nbi 2>/dev/null | head -1 || true)"
-if [ -f "$kernels_source" ] && { [ -z "$newest_cache" ] || [ "$kernels_source" -nt "$newest_cache" ] || [ "$root/simdesign/lmm/small_linalg.py" -nt "$newest_cache" ]; }; then
+slopes_cache="$(ls -t "$root"/simdesign/lmm/__pycache__/slope_kernels.slope_solve-*.nbi 2>/dev/null | head -1 || true)"
+if [ -f "$kernels_source" ] && { [ -z "$newest_cache" ] || [ "$kernels_source" -nt "$newest_cache" ] || [ "$root/simdesign/lmm/small_linalg.py" -nt "$newest_cache" ] \
+    || [ -z "$slopes_cache" ] || [ "$root/simdesign/lmm/slope_kernels.py" -nt "$slopes_cache" ] || [ "$root/simdesign/lmm/small_linalg.py" -nt "$slopes_cache" ]; }; then
   echo "[setup] compiling lmm_native's kernels (numba; once)"
   "$venv/bin/python" -c 'import simdesign.lmm as m; m.warm_up()' \
     || echo "[setup] WARNING: lmm_native's kernels did not compile; the numpy code runs instead" >&2

@@ -66,10 +66,8 @@ def _tested(fit, df: str) -> tuple:
             raise ValueError("Kenward-Roger df need a REML fit (estimation: reml)")
         kr = small_sample.kenward_roger(fit.problem, fit.theta, fit.sigma, fit.covariance)
         return kr.adjusted, kr.df(rows), fit.status, fit.message
-    if fit.structured is not None:  # the intercepts fast path (simdesign.lmm.structured)
-        from simdesign.lmm.structured import satterthwaite
-
-        pair_df, note = satterthwaite(fit.structured, fit.sigma, fit.covariance, rows)
+    if fit.structured is not None:  # a fast path (simdesign.lmm.structured, simdesign.lmm.slopes)
+        pair_df, note = fit.structured.satterthwaite(fit.sigma, fit.covariance, rows)
     else:
         hessian, jacobian = small_sample.satterthwaite_parts(fit.problem, fit.theta, fit.sigma, fit.reml)
         pair_df, note = small_sample.satterthwaite_df(hessian, jacobian, fit.covariance, rows)

@@ -29,6 +29,12 @@ the profiled deviance from sufficient statistics grouped by level count (one q x
 design), optimised by projected Newton in the variance ratios with analytic Hessian, and lmerTest's
 Satterthwaite pieces by the chain rule; compiled by numba when installed (:mod:`simdesign.lmm.compiled`),
 the same numbers as the general path below (``fit(..., fast=False)``; tests/test_lmm_structured.py).
+One term with random slopes and at most one intercept term (``{'annotator': 'slopes', 'document':
+'intercept'}``, lme4's ``(1 + system | annotator) + (1 | document)``, or 'paper' on nested data) takes the
+slopes path, :mod:`simdesign.lmm.slopes`: the intercept term profiled out per level in closed form from the
+same kind of sufficient statistics, a trust-region Newton method in theta with the analytic Hessian (lme4's
+bounds only fix the signs of L's columns: they are set after the fit), lmerTest's Satterthwaite pieces from
+the same forms (tests/test_lmm_slopes.py).
 
 theta is optimised by L-BFGS-B with the analytic gradient below, from lme4's start (identity factors);
 a fit stuck where a factor's diagonal element is 0 is refitted from there with that element moved off

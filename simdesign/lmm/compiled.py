@@ -1,4 +1,5 @@
-"""The kernels of :mod:`simdesign.lmm.kernels`, compiled by numba when it is installed, else as they are.
+"""The kernels of :mod:`simdesign.lmm.kernels` and :mod:`simdesign.lmm.slope_kernels`, compiled by numba when
+it is installed, else as they are.
 
 numba is imported at the first fit that takes the fast path, never at import: the command line and
 ``import simdesign`` do not pay for it. Compiled code is cached on disk (``cache=True``, beside
@@ -12,6 +13,7 @@ import os
 import types
 
 from simdesign.lmm import kernels as _numpy_kernels
+from simdesign.lmm import slope_kernels as _numpy_slope_kernels
 from simdesign.lmm import small_linalg
 
 # in call order of dependence: each compiled function finds the compiled copies of those it calls
@@ -19,24 +21,62 @@ KERNEL_NAMES = ("reduce", "profiled", "deviance", "projection", "_level_sums", "
                 "_direction", "_boundary_step", "newton", "satterthwaite_terms", "jacobian_grams", "satterthwaite_df",
                 "satterthwaite_parts", "solve")
 SMALL_LINALG = ("cholesky", "cholesky_inverse", "symmetric_eigen")
+# the slopes path's kernels: every function of simdesign.lmm.slope_kernels (compiled lazily, so in any order),
+# and those of the intercepts path they import
+SLOPE_IMPORTS = ("_level_sums", "cholesky", "cholesky_inverse", "profiled", "projection", "symmetric_eigen")
+SLOPE_KERNEL_NAMES = tuple(name for name, value in vars(_numpy_slope_kernels).items()
+                           if isinstance(value, types.FunctionType)
+                           and value.__module__ == _numpy_slope_kernels.__name__)
 _UNSET = object()
-_state = {"kernels": _UNSET}
+_state = {"kernels": _UNSET, "slopes": _UNSET, "namespace": None}
 
 
-def _compile():
-    """A namespace of numba-compiled copies of the kernels (lazily compiled at their first call)."""
+def _rebound(function, namespace: dict):
+    """``function`` with its globals in ``namespace``, numba-compiled lazily (cached on disk)."""
+    from numba import njit
+
+    rebound = types.FunctionType(function.__code__, namespace, function.__name__, function.__defaults__)
+    rebound.__module__, rebound.__qualname__ = function.__module__, function.__qualname__
+    # error_model numpy: a division by zero gives inf or nan as numpy's does, not an exception
+    return njit(cache=True, error_model="numpy")(rebound)
+
+
+def _compile_namespace() -> dict:
+    """Every compiled kernel of the intercepts path by name (lazily compiled at their first call)."""
     from numba import njit
 
     namespace = dict(vars(_numpy_kernels))
     for name in SMALL_LINALG:  # loops instead of LAPACK bindings: seconds to compile, faster on tiny matrices
         namespace[name] = njit(cache=True, error_model="numpy")(getattr(small_linalg, name))
     for name in KERNEL_NAMES:
-        function = getattr(_numpy_kernels, name)
-        rebound = types.FunctionType(function.__code__, namespace, name, function.__defaults__)
-        rebound.__module__, rebound.__qualname__ = function.__module__, function.__qualname__
-        # error_model numpy: a division by zero gives inf or nan as numpy's does, not an exception
-        namespace[name] = njit(cache=True, error_model="numpy")(rebound)
+        namespace[name] = _rebound(getattr(_numpy_kernels, name), namespace)
+    return namespace
+
+
+def _compile():
+    """A namespace of numba-compiled copies of the kernels (lazily compiled at their first call)."""
+    namespace = _compile_namespace()
+    _state["namespace"] = namespace
     return types.SimpleNamespace(**{name: namespace[name] for name in KERNEL_NAMES}, compiled=True)
+
+
+def _compile_slopes():
+    """The slopes kernels compiled, calling the compiled copies of the intercepts kernels they import."""
+    kernels()  # the intercepts kernels' namespace first
+    base = _state.get("namespace")
+    if base is None:  # numba switched off or missing
+        return _numpy_slope_kernels
+    namespace = dict(vars(_numpy_slope_kernels))
+    for name in SLOPE_IMPORTS:
+        namespace[name] = base[name]
+    # the trust region's eigenvectors: Householder and QL, faster than Jacobi's sweeps on its 16 x 16 Hessians
+    linalg = dict(vars(small_linalg))
+    for name in ("_tridiagonal", "_implicit_ql", "householder_eigen"):
+        linalg[name] = _rebound(getattr(small_linalg, name), linalg)
+    namespace["symmetric_eigen"] = linalg["householder_eigen"]
+    for name in SLOPE_KERNEL_NAMES:
+        namespace[name] = _rebound(getattr(_numpy_slope_kernels, name), namespace)
+    return types.SimpleNamespace(**{name: namespace[name] for name in SLOPE_KERNEL_NAMES}, compiled=True)
 
 
 def kernels():
@@ -52,9 +92,17 @@ def kernels():
     return _state["kernels"]
 
 
+def slope_kernels():
+    """The slopes path's kernels in use (:mod:`simdesign.lmm.slope_kernels`), compiled as :func:`kernels`."""
+    if _state["slopes"] is _UNSET:
+        _state["slopes"] = _compile_slopes() if is_compiled() else _numpy_slope_kernels
+    return _state["slopes"]
+
+
 def use_numba(enabled: bool) -> None:
     """Switch the compiled kernels on (when numba is installed) or off, for tests and benchmarks."""
     _state["kernels"] = _UNSET if enabled else _numpy_kernels
+    _state["slopes"] = _UNSET if enabled else _numpy_slope_kernels
 
 
 def is_compiled() -> bool:

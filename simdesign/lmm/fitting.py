@@ -13,7 +13,7 @@ from scipy.optimize import minimize
 from simdesign.clmm.prepare import _columns, _forms, _nested_codes
 from simdesign.core.judgements import Judgements
 from simdesign.core.threads import single_threaded
-from simdesign.lmm import structured
+from simdesign.lmm import slopes, structured
 from simdesign.lmm.deviance import Profiled, profile, split_theta
 from simdesign.lmm.problem import Problem, _level_sums, lower_triangle, prepare
 from simdesign.stats.contrasts import ERROR, NOT_CONVERGED, OK, SINGULAR, SINGULAR_TOLERANCE
@@ -79,7 +79,8 @@ class LmmResult:
     # the general path's Problem, or (fast path) a function that makes it when first asked for (Kenward-Roger,
     # likelihood ratios): the fast path itself needs only its sufficient statistics
     source: object = field(default=None, repr=False)
-    # the fast path's state at the optimum (simdesign.lmm.structured.InterceptsState), None on the general path
+    # a fast path's state at the optimum (simdesign.lmm.structured.InterceptsState or
+    # simdesign.lmm.slopes.SlopesState: its satterthwaite method gives the df), None on the general path
     structured: object = field(default=None, repr=False)
     observations: int = 0
 
@@ -193,8 +194,10 @@ def fit(judgements, structure="maximal", reml: bool = True, fast: bool = True) -
         REML (lme4's default) or maximum likelihood.
     fast : bool
         Random intercepts only: fit by :mod:`simdesign.lmm.structured` (sufficient statistics, Newton in the
-        variance ratios; the same optimum). False: the general path for every structure, the reference the
-        fast path is tested against.
+        variance ratios; the same optimum); one term with slopes and at most one intercept term (``annotator:
+        slopes, document: intercept``, or 'paper' on nested data): by :mod:`simdesign.lmm.slopes` (the same
+        statistics, trust-region Newton in theta). False: the general path for every structure, the reference
+        the fast paths are tested against.
 
     Returns
     -------
@@ -205,7 +208,7 @@ def fit(judgements, structure="maximal", reml: bool = True, fast: bool = True) -
     if fast:
         problem, systems = _fast_problem(judgements, structure)
         if problem is not None:
-            return _fit_intercepts(problem, lambda: prepare(judgements, structure), systems, label, reml)
+            return _fit_fast(problem, lambda: prepare(judgements, structure), systems, label, reml)
     problem = prepare(judgements, structure)
     terms = tuple(term.name for term in problem.terms)
     refusal = _refusal(problem)
@@ -229,50 +232,76 @@ def fit(judgements, structure="maximal", reml: bool = True, fast: bool = True) -
 
 
 def _fast_problem(judgements, structure) -> tuple:
-    """(the intercepts fast path's problem or None, the systems in model order)."""
-    if isinstance(judgements, Judgements) and isinstance(structure, str) and structure == "intercepts":
-        problem = structured.complete_intercepts_problem(judgements, {"annotator": "intercept",
-                                                                      "document": "intercept"})
-        if problem is not None:  # a complete study: straight from its pairs
+    """(a fast path's problem, intercepts' or slopes', or None; the systems in model order)."""
+    if isinstance(judgements, Judgements) and judgements.complete:  # a complete study: straight from its pairs
+        forms = None
+        if isinstance(structure, str) and structure == "intercepts":
+            forms = {"annotator": "intercept", "document": "intercept"}
+            problem = structured.complete_intercepts_problem(judgements, forms)
+        elif not isinstance(structure, str):
+            forms = _forms(structure, None)  # a mapping: never asks whether the data are nested
+            problem = slopes.complete_slopes_problem(judgements, forms)
+        if forms is not None and problem is not None:
             return problem, tuple(judgements.systems)
     columns = _columns(judgements)
     forms = _forms(structure, lambda: _nested_codes(columns.codes["document"], columns.codes["annotator"]))
-    return structured.intercepts_problem(columns, forms), tuple(columns.appearing)
+    problem = structured.intercepts_problem(columns, forms)
+    if problem is None:
+        problem = slopes.slopes_problem(columns, forms)
+    return problem, tuple(columns.appearing)
 
 
-def _fit_intercepts(problem, general, systems: tuple, label: str, reml: bool) -> LmmResult:
-    """The fast path's fit (:mod:`simdesign.lmm.structured`) as an :class:`LmmResult`; ``general`` makes
-    the general path's Problem when a caller needs it."""
+def _fast_failure(problem, general, systems, label, reml, message) -> LmmResult:
+    p = problem.n_fixed
+    n_theta = len(problem.names) if isinstance(problem, structured.InterceptsProblem) else (
+        problem.n_lower + (1 if problem.eliminated else 0))
+    return LmmResult(systems=systems, structure=label, terms=problem.names, reml=reml, beta=np.full(p, np.nan),
+                     covariance=np.full((p, p), np.nan), theta=np.full(n_theta, np.nan), sigma=float("nan"),
+                     deviance=float("nan"), status=ERROR, message=message, source=general, observations=problem.n_obs)
+
+
+def _fit_fast(problem, general, systems: tuple, label: str, reml: bool) -> LmmResult:
+    """A fast path's fit (:mod:`simdesign.lmm.structured` or :mod:`simdesign.lmm.slopes`) as an
+    :class:`LmmResult`; ``general`` makes the general path's Problem when a caller needs it."""
     terms, p = problem.names, problem.n_fixed
+    with_slopes = isinstance(problem, slopes.SlopesProblem)
+    per_level = {name: (problem.q if with_slopes and name == problem.kept else 1) for name in terms}
     refusal = _refusal_of(problem.n_obs, p, bool(np.all(problem.system_counts > 0)),
-                          [(name, problem.n_levels[name], 1) for name in terms])
+                          [(name, problem.n_levels[name], per_level[name]) for name in terms])
     if refusal:
-        return LmmResult(systems=systems, structure=label, terms=terms, reml=reml, beta=np.full(p, np.nan),
-                         covariance=np.full((p, p), np.nan), theta=np.full(len(terms), np.nan),
-                         sigma=float("nan"), deviance=float("nan"), status=ERROR, message=refusal, source=general,
-                         observations=problem.n_obs)
+        return _fast_failure(problem, general, systems, label, reml, refusal)
     try:
         with single_threaded():
-            found = structured.fit_intercepts(problem, reml)
+            found = slopes.fit_slopes(problem, reml) if with_slopes else structured.fit_intercepts(problem, reml)
     except np.linalg.LinAlgError as exc:
-        return LmmResult(systems=systems, structure=label, terms=terms, reml=reml, beta=np.full(p, np.nan),
-                         covariance=np.full((p, p), np.nan), theta=np.full(len(terms), np.nan),
-                         sigma=float("nan"), deviance=float("nan"), status=ERROR,
-                         message=f"linear algebra failed: {exc}", source=general, observations=problem.n_obs)
+        return _fast_failure(problem, general, systems, label, reml, f"linear algebra failed: {exc}")
     status, message = OK, ""
+    singular = [name for name, diagonal in zip(terms, _diagonals(found.theta, terms, per_level))
+                if np.any(diagonal < SINGULAR_TOLERANCE)]
     if not np.isfinite(found.gradient_max) or found.gradient_max > CONVERGENCE_GRADIENT_TOLERANCE:
         status = NOT_CONVERGED
+        method = "trust-region Newton in theta" if with_slopes else "Newton in the variance ratios"
         message = (f"failed to converge: max|projected gradient| = {found.gradient_max:.3g} "
-                   f"(Newton in the variance ratios, {'converged' if found.converged else 'iteration limit'})")
-    elif np.any(found.theta < SINGULAR_TOLERANCE):
+                   f"({method}, {'converged' if found.converged else 'iteration limit'})")
+    elif singular:
         status = SINGULAR
-        message = "boundary (singular) fit: " + ", ".join(
-            name for name, value in zip(terms, found.theta) if value < SINGULAR_TOLERANCE)
+        message = "boundary (singular) fit: " + ", ".join(singular)
     return LmmResult(systems=systems, structure=label, terms=terms, reml=reml, beta=found.beta,
                      covariance=found.covariance, theta=found.theta, sigma=found.sigma, deviance=found.deviance,
                      status=status, message=message, gradient_max=found.gradient_max,
                      evaluations=found.evaluations, source=general, structured=found.state,
                      observations=problem.n_obs)
+
+
+def _diagonals(theta: np.ndarray, terms: tuple, per_level: dict) -> list:
+    """Per term, the diagonal elements of its relative factor in ``theta`` (structure order)."""
+    out, start = [], 0
+    for name in terms:
+        q = per_level[name]
+        columns = np.arange(q)
+        out.append(theta[start + columns * q - columns * (columns - 1) // 2])  # column c's first element
+        start += q * (q + 1) // 2
+    return out
 
 
 def _refusal(problem: Problem) -> str:
@@ -363,14 +392,15 @@ def likelihood_ratios(fit: LmmResult, rows: np.ndarray) -> np.ndarray:
 
 
 def warm_up() -> bool:
-    """Compile the fast path's kernels (or load them from numba's cache) with one small fit, so that no
+    """Compile the fast paths' kernels (or load them from numba's cache) with two small fits, so that no
     study pays for it; True when numba is in use (``python -c "import simdesign.lmm as m; m.warm_up()"``)."""
     from simdesign import BlockDesign, load_model
     from simdesign.lmm.compiled import is_compiled
 
     study = load_model("coherence").sample(BlockDesign(1, 12, 3), np.random.default_rng(0))
-    fitted = fit(study, "intercepts")
-    structured.satterthwaite(fitted.structured, fitted.sigma, fitted.covariance, np.eye(len(fitted.beta)))
+    for structure in ("intercepts", {"annotator": "slopes", "document": "intercept"}):
+        fitted = fit(study, structure)
+        fitted.structured.satterthwaite(fitted.sigma, fitted.covariance, np.eye(len(fitted.beta)))
     return is_compiled()
 
 

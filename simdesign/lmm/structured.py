@@ -74,6 +74,10 @@ class InterceptsState:
     tau: np.ndarray  # (tau_e, tau_k); tau_k 0 without a kept term
     reml: bool
 
+    def satterthwaite(self, sigma: float, covariance: np.ndarray, contrasts: np.ndarray) -> tuple:
+        """:func:`satterthwaite` of this state."""
+        return satterthwaite(self, sigma, covariance, contrasts)
+
 
 def _pair_counts(first: np.ndarray, n_first: int, second: np.ndarray, n_second: int, weights=None) -> np.ndarray:
     flat = np.bincount(first * n_second + second, weights=weights, minlength=n_first * n_second)
