@@ -82,6 +82,10 @@ def run(args) -> int:
     from simdesign.pilot.analyse import split_tests
     from simdesign.pilot.judge_table import source_is_judge_table
 
+    from simdesign.pilot.judge_pairwise import source_is_judge_pairwise
+
+    if source_is_judge_pairwise(args.judgements, args.columns):  # a judge_preferred column beside 'preferred'
+        return run_method_analysis(args)  # analyse() dispatches it
     if _analysed_by_its_method(args):  # pairwise preferences and battle logs (CSV, JSON or JSONL)
         return run_method_analysis(args)
     if args.ties or args.anchor:

@@ -569,13 +569,31 @@ def _judge_table_analysis(frame, options: dict):
                                adjust=options["adjust"])
 
 
+def _judge_pairwise_analysis(frame, options: dict):
+    """The analysis of a table of pairwise judge verdicts (:mod:`simdesign.pilot.judge_pairwise`)."""
+    from simdesign.pilot.judge_pairwise import analyse_judge_pairwise, refuse_options
+
+    refuse_options(**{
+        "--method (method=)": options["method"] is not None, "--columns (columns=)": bool(options["columns"]),
+        "--tests (tests=)": [str(t) for t in options["tests"]] != list(DEFAULT_TESTS),
+        "--structure (structure=)": options["structure"] != "paper", "--df (df=)": options["df"] is not None,
+        "--starts (starts=)": options["starts"] != DEFAULT_STARTS, "--scale (scale=)": options["scale"] is not None,
+        "ties/anchor": options["ties"] is not None or options["anchor"] is not None,
+        "min_blocks=": options["min_blocks"] != MIN_BLOCKS})
+    return analyse_judge_pairwise(frame, systems=options["systems"], bootstrap=options["bootstrap"],
+                                  seed=options["seed"], alpha=options["alpha"], adjust=options["adjust"])
+
+
 def _other_analysis(frame, options: dict):
     """The analysis of a table of another kind than one value per output (None for a Likert or Rank table): of a
     method that analyses its tables itself (an ``analyse`` step: pairwise preferences and battle logs,
     :mod:`simdesign.pilot.pairwise_analysis`; the Likert default ``tests`` means none was asked for), or of a
     judge-plus-human table (:func:`_judge_table_analysis`)."""
+    from simdesign.pilot.judge_pairwise import source_is_judge_pairwise
     from simdesign.pilot.tables import source_method
 
+    if source_is_judge_pairwise(frame, options["columns"]):  # before the method's: it has a 'preferred' column
+        return _judge_pairwise_analysis(frame, options)
     found = source_method(frame, options["method"], options["columns"])
     if found is None or "analyse" not in found.steps:
         if options["ties"] is not None or options["anchor"] is not None:
