@@ -199,6 +199,7 @@ def test_save_writes_a_directory_that_plot_replay_and_load_results_read(tmp_path
     assert "replayed p-values and statuses equal the stored ones" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # moved from the fast tier (about 0.4-0.7 s; the tier's budget is 60 s)
 def test_a_programmatic_run_stores_its_config_in_the_manifest(tmp_path):
     config = SimulationConfig(name="coded", model=load_model("coherence"), designs=(BlockDesign(2, 3, 2),),
                               analyses=(AnalysisSpec("ttest_doc", "ttest_doc"),), trials=4, seed=5)
@@ -353,6 +354,7 @@ def test_simulate_takes_the_yamls_test_key(tmp_path):
     assert set(overridden.trials["test"]) == {"ttest"}
 
 
+@pytest.mark.slow  # moved from the fast tier (about 0.4-0.7 s; the tier's budget is 60 s)
 def test_analyse_takes_a_path_and_shows_its_signature(tmp_path):
     systems = ["__REFERENCE__", "abssentrw", "BART", "onmt_pg", "seneca"]
     frame = pd.DataFrame([(f"a{a}", f"d{d}", s, (a + 2 * d + 3 * k) % 7 + 1) for a in range(3) for d in range(4)

@@ -556,6 +556,7 @@ def test_a_one_block_design_beside_others_is_warned_about_not_refused():
     assert any("undefined on the one-block design(s) ['block-B1-D4-A2']" in w for w in config_warnings(config))
 
 
+@pytest.mark.slow  # moved from the fast tier (about 0.5-1 s; the tier's budget is 60 s)
 def test_analyse_says_why_too_few_annotators_make_its_answer_unreliable():
     import simdesign
 

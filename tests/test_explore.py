@@ -324,6 +324,7 @@ def test_a_power_run_is_shown_on_power_curves_whatever_table_was_chosen_before(s
     assert view["table"] == "paper_fig7_coherence" and view["message"] == ""
 
 
+@pytest.mark.slow  # moved from the fast tier (about 0.4-0.7 s; the tier's budget is 60 s)
 def test_the_type1_error_beside_power_is_the_engines_for_the_same_design_with_effect_zero():
     checked = controls.check_controls({**FORM, "effect": "fitted"})
     run = LiveRun(checked.config, ChunkPool(workers=0), "k").start()

@@ -54,6 +54,7 @@ def test_pool_size_reads_jobs_as_joblib_does():
     assert pool_size(-cores - 5) == 1
 
 
+@pytest.mark.slow  # moved from the fast tier (about 0.5-1 s; the tier's budget is 60 s)
 def test_user_registered_analysis_runs_in_forked_workers(tmp_path):
     from simdesign.analyses import ANALYSES
     from user_analysis_helper import SIGN_TEST, register_sign_test
@@ -71,6 +72,7 @@ def test_user_registered_analysis_runs_in_forked_workers(tmp_path):
             del ANALYSES[SIGN_TEST.name]
 
 
+@pytest.mark.slow  # moved from the fast tier (about 0.5-1 s; the tier's budget is 60 s)
 def test_a_dead_worker_costs_only_its_unsaved_chunks(tmp_path, monkeypatch, caplog):
     import simdesign.simulation.engine as engine
 

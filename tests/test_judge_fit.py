@@ -79,6 +79,7 @@ def test_a_continuous_or_probability_judge_is_recovered(scale, correlation):
         assert abs(fit.bias[name] - truth.bias[name]) <= TOLERANCE_SE * fit.se["bias"][name], name
 
 
+@pytest.mark.slow  # moved from the fast tier (about 0.5-1 s; the tier's budget is 60 s)
 def test_fit_writes_a_judge_file_the_judge_model_loads(tmp_path, capsys):
     from simdesign.cli import main
     from simdesign.core.yamlio import load_yaml

@@ -90,6 +90,7 @@ def test_the_system_level_estimates_are_scipys(example):
                 function(example.metrics[name].ravel(), example.human.ravel())[0])
 
 
+@pytest.mark.slow  # moved from the fast tier (about 0.4-0.7 s; the tier's budget is 60 s)
 def test_results_do_not_depend_on_what_else_is_asked_for():
     """Streams are keyed by level and scheme (bootstrap) or by level, method, scheme and pair (permutations)."""
     alone = simdesign.analyse_metrics(EXAMPLE, levels=["system"], methods=["pearson"], resamples=100, seed=3)
@@ -119,6 +120,7 @@ def test_the_committed_example_is_what_the_generator_writes():
 # Agreement with independent implementations
 # ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # moved from the fast tier (about 0.5-1 s; the tier's budget is 60 s)
 def test_boot_both_agrees_with_a_plain_loop(example):
     """A loop over resamples (systems, then inputs, drawn with replacement; scipy's Pearson of the means)."""
     metric, human, resamples = example.metrics["metric_a"], example.human, 2000

@@ -62,6 +62,7 @@ def test_pairwise_kappa_is_one_for_identical_annotators_and_nan_without_shared_d
     assert np.isnan(pairwise_kappa(scores, np.array([0, 0, 1, 1]), np.array([0, 1, 2, 3])))
 
 
+@pytest.mark.slow  # moved from the fast tier (about 0.5-1 s; the tier's budget is 60 s)
 def test_means_solved_into_effects_give_those_means_in_an_independent_simulation_of_the_latent_model():
     model = load_model("coherence")
     means = [4.3, 4.34, 4.38, 5.3, 3.5]
@@ -176,8 +177,8 @@ def _by_hand_f1(trials: pd.DataFrame, test: str, tested: list[int], criteria: in
 
 @pytest.mark.parametrize("pairs, tested, correction, method", [
     ("adjacent", [0, 4, 7, 9], "none", None),
-    ("first", [0, 1, 2, 3], "holm", "holm"),
-    ([["BART", "seneca"], ["__REFERENCE__", "onmt_pg"]], [2, 8], "bh", "fdr_bh"),
+    pytest.param("first", [0, 1, 2, 3], "holm", "holm", marks=pytest.mark.slow),  # 0.3-0.5 s each: one fast
+    pytest.param([["BART", "seneca"], ["__REFERENCE__", "onmt_pg"]], [2, 8], "bh", "fdr_bh", marks=pytest.mark.slow),
 ])
 def test_per_trial_f1_and_the_summary_follow_the_tested_pairs_correction_and_criteria(pairs, tested, correction,
                                                                                      method):

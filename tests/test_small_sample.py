@@ -19,7 +19,8 @@ def _study(blocks, docs_per_block, annotators_per_block=3, seed=1):
                                           np.random.default_rng(seed))
 
 
-@pytest.mark.parametrize("blocks, expected", [(1, 2), (2, 5), (4, 11), (5, 14), (10, 29), (100, 99)])
+@pytest.mark.parametrize("blocks, expected", [(1, 2), (2, 5), (4, 11), (5, 14), (10, 29),
+                                               pytest.param(100, 99, marks=pytest.mark.slow)])  # 0.5 s: slow tier
 def test_containment_df_on_the_figure4_grid(blocks, expected):
     """3 annotators per block and 100 documents: min(annotators - 1, documents - 1), as docs/model.md lists."""
     study = _study(blocks, 100 // blocks)

@@ -159,7 +159,9 @@ def test_a_store_drawn_by_another_generator_is_refused_naming_both_versions(tmp_
     assert "generator version 1" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("damage", [b"", b"PAR1 truncated", None], ids=["empty", "garbage", "truncated"])
+# one damage in the fast tier, the other two in the slow one (each writes and reads a store: 0.6-1.2 s)
+@pytest.mark.parametrize("damage", [pytest.param(b"", marks=pytest.mark.slow), b"PAR1 truncated",
+                                    pytest.param(None, marks=pytest.mark.slow)], ids=["empty", "garbage", "truncated"])
 def test_a_damaged_chunk_is_named_with_how_to_recover(tmp_path, capsys, damage):
     config = write_config(tmp_path / "c.yaml")
     out = tmp_path / "store"
@@ -179,7 +181,8 @@ def test_a_damaged_chunk_is_named_with_how_to_recover(tmp_path, capsys, damage):
     assert len(list((out / "trials").glob("*/*.parquet"))) == 4
 
 
-@pytest.mark.parametrize("content", ["", '{"fingerprint": '], ids=["empty", "truncated"])
+@pytest.mark.parametrize("content", [pytest.param("", marks=pytest.mark.slow), '{"fingerprint": '],
+                         ids=["empty", "truncated"])  # one in the fast tier
 def test_a_damaged_manifest_is_named(tmp_path, capsys, content):
     config = write_config(tmp_path / "c.yaml")
     out = tmp_path / "store"

@@ -74,6 +74,7 @@ def test_a_study_field_of_another_kind_is_refused_by_each_validator(tmp_path, ca
     assert "'panels'" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # moved from the fast tier (about 0.5-1 s; the tier's budget is 60 s)
 def test_run_writes_the_figure_of_a_rate_study_with_figure(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(RATES))
@@ -112,7 +113,8 @@ def test_a_plug_in_study_kind_runs_end_to_end(tmp_path, capsys):
     assert (tmp_path / "cli" / "coins.png").is_file()
 
 
-@pytest.mark.parametrize("mapping", [pytest.param(PANEL, marks=pytest.mark.slow), METRIC, SWEEP],  # panels 0.8 s
+@pytest.mark.parametrize("mapping", [pytest.param(PANEL, marks=pytest.mark.slow), METRIC,  # panels 0.8 s
+                                     pytest.param(SWEEP, marks=pytest.mark.slow)],
                          ids=["panels", "metric-validation", "sweep"])
 def test_simulate_runs_every_kind(tmp_path, mapping):
     import simdesign
@@ -124,7 +126,8 @@ def test_simulate_runs_every_kind(tmp_path, mapping):
                                   result.summary().drop(columns=["run_seconds", "mean_fit_seconds"], errors="ignore"))
 
 
-@pytest.mark.parametrize("mapping", [PANEL, METRIC, {"name": "coins", "coins": [0.3], "flips": 5, "trials": 9}],
+@pytest.mark.parametrize("mapping", [pytest.param(PANEL, marks=pytest.mark.slow), METRIC,  # panels 0.6 s
+                                     {"name": "coins", "coins": [0.3], "flips": 5, "trials": 9}],
                          ids=["panels", "metric-validation", "coin-flips"])
 def test_plot_redraws_every_kind_from_its_store_without_simulating(tmp_path, capsys, mapping):
     import simdesign
