@@ -65,6 +65,14 @@ BENCHMARKS = [
      "design, intercepts and maximal structures, one thread, interleaved; without R, lmm_native alone.",
      ["scripts/bench_lmm_native.py", "--studies", "20", "--repeats", "3"],
      ["scripts/bench_lmm_native.py", "--studies", "3", "--repeats", "1"]),
+    ("Against MCPower, the fastest peer",
+     "Milliseconds per simulated study (generation included), one thread each, of `lmm_native` and "
+     "`clmm_native` against MCPower's crossed linear mixed model (MCPower 1.4.1 run from a throwaway venv named "
+     "by MCPOWER_PYTHON, default /tmp/mcp/bin/python, never a dependency; without it simdesign alone), on the "
+     "crossed intercepts, one-random-slope and nested designs of issue 41, with the ratios and the power both "
+     "tools give on the linear model.",
+     ["scripts/bench_peers.py", "--repeats", "3"],
+     ["scripts/bench_peers.py", "--repeats", "1", "--seconds", "0.3", "--no-power"]),
 ]
 
 
