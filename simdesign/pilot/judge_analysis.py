@@ -72,6 +72,18 @@ def _p_text(value: float) -> str:
     return "-" if not np.isfinite(value) else "<1e-15" if value < 1e-15 else f"{value:.3g}"
 
 
+def write_outputs(analysis, out_dir, names) -> list[Path]:
+    """Write a judge analysis's three outputs, ``names``: its :meth:`summary` and ``estimates`` as CSV and its
+    ``report()`` as Markdown, into ``out_dir`` (created); returns their paths in that order."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / name for name in names]
+    analysis.summary().to_csv(paths[0], index=False)
+    analysis.estimates.to_csv(paths[1], index=False)
+    paths[2].write_text(analysis.report())
+    return paths
+
+
 @dataclass
 class JudgeAnalysis:
     """The analysis of a judge-plus-human table (module docstring).
@@ -142,13 +154,7 @@ class JudgeAnalysis:
     def save(self, out_dir) -> list[Path]:
         """Write ``judge_analysis.csv`` (:meth:`summary`), ``judge_estimates.csv`` (:attr:`estimates`) and
         ``judge_analysis.md`` (:meth:`report`) to ``out_dir``; returns their paths."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        paths = [out / name for name in OUTPUTS]
-        self.summary().to_csv(paths[0], index=False)
-        self.estimates.to_csv(paths[1], index=False)
-        paths[2].write_text(self.report())
-        return paths
+        return write_outputs(self, out_dir, OUTPUTS)
 
 
 def _data_sentence(info: dict) -> str:

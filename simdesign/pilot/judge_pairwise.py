@@ -48,7 +48,8 @@ import pandas as pd
 
 from simdesign.core.errors import DataError
 from simdesign.core.seeds import analysis_rng
-from simdesign.pilot.judge_analysis import _check_options, _few_clusters, _interval_text, _number_text, _p_text
+from simdesign.pilot.judge_analysis import (_check_options, _few_clusters, _interval_text, _number_text, _p_text,
+                                            write_outputs)
 from simdesign.pilot.pairwise_table import TIE
 from simdesign.stats.ppi import judge_study, ppi_study
 from simdesign.stats.replication import adjusted_p_values
@@ -275,13 +276,7 @@ class JudgePairwiseAnalysis:
     def save(self, out_dir) -> dict:
         """Write :data:`OUTPUTS` (summary, estimates, report) to ``out_dir``; returns name -> path (as the
         pairwise analysis's ``save``, which ``simdesign analyse --out`` prints)."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        paths = [out / name for name in OUTPUTS]
-        self.summary().to_csv(paths[0], index=False)
-        self.estimates.to_csv(paths[1], index=False)
-        paths[2].write_text(self.report())
-        return dict(zip(OUTPUTS, paths))
+        return dict(zip(OUTPUTS, write_outputs(self, out_dir, OUTPUTS)))
 
 
 def _half_test(estimates: pd.DataFrame, clusters: int | None) -> np.ndarray:
