@@ -24,29 +24,12 @@ from simdesign import BlockDesign, Judgements, PoolDesign, load_model
 from simdesign import lmm
 from simdesign.analyses import ANALYSES, run_analysis
 from simdesign.analyses.lmm_native import _contrast_rows
-from simdesign.lmm import compiled, slopes, small_sample
-from simdesign.lmm.deviance import profile
+from simdesign.lmm import compiled, slopes
+
+# the numpy-kernels fixture and the general path's numbers at a theta, shared with the intercepts' fast path
+from test_lmm_structured import _general_at, numpy_kernels  # noqa: F401
 
 SLOPES = {"annotator": "slopes", "document": "intercept"}
-
-
-@pytest.fixture
-def numpy_kernels():
-    """The numpy kernels (the compiled ones are compared with them in their own test)."""
-    compiled.use_numba(False)
-    yield
-    compiled.use_numba(True)
-
-
-def _general_at(fit, theta):
-    """The general path's numbers at ``theta``: criterion, fixed effects, covariance, Satterthwaite df, note."""
-    problem = fit.problem
-    solved = profile(problem, theta)
-    sigma = solved.sigma(problem.n_obs, fit.reml)
-    covariance = sigma ** 2 * np.linalg.inv(solved.reduced[:problem.n_fixed, :problem.n_fixed])
-    hessian, jacobian = small_sample.satterthwaite_parts(problem, theta, sigma, fit.reml)
-    df, note = small_sample.satterthwaite_df(hessian, jacobian, covariance, _contrast_rows(len(fit.systems)))
-    return solved.deviance(problem.n_obs, fit.reml), solved.beta, covariance, df, note
 
 
 def _fast_df(fit):

@@ -37,14 +37,15 @@ def numpy_kernels():
 
 
 def _general_at(fit, theta):
-    """The general path's numbers at ``theta``: criterion, fixed effects, covariance, Satterthwaite df."""
+    """The general path's numbers at ``theta``: criterion, fixed effects, covariance, Satterthwaite df and its
+    note (tests/test_lmm_slopes.py compares its own fast path with them too)."""
     problem = fit.problem
     solved = profile(problem, theta)
     sigma = solved.sigma(problem.n_obs, fit.reml)
     covariance = sigma ** 2 * np.linalg.inv(solved.reduced[:problem.n_fixed, :problem.n_fixed])
     hessian, jacobian = small_sample.satterthwaite_parts(problem, theta, sigma, fit.reml)
-    df, _ = small_sample.satterthwaite_df(hessian, jacobian, covariance, _contrast_rows(len(fit.systems)))
-    return solved.deviance(problem.n_obs, fit.reml), solved.beta, covariance, df
+    df, note = small_sample.satterthwaite_df(hessian, jacobian, covariance, _contrast_rows(len(fit.systems)))
+    return solved.deviance(problem.n_obs, fit.reml), solved.beta, covariance, df, note
 
 
 def _fast_df(fit):
@@ -53,7 +54,7 @@ def _fast_df(fit):
 
 def check_same_theta(fit) -> dict:
     """The fast fit against the general path's formulas at the fast fit's theta."""
-    deviance, beta, covariance, df = _general_at(fit, fit.theta)
+    deviance, beta, covariance, df, _ = _general_at(fit, fit.theta)
     scale = np.max(np.abs(covariance))
     gaps = {"deviance": abs(fit.deviance - deviance) / abs(deviance), "beta": np.max(np.abs(fit.beta - beta)),
             "covariance": np.max(np.abs(fit.covariance - covariance)) / scale,
