@@ -97,18 +97,10 @@ TIES = ("half", "ordinal")
 MEMBERSHIP_TERMS = {"annotator": "annotator_system", "document": "document_system"}
 """Grouping factor -> the placeholder factor of its (group, system) effects under ``structure: intercepts``."""
 
+# A function of rsession's `quietly` (warnings and messages kept as data, an error returned as the value), which
+# the helpers below call: one definition of it for every R-backed test.
 _R_CODE = r"""
-local({
-  quietly <- function(expr) {
-    warnings <- character(0)
-    notes <- character(0)
-    value <- tryCatch(
-      withCallingHandlers(expr,
-        warning = function(w) { warnings <<- c(warnings, conditionMessage(w)); invokeRestart("muffleWarning") },
-        message = function(m) { notes <<- c(notes, trimws(conditionMessage(m))); invokeRestart("muffleMessage") }),
-      error = function(e) e)
-    list(value = value, warnings = warnings, notes = notes)
-  }
+function(quietly) local({
 
   # Rows: the (group, system) pairs that occur, ordered by group then system; columns: comparisons; +1 in the
   # row of (group, first), -1 in that of (group, second).
@@ -278,7 +270,7 @@ def _helpers():
         if id(r) not in _HELPERS:
             import rpy2.robjects as robjects
 
-            _HELPERS[id(r)] = robjects.r(_R_CODE)
+            _HELPERS[id(r)] = robjects.r(_R_CODE)(r.quietly)
     return r, _HELPERS[id(r)]
 
 

@@ -328,6 +328,7 @@ class RSession:
         _install_quiet_console()
         self._robjects = robjects
         helpers = robjects.r(_R_HELPERS)
+        self.quietly = helpers["quietly"]  # for the R helpers of other modules (simdesign.analyses.preferences_r)
         self._make_frame = helpers["make_frame"]
         self.fit_clmm = helpers["fit_clmm"]
         self.fit_lmer = helpers["fit_lmer"]
