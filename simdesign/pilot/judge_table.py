@@ -21,7 +21,6 @@ Every problem is reported at once, naming the column and the file's lines (JSON:
 """
 from __future__ import annotations
 
-import csv
 import json
 import os
 from pathlib import Path
@@ -114,20 +113,13 @@ def source_is_judge_table(source, columns=None) -> bool:
 
 
 def _header(path: Path) -> list | None:
-    """The column names of a CSV file's header line, or of a JSON (Lines) file's first records (None when
-    unreadable: the ordinary reader says why)."""
+    """The column names of a CSV, JSON or JSON Lines file (:func:`simdesign.pilot.records.read_header`: a CSV's
+    header line, a JSON Lines file's first record), or None when unreadable: the ordinary reader says why."""
+    from simdesign.pilot.records import read_header
+
     try:
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            if path.suffix.lower() == ".json":
-                records = json.load(handle)
-                return sorted({key for record in records[:100] for key in record}) if isinstance(records, list) \
-                    and all(isinstance(record, dict) for record in records[:100]) else None
-            if path.suffix.lower() in JSON_SUFFIXES:
-                first = next((line for line in handle if line.strip()), "")
-                record = json.loads(first)
-                return list(record) if isinstance(record, dict) else None
-            return [name.strip() for name in next(csv.reader(handle), [])]
-    except (OSError, UnicodeDecodeError, ValueError):  # json.JSONDecodeError is a ValueError
+        return read_header(path)
+    except (OSError, UnicodeDecodeError, ValueError, TypeError):  # json.JSONDecodeError is a ValueError
         return None
 
 
