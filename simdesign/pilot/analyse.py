@@ -443,7 +443,10 @@ def _run_tests(judgements: Judgements, specs, adjust: str, seed: int) -> tuple[p
     from simdesign.analyses.base import FAILURES, run_analysis, system_pairs
 
     pairs = system_pairs(judgements.n_systems)
-    means = np.nanmean(judgements.scores, axis=0)  # over the judged outputs, as the system table's means
+    # over the judged outputs, as the system table's means; a study held as its comparisons only (a battle log:
+    # Judgements.from_comparisons) has no per-output values, so no mean difference (pairwise reports win rates)
+    means = (np.nanmean(judgements.scores, axis=0) if judgements.scores.size
+             else np.full(judgements.n_systems, np.nan))
     rows, fits = [], {}
     for position, spec in enumerate(specs):
         info = ANALYSES[spec.name]
