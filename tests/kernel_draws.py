@@ -112,6 +112,31 @@ def _metrics_and_tac(record: dict) -> None:
             record[f"tac-{field}"] = value.astype(float)
 
 
+def _pairwise_and_judges(record: dict) -> None:
+    """Pairwise preferences (every pair, a balanced subset, Arena-style battles) and LLM judges' scores."""
+    import dataclasses
+
+    from simdesign.core.designs import BattleDesign, BlockDesign
+    from simdesign.model import load_model
+    from simdesign.model.judge import JudgePanel, document_parts, latent_quality, parse_judge
+
+    model = load_model("coherence")
+    for offset, (label, design, preferences) in enumerate((
+            ("all", BlockDesign(4, 5, 3), {"position_bias": 0.2}), ("subset", BlockDesign(4, 5, 3), {"pairs": 3}),
+            ("battles", BattleDesign(300, 40, 6), {}))):
+        pairwise = dataclasses.replace(model, preferences=preferences)
+        judgements = pairwise.sample(design, _rng(offset + 60), effect="fitted", method="pairwise")
+        record[f"pairwise-{label}-preferences"] = judgements.preferences
+        record[f"pairwise-{label}-first-shown"] = judgements.first_shown.astype(float)
+    judges = tuple(parse_judge({"preset": preset, "scale": scale}, model)
+                   for preset, scale in (("unbiased", "ordinal"), ("self_preferring", "continuous")))
+    rng = _rng(70)
+    quality = latent_quality(model, document_parts(model, 50, rng))
+    record["judge-quality"] = quality
+    for judge, scores in zip(judges, JudgePanel(judges).scores(model, quality, [_rng(71), _rng(72)])):
+        record[f"judge-{judge.scale}-scores"] = np.asarray(scores, dtype=float)
+
+
 def main(out: str) -> None:
     import threadpoolctl
 
@@ -121,6 +146,7 @@ def main(out: str) -> None:
     _panels(record)
     _crowds(record)
     _metrics_and_tac(record)
+    _pairwise_and_judges(record)
     kernels = sorted({str(info.get("architecture")) for info in threadpoolctl.threadpool_info()
                       if info.get("user_api") == "blas"})
     record["kernel"] = np.array(",".join(kernels))

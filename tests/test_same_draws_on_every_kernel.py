@@ -73,7 +73,9 @@ def test_every_generator_draws_the_same_values_on_both_kernels(draws):
     # every study kind's generator and both methods are there (see tests/kernel_draws.py)
     for expected in ("coherence-block-scores", "repetition-pool-scores", "coherence-coverage-scores",
                      "coherence-pair-rank", "rank_repetition-block", "panel-crowd-scores", "crowd_paper-crowd",
-                     "crowd_systems-truth", "metric-example", "tac-scores"):
+                     "crowd_systems-truth", "metric-example", "tac-scores", "pairwise-all-preferences",
+                     "pairwise-subset-preferences", "pairwise-battles-preferences", "judge-quality",
+                     "judge-ordinal-scores", "judge-continuous-scores"):
         assert expected in names
     assert any(name.endswith("-likert") for name in names) and any(name.endswith("-rank") for name in names)
     differing = []
