@@ -13,6 +13,12 @@ human score, Gauss-Hermite) and its Wilson interval, the rejection rate of pairs
 number of human judgements. ``verdict``: 'nominal' when the Wilson interval of the coverage contains the
 nominal 0.95 or lies above it, 'under' when it lies below. tests/test_judge_coverage.py reads the table.
 
+    python scripts/judge_coverage.py --pairwise
+
+does the same for pairwise verdicts (configs/judge_pairwise_coverage.yaml: a pairwise judge with a position bias,
+and the same judge preferring seneca; humans compare every pair of 100 documents) -> figures/
+judge_pairwise_coverage.csv, whose targets are each pair's human win rate.
+
     python scripts/judge_coverage.py --check-resamples 300
 
 recomputes the first 300 trials of the self-preferring judge's 10-annotator cell (effect zero) with 1,000
@@ -32,7 +38,10 @@ import simdesign
 from simdesign.simulation.config import read_config_mapping
 
 ROOT = Path(__file__).resolve().parents[1]
-JUDGES = ("unbiased", "self_preferring")
+JUDGES = {"unbiased": "unbiased", "self_preferring": "self_preferring"}
+# --pairwise: verdicts on pairs; the same judge, then made to prefer seneca (the coherence model's last system)
+PAIRWISE_JUDGES = {"pairwise": {"preset": "pairwise"},
+                   "pairwise_self_preferring": {"preset": "pairwise", "prefers": "seneca"}}
 EFFECTS = ("zero", "fitted")
 
 
@@ -71,14 +80,22 @@ def check_resamples(config_path: Path, out: Path, trials: int, resamples: int = 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", default=str(ROOT / "configs" / "judge_coverage.yaml"))
-    parser.add_argument("--out", default=str(ROOT / "results" / "judge_coverage"))
-    parser.add_argument("--table", default=str(ROOT / "figures" / "judge_coverage.csv"))
+    parser.add_argument("--pairwise", action="store_true",
+                        help="pairwise judges and human verdicts: configs/judge_pairwise_coverage.yaml -> "
+                             "figures/judge_pairwise_coverage.csv (unless --config, --out, --table say otherwise)")
+    parser.add_argument("--config", default=None)
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--table", default=None)
     parser.add_argument("--trials", type=int, default=None)
     parser.add_argument("--fitted-trials", type=int, default=500,
                         help="trials at the fitted effects (the CPU budget: 2,000 at effect zero, the Must-show's)")
     parser.add_argument("--check-resamples", type=int, default=0, metavar="TRIALS")
     args = parser.parse_args()
+    stem = "judge_pairwise_coverage" if args.pairwise else "judge_coverage"
+    args.config = args.config or str(ROOT / "configs" / f"{stem}.yaml")
+    args.out = args.out or str(ROOT / "results" / stem)
+    args.table = args.table or str(ROOT / "figures" / f"{stem}.csv")
+    judges = PAIRWISE_JUDGES if args.pairwise else JUDGES
     if args.check_resamples:
         check_resamples(Path(args.config), Path(args.out), args.check_resamples)
         return
@@ -86,12 +103,11 @@ def main() -> None:
     if args.trials is not None:
         raw["trials"] = args.trials
     tables = []
-    for judge in JUDGES:
+    for judge, spec in judges.items():
         for effect in EFFECTS:
             started, load = time.perf_counter(), os.getloadavg()[0]
             trials = raw["trials"] if effect == "zero" else min(raw["trials"], args.fitted_trials)
-            config = {**raw, "judge": judge, "effect": effect, "name": f"judge_coverage_{judge}_{effect}",
-                      "trials": trials}
+            config = {**raw, "judge": spec, "effect": effect, "name": f"{stem}_{judge}_{effect}", "trials": trials}
             result = simdesign.simulate(config, out_dir=Path(args.out) / f"{judge}-{effect}", jobs=1, progress=False)
             summary = result.summary()
             annotators = {d.label: d.annotators for d in result.config.designs}

@@ -94,4 +94,6 @@ def test_fit_writes_a_judge_file_the_judge_model_loads(tmp_path, capsys):
     loaded = parse_judge(load_yaml(out.read_text()), MODEL)
     assert loaded.levels == 10 and loaded.name == "judge" and set(loaded.bias) == set(MODEL.systems)
     assert 0 < loaded.correlation <= 1 and "bootstrap" in loaded.assumes
+    assert len(loaded.thresholds) == 9 and np.all(np.diff(loaded.thresholds) > 0)  # simulated at the fitted cuts
+    assert "cut at the fitted thresholds" in loaded.assumes
     assert (out.parent / "check.csv").exists() and "wrote" in capsys.readouterr().out

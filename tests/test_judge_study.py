@@ -122,3 +122,22 @@ def test_a_trial_is_the_same_from_its_seed_and_covers_with_the_model_truth():
     assert first.loc[first["target"] == "BART", "truth"].iloc[0] == pytest.approx(expected[2])
     ppi = first[(first["estimator"] == "ppi") & (first["system_b"].notna())]
     assert ppi["rejected"].notna().all() and ppi["covered"].isin([0.0, 1.0]).all()
+
+
+def test_stratified_selection_gives_every_system_its_own_documents_and_unbiased_ppi_means():
+    from simdesign.simulation.judge_study import draw_trial
+
+    config = parse_judge_study({**SMALL, "select": "stratified", "documents": 200, "judge": "unbiased",
+                                "bootstrap_resamples": 10,
+                                "designs": [{"kind": "pool", "docs": 30, "annotators": 6, "judgements_per_output": 1}]})
+    cell = config.designs[0].label
+    humans = draw_trial(config, cell, 0).humans
+    documents = [set(humans.document[humans.system == s]) for s in range(MODEL.n_systems)]
+    assert all(len(chosen) == 30 for chosen in documents)  # the same number of human-scored outputs per system
+    assert len(set.union(*documents)) > 30  # drawn per system, not one set for all
+    # over trials, each system's PPI mean is centred on the model's expected human score (trial = unit, 4 SE)
+    estimates = pd.concat([trial_rows(config, cell, trial).assign(trial=trial) for trial in range(40)])
+    ppi = estimates[(estimates["estimator"] == "ppi") & (estimates["interval"] == "independent")
+                    & estimates["system_b"].isna()]
+    error = (ppi["estimate"] - ppi["truth"]).groupby(ppi["target"])
+    assert np.all(np.abs(error.mean()) < 4 * error.std(ddof=1) / np.sqrt(40)), error.mean()

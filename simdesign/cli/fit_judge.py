@@ -35,13 +35,14 @@ def judge_file_text(fit, source: str, likert_name: str, name: str, seed: int) ->
     else:
         record += (f"reported = {'expit' if fit.scale != CONTINUOUS else ''}(location + spread J*), location "
                    f"{fit.location:.3f}, spread {fit.spread:.3f}")
-    record += (f"; SEs from {se.get('resamples', 0)} bootstrap resamples of the documents (seed {seed}). The judge "
-               "model places a Likert judge's cuts so that its categories are about equally used, not at the "
-               "fitted thresholds")
+    record += (f"; SEs from {se.get('resamples', 0)} bootstrap resamples of the documents (seed {seed})"
+               + (f". Simulated scores are 1..{len(fit.levels)} for the observed {list(fit.levels)}, cut at the "
+                  "fitted thresholds" if fit.scale == ORDINAL else ""))
     data = {"name": name, "scale": fit.scale, "correlation": round(float(min(fit.correlation, 1.0)), 6),
             "bias": {k: round(v, 6) for k, v in fit.bias.items()}, "assumes": record}
     if fit.scale == ORDINAL:
         data["levels"] = len(fit.levels)
+        data["thresholds"] = [round(float(v), 6) for v in fit.thresholds]
     header = ("A judge fitted from a judge-plus-human table (simdesign.pilot.judge_fit); load with "
               "simdesign.model.judge.parse_judge(load_yaml(path), model) or paste as a config's 'judge'.\n" + record)
     return "".join(f"# {line}\n" for line in header.splitlines()) + yaml.safe_dump(data, sort_keys=False, width=110)

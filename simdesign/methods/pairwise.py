@@ -208,6 +208,35 @@ def pairwise_verdicts(parameters: PairwiseParameters, eta: np.ndarray, rng: np.r
     return np.where(shown, verdict, np.nan), first_shown & shown
 
 
+def expected_win_rates(model, parameters: PairwiseParameters, effect="fitted", nodes: int = 80) -> np.ndarray:
+    """Each pair's expected human win rate (first system over second, a tie half), integrated over annotators,
+    documents, the noise and the order of presentation (a fair coin), shape (pairs,) in
+    :func:`system_pair_indices` order.
+
+    The verdict rule (module docstring) gives, for a latent difference x shown in one order (``s`` = +1 when
+    the first system is shown first, else -1), a win rate of ``(F((x + s p - t) / n) + F((x + s p + t) / n)) / 2``
+    (F the logistic CDF, p the position bias, t the tie band, n the noise): P(win) plus half P(tie). The random
+    part of x, ``(z_i - z_j) . (u_a + v_d)``, is normal with variance ``c' (Sigma_a + Sigma_d) c``, c = z_i - z_j,
+    so a one-dimensional Gauss-Hermite rule integrates it (as
+    :meth:`simdesign.model.OrdinalMixedModel.marginal_probabilities` does for one system).
+    """
+    from scipy import special
+
+    beta = np.asarray(model.effects_for(effect), float)
+    design_rows = np.eye(model.n_systems)
+    design_rows[:, 0] = 1.0
+    first, second = system_pair_indices(model.n_systems)
+    contrast = design_rows[first] - design_rows[second]
+    total = np.asarray(model.annotator_cov, float) + np.asarray(model.sampled_document_cov, float)
+    sd = np.sqrt(np.einsum("pi,ij,pj->p", contrast, total, contrast))
+    nodes_x, weights = np.polynomial.hermite_e.hermegauss(nodes)
+    weights = weights / weights.sum()
+    x = (beta[first] - beta[second])[:, None] + sd[:, None] * nodes_x[None, :]
+    p, t, n = parameters.position_bias, parameters.tie_band, parameters.noise
+    rate = sum(special.expit((x + side * p - t) / n) + special.expit((x + side * p + t) / n) for side in (1.0, -1.0))
+    return (rate / 4.0) @ weights
+
+
 def _registered_defaults():
     """The default method (whose measured times the assumed pairwise times scale), if registered."""
     from simdesign.methods.base import all_methods

@@ -19,9 +19,18 @@ quality with its own noise and its own per-system bias::
   self-preferring judge has a positive bias for its own family's systems. Systems not named have 0.
 * ``scale``: what the judge reports, from J* standardised by its marginal mean ``m`` and SD ``t`` over the
   model's systems and documents (one fixed transformation per judge and model, the same in every study):
-  ``ordinal`` (scores 1..``levels``, cut at ``m + t Phi^-1(k / levels)``: every category about equally used),
+  ``ordinal`` (scores 1..``levels``, cut at ``m + t Phi^-1(k / levels)``: every category about equally used;
+  or, given ``thresholds`` (a fitted judge's, :mod:`simdesign.pilot.judge_fit`), score k + 1 where J* is above
+  k of them: the cuts on the latent scale itself, with the biases centred as the fit reports them),
   ``probability`` (``expit(1.7 (J* - m) / t)``, a probability that the output is good) or ``continuous``
   (J* itself).
+* A ``pairwise`` judge compares two outputs of one document instead (as the pairwise method's annotators do,
+  :mod:`simdesign.methods.pairwise`): shown output i first and j second it prefers i when
+  ``J*_id - J*_jd + position_bias > tie_band``, j when it is below ``-tie_band``, and ties in between (with
+  ``position_bias`` subtracted when j is shown first). Each judge draws its own order of presentation per
+  (document, pair), a fair coin, so its position bias is noise, not a system bias; ``bias`` (self-preference)
+  acts through J* as for the other scales. Its verdict for the pair (i before j in the model's order) is 1, 0.5
+  or 0: the target is the human win rate (:func:`simdesign.methods.pairwise.expected_win_rates`).
 * Several judges (:class:`JudgePanel`): each judge its own noise; with ``error_correlation`` r their noises
   share a common part (``sqrt(r) c + sqrt(1 - r) e``): judges of one family make the same mistakes.
 
@@ -45,11 +54,16 @@ from simdesign.core.checks import is_integer, is_number
 from simdesign.core.errors import ConfigError
 from simdesign.core.suggest import did_you_mean
 from simdesign.methods import default_method
+from simdesign.methods.pairwise import PAIRWISE, pairwise_verdicts
 from simdesign.model.common import fixed_order_product
 from simdesign.model.metric import exchangeable_moments
 
-SCALES = ("ordinal", "probability", "continuous")  # ordinal: scores 1..levels, as a Likert item has
-JUDGE_KEYS = ("name", "preset", "scale", "levels", "correlation", "bias", "cost_per_call", "assumes")
+# ordinal: scores 1..levels, as a Likert item has; pairwise: a verdict on two outputs of one document
+PAIRWISE_SCALE = PAIRWISE.name  # a verdict on two outputs, as the pairwise method's annotators give
+SCALES = ("ordinal", "probability", "continuous", PAIRWISE_SCALE)
+PAIRWISE_KEYS = ("position_bias", "tie_band")  # a pairwise judge's own settings
+JUDGE_KEYS = ("name", "preset", "scale", "levels", "correlation", "bias", "cost_per_call", "assumes", "thresholds",
+              *PAIRWISE_KEYS)
 PROBABILITY_SLOPE = 1.7  # expit(1.7 x) is within 0.01 of the standard normal CDF: a probability judge calibrated so
 
 JUDGE_PRESETS = {
@@ -60,6 +74,10 @@ JUDGE_PRESETS = {
                         "assumes": "as 'unbiased', and +0.5 on the latent scale (about 0.7 of the outputs' SD within "
                                    "a system) for one system, its own family's (the 'prefers' field; default the "
                                    "model's last system); assumed, not fitted"},
+    PAIRWISE_SCALE: {"scale": PAIRWISE_SCALE, "correlation": 0.7, "bias": {}, "position_bias": 0.25, "tie_band": 0.0,
+                 "assumes": "a pairwise verdict from latent scores of correlation 0.7 with the outputs' latent "
+                            "quality within a system, +0.25 on the latent scale for the output shown first "
+                            "(position bias), no ties, no system bias; assumed, not fitted"},
 }
 SELF_PREFERENCE = 0.5
 
@@ -82,6 +100,13 @@ class Judge:
         What one judge call costs (the planner's unit; 0 by default).
     assumes : str
         What the judge's settings assume, for reports.
+    position_bias : float
+        A pairwise judge's latent advantage of the output shown first (0 by default).
+    tie_band : float
+        A pairwise judge's band of latent differences it calls a tie (0 by default: it always chooses).
+    thresholds : tuple of float
+        An ordinal judge's cut points on the latent scale (``levels - 1``, increasing), as fitted; empty (the
+        default): cut so that its categories are about equally used.
     """
 
     name: str = "judge"
@@ -91,12 +116,16 @@ class Judge:
     bias: dict = field(default_factory=dict)
     cost_per_call: float = 0.0
     assumes: str = "settings given in the config"
+    position_bias: float = 0.0
+    tie_band: float = 0.0
+    thresholds: tuple = ()
 
     def __post_init__(self):
         problems = judge_problems(self)
         if problems:
             raise ConfigError(problems)
         object.__setattr__(self, "bias", {str(k): float(v) for k, v in dict(self.bias).items()})
+        object.__setattr__(self, "thresholds", tuple(float(v) for v in self.thresholds))
 
     def bias_vector(self, systems) -> np.ndarray:
         """b_s for every system of a model (0 for systems not named)."""
@@ -118,10 +147,30 @@ class Judge:
         variance, _ = exchangeable_moments(model.sampled_document_cov)
         return float(beta.mean()), float(np.sqrt(beta.var() + variance + self.noise_sd(model) ** 2))
 
+    @property
+    def pairwise(self) -> bool:
+        """Whether the judge compares two outputs (its verdicts) rather than scoring one."""
+        return self.scale == PAIRWISE_SCALE
+
+    def verdicts(self, latent: np.ndarray, first_shown: np.ndarray) -> np.ndarray:
+        """A pairwise judge's verdicts from latent scores J* (documents, systems), shape (documents, pairs).
+
+        ``first_shown``: bool (documents, pairs), True where the pair's first system (in the model's order) was
+        shown first. 1: the first system preferred, 0.5: a tie, 0: the second (module docstring).
+        """
+        first, second = np.triu_indices(np.shape(latent)[1], k=1)
+        latent = np.asarray(latent, float)
+        delta = latent[:, first] - latent[:, second] + self.position_bias * np.where(first_shown, 1.0, -1.0)
+        return np.where(delta > self.tie_band, 1.0, np.where(delta < -self.tie_band, 0.0, 0.5))
+
     def report(self, latent: np.ndarray, model) -> np.ndarray:
         """The judge's reported scores from latent scores J* (module docstring: its scale)."""
+        if self.pairwise:
+            raise ValueError(f"The pairwise judge '{self.name}' gives verdicts on pairs (Judge.verdicts), not scores")
         if self.scale == "continuous":
             return np.asarray(latent, float)
+        if self.thresholds:  # fitted cuts on the latent scale (side as the fit's likelihood counts them)
+            return 1.0 + np.searchsorted(np.asarray(self.thresholds), np.asarray(latent, float)).astype(float)
         centre, spread = self.marginal(model)
         standard = (np.asarray(latent, float) - centre) / spread
         if self.scale == "probability":
@@ -136,6 +185,8 @@ class Judge:
         Likert score near the middle category); a continuous judge's middle is the scores' own median.
         """
         scores = np.asarray(scores, float)
+        if self.pairwise:  # a verdict: unsure only when it is a tie
+            return 1.0 - np.abs(2.0 * scores - 1.0)
         if self.scale == "probability":
             position = scores
         elif self.scale == "ordinal":
@@ -145,8 +196,12 @@ class Judge:
         return 1.0 - np.abs(2.0 * position - 1.0)
 
     def to_config(self) -> dict:
-        return {"name": self.name, "scale": self.scale, "levels": self.levels, "correlation": self.correlation,
-                "bias": dict(self.bias), "cost_per_call": self.cost_per_call, "assumes": self.assumes}
+        config = {"name": self.name, "scale": self.scale, "levels": self.levels, "correlation": self.correlation,
+                  "bias": dict(self.bias), "cost_per_call": self.cost_per_call, "assumes": self.assumes}
+        # written only for a pairwise judge (thresholds: only when given), so the other judges' study
+        # fingerprints stay as they were
+        return {**config, **({key: getattr(self, key) for key in PAIRWISE_KEYS} if self.pairwise else {}),
+                **({"thresholds": list(self.thresholds)} if self.thresholds else {})}
 
 
 def judge_problems(judge: Judge) -> list[str]:
@@ -164,7 +219,33 @@ def judge_problems(judge: Judge) -> list[str]:
         problems.append(f"The {where}'s 'cost_per_call' must be a non-negative number; got {judge.cost_per_call!r}")
     if not isinstance(judge.bias, dict) or not all(is_number(v) and np.isfinite(v) for v in judge.bias.values()):
         problems.append(f"The {where}'s 'bias' must map system names to numbers (latent bias); got {judge.bias!r}")
+    if not is_number(judge.position_bias) or not np.isfinite(judge.position_bias):
+        problems.append(f"The {where}'s 'position_bias' must be a number (latent units); got {judge.position_bias!r}")
+    if not is_number(judge.tie_band) or not 0 <= judge.tie_band < np.inf:
+        problems.append(f"The {where}'s 'tie_band' must be a non-negative number; got {judge.tie_band!r}")
+    problems += _threshold_problems(judge, where)
+    if judge.scale != PAIRWISE_SCALE and (judge.position_bias != 0 or judge.tie_band != 0):
+        problems.append(f"The {where}'s 'position_bias' and 'tie_band' apply to a pairwise judge only "
+                        f"(scale: {PAIRWISE_SCALE}); its scale is {judge.scale!r}")
     return problems
+
+
+def _threshold_problems(judge: Judge, where: str) -> list[str]:
+    thresholds = judge.thresholds
+    if thresholds is None or (isinstance(thresholds, (list, tuple)) and not thresholds):
+        return []
+    if judge.scale != "ordinal":
+        return [f"The {where}'s 'thresholds' apply to an ordinal judge only; its scale is {judge.scale!r}"]
+    values = list(thresholds) if isinstance(thresholds, (list, tuple)) else None
+    levels = judge.levels if is_integer(judge.levels, 2) else None
+    if values is None or not all(is_number(v) and np.isfinite(v) for v in values):
+        return [f"The {where}'s 'thresholds' must be a list of numbers (cut points on the latent scale); got "
+                f"{thresholds!r}"]
+    if levels is not None and len(values) != levels - 1:
+        return [f"The {where}'s 'thresholds' must have levels - 1 = {levels - 1} values; got {len(values)}"]
+    if np.any(np.diff(values) <= 0):
+        return [f"The {where}'s 'thresholds' must be increasing; got {values}"]
+    return []
 
 
 def parse_judge(raw, model, default_name: str = "judge") -> Judge:
@@ -199,8 +280,15 @@ def parse_judge(raw, model, default_name: str = "judge") -> Judge:
             values["bias"] = {str(prefers): SELF_PREFERENCE}
             values["assumes"] = values["assumes"].replace("the 'prefers' field; default the model's last system",
                                                           f"here {prefers}")
+        elif "prefers" in raw:  # any other preset made self-preferring
+            values["bias"] = {str(raw["prefers"]): SELF_PREFERENCE}
+            values["assumes"] += (f"; and +{SELF_PREFERENCE} on the latent scale for {raw['prefers']} (its own "
+                                  "family's system: self-preference)")
     elif "prefers" in raw:
-        raise ConfigError("The judge field 'prefers' goes with 'preset: self_preferring'; give 'bias' otherwise")
+        raise ConfigError("The judge field 'prefers' goes with a 'preset' (self_preferring, or any other to make it "
+                          "self-preferring); give 'bias' otherwise")
+    if "prefers" in raw and "bias" in raw:
+        raise ConfigError("Give the judge's 'prefers' (a self-preferring preset's system) or its 'bias', not both")
     values.update({key: value for key, value in raw.items() if key not in ("preset", "prefers")})
     values.setdefault("name", preset or default_name)
     judge = Judge(**values)
@@ -223,22 +311,36 @@ class JudgePanel:
             raise ConfigError(f"The judges' names must differ; got {names}")
         if not is_number(self.error_correlation) or not 0 <= self.error_correlation < 1:
             raise ConfigError(f"The 'error_correlation' field must be in [0, 1); got {self.error_correlation!r}")
+        if len({judge.pairwise for judge in self.judges}) > 1:
+            raise ConfigError(f"The judges must all give pairwise verdicts or all score outputs (their mean is what "
+                              f"PPI uses); scales: {[judge.scale for judge in self.judges]}")
+
+    @property
+    def pairwise(self) -> bool:
+        """Whether the panel's judges give verdicts on pairs."""
+        return self.judges[0].pairwise
 
     def scores(self, model, quality: np.ndarray, streams) -> np.ndarray:
-        """Every judge's reported score of every output, shape (judges, documents, systems).
+        """Every judge's reported score of every output, shape (judges, documents, systems); for pairwise judges
+        every judge's verdict on every pair of every document, shape (judges, documents, pairs).
 
-        ``quality``: q, shape (documents, systems); ``streams``: one generator per judge (its own draws), and
-        with ``error_correlation`` a last one for the common part.
+        ``quality``: q, shape (documents, systems); ``streams``: one generator per judge (its own draws: the
+        noise, then a pairwise judge's order of presentation), and with ``error_correlation`` a last one for the
+        common part.
         """
         quality = np.asarray(quality, float)
         r = float(self.error_correlation)
         common = streams[len(self.judges)].standard_normal(quality.shape) if r > 0 else 0.0
-        out = np.empty((len(self.judges),) + quality.shape)
+        n_pairs = quality.shape[1] * (quality.shape[1] - 1) // 2
+        out = np.empty((len(self.judges), quality.shape[0], n_pairs if self.pairwise else quality.shape[1]))
         for k, judge in enumerate(self.judges):
             own = streams[k].standard_normal(quality.shape)
             noise = np.sqrt(r) * common + np.sqrt(1.0 - r) * own
             latent = quality + judge.bias_vector(model.systems)[None, :] + judge.noise_sd(model) * noise
-            out[k] = judge.report(latent, model)
+            if judge.pairwise:
+                out[k] = judge.verdicts(latent, streams[k].random((quality.shape[0], n_pairs)) < 0.5)
+            else:
+                out[k] = judge.report(latent, model)
         return out
 
     def combined(self, scores: np.ndarray) -> np.ndarray:
@@ -291,18 +393,45 @@ def human_scores(model, assignment, slots: np.ndarray, document_part: np.ndarray
     keep : ndarray of bool, shape (slots,), optional
         Slots that exist (a last block partly filled); default all.
     """
-    n_systems = model.n_systems
-    annotator_part = fixed_order_product(rng.standard_normal((assignment.n_annotators, n_systems)),
-                                         model._annotator_loading.T)
-    documents = slots[assignment.document]  # (pairs, systems)
-    part = np.take_along_axis(document_part, documents, axis=0) if documents.size else documents.astype(float)
-    eta = np.asarray(model.effects_for(effect), float)[None, :] + annotator_part[assignment.annotator] + part
+    eta, documents = _human_latent(model, assignment, slots, document_part, rng, effect)
     scores = default_method().responses(model, eta, rng)
+    return _kept_scores(np.asarray(scores, float), documents, assignment, keep)
+
+
+def _human_latent(model, assignment, slots, document_part, rng, effect) -> tuple[np.ndarray, np.ndarray]:
+    """(eta, documents), each (annotator-slot rows, systems): the annotators' latent values of the outputs they
+    judge (annotator parts drawn here) and the document of each."""
+    annotator_part = fixed_order_product(rng.standard_normal((assignment.n_annotators, model.n_systems)),
+                                         model._annotator_loading.T)
+    documents = slots[assignment.document]  # (rows, systems)
+    part = np.take_along_axis(document_part, documents, axis=0) if documents.size else documents.astype(float)
+    return np.asarray(model.effects_for(effect), float)[None, :] + annotator_part[assignment.annotator] + part, \
+        documents
+
+
+def _kept_scores(scores: np.ndarray, documents: np.ndarray, assignment, keep) -> HumanScores:
+    """One entry per score of kept slots (and, for verdicts, pairs shown): column k of ``scores`` is the
+    'system' (a system, or a pair for verdicts)."""
     rows = np.ones(assignment.annotator.size, bool) if keep is None else keep[assignment.document]
-    systems = np.broadcast_to(np.arange(n_systems), scores.shape)
+    columns = np.broadcast_to(np.arange(scores.shape[1]), scores.shape)
     annotators = np.broadcast_to(assignment.annotator[:, None], scores.shape)
-    return HumanScores(systems[rows].ravel(), documents[rows].ravel(), annotators[rows].ravel(),
-                       np.asarray(scores, float)[rows].ravel(), assignment.n_annotators)
+    if documents.shape != scores.shape:  # verdicts: a row's pairs are all of its one document
+        documents = np.broadcast_to(documents[:, :1], scores.shape)
+    shown = rows[:, None] & np.isfinite(scores)
+    return HumanScores(columns[shown], documents[shown], annotators[shown], scores[shown], assignment.n_annotators)
+
+
+def human_verdicts(model, parameters, assignment, slots: np.ndarray, document_part: np.ndarray,
+                   rng: np.random.Generator, effect=1.0, keep=None) -> HumanScores:
+    """Human pairwise verdicts over chosen documents: each annotator-slot row judges the document's pairs as the
+    pairwise method's annotators do (:func:`simdesign.methods.pairwise.pairwise_verdicts` with ``parameters``).
+
+    As :func:`human_scores` (``slots``: the same document for every system), but the entries' ``system`` is the
+    pair's index (in :func:`numpy.triu_indices` order) and ``score`` the verdict for the pair's first system.
+    """
+    eta, documents = _human_latent(model, assignment, slots, document_part, rng, effect)
+    verdicts, _ = pairwise_verdicts(parameters, eta, rng, one_at_random=False)
+    return _kept_scores(verdicts, documents, assignment, keep)
 
 
 def implied_human_correlation(model, judge: Judge, rng: np.random.Generator, documents: int = 20000,

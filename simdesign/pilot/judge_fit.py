@@ -50,7 +50,7 @@ from simdesign.pilot.check import RANGE
 NODES = 40
 RHO_BOUNDS = (0.02, 0.995)
 ROUNDS = 3
-ORDINAL, PROBABILITY, CONTINUOUS = SCALES  # the judge model's scales, named once there
+ORDINAL, PROBABILITY, CONTINUOUS = SCALES[:3]  # the judge model's score scales, named once there (the 4th: pairwise)
 
 
 @dataclass(frozen=True)

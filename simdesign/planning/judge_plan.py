@@ -52,7 +52,12 @@ from simdesign.core.suggest import suggestions
 from simdesign.planning.plan_search import OutcomeSource, PlanResult, decide_plan
 from simdesign.planning.planner import PlanConfig, parse_plan
 from simdesign.simulation.config import stable_digest
-from simdesign.simulation.judge_study import SELECTIONS, JudgeStudyConfig, parse_judge_study, trial_rows
+from simdesign.analyses import ANALYSES
+from simdesign.methods import get_method
+from simdesign.methods.pairwise import PAIRWISE
+from simdesign.model.judge import JUDGE_PRESETS, PAIRWISE_SCALE
+from simdesign.simulation.judge_study import (SELECTIONS, JudgeStudyConfig, is_pair_target, null_value,
+                                              parse_judge_study, trial_rows)
 
 PLAN_JUDGE_KEYS = ("judge", "judges", "error_correlation", "documents", "select", "targets", "bootstrap_resamples",
                    "interval", "floor")
@@ -78,6 +83,11 @@ class JudgePlan:
     @property
     def plan(self) -> PlanConfig:
         return self.plans[HUMANS_ONLY]
+
+    @property
+    def pairwise(self) -> bool:
+        """Whether the judges and humans give pairwise verdicts (the targets are win rates 'a vs b')."""
+        return self.studies["random"].pairwise
 
     def variants(self) -> list[str]:
         return list(self.plans)
@@ -139,6 +149,10 @@ def parse_judge_plan(raw: dict, base_dir: Path | None = None) -> JudgePlan:
     section = _section(raw, errors)
     plan_raw = {key: value for key, value in raw.items() if key not in ("judge_plan", "max_type1")}
     plan_raw.update({"tests": [PLACEHOLDER_TEST], "max_type1": None})
+    if _judges_pairwise(section):  # humans give pairwise verdicts: the plan prices comparisons
+        search = plan_raw.get("search")
+        plan_raw.update({"tests": [_placeholder_test(PAIRWISE)],
+                         "search": {**search, "methods": [PAIRWISE.name]} if isinstance(search, dict) else search})
     plan = None
     try:
         plan = parse_plan(plan_raw, base_dir)
@@ -157,25 +171,45 @@ def parse_judge_plan(raw: dict, base_dir: Path | None = None) -> JudgePlan:
     if errors:
         raise ConfigError(list(dict.fromkeys(errors)))
     panel = studies["random"].panel
-    judge_cost = sum(j.cost_per_call for j in panel.judges) * studies["random"].documents * plan.model.n_systems
+    n_systems = plan.model.n_systems
+    calls_per_document = n_systems * (n_systems - 1) // 2 if panel.pairwise else n_systems  # pairs, or outputs
+    judge_cost = sum(j.cost_per_call for j in panel.judges) * studies["random"].documents * calls_per_document
     plans = {HUMANS_ONLY: plan}
     for select in selects:
         reduced = plan if plan.budget is None else parse_plan({**plan_raw, "budget": plan.budget - judge_cost},
                                                               base_dir)
         plans[f"judge + {select}"] = reduced
-    return JudgePlan(plans, studies, _targets(section.get("targets", "all"), studies["random"]),
-                     section.get("interval", "clustered"), float(judge_cost), dict(raw))
+    targets = _targets(section.get("targets", "all"), studies["random"])
+    plans = {variant: dataclasses.replace(each, target_labels=targets) for variant, each in plans.items()}
+    return JudgePlan(plans, studies, targets, section.get("interval", "clustered"), float(judge_cost), dict(raw))
+
+
+def _judges_pairwise(section: dict) -> bool:
+    """Whether the plan's judges give pairwise verdicts (read from the raw section: the plan's model, which the
+    judges need, is parsed after the plan's methods are set)."""
+    items = section.get("judges", [section.get("judge", "unbiased")])
+    items = items if isinstance(items, list) else []
+    specs = [{"preset": item} if isinstance(item, str) else item for item in items]
+    return any(isinstance(spec, dict) and (spec.get("scale") == PAIRWISE_SCALE or JUDGE_PRESETS.get(
+        spec.get("preset"), {}).get("scale") == PAIRWISE_SCALE and "scale" not in spec) for spec in specs)
+
+
+def _placeholder_test(method) -> str:
+    """A test the method takes (the planner's candidates are (design, test); a judge plan's test is its estimator
+    and this one is never run)."""
+    return sorted(name for name, info in ANALYSES.items() if get_method(method).accepts(info))[0]
 
 
 def _targets(value, study: JudgeStudyConfig) -> tuple:
     truth = study.truth()
-    pairs = [name for name in truth if " - " in name]
+    pairs = [name for name in truth if is_pair_target(name)]
     chosen = pairs if value == "all" else ([value] if isinstance(value, str) else value)
     unknown = [name for name in chosen if name not in pairs] if isinstance(chosen, list) else [chosen]
     if unknown:
-        raise ConfigError(f"The 'judge_plan.targets' field must be 'all' or pair names 'a - b' of the model's "
+        form = "'a vs b' (pairwise judges: a's win rate over b)" if study.pairwise else "'a - b'"
+        raise ConfigError(f"The 'judge_plan.targets' field must be 'all' or pair names {form} of the model's "
                           f"systems in their order; got {unknown}{suggestions([str(u) for u in unknown], pairs)}")
-    differing = tuple(name for name in chosen if abs(truth[name]) > 1e-9)
+    differing = tuple(name for name in chosen if abs(truth[name] - null_value(name)) > 1e-9)
     if not differing:
         raise ConfigError("No target pair has a true difference at the plan's effect: there is no power to plan for")
     return differing
@@ -253,7 +287,9 @@ class JudgeOutcomes(OutcomeSource):
         rows = self.rows(label, first, stop)
         chosen = rows[(rows["estimator"] == self.estimator) & (rows["interval"] == self.config.interval)
                       & rows["target"].isin(self.config.targets)]
-        right = (chosen["p_value"] < self.config.plan.alpha) & (np.sign(chosen["estimate"]) == np.sign(chosen["truth"]))
+        null = chosen["target"].map(null_value)
+        right = (chosen["p_value"] < self.config.plan.alpha) & (np.sign(chosen["estimate"] - null)
+                                                                == np.sign(chosen["truth"] - null))
         table = chosen.assign(right=right.astype(bool)).pivot_table(index="trial", columns="target", values="right",
                                                                     aggfunc="first")
         table = table.reindex(index=range(first, stop), columns=list(self.config.targets))
@@ -330,14 +366,19 @@ def _usefulness(result: JudgePlanResult, variant: str, label: str) -> tuple[floa
     return float(lam), float(ratio)
 
 
-def _pick_line(variant: str, recommended, judge_cost: float, currency: str, n_systems: int) -> str:
+def _pick_line(variant: str, recommended, judge_cost: float, plan) -> str:
+    currency, n_systems = plan.cost.currency, plan.model.n_systems
     if recommended is None:
         return f"- {variant}: no design reached the goal among the candidates."
     design, cost = recommended.candidate.design, recommended.candidate.total_cost
     money = f"{currency} " if currency else ""
     extra = f" + judge {money}{judge_cost:,.2f} = {money}{cost + judge_cost:,.2f}" if variant != HUMANS_ONLY else ""
-    return (f"- {variant} ({variant_estimator(variant)}): {design.describe()}, "
-            f"{design.judgements(n_systems):,.0f} human judgements, humans {money}{cost:,.2f}{extra}; "
+    cost_model = plan.method_costs.get(recommended.candidate.method, plan.cost)
+    judged = f"{design.judgements(n_systems):,.0f} human judgements"
+    if cost_model.count_items is not None:  # pairwise: what is paid for is comparisons
+        judged = f"{cost_model.units(design, n_systems):,.0f} human {cost_model.item_name}s"
+    return (f"- {variant} ({variant_estimator(variant)}): {design.describe()}, {judged}, humans "
+            f"{money}{cost:,.2f}{extra}; "
             f"power {recommended.power:.3f} (confirmed on fresh trials: {recommended.confirm_power:.3f})")
 
 
@@ -350,11 +391,12 @@ def judge_recommendation(result: JudgePlanResult) -> str:
     lines = [f"# {plan.name}: human judgements needed beside an LLM judge",
              f"Goal: {goal} for the pairs {', '.join(config.targets)} (right rejections at alpha {plan.alpha}, the "
              f"{config.interval} interval), {plan.confidence:.0%} confidence in each recommendation.",
-             f"The judge scores {config.studies['random'].documents:,} documents' outputs for "
+             f"The judge {'compares every pair of systems on' if config.pairwise else 'scores'} "
+             f"{config.studies['random'].documents:,} documents{'' if config.pairwise else chr(39) + ' outputs'} for "
              f"{currency + ' ' if currency else ''}{config.judge_cost:,.2f}; "
              + "; ".join(f"{j.name}: {j.assumes}" for j in config.studies['random'].panel.judges) + ".", ""]
     picks = {variant: r.recommended for variant, r in result.results.items()}
-    lines += [_pick_line(variant, pick, config.judge_cost, currency, plan.model.n_systems)
+    lines += [_pick_line(variant, pick, config.judge_cost, result.config.plans[variant])
               for variant, pick in picks.items()]
     lines += ["", _saving_text(result, picks)]
     return "\n".join(lines) + "\n"

@@ -776,6 +776,8 @@ def cost_threshold(config: PlanConfig, results: list) -> float:
 
 
 def _pair_labels(config: PlanConfig) -> dict:
+    if config.target_labels:
+        return {"power": list(config.target_labels)}
     pairs = system_pairs(config.model.n_systems)
     systems = config.model.systems
     relevant = [(i, j) for i, j in pairs if config.model.effects[i] != config.model.effects[j]]

@@ -274,6 +274,8 @@ class PlanConfig:
     methods: tuple = (default_method().name,)
     method_costs: dict = field(default_factory=dict, repr=False, compare=False)  # method -> CostModel
     screening: str = "eager"
+    # what the columns of the power events are, when not the model's differing pairs (a judge plan's targets)
+    target_labels: tuple = field(default=(), compare=False)
 
     def __repr__(self) -> str:
         # short: the model's covariances and every candidate are in .model and .candidates

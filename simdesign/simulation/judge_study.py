@@ -56,7 +56,9 @@ from simdesign.core.designs import BlockDesign, PoolDesign
 from simdesign.core.errors import ConfigError
 from simdesign.core.fields import field_problem
 from simdesign.core.seeds import analysis_rng, data_rng, judge_rng
-from simdesign.model.judge import JudgePanel, document_parts, human_scores, latent_quality, parse_judge
+from simdesign.methods.pairwise import expected_win_rates, pairwise_parameters, system_pair_indices
+from simdesign.model.judge import (JudgePanel, document_parts, human_scores, human_verdicts, latent_quality,
+                                   parse_judge)
 from simdesign.runner.study import StudyKind, register_study_kind, study_field_problems
 from simdesign.stats.judge_ipw import few_clusters_rows, ipw_study
 from simdesign.stats.montecarlo import mean_interval, wilson_interval
@@ -66,6 +68,8 @@ KIND = "judge"
 KEYS = ("study", "name", "description", "model", "effect", "documents", "judge", "judges", "error_correlation",
         "designs", "select", "floor", "bootstrap_resamples", "confidence", "alpha", "trials", "seed", "chunk_size")
 SELECTIONS = ("random", "stratified", "least_certain")
+VERSUS = " vs "  # a pairwise target 'a vs b': the human win rate of a over b (a difference is 'a - b')
+WIN_RATE_NULL = 0.5  # a win rate's value when neither system is better (ties half)
 ROW_COLUMNS = ("target", "system_a", "system_b", "estimator", "interval", "estimate", "low", "high", "p_value",
                "lam", "n_human", "effective_n", "truth", "covered", "rejected")
 
@@ -93,8 +97,22 @@ class JudgeStudyConfig:
     def design(self, cell: str):
         return {design.label: design for design in self.designs}[cell]
 
+    @property
+    def pairwise(self) -> bool:
+        """Whether the judges (and so the humans) give pairwise verdicts (module docstring)."""
+        return self.panel.pairwise
+
+    def pair_names(self) -> list[str]:
+        """The targets of a pairwise study: 'a vs b' for every pair, a before b in the model's order."""
+        first, second = system_pair_indices(self.model.n_systems)
+        return [f"{self.model.systems[i]}{VERSUS}{self.model.systems[j]}" for i, j in zip(first, second)]
+
     def truth(self) -> dict:
-        """Target -> the expected human score (system) or difference (pair) over both populations."""
+        """Target -> the expected human score (system) or difference (pair) over both populations; for pairwise
+        verdicts, pair 'a vs b' -> the expected human win rate of a over b (a tie half)."""
+        if self.pairwise:
+            rates = expected_win_rates(self.model, pairwise_parameters(self.model), self.effect)
+            return dict(zip(self.pair_names(), map(float, rates)))
         expected = self.model.expected_scores(self.effect)
         systems = self.model.systems
         truth = {s: float(expected[i]) for i, s in enumerate(systems)}
@@ -154,6 +172,23 @@ def _design_problems(designs, raw: dict) -> list[str]:
     return problems
 
 
+def _pairwise_problems(model, select) -> list[str]:
+    """What a study with pairwise judges needs: humans who give pairwise verdicts, and a selection by document."""
+    parameters = pairwise_parameters(model)
+    if parameters is None:
+        return ["Pairwise judges are checked against human pairwise verdicts, and the model has no 'preferences' "
+                "mapping to draw them (model: {preset: NAME, preferences: {}} assumes every value; or give noise, "
+                "tie_band, position_bias, pairs)"]
+    problems = []
+    if select == "stratified":
+        problems.append("'select: stratified' draws each system's own documents; pairwise verdicts compare two "
+                        "systems on one document: use 'random' or 'least_certain'")
+    if select == "least_certain" and parameters.pairs != "all":
+        problems.append(f"'select: least_certain' with pairwise judges needs humans to judge every pair of a sent "
+                        f"document (the model's preferences.pairs: all); got pairs: {parameters.pairs!r}")
+    return problems
+
+
 def parse_judge_study(raw: dict, base_dir: Path | None = None) -> JudgeStudyConfig:
     """Validate a judge-plus-human study mapping; every problem at once in one ConfigError naming its field."""
     from simdesign.simulation.config import likert_model_or_problem, parse_designs, resolve_model
@@ -170,6 +205,8 @@ def parse_judge_study(raw: dict, base_dir: Path | None = None) -> JudgeStudyConf
     panel = _panel(raw, model, problems) if model is not None else None
     designs = parse_designs(raw.get("designs"), problems)
     problems += _design_problems(designs, raw)
+    if panel is not None and panel.pairwise:
+        problems += _pairwise_problems(model, raw.get("select", "random"))
     if model is not None:
         try:
             model.effects_for(raw.get("effect", "zero"))
@@ -184,6 +221,16 @@ def parse_judge_study(raw: dict, base_dir: Path | None = None) -> JudgeStudyConf
 
 
 # ------------------------------------------------------------------------------------------------ one trial
+def is_pair_target(target) -> bool:
+    """Whether a target names a pair ('a - b' difference, or 'a vs b' win rate) rather than one system."""
+    return " - " in str(target) or VERSUS in str(target)
+
+
+def null_value(target) -> float:
+    """A target's value when the systems do not differ: 0.5 for a win rate, 0 for a difference."""
+    return WIN_RATE_NULL if VERSUS in str(target) else 0.0
+
+
 def _least_certain_probability(uncertainty: np.ndarray, expected: float, floor: float) -> np.ndarray:
     """p_d = min(1, c (floor + u_d)) with sum p_d = expected (c by bisection; module docstring)."""
     base = floor + uncertainty
@@ -241,10 +288,16 @@ def draw_trial(config: JudgeStudyConfig, cell: str, trial: int) -> JudgeTrial:
     combined = config.panel.combined(judged)                     # (D, S)
     realised, slots, keep, probability = _slots(config, design, judged, analysis_rng(
         config.seed, cell, trial, "judge-study:selection"))
-    humans = human_scores(model, realised.assign(data), slots, part, data, config.effect, keep)
-    n_systems, n_documents = model.n_systems, config.documents
-    study = JudgeStudy(tuple(model.systems), np.repeat(np.arange(n_systems), n_documents),
-                       np.tile(np.arange(n_documents), n_systems), combined.T.ravel(),
+    if config.pairwise:  # 'systems' of the study are the pairs: its means are win rates (module docstring)
+        humans = human_verdicts(model, pairwise_parameters(model), realised.assign(data), slots, part, data,
+                                config.effect, keep)
+        names = tuple(config.pair_names())
+    else:
+        humans = human_scores(model, realised.assign(data), slots, part, data, config.effect, keep)
+        names = tuple(model.systems)
+    n_columns, n_documents = combined.shape[1], config.documents
+    study = JudgeStudy(names, np.repeat(np.arange(n_columns), n_documents),
+                       np.tile(np.arange(n_documents), n_columns), combined.T.ravel(),
                        humans.system * n_documents + humans.document, humans.score, humans.annotator)
     return JudgeTrial(study, combined.T.copy(), probability, humans)
 
@@ -255,8 +308,28 @@ def _ipw_rows(config: JudgeStudyConfig, trial: JudgeTrial, rng: np.random.Genera
     human_sum, count = np.zeros(shape), np.zeros(shape)
     np.add.at(human_sum, (humans.system, humans.annotator, humans.document), humans.score)
     np.add.at(count, (humans.system, humans.annotator, humans.document), 1.0)
-    return ipw_study(trial.judge, human_sum, count, trial.probability, config.model.systems, rng,
+    return ipw_study(trial.judge, human_sum, count, trial.probability, trial.study.systems, rng,
                      config.bootstrap_resamples, config.confidence)
+
+
+def _as_win_rates(config: JudgeStudyConfig, rows: pd.DataFrame, clusters: int) -> pd.DataFrame:
+    """A pairwise study's rows: the win-rate rows of each pair (the differences between pairs dropped), named by
+    the pair's systems, with the test of 'win rate = 0.5' (normal; t on G - 1 df for ``clustered_t``, as its
+    interval)."""
+    from scipy import stats
+
+    rows = rows[rows["system_b"].isna()].copy()
+    first, second = system_pair_indices(config.model.n_systems)
+    systems = np.asarray(config.model.systems)
+    position = rows["target"].map({name: k for k, name in enumerate(config.pair_names())}).to_numpy(int)
+    rows["system_a"], rows["system_b"] = systems[first[position]], systems[second[position]]
+    statistic = np.abs(rows["estimate"].to_numpy(float) - WIN_RATE_NULL) / rows["standard_error"].to_numpy(float)
+    with np.errstate(invalid="ignore"):
+        p_value = np.where(rows["interval"] == "clustered_t", 2 * stats.t.sf(statistic, max(clusters - 1, 1)),
+                           2 * stats.norm.sf(statistic))
+    rows["p_value"] = np.where(rows["estimator"] == "judge_bias", rows["p_value"],
+                               np.where(np.isfinite(statistic), p_value, np.nan))
+    return rows
 
 
 def trial_rows(config: JudgeStudyConfig, cell: str, trial: int) -> pd.DataFrame:
@@ -269,6 +342,8 @@ def trial_rows(config: JudgeStudyConfig, cell: str, trial: int) -> pd.DataFrame:
     rows = pd.concat(frames, ignore_index=True)
     clusters = int(np.unique(drawn.humans.annotator).size)
     rows = pd.concat([rows, few_clusters_rows(rows, clusters, config.confidence)], ignore_index=True)
+    if config.pairwise:
+        rows = _as_win_rates(config, rows, clusters)
     truth = rows["target"].map(config.truth())
     rows["truth"] = np.where(rows["estimator"] == "judge_bias", np.nan, truth)
     inside = (rows["low"] <= rows["truth"]) & (rows["truth"] <= rows["high"])
@@ -301,7 +376,7 @@ def _target_summary(cell: str, key: tuple, group: pd.DataFrame) -> dict:
     error = (group["estimate"] - group["truth"]).to_numpy(float)
     bias, bias_mcse, _, _ = mean_interval(error[np.isfinite(error)]) if np.isfinite(error).sum() > 1 else \
         (np.nan, np.nan, np.nan, np.nan)
-    return {"cell": cell, "target": target, "kind": "pair" if " - " in str(target) else "system",
+    return {"cell": cell, "target": target, "kind": "pair" if is_pair_target(target) else "system",
             "estimator": estimator, "interval": interval, "trials": int(group["trial"].nunique()),
             "truth": float(group["truth"].iloc[0]), "mean_estimate": float(group["estimate"].mean()),
             "bias": bias, "bias_mcse": bias_mcse, "coverage": coverage["rate"], "coverage_mcse": coverage["mcse"],
