@@ -23,8 +23,12 @@ def cmd_fit(args) -> int:
     from simdesign.pilot.fit import FitError, file_sha256, write_model
     from simdesign.pilot.tables import table_method
 
+    from simdesign.pilot.judge_pairwise import source_is_judge_pairwise
     from simdesign.pilot.judge_table import source_is_judge_table
 
+    if source_is_judge_pairwise(args.judgements, args.columns):  # pairwise judge verdicts beside human ones
+        from simdesign.cli.fit_judge import fit_pairwise
+        return fit_pairwise(args)
     if source_is_judge_table(args.judgements, args.columns):  # judge-plus-human: the judge against --likert-model
         from simdesign.cli.fit_judge import fit as fit_judge_table
         return fit_judge_table(args)
@@ -132,7 +136,7 @@ def add_parser(sub) -> None:
                        "(rank-ordered logit with random slopes)")
     fit.add_argument("--likert-model", help="Rank tables: fit only rank_noise for this Likert model (preset or "
                      "file), writing it as a joint Likert/Rank model; pairwise tables: their pairwise parameters; "
-                     "judge-plus-human tables: the judge, written as a judge file")
+                     "judge-plus-human tables (scores or pairwise verdicts): the judge, written as a judge file")
     fit.add_argument("--bootstrap", type=int, default=200, help="with --likert-model: parametric-bootstrap "
                      "replicates for rank_noise's standard error")
     fit.set_defaults(func=cmd_fit)
