@@ -45,7 +45,10 @@ def test_units_are_oriented_to_the_first_system_and_cells_averaged():
 def test_bad_tables_are_refused_saying_what_and_where():
     cases = {"names neither system of its row": _table(judge_preferred=["x", "x", "w", "z", "y", "y"]),
              "no human verdict": _table(preferred=[""] * 6),
-             "No human verdict on the pair(s) x vs z": _table(preferred=["x", "", "", "", "y", "z"])}
+             "No human verdict on the pair(s) x vs z": _table(preferred=["x", "", "", "", "y", "z"]),
+             "is a tie on every row: a constant judge": _table(judge_preferred=["tie"] * 6),
+             "is the system shown first (system_a) on every row": _table(judge_preferred=["x", "z", "y", "x", "x",
+                                                                                           "y"])}
     for said, table in cases.items():
         with pytest.raises(DataError, match=r"(?s)" + said.replace("(", r"\(").replace(")", r"\)")) as caught:
             analyse_judge_pairwise(table, bootstrap=100)

@@ -82,8 +82,12 @@ def test_a_table_whose_verdicts_cannot_carry_the_fit_is_refused():
     table = pd.read_csv(ROOT / "examples" / "judge_pairwise.csv", dtype=str, keep_default_na=False)
     with pytest.raises(DataError, match="no human verdict|human verdict"):
         fit_pairwise_judge(MODEL, table.assign(preferred="", annotator=""), bootstrap=0)
-    with pytest.raises(DataError, match="cannot be estimated"):
+    with pytest.raises(DataError, match="a constant judge"):
         fit_pairwise_judge(MODEL, table.assign(judge_preferred="tie"), bootstrap=0)
+    few = table.drop_duplicates("preferred").copy()  # a human verdict or two per presentation: no correlation
+    few = pd.concat([few, table.assign(preferred="", annotator="")], ignore_index=True)
+    with pytest.raises(DataError, match="cannot be estimated"):
+        fit_pairwise_judge(MODEL, few, bootstrap=0)
 
 
 def test_the_command_writes_a_judge_file_a_study_reads(tmp_path, capsys):

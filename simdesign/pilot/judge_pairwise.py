@@ -105,7 +105,8 @@ def check_judge_pairwise(frame: pd.DataFrame, systems=None) -> tuple[pd.DataFram
     """The table with its fields as stripped strings ('' for an empty field), and the systems' order.
 
     Refuses, all problems at once (:class:`DataError`): a missing column, an empty required field, a system
-    compared with itself, a verdict (judge or human) naming neither system of its row nor 'tie', no human
+    compared with itself, a verdict (judge or human) naming neither system of its row nor 'tie', a judge whose
+    verdict is the same on every row (always a tie, always the first shown, or always the second), no human
     verdict at all, and a pair of systems with no human verdict (named).
     """
     missing = [c for c in REQUIRED if c not in frame.columns]
@@ -133,6 +134,15 @@ def check_judge_pairwise(frame: pd.DataFrame, systems=None) -> tuple[pd.DataFram
             problems.append(f"The {who} verdict '{column}' names neither system of its row nor '{TIE}' on "
                             f"{_where(typed, bad)} (first: {first[column]!r}, the row compares "
                             f"{first['system_a']!r} and {first['system_b']!r})")
+    if not problems:
+        said = np.where(typed[JUDGE_COLUMN] == TIE, "a tie", np.where(typed[JUDGE_COLUMN] == typed["system_a"],
+                                                                     "the system shown first (system_a)",
+                                                                     "the system shown second (system_b)"))
+        if len(set(said)) == 1:
+            problems.append(f"The judge's verdict '{JUDGE_COLUMN}' is {said[0]} on every row: a constant judge says "
+                            "nothing about the outputs (PPI would be the human-only win rate); check the column, or "
+                            "analyse the human verdicts alone (`simdesign analyse` on the table without "
+                            f"'{JUDGE_COLUMN}')")
     if "annotator" in typed:
         no_one = (typed["preferred"] != "") & (typed["annotator"] == "")
         if no_one.any():
