@@ -199,32 +199,35 @@ def _implied_correlation(rho: float, side: _Model, theta: np.ndarray, presentati
     human_mean, human_square = side.human_mean[first, second], side.human_square[first, second]
     mean_j, mean_h = judge_mean @ side.weights, human_mean @ side.weights
     covariance = (judge_mean * human_mean) @ side.weights - mean_j * mean_h
-    variance = (judge_square @ side.weights - mean_j ** 2) * (human_square @ side.weights - mean_h ** 2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        values = np.where(variance > 0, covariance / np.sqrt(variance), np.nan)
-    ok = np.isfinite(values)
-    return float(np.average(values[ok], weights=np.asarray(weights)[ok]))
+    weights = np.asarray(weights, float)  # pooled as the observed correlation is (_observed_correlation)
+    variance_j, variance_h = judge_square @ side.weights - mean_j ** 2, human_square @ side.weights - mean_h ** 2
+    return float(weights @ covariance / np.sqrt((weights @ variance_j) * (weights @ variance_h)))
 
 
 def _observed_correlation(rows: _Rows, weights: np.ndarray) -> tuple[float, list, list]:
-    """(mean within-presentation correlation of judge and human verdicts, presentations, their weights)."""
+    """(the pooled within-presentation correlation of judge and human verdicts, the presentations, their weights).
+
+    Each presentation's verdicts are centred on its own means, then one correlation is taken over all of them: a
+    pilot has few human verdicts per presentation, and an average of per-presentation correlations would be
+    noisy and biased. The weights (human verdicts minus one) pool the implied moments the same way.
+    """
     labelled = np.isfinite(rows.human) & (weights > 0)
-    values, presentations, sizes = [], [], []
+    sums, presentations, sizes = np.zeros(3), [], []
     for first, second in sorted(set(zip(rows.first[labelled], rows.second[labelled]))):
         chosen = labelled & (rows.first == first) & (rows.second == second)
-        w, judge, human = weights[chosen], rows.judge[chosen], rows.human[chosen]
-        if w.sum() < 3:
+        w = weights[chosen]
+        if w.sum() < 2:
             continue
-        mj, mh = np.average(judge, weights=w), np.average(human, weights=w)
-        vj, vh = np.average((judge - mj) ** 2, weights=w), np.average((human - mh) ** 2, weights=w)
-        if vj > 0 and vh > 0:
-            values.append(np.average((judge - mj) * (human - mh), weights=w) / np.sqrt(vj * vh))
-            presentations.append((int(first), int(second)))
-            sizes.append(float(w.sum()))
-    if not values:
-        raise DataError("No presentation of a pair has both judge and human verdicts that vary (3 or more human "
-                        "verdicts each): the judge's correlation with people cannot be estimated")
-    return float(np.average(values, weights=sizes)), presentations, sizes
+        judge = rows.judge[chosen] - np.average(rows.judge[chosen], weights=w)
+        human = rows.human[chosen] - np.average(rows.human[chosen], weights=w)
+        sums += [np.sum(w * judge * human), np.sum(w * judge ** 2), np.sum(w * human ** 2)]
+        presentations.append((int(first), int(second)))
+        sizes.append(float(w.sum() - 1.0))
+    if not presentations or sums[1] <= 0 or sums[2] <= 0:
+        raise DataError("No presentation of a pair has judge and human verdicts that vary (2 or more human "
+                        "verdicts of one presentation, not all the same): the judge's correlation with people "
+                        "cannot be estimated")
+    return float(sums[0] / np.sqrt(sums[1] * sums[2])), presentations, sizes
 
 
 def _solve_rho(observed: float, side: _Model, theta, presentations, sizes) -> tuple[float, str]:
