@@ -189,3 +189,47 @@ def test_compiled_kernels_give_the_numpy_numbers():
         np.testing.assert_allclose(a.beta, b.beta, rtol=0, atol=1e-10)
         np.testing.assert_allclose(a.theta, b.theta, rtol=1e-7, atol=1e-9)
         np.testing.assert_allclose(df_a, df_b, rtol=1e-7)
+
+
+# ------------------------------------------------------------------------------- per-design reuse (issue 41)
+def _fresh_problem(study, forms):
+    """complete_intercepts_problem with its per-design cache emptied first (everything computed again)."""
+    structured._LAYOUTS.clear()
+    return structured.complete_intercepts_problem(study, forms)
+
+
+def test_a_designs_cached_layout_gives_the_numbers_made_afresh():
+    """The second study of a design reuses the first's codes and counts (structured._complete_layout): its
+    problem equals one made with an empty cache, bit for bit, on balanced, nested and unbalanced (pool)
+    designs; a problem's arrays are its own (changing them changes no later problem)."""
+    model = load_model("coherence")
+    forms = {"annotator": "intercept", "document": "intercept"}
+    for design in (BlockDesign(1, 12, 3), BlockDesign(4, 3, 1), PoolDesign(docs=20, annotators=6,
+                                                                         judgements_per_output=3)):
+        first = model.sample(design, np.random.default_rng(1))
+        fresh = [_fresh_problem(model.sample(design, np.random.default_rng(seed)), forms) for seed in (2, 3)]
+        structured.complete_intercepts_problem(first, forms)
+        for seed, expected in zip((2, 3), fresh):
+            cached = structured.complete_intercepts_problem(model.sample(design, np.random.default_rng(seed)), forms)
+            for name in ("grams", "counts", "numbers", "cross", "system_counts"):
+                assert np.array_equal(getattr(cached, name), getattr(expected, name)), (design, name)
+            assert (cached.names, cached.eliminated, cached.kept, cached.n_levels, cached.n_obs) == (
+                expected.names, expected.eliminated, expected.kept, expected.n_levels, expected.n_obs)
+            for name in ("grams", "counts", "numbers", "cross", "system_counts"):
+                getattr(cached, name)[...] = np.nan
+        again = structured.complete_intercepts_problem(model.sample(design, np.random.default_rng(2)), forms)
+        assert np.array_equal(again.cross, fresh[0].cross) and np.array_equal(again.grams, fresh[0].grams)
+
+
+def test_the_satterthwaite_pieces_kept_from_the_fit_equal_those_computed_again():
+    """structured.satterthwaite_parts takes kernels.parts' numbers at the optimum from the fit (state.at): the
+    same Hessian and Jacobian as computing them again at tau, bit for bit."""
+    model = load_model("coherence")
+    for design in (BlockDesign(1, 12, 3), BlockDesign(4, 3, 1)):
+        for reml in (True, False):
+            fit = lmm.fit(model.sample(design, np.random.default_rng(5)), "intercepts", reml=reml)
+            assert fit.structured.at is not None
+            kept = structured.satterthwaite_parts(fit.structured, fit.sigma)
+            fit.structured.at = None
+            again = structured.satterthwaite_parts(fit.structured, fit.sigma)
+            assert np.array_equal(kept[0], again[0]) and np.array_equal(kept[1], again[1])

@@ -37,14 +37,22 @@ def _fit(judgements: Judgements, structure: str, estimation: str):
     return compute(judgements)
 
 
+_ROWS: dict = {}
+
+
 def _contrast_rows(n_systems: int) -> np.ndarray:
-    """Rows over the fixed effects (intercept, one per non-reference system) of every pair's difference."""
-    pairs = system_pairs(n_systems)
-    rows = np.zeros((len(pairs), n_systems))
-    for k, (i, j) in enumerate(pairs):
-        if i > 0:  # column 0 is the intercept, the reference's level: the reference adds no column
-            rows[k, i] += 1.0
-        rows[k, j] -= 1.0
+    """Rows over the fixed effects (intercept, one per non-reference system) of every pair's difference
+    (read-only: made once per number of systems)."""
+    rows = _ROWS.get(n_systems)
+    if rows is None:
+        pairs = system_pairs(n_systems)
+        rows = np.zeros((len(pairs), n_systems))
+        for k, (i, j) in enumerate(pairs):
+            if i > 0:  # column 0 is the intercept, the reference's level: the reference adds no column
+                rows[k, i] += 1.0
+            rows[k, j] -= 1.0
+        rows.flags.writeable = False
+        rows = _ROWS.setdefault(n_systems, rows)
     return rows
 
 

@@ -18,8 +18,8 @@ from simdesign.lmm import small_linalg
 
 # in call order of dependence: each compiled function finds the compiled copies of those it calls
 KERNEL_NAMES = ("reduce", "profiled", "deviance", "projection", "_level_sums", "parts", "newton_terms",
-                "_direction", "_boundary_step", "newton", "satterthwaite_terms", "jacobian_grams", "satterthwaite_df",
-                "satterthwaite_parts", "solve")
+                "_direction", "_boundary_step", "newton", "satterthwaite_terms", "reduced_jacobian_grams", "jacobian_grams",
+                "satterthwaite_df", "parts_satterthwaite", "satterthwaite_parts", "solve")
 SMALL_LINALG = ("cholesky", "cholesky_inverse", "symmetric_eigen")
 # the slopes path's kernels: every function of simdesign.lmm.slope_kernels (compiled lazily, so in any order),
 # and those of the intercepts path they import

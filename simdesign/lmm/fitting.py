@@ -298,6 +298,10 @@ def _diagonals(theta: np.ndarray, terms: tuple, per_level: dict) -> list:
     out, start = [], 0
     for name in terms:
         q = per_level[name]
+        if q == 1:  # an intercept: its one element
+            out.append(theta[start:start + 1])
+            start += 1
+            continue
         columns = np.arange(q)
         out.append(theta[start + columns * q - columns * (columns - 1) // 2])  # column c's first element
         start += q * (q + 1) // 2

@@ -260,8 +260,8 @@ def _boundary_step(tau, step, raw, n_par, grams, counts, numbers, cross, n_k, p,
 
 
 def newton(start, grams, counts, numbers, cross, n_k, p, n_obs, reml):
-    """Projected Newton on ``tau >= 0`` in ``log tau`` from ``start`` (tau): ``(tau, deviance, evaluations,
-    converged)``.
+    """Projected Newton on ``tau >= 0`` in ``log tau`` from ``start`` (tau): ``(tau, evaluations, converged)``
+    (:func:`solve` evaluates the fit at ``tau``).
 
     In ``s = log tau`` the criterion (a sum of ``log(1 + tau lambda)`` and a log residual) is close to
     quadratic from far away; its derivatives come from those in tau (``g_s = tau g_tau``,
@@ -333,7 +333,7 @@ def newton(start, grams, counts, numbers, cross, n_k, p, n_obs, reml):
             converged = True  # no step lowers the criterion: at the optimum to rounding
             break
         tau = candidate
-    return tau, deviance(tau, grams, counts, numbers, cross, n_k, p, n_obs, reml), evaluations, converged
+    return tau, evaluations, converged
 
 
 def satterthwaite_terms(trace, frob, cross_uku, usq, rss, sigma, dof, n_par):
@@ -352,6 +352,11 @@ def jacobian_grams(tau, grams, counts, numbers, cross, n_k, p):
     with the sign changed, for the fixed effects' covariance (2 x p x p). Row e of ``Z_e' V^-1 X`` is
     ``C s0_e / d_e`` with ``C = [-(H Z_k'W0 X)', I]``."""
     d, g, h, reduced, log_det = reduce(tau, grams, counts, numbers, cross, n_k)
+    return reduced_jacobian_grams(d, g, h, grams, counts, n_k, p)
+
+
+def reduced_jacobian_grams(d, g, h, grams, counts, n_k, p):
+    """:func:`jacobian_grams` from :func:`reduce`'s ``d``, ``g`` and ``h`` at tau."""
     m0 = n_k + p
     out = np.zeros((2, p, p))
     c_mat = np.zeros((p, m0))
@@ -398,6 +403,13 @@ def satterthwaite_parts(tau, grams, counts, numbers, cross, n_k, p, n_obs, reml,
     """
     value, beta, inverse, rss, trace, frob, cross_uku, usq, d, g, h = parts(
         tau, grams, counts, numbers, cross, n_k, p, n_obs, reml)
+    return parts_satterthwaite(tau, inverse, rss, trace, frob, cross_uku, usq, d, g, h, grams, counts, n_k, p,
+                               n_obs, reml, sigma)
+
+
+def parts_satterthwaite(tau, inverse, rss, trace, frob, cross_uku, usq, d, g, h, grams, counts, n_k, p, n_obs, reml,
+                        sigma):
+    """:func:`satterthwaite_parts` from :func:`parts`' output at ``tau`` (:func:`solve` returns it)."""
     n_par = 2 if n_k > 0 else 1
     dof = n_obs - p if reml else n_obs
     first, second, with_sigma, sigma_sigma = satterthwaite_terms(trace, frob, cross_uku, usq, rss, sigma, dof, n_par)
@@ -410,7 +422,7 @@ def satterthwaite_parts(tau, grams, counts, numbers, cross, n_k, p, n_obs, reml,
         hessian[a, n_par] = 2.0 * theta[a] * with_sigma[a]
         hessian[n_par, a] = hessian[a, n_par]
     hessian[n_par, n_par] = sigma_sigma
-    grams = jacobian_grams(tau, grams, counts, numbers, cross, n_k, p)
+    grams = reduced_jacobian_grams(d, g, h, grams, counts, n_k, p)
     jacobian = np.zeros((n_par + 1, p, p))
     for a in range(n_par):
         jacobian[a] = sigma * sigma * 2.0 * theta[a] * (inverse @ grams[a] @ inverse)
@@ -420,9 +432,10 @@ def satterthwaite_parts(tau, grams, counts, numbers, cross, n_k, p, n_obs, reml,
 
 def solve(start, grams, counts, numbers, cross, n_k, p, n_obs, reml):
     """:func:`newton` from ``start``, then the fit at its optimum: ``(tau, deviance, beta, inverse, rss,
-    gradient in tau, evaluations, converged)``."""
-    tau, value, evaluations, converged = newton(start, grams, counts, numbers, cross, n_k, p, n_obs, reml)
+    gradient in tau, evaluations, converged, at)``; ``at``: :func:`parts`' output at the optimum that
+    :func:`parts_satterthwaite` needs, ``(trace, frob, cross_uku, usq, d, g, h)``."""
+    tau, evaluations, converged = newton(start, grams, counts, numbers, cross, n_k, p, n_obs, reml)
     value, beta, inverse, rss, trace, frob, cross_uku, usq, d, g, h = parts(
         tau, grams, counts, numbers, cross, n_k, p, n_obs, reml)
     gradient, hessian = newton_terms(trace, frob, cross_uku, usq, rss, n_obs - p if reml else n_obs)
-    return tau, value, beta, inverse, rss, gradient, evaluations + 1, converged
+    return tau, value, beta, inverse, rss, gradient, evaluations + 1, converged, (trace, frob, cross_uku, usq, d, g, h)

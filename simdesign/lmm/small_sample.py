@@ -215,6 +215,8 @@ def satterthwaite_df(hessian: np.ndarray, jacobian: list, beta_covariance: np.nd
 
 def eigenvalue_note(values: np.ndarray) -> str:
     """lmerTest's words on negative or near-zero eigenvalues of the variance parameters' Hessian ('' if none)."""
+    if all(value > HESSIAN_EIGENVALUE_TOLERANCE for value in np.ravel(values).tolist()):
+        return ""  # every one positive, none NaN (the usual case, decided without array operations)
     positive = values > HESSIAN_EIGENVALUE_TOLERANCE
     notes = []
     negative = values < -HESSIAN_EIGENVALUE_TOLERANCE

@@ -14,7 +14,9 @@ form ``a' W0 b`` in the columns ``Q = [Z_k, X, y]`` and the eliminated levels' i
   on its count alone): one matrix in a balanced design;
 * ``cross = Q'Q``;
 
-made once per study (a few ``bincount``s). An evaluation costs O(groups (n_k + p)^3): not O(n), nor O(n_e).
+made once per study (a few ``bincount``s; what depends on the design alone, the levels' codes and counts, once
+per design: the trials of a simulation repeat it). An evaluation costs O(groups (n_k + p)^3): not O(n), nor
+O(n_e).
 
 The derivatives in ``tau`` (:mod:`simdesign.lmm.kernels`). With ``P`` the REML projection
 (``V^-1 - V^-1 X C X' V^-1``, ``C = (X'V^-1 X)^-1``), ``K = Z'PZ`` by term blocks and ``u = Z'Py``, the
@@ -35,6 +37,7 @@ The numbers equal those of the general path (block elimination and L-BFGS-B) at 
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,6 +76,9 @@ class InterceptsState:
     problem: InterceptsProblem
     tau: np.ndarray  # (tau_e, tau_k); tau_k 0 without a kept term
     reml: bool
+    # kernels.parts' numbers at tau that kernels.parts_satterthwaite needs (inverse, rss, trace, frob, cross_uku,
+    # usq, d, g, h), kept from the fit (None: computed again)
+    at: tuple | None = None
 
     def satterthwaite(self, sigma: float, covariance: np.ndarray, contrasts: np.ndarray) -> tuple:
         """:func:`satterthwaite` of this state."""
@@ -84,39 +90,62 @@ def _pair_counts(first: np.ndarray, n_first: int, second: np.ndarray, n_second: 
     return flat.reshape(n_first, n_second).astype(float)
 
 
+def _grouping(level_counts: np.ndarray) -> tuple:
+    """``(counts, numbers, order, bounds)``: the eliminated levels' distinct counts, how many levels have each,
+    and (None in a balanced design) the levels in order of group with each group's bounds in that order."""
+    if np.all(level_counts == level_counts[0]):  # balanced: one group
+        return level_counts[:1].copy(), np.array([float(len(level_counts))]), None, None
+    counts, group = np.unique(level_counts, return_inverse=True)
+    numbers = np.bincount(group).astype(float)
+    if len(counts) == 1:
+        return counts, numbers, None, None
+    order = np.argsort(group, kind="stable")
+    return counts, numbers, order, np.searchsorted(group[order], np.arange(len(counts) + 1))
+
+
+def _grams(stats: np.ndarray, order, bounds) -> np.ndarray:
+    """Per group of :func:`_grouping`, the sum of ``s_e s_e'`` over its levels (groups x m x m)."""
+    if order is None:
+        return (stats.T @ stats)[None]
+    return np.stack([stats[order[a:b]].T @ stats[order[a:b]] for a, b in zip(bounds[:-1], bounds[1:])])
+
+
 def _grouped(stats: np.ndarray, n_k: int) -> tuple:
     """``(grams, counts, numbers)``: the eliminated levels grouped by count (see InterceptsProblem)."""
-    level_counts = stats[:, n_k]
-    if np.all(level_counts == level_counts[0]):  # balanced: one group
-        return (stats.T @ stats)[None], level_counts[:1].copy(), np.array([float(len(stats))])
-    counts, group = np.unique(level_counts, return_inverse=True)
-    if len(counts) == 1:
-        grams = (stats.T @ stats)[None]
-    else:
-        order = np.argsort(group, kind="stable")
-        bounds = np.searchsorted(group[order], np.arange(len(counts) + 1))
-        grams = np.stack([stats[order[a:b]].T @ stats[order[a:b]] for a, b in zip(bounds[:-1], bounds[1:])])
-    return grams, counts, np.bincount(group).astype(float)
+    counts, numbers, order, bounds = _grouping(stats[:, n_k])
+    return _grams(stats, order, bounds), counts, numbers
 
 
-def _cross(n_k, n_s, n, system_counts, system_sums, y_squares, kept=None) -> np.ndarray:
-    """``Q'Q`` from the counts and sums; ``kept``: (judgements by kept level and system, scores by kept level)."""
+def _cross_layout(n_k, n_s, n, system_counts, k_by_system=None) -> np.ndarray:
+    """The entries of ``Q'Q`` (:func:`_cross`) that do not involve the scores."""
     m = n_k + n_s + 1
     cross = np.zeros((m, m))
-    x_part = slice(n_k, m - 1)
     cross[n_k, n_k] = n
     cross[n_k, n_k + 1:m - 1] = cross[n_k + 1:m - 1, n_k] = system_counts[1:]
     cross[n_k + 1:m - 1, n_k + 1:m - 1] = np.diag(system_counts[1:])
-    cross[x_part, m - 1] = cross[m - 1, x_part] = np.concatenate([[system_sums.sum()], system_sums[1:]])
-    cross[m - 1, m - 1] = y_squares
-    if kept is not None:
-        k_by_system, k_sums = kept
+    if k_by_system is not None:
         cross[:n_k, :n_k] = np.diag(k_by_system.sum(axis=1))
         cross[:n_k, n_k] = cross[n_k, :n_k] = k_by_system.sum(axis=1)
         cross[:n_k, n_k + 1:m - 1] = k_by_system[:, 1:]
         cross[n_k + 1:m - 1, :n_k] = k_by_system[:, 1:].T
+    return cross
+
+
+def _fill_cross(cross: np.ndarray, n_k: int, system_sums, y_squares, k_sums=None) -> np.ndarray:
+    """The scores' entries of ``Q'Q`` (the last row and column) written into :func:`_cross_layout`'s matrix."""
+    m = len(cross)
+    x_part = slice(n_k, m - 1)
+    cross[x_part, m - 1] = cross[m - 1, x_part] = np.concatenate([[system_sums.sum()], system_sums[1:]])
+    cross[m - 1, m - 1] = y_squares
+    if k_sums is not None:
         cross[:n_k, m - 1] = cross[m - 1, :n_k] = k_sums
     return cross
+
+
+def _cross(n_k, n_s, n, system_counts, system_sums, y_squares, kept=None) -> np.ndarray:
+    """``Q'Q`` from the counts and sums; ``kept``: (judgements by kept level and system, scores by kept level)."""
+    k_by_system, k_sums = kept if kept is not None else (None, None)
+    return _fill_cross(_cross_layout(n_k, n_s, n, system_counts, k_by_system), n_k, system_sums, y_squares, k_sums)
 
 
 def _choose_terms(forms: dict, n_levels: dict) -> tuple:
@@ -137,10 +166,79 @@ def _level_codes(values: np.ndarray) -> tuple:
     return codes, len(levels)
 
 
+@dataclass
+class _CompleteLayout:
+    """What :func:`complete_intercepts_problem` computes from a complete study's groupings and number of
+    systems alone: the same in every trial of a design, made once (:func:`_complete_layout`)."""
+
+    names: tuple
+    eliminated: str
+    kept: str | None
+    n_levels: dict
+    e_codes: np.ndarray
+    k_codes: np.ndarray | None
+    stats: np.ndarray  # every column but the scores' (zero)
+    cross: np.ndarray  # Q'Q without the scores' row and column (zero)
+    system_counts: np.ndarray
+    grouping: tuple  # _grouping's (counts, numbers, order, bounds)
+    k_by_system: np.ndarray | None
+
+
+# the layouts of the last few designs (keyed by their grouping arrays' bytes: a trial's study repeats its design's)
+_LAYOUTS: dict = {}
+_LAYOUTS_LOCK = threading.Lock()
+LAYOUTS_KEPT = 16
+
+
+def _complete_layout(judgements, forms: dict, n_s: int) -> _CompleteLayout | None:
+    """The study's :class:`_CompleteLayout` (None when the kept term has too many levels), from the cache when
+    a study with the same groupings and number of systems was seen."""
+    arrays = [np.asarray(getattr(judgements, name)) for name in forms]
+    key = (tuple(forms), n_s) + tuple((array.dtype.str, array.shape, array.tobytes()) for array in arrays)
+    if key in _LAYOUTS:
+        return _LAYOUTS[key]
+    codes, n_levels = {}, {}
+    for name, array in zip(forms, arrays):
+        found, n_levels[name] = _level_codes(array)
+        codes[name] = np.array(found, np.int64)  # a copy: the cache must not share the study's arrays
+    names, eliminated, kept = _choose_terms(forms, n_levels)
+    n_k = n_levels[kept] if kept else 0
+    layout = None
+    if n_k <= MAX_KEPT_LEVELS:
+        layout = _make_layout(names, eliminated, kept, n_levels, codes, n_s)
+    with _LAYOUTS_LOCK:  # threads of one process (joblib's threading backend) share the cache
+        if len(_LAYOUTS) >= LAYOUTS_KEPT:
+            _LAYOUTS.pop(next(iter(_LAYOUTS)), None)
+        _LAYOUTS[key] = layout
+    return layout
+
+
+def _make_layout(names, eliminated, kept, n_levels, codes, n_s) -> _CompleteLayout:
+    n_k = n_levels[kept] if kept else 0
+    n_e, e_codes = n_levels[eliminated], codes[eliminated]
+    n_pairs = len(e_codes)
+    pairs_per_e = np.bincount(e_codes, minlength=n_e).astype(float)
+    stats = np.zeros((n_e, n_k + n_s + 1))
+    stats[:, n_k] = n_s * pairs_per_e
+    stats[:, n_k + 1:n_k + n_s] = pairs_per_e[:, None]
+    system_counts = np.full(n_s, float(n_pairs))
+    k_codes = k_by_system = None
+    if kept:
+        k_codes = codes[kept]
+        stats[:, :n_k] = n_s * _pair_counts(e_codes, n_e, k_codes, n_k)
+        pairs_per_k = np.bincount(k_codes, minlength=n_k).astype(float)
+        k_by_system = np.repeat(pairs_per_k[:, None], n_s, axis=1)
+    cross = _cross_layout(n_k, n_s, n_pairs * n_s, system_counts, k_by_system)
+    return _CompleteLayout(names=names, eliminated=eliminated, kept=kept, n_levels=n_levels, e_codes=e_codes,
+                           k_codes=k_codes, stats=stats, cross=cross, system_counts=system_counts,
+                           grouping=_grouping(stats[:, n_k]), k_by_system=k_by_system)
+
+
 def complete_intercepts_problem(judgements, forms: dict) -> InterceptsProblem | None:
     """:func:`intercepts_problem` of a complete :class:`~simdesign.core.judgements.Judgements` (every pair
     judged on every system, distinct system names), from its pairs: no array of judgements is made. None
-    when the fast path does not apply or the study is not of that kind."""
+    when the fast path does not apply or the study is not of that kind. What depends on the design alone
+    (the groupings' codes and counts) is made once per design (:func:`_complete_layout`)."""
     if any(form != "intercept" for form in forms.values()) or not judgements.complete:
         return None
     systems = judgements.systems
@@ -149,35 +247,24 @@ def complete_intercepts_problem(judgements, forms: dict) -> InterceptsProblem | 
     scores = np.asarray(judgements.scores, float)
     if not np.all(np.isfinite(scores)) or not np.any(scores != scores.flat[0]):
         return None  # the general path raises the table's errors
-    codes, n_levels = {}, {}
-    for name in forms:
-        codes[name], n_levels[name] = _level_codes(np.asarray(getattr(judgements, name)))
-    names, eliminated, kept = _choose_terms(forms, n_levels)
-    n_k = n_levels[kept] if kept else 0
-    if n_k > MAX_KEPT_LEVELS:
-        return None
     n_pairs, n_s = scores.shape
-    n_e, e_codes = n_levels[eliminated], codes[eliminated]
+    layout = _complete_layout(judgements, forms, n_s)
+    if layout is None:
+        return None
+    n_k = layout.n_levels[layout.kept] if layout.kept else 0
     pair_sums = scores.sum(axis=1)
-    pairs_per_e = np.bincount(e_codes, minlength=n_e).astype(float)
-    stats = np.empty((n_e, n_k + n_s + 1))
-    stats[:, n_k] = n_s * pairs_per_e
-    stats[:, n_k + 1:n_k + n_s] = pairs_per_e[:, None]
-    stats[:, n_k + n_s] = np.bincount(e_codes, weights=pair_sums, minlength=n_e)
-    system_counts = np.full(n_s, float(n_pairs))
-    kept_sums = None
-    if kept:
-        k_codes = codes[kept]
-        stats[:, :n_k] = n_s * _pair_counts(e_codes, n_e, k_codes, n_k)
-        pairs_per_k = np.bincount(k_codes, minlength=n_k).astype(float)
-        kept_sums = (np.repeat(pairs_per_k[:, None], n_s, axis=1),
-                     np.bincount(k_codes, weights=pair_sums, minlength=n_k))
-    cross = _cross(n_k, n_s, n_pairs * n_s, system_counts, scores.sum(axis=0), float(np.sum(scores * scores)),
-                   kept_sums)
-    grams, counts, numbers = _grouped(stats, n_k)
-    return InterceptsProblem(names=names, eliminated=eliminated, kept=kept, n_levels=n_levels, grams=grams,
-                             counts=counts, numbers=numbers, cross=cross, system_counts=system_counts, n_k=n_k,
-                             n_fixed=n_s, n_obs=n_pairs * n_s)
+    stats = layout.stats.copy()
+    stats[:, n_k + n_s] = np.bincount(layout.e_codes, weights=pair_sums, minlength=len(stats))
+    k_sums = None
+    if layout.kept:
+        k_sums = np.bincount(layout.k_codes, weights=pair_sums, minlength=n_k)
+    cross = _fill_cross(layout.cross.copy(), n_k, scores.sum(axis=0), float(np.sum(scores * scores)), k_sums)
+    counts, numbers, order, bounds = layout.grouping
+    return InterceptsProblem(names=layout.names, eliminated=layout.eliminated, kept=layout.kept,
+                             n_levels=dict(layout.n_levels), grams=_grams(stats, order, bounds),
+                             counts=counts.copy(), numbers=numbers.copy(), cross=cross,
+                             system_counts=layout.system_counts.copy(), n_k=n_k, n_fixed=n_s,
+                             n_obs=n_pairs * n_s)
 
 
 def intercepts_problem(columns, forms: dict) -> InterceptsProblem | None:
@@ -235,7 +322,7 @@ class InterceptsFit:
 def fit_intercepts(problem: InterceptsProblem, reml: bool) -> InterceptsFit:
     """Projected Newton in ``tau`` from lme4's start (every theta 1), then the fit's numbers."""
     k = kernels()
-    tau, value, beta, inverse, rss, gradient, evaluations, converged = k.solve(
+    tau, value, beta, inverse, rss, gradient, evaluations, converged, at = k.solve(
         np.ones(2), problem.grams, problem.counts, problem.numbers, problem.cross, problem.n_k, problem.n_fixed, problem.n_obs,
         reml)
     theta_internal = np.sqrt(tau)
@@ -249,13 +336,16 @@ def fit_intercepts(problem: InterceptsProblem, reml: bool) -> InterceptsFit:
     sigma = float(np.sqrt(rss / dof))
     return InterceptsFit(theta=theta, beta=beta, covariance=sigma ** 2 * inverse, sigma=sigma, deviance=float(value),
                          gradient_max=gradient_max, evaluations=int(evaluations), converged=bool(converged),
-                         state=InterceptsState(problem=problem, tau=tau, reml=reml))
+                         state=InterceptsState(problem=problem, tau=tau, reml=reml, at=(inverse, rss) + tuple(at)))
 
 
 def satterthwaite_parts(state: InterceptsState, sigma: float) -> tuple:
     """lmerTest's Hessian in (theta_e[, theta_k], sigma) and the fixed effects' covariance's derivatives
     (the order of the parameters differs from the general path's; the df do not depend on it)."""
     problem = state.problem
+    if state.at is not None:  # the fit's numbers at tau: the same as computing them again
+        return kernels().parts_satterthwaite(state.tau, *state.at, problem.grams, problem.counts, problem.n_k,
+                                             problem.n_fixed, problem.n_obs, state.reml, sigma)
     return kernels().satterthwaite_parts(state.tau, problem.grams, problem.counts, problem.numbers, problem.cross, problem.n_k,
                                          problem.n_fixed, problem.n_obs, state.reml, sigma)
 
