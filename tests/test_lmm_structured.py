@@ -233,3 +233,16 @@ def test_the_satterthwaite_pieces_kept_from_the_fit_equal_those_computed_again()
             fit.structured.at = None
             again = structured.satterthwaite_parts(fit.structured, fit.sigma)
             assert np.array_equal(kept[0], again[0]) and np.array_equal(kept[1], again[1])
+
+
+def test_a_study_too_large_for_the_layout_cache_is_computed_and_not_kept(monkeypatch):
+    monkeypatch.setattr(structured, "LAYOUT_KEY_BYTES", 0)
+    forms = {"annotator": "intercept", "document": "intercept"}
+    study = load_model("coherence").sample(BlockDesign(1, 12, 3), np.random.default_rng(4))
+    structured._LAYOUTS.clear()
+    uncached = structured.complete_intercepts_problem(study, forms)
+    assert not structured._LAYOUTS
+    monkeypatch.setattr(structured, "LAYOUT_KEY_BYTES", 1 << 20)
+    cached = structured.complete_intercepts_problem(study, forms)
+    assert len(structured._LAYOUTS) == 1
+    assert np.array_equal(uncached.grams, cached.grams) and np.array_equal(uncached.cross, cached.cross)

@@ -184,19 +184,23 @@ class _CompleteLayout:
     k_by_system: np.ndarray | None
 
 
-# the layouts of the last few designs (keyed by their grouping arrays' bytes: a trial's study repeats its design's)
+# the layouts of the last few designs (keyed by their grouping arrays' bytes: a trial's study repeats its design's);
+# a study whose grouping arrays are larger than LAYOUT_KEY_BYTES is not kept (its key would hold them)
 _LAYOUTS: dict = {}
 _LAYOUTS_LOCK = threading.Lock()
 LAYOUTS_KEPT = 16
+LAYOUT_KEY_BYTES = 1 << 20
 
 
 def _complete_layout(judgements, forms: dict, n_s: int) -> _CompleteLayout | None:
     """The study's :class:`_CompleteLayout` (None when the kept term has too many levels), from the cache when
     a study with the same groupings and number of systems was seen."""
     arrays = [np.asarray(getattr(judgements, name)) for name in forms]
-    key = (tuple(forms), n_s) + tuple((array.dtype.str, array.shape, array.tobytes()) for array in arrays)
-    if key in _LAYOUTS:
-        return _LAYOUTS[key]
+    key = None
+    if sum(array.nbytes for array in arrays) <= LAYOUT_KEY_BYTES:
+        key = (tuple(forms), n_s) + tuple((array.dtype.str, array.shape, array.tobytes()) for array in arrays)
+        if key in _LAYOUTS:
+            return _LAYOUTS[key]
     codes, n_levels = {}, {}
     for name, array in zip(forms, arrays):
         found, n_levels[name] = _level_codes(array)
@@ -206,10 +210,11 @@ def _complete_layout(judgements, forms: dict, n_s: int) -> _CompleteLayout | Non
     layout = None
     if n_k <= MAX_KEPT_LEVELS:
         layout = _make_layout(names, eliminated, kept, n_levels, codes, n_s)
-    with _LAYOUTS_LOCK:  # threads of one process (joblib's threading backend) share the cache
-        if len(_LAYOUTS) >= LAYOUTS_KEPT:
-            _LAYOUTS.pop(next(iter(_LAYOUTS)), None)
-        _LAYOUTS[key] = layout
+    if key is not None:
+        with _LAYOUTS_LOCK:  # threads of one process (joblib's threading backend) share the cache
+            if len(_LAYOUTS) >= LAYOUTS_KEPT:
+                _LAYOUTS.pop(next(iter(_LAYOUTS)), None)
+            _LAYOUTS[key] = layout
     return layout
 
 
