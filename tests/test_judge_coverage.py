@@ -75,3 +75,47 @@ def test_the_human_judgements_figure_table_covers_correlations_0_3_to_0_9_with_a
     assert per["human_only"].nunique() == 1  # the same human studies for every judge (common random numbers)
     # on the coherence model the judge saves little: at most a tenth of the human judgements at rho 0.9
     assert (per["ppi++"] > 0.9 * per["human_only"]).all() and per.loc[0.9, "ppi++"] < per.loc[0.9, "human_only"]
+
+
+PAIRWISE_TABLE = TABLE.with_name("judge_pairwise_coverage.csv")
+
+
+@lru_cache(maxsize=1)
+def pairwise_table() -> pd.DataFrame:
+    return pd.read_csv(PAIRWISE_TABLE)
+
+
+def pairwise_rows(judge, annotators=10, effect="zero", estimator=None, interval=None, kind="pair") -> pd.DataFrame:
+    frame = pairwise_table()
+    chosen = ((frame["judge"] == judge) & (frame["annotators"] == annotators) & (frame["effect_setting"] == effect)
+              & (frame["kind"] == kind))
+    for column, value in (("estimator", estimator), ("interval", interval)):
+        if value is not None:
+            chosen &= frame[column] == value
+    return frame[chosen]
+
+
+def test_pairwise_judges_win_rates_are_covered_at_10_annotators_and_the_biased_judge_alone_is_not():
+    # scripts/judge_coverage.py --pairwise: every pair's human win rate, 2,000 studies per cell at effect zero
+    table = pairwise_table()
+    assert set(table["judge"]) == {"pairwise", "pairwise_self_preferring"}
+    assert table.loc[table["effect_setting"] == "zero", "trials"].min() >= 2000
+    for judge in ("pairwise", "pairwise_self_preferring"):
+        for estimator in ("ppi", "ppi++"):
+            for interval in ("clustered", "clustered_t"):
+                chosen = pairwise_rows(judge, estimator=estimator, interval=interval)
+                assert len(chosen) == 10 and (chosen["verdict"] == "nominal").all(), (judge, estimator, interval)
+        ignoring = pairwise_rows(judge, estimator="ppi++", interval="independent", kind="pooled")
+        assert ignoring["coverage_high"].iloc[0] < 0.8  # the cluster-ignoring interval, shown with its coverage
+    biased = pairwise_rows("pairwise_self_preferring", estimator="judge_only", interval="clustered")
+    with_seneca = biased[biased["target"].str.contains("seneca")]
+    assert len(with_seneca) == 4 and (with_seneca["coverage_high"] < 0.01).all()
+    assert (with_seneca["rejection_low"] > 0.99).all()  # its type I error under the human-scale null
+    fair = pairwise_rows("pairwise", estimator="judge_only", interval="clustered", kind="pooled")
+    assert fair["coverage_low"].iloc[0] <= 0.95 <= fair["coverage_high"].iloc[0]  # an unbiased judge's does cover
+
+
+def test_pairwise_coverage_at_3_annotators_is_reported_short_for_the_plain_bootstrap():
+    plain = pairwise_rows("pairwise", annotators=3, estimator="ppi++", interval="clustered", kind="pooled")
+    corrected = pairwise_rows("pairwise", annotators=3, estimator="ppi++", interval="clustered_t", kind="pooled")
+    assert plain["coverage_high"].iloc[0] < 0.9 and corrected["coverage_low"].iloc[0] > 0.95
