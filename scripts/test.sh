@@ -6,4 +6,6 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if [ "${CI:-}" = true ]; then browser=required; else browser=optional; fi
 bash "$root/scripts/setup.sh" --browser "$browser"
 cd "$root"
-exec "$root/.venv/bin/python" -m pytest "$@"
+# Two worker processes (pytest-xdist), one per core of the 2-core machine the suite is sized for; most tests are
+# single-threaded. SIMDESIGN_TEST_WORKERS=0 runs everything in this process (a later -n in "$@" also wins).
+exec "$root/.venv/bin/python" -m pytest -n "${SIMDESIGN_TEST_WORKERS:-2}" "$@"
