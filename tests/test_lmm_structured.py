@@ -246,3 +246,34 @@ def test_a_study_too_large_for_the_layout_cache_is_computed_and_not_kept(monkeyp
     cached = structured.complete_intercepts_problem(study, forms)
     assert len(structured._LAYOUTS) == 1
     assert np.array_equal(uncached.grams, cached.grams) and np.array_equal(uncached.cross, cached.cross)
+
+
+def test_the_first_fit_says_in_one_line_that_it_compiles_when_numbas_cache_is_empty(capsys):
+    import types
+
+    from simdesign.lmm.compiled import say_if_compiling
+
+    def namespace(entries):  # the piece of numba's dispatcher the check reads: its on-disk cache index
+        index = types.SimpleNamespace(_load_index=lambda: entries)
+        return {"solve": types.SimpleNamespace(_cache=types.SimpleNamespace(_cache_file=index))}
+
+    assert say_if_compiling(namespace({}))  # a fresh install: nothing cached yet
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "compiling lmm_native's kernels" in lines[0] and "warm_up" in lines[0]
+    assert not say_if_compiling(namespace({("key",): "entry"})) and capsys.readouterr().err == ""
+    assert not say_if_compiling({"solve": object()}) and capsys.readouterr().err == ""  # internals changed: silent
+
+
+@pytest.mark.slow
+def test_a_fresh_numba_cache_makes_the_first_fit_say_it_compiles(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import numpy as np; from simdesign import BlockDesign, load_model; import simdesign.lmm as m; "
+            "m.fit(load_model('coherence').sample(BlockDesign(1, 6, 3), np.random.default_rng(0)), 'intercepts')")
+    env = {**__import__("os").environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    first, second = (subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+                     for _ in range(2))
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert "compiling lmm_native's kernels" in first.stderr
+    assert "compiling" not in second.stderr  # the second process loads the cache

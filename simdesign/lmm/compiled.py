@@ -10,6 +10,7 @@ numpy code instead (same source, same numbers to rounding, several times slower)
 from __future__ import annotations
 
 import os
+import sys
 import types
 
 from simdesign.lmm import kernels as _numpy_kernels
@@ -53,10 +54,24 @@ def _compile_namespace() -> dict:
     return namespace
 
 
+def say_if_compiling(namespace) -> bool:
+    """One line on stderr when the first fit will compile (numba's disk cache holds no kernel yet); silent when
+    that cannot be told (the line only explains a wait). True when the line was written."""
+    try:
+        cached = bool(namespace["solve"]._cache._cache_file._load_index())  # numba internals: any failure is silent
+    except Exception:  # noqa: BLE001
+        return False
+    if not cached:
+        sys.stderr.write("simdesign: compiling lmm_native's kernels (once, a few seconds; cached on disk; "
+                         "`python -c 'import simdesign.lmm as m; m.warm_up()'` does it ahead)\n")
+    return not cached
+
+
 def _compile():
     """A namespace of numba-compiled copies of the kernels (lazily compiled at their first call)."""
     namespace = _compile_namespace()
     _state["namespace"] = namespace
+    say_if_compiling(namespace)
     return types.SimpleNamespace(**{name: namespace[name] for name in KERNEL_NAMES}, compiled=True)
 
 
