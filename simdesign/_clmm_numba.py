@@ -386,11 +386,10 @@ def _pairs_times_d_inverse(c_pairs, d_inverse, pair_elim, q_tuple, x_pairs):
         d = pair_elim[p]
         for a in range(q):
             for b in range(q):
-                x_pairs[p, a, b] = 0.0
-            for k in range(q):
-                t = c_pairs[p, a, k]
-                for b in range(q):
-                    x_pairs[p, a, b] += t * d_inverse[d, k, b]
+                t = 0.0  # each entry's sum in registers, its terms in the same order (k) as before
+                for k in range(q):
+                    t += c_pairs[p, a, k] * d_inverse[d, k, b]
+                x_pairs[p, a, b] = t
 
 
 @njit(cache=True)
@@ -408,11 +407,6 @@ def _schur_complement(A, c_pairs, x_pairs, q_tuple, pair_kept, couple_first, cou
         for a in range(q):
             for b in range(q):
                 schur[base + (row0 + a) * width + row0 + b] += A[level, a, b] + (1.0 if a == b else 0.0)
-    c_transposed = np.empty_like(c_pairs)  # C' per pair, so that the innermost loop runs along a row
-    for p in range(c_pairs.shape[0]):
-        for a in range(q):
-            for b in range(q):
-                c_transposed[p, b, a] = c_pairs[p, a, b]
     for idx in range(couple_first.shape[0]):
         p1, p2 = couple_first[idx], couple_second[idx]
         level1, level2 = pair_kept[p1], pair_kept[p2]
@@ -423,10 +417,12 @@ def _schur_complement(A, c_pairs, x_pairs, q_tuple, pair_kept, couple_first, cou
         width = comp_size[c] * q
         row = comp_offset[c] + local1 * q * width + local2 * q
         for a in range(q):
-            for k in range(q):
-                t = x_pairs[p1, a, k]
-                for b in range(q):
-                    schur[row + a * width + b] -= t * c_transposed[p2, k, b]
+            for b in range(q):
+                # the entry held in a register while its q products are subtracted, in the same order (k)
+                t = schur[row + a * width + b]
+                for k in range(q):
+                    t -= x_pairs[p1, a, k] * c_pairs[p2, b, k]
+                schur[row + a * width + b] = t
     return schur
 
 
@@ -695,18 +691,20 @@ def _selected_inverse(d_inverse, x_pairs, schur_inverse, n_k, q_tuple, pair_kept
             c = comp_of_kept[level1]
             width = comp_size[c] * qk
             row = comp_offset[c] + local_of_kept[level1] * qk * width + local_of_kept[level2] * qk
-            for a in range(qk):
-                for k in range(qk):
-                    t = schur_inverse[row + a * width + k]
-                    for b in range(qe):
-                        kept_elim[p1, a, b] -= t * x_pairs[p2, k, b]
+            for a in range(qk):  # each entry in a register, its products subtracted in the same order (k)
+                for b in range(qe):
+                    t = kept_elim[p1, a, b]
+                    for k in range(qk):
+                        t -= schur_inverse[row + a * width + k] * x_pairs[p2, k, b]
+                    kept_elim[p1, a, b] = t
         for p in range(n_pairs):
             d = pair_elim[p]
-            for k in range(qk):
-                for a in range(qe):
-                    t = x_pairs[p, k, a]
-                    for b in range(qe):
-                        elim_elim[d, a, b] -= t * kept_elim[p, k, b]
+            for a in range(qe):
+                for b in range(qe):
+                    t = elim_elim[d, a, b]
+                    for k in range(qk):
+                        t -= x_pairs[p, k, a] * kept_elim[p, k, b]
+                    elim_elim[d, a, b] = t
     return kept_elim, elim_elim
 
 
@@ -813,20 +811,28 @@ def _chain_rule_sums(category, system, cell_k, cell_e, cell_p, n_k, n_levels_k, 
     ew_e, g_e, w_e = np.zeros(n_levels_e * n_systems), np.zeros(n_levels_e * n_systems), np.zeros(
         n_levels_e * n_systems)
     w_p = np.zeros(n_pairs * n_systems)
-    for i in range(system.shape[0]):
-        c = category[i]
+    n = system.shape[0]
+    # the per-observation terms in a loop without gathers (it vectorises), then the sums: each sum takes its terms
+    # in observation order, as one loop did
+    eta_weight, upper, lower = np.empty(n), np.empty(n), np.empty(n)
+    for i in range(n):
         r = rho[i]
-        eta_weight = g[i] + half[i] - r * w[i]
-        grad_beta[system[i]] += eta_weight
-        grad_thresholds[c + 1] += dl_up[i] + 0.5 * leverage[i] * dw_up[i] - r * dg_up[i]
-        grad_thresholds[c] += dl_lo[i] + 0.5 * leverage[i] * dw_lo[i] - r * dg_lo[i]
+        eta_weight[i] = g[i] + half[i] - r * w[i]
+        upper[i] = dl_up[i] + 0.5 * leverage[i] * dw_up[i] - r * dg_up[i]
+        lower[i] = dl_lo[i] + 0.5 * leverage[i] * dw_lo[i] - r * dg_lo[i]
+    for i in range(n):
+        c = category[i]
+        grad_beta[system[i]] += eta_weight[i]
+        grad_thresholds[c + 1] += upper[i]
+        grad_thresholds[c] += lower[i]
         e = cell_e[i]
-        ew_e[e] += eta_weight
+        ew_e[e] += eta_weight[i]
         g_e[e] += g[i]
         w_e[e] += w[i]
-        if n_k > 0:
+    if n_k > 0:
+        for i in range(n):
             k = cell_k[i]
-            ew_k[k] += eta_weight
+            ew_k[k] += eta_weight[i]
             g_k[k] += g[i]
             w_k[k] += w[i]
             w_p[cell_p[i]] += w[i]

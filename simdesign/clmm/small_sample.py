@@ -66,6 +66,12 @@ def containment_df(judgements, fit: ClmmResult, order=None, structure="maximal")
         systems) - 1; with no such term, judgements - thresholds - (systems - 1).
     """
     order = list(fit.systems if order is None else order)
+    if isinstance(structure, str) and structure == "intercepts":
+        # no term with slopes: the residual count, from the fit's own counts (the data need not be prepared
+        # again; the fit's systems are the problem's)
+        pairs = [(fit.systems.index(order[i]), fit.systems.index(order[j])) for i, j in system_pairs(len(order))]
+        residual = fit.n_obs - (len(fit.categories) - 1) - (len(fit.systems) - 1)
+        return np.full(len(pairs), float(residual))
     problem = _prepare(judgements, structure, fit.systems[0])
     pairs = [(problem.systems.index(order[i]), problem.systems.index(order[j]))
              for i, j in system_pairs(len(order))]
