@@ -192,6 +192,13 @@ def output_points(preferences: np.ndarray, n_systems: int) -> np.ndarray:
     return np.where(appearances > 0, points, np.nan)
 
 
+def verdict_of(delta, tie_band: float) -> np.ndarray:
+    """The verdict rule (module docstring) for latent differences ``delta`` (position bias and noise included):
+    1 the first preferred above ``tie_band``, 0 the second below ``-tie_band``, 0.5 a tie in between. Annotators,
+    LLM judges (:meth:`simdesign.model.judge.Judge.verdicts`) and the fits' simulations all use it."""
+    return np.where(delta > tie_band, 1.0, np.where(delta < -tie_band, 0.0, 0.5))
+
+
 def pairwise_verdicts(parameters: PairwiseParameters, eta: np.ndarray, rng: np.random.Generator,
                       one_at_random: bool) -> tuple[np.ndarray, np.ndarray]:
     """(preferences, first_shown), each (n_rows, n_pairs): the verdicts and which system of each pair came first.
@@ -203,7 +210,7 @@ def pairwise_verdicts(parameters: PairwiseParameters, eta: np.ndarray, rng: np.r
     first_shown = rng.random((n_rows, first.size)) < 0.5
     noise = parameters.noise * rng.logistic(size=(n_rows, first.size))
     delta = eta[:, first] - eta[:, second] + parameters.position_bias * np.where(first_shown, 1.0, -1.0) + noise
-    verdict = np.where(delta > parameters.tie_band, 1.0, np.where(delta < -parameters.tie_band, 0.0, 0.5))
+    verdict = verdict_of(delta, parameters.tie_band)
     shown = shown_pairs(rng, n_rows, first.size, parameters.pairs, one_at_random)
     return np.where(shown, verdict, np.nan), first_shown & shown
 

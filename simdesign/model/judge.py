@@ -54,7 +54,7 @@ from simdesign.core.checks import is_integer, is_number
 from simdesign.core.errors import ConfigError
 from simdesign.core.suggest import did_you_mean
 from simdesign.methods import default_method
-from simdesign.methods.pairwise import PAIRWISE, pairwise_verdicts
+from simdesign.methods.pairwise import PAIRWISE, pairwise_verdicts, system_pair_indices, verdict_of
 from simdesign.model.common import fixed_order_product
 from simdesign.model.metric import exchangeable_moments
 
@@ -158,10 +158,10 @@ class Judge:
         ``first_shown``: bool (documents, pairs), True where the pair's first system (in the model's order) was
         shown first. 1: the first system preferred, 0.5: a tie, 0: the second (module docstring).
         """
-        first, second = np.triu_indices(np.shape(latent)[1], k=1)
+        first, second = system_pair_indices(np.shape(latent)[1])
         latent = np.asarray(latent, float)
         delta = latent[:, first] - latent[:, second] + self.position_bias * np.where(first_shown, 1.0, -1.0)
-        return np.where(delta > self.tie_band, 1.0, np.where(delta < -self.tie_band, 0.0, 0.5))
+        return verdict_of(delta, self.tie_band)
 
     def report(self, latent: np.ndarray, model) -> np.ndarray:
         """The judge's reported scores from latent scores J* (module docstring: its scale)."""

@@ -40,11 +40,11 @@ from scipy import optimize, special, stats
 
 from simdesign.core.errors import DataError
 from simdesign.core.seeds import label_key
-from simdesign.methods.pairwise import PairwiseParameters, pairwise_parameters
+from simdesign.methods.pairwise import PairwiseParameters, pairwise_parameters, verdict_of
 from simdesign.model.common import fixed_order_product
 from simdesign.model.judge import PAIRWISE_SCALE
 from simdesign.model.metric import exchangeable_moments
-from simdesign.pilot.judge_pairwise import JUDGE_COLUMN, TIE, check_judge_pairwise
+from simdesign.pilot.judge_pairwise import JUDGE_COLUMN, _verdict_for_first, check_judge_pairwise
 
 NODES = 40
 ROUNDS = 3
@@ -85,21 +85,17 @@ class _Rows:
     annotator: np.ndarray   # -1 where no human (or no annotator column: each human verdict its own annotator)
 
 
-def _verdict(values: pd.Series, first: pd.Series) -> np.ndarray:
-    return np.where(values == "", np.nan, np.where(values == TIE, 0.5, (values == first).astype(float)))
-
-
 def pairwise_rows(table: pd.DataFrame, systems) -> _Rows:
     """The arrays of a table checked by :func:`simdesign.pilot.judge_pairwise.check_judge_pairwise`."""
     codes = {name: k for k, name in enumerate(systems)}
-    human = _verdict(table["preferred"], table["system_a"])
+    human = _verdict_for_first(table["preferred"], table["system_a"])
     if "annotator" in table:
         names = table["annotator"].where(np.isfinite(human), "")
         annotator = np.where(names == "", -1, pd.factorize(names)[0])
     else:
         annotator = np.where(np.isfinite(human), np.cumsum(np.isfinite(human)) - 1, -1)
     return _Rows(table["system_a"].map(codes).to_numpy(int), table["system_b"].map(codes).to_numpy(int),
-                 _verdict(table[JUDGE_COLUMN], table["system_a"]), human,
+                 _verdict_for_first(table[JUDGE_COLUMN], table["system_a"]), human,
                  pd.factorize(table["document"])[0], np.asarray(annotator, int))
 
 
@@ -316,11 +312,11 @@ def simulate_pairwise_rows(model, judge: FittedPairwiseJudge, rows: _Rows, rng: 
     bias = np.array([judge.bias[s] for s in model.systems])
     latent = quality + bias[None, :] + _sigma(judge.correlation, side.mean_var) * rng.standard_normal(quality.shape)
     delta = latent[rows.document, rows.first] - latent[rows.document, rows.second] + judge.position_bias
-    verdict = np.where(delta > judge.tie_band, 1.0, np.where(delta < -judge.tie_band, 0.0, 0.5))
+    verdict = verdict_of(delta, judge.tie_band)
     eta = quality[rows.document] + annotators[np.maximum(rows.annotator, 0)]
     human_delta = (eta[np.arange(rows.first.size), rows.first] - eta[np.arange(rows.first.size), rows.second]
                    + side.human.position_bias + side.human.noise * rng.logistic(size=rows.first.size))
-    human = np.where(human_delta > side.human.tie_band, 1.0, np.where(human_delta < -side.human.tie_band, 0.0, 0.5))
+    human = verdict_of(human_delta, side.human.tie_band)
     return _Rows(rows.first, rows.second, verdict, np.where(np.isfinite(rows.human), human, np.nan), rows.document,
                  rows.annotator)
 

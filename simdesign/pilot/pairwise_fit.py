@@ -43,7 +43,8 @@ from scipy import optimize, special
 
 from simdesign.core.designs import Assignment
 from simdesign.core.errors import ConfigError
-from simdesign.methods.pairwise import PAIRWISE, Pairwise, output_points, pairwise_parameters, system_pair_indices
+from simdesign.methods.pairwise import (PAIRWISE, Pairwise, output_points, pairwise_parameters, system_pair_indices,
+                                        verdict_of)
 from simdesign.pilot.check import ObservedDesign
 from simdesign.pilot.pairwise_table import comparisons_of, study_layout
 from simdesign.pilot.rank_noise import pair_spread
@@ -257,7 +258,7 @@ class _ObservedPairs(Pairwise):
         delta = (eta[layout.row, low] - eta[layout.row, high]
                  + parameters.position_bias * np.where(layout.low_first, 1.0, -1.0)
                  + parameters.noise * rng.logistic(size=layout.row.size))
-        verdict = np.where(delta > parameters.tie_band, 1.0, np.where(delta < -parameters.tie_band, 0.0, 0.5))
+        verdict = verdict_of(delta, parameters.tie_band)
         preferences = np.full((layout.n_rows, self.n_pairs), np.nan)
         preferences[layout.row, layout.pair] = verdict
         first_shown = np.zeros(preferences.shape, dtype=bool)
