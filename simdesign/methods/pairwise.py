@@ -215,6 +215,25 @@ def pairwise_verdicts(parameters: PairwiseParameters, eta: np.ndarray, rng: np.r
     return np.where(shown, verdict, np.nan), first_shown & shown
 
 
+def contrast_variances(n_systems: int, cov) -> np.ndarray:
+    """(S, S): the variance of ``(z_a - z_b) . u`` for u with covariance ``cov`` (the model's coding: z_s has a 1
+    for the intercept and one for system s), the random part of the latent difference of systems a and b."""
+    rows = np.eye(n_systems)
+    rows[:, 0] = 1.0
+    contrast = rows[:, None, :] - rows[None, :, :]
+    return np.einsum("abi,ij,abj->ab", contrast, np.asarray(cov, float), contrast)
+
+
+def verdict_probabilities(delta, parameters: PairwiseParameters) -> tuple[np.ndarray, np.ndarray]:
+    """(P(first preferred), P(first not beaten)) given the latent difference ``delta`` without the noise (the
+    position bias included): the logistic noise of the verdict rule, integrated. A win rate (a tie half) is their
+    mean."""
+    from scipy import special
+
+    return (special.expit((delta - parameters.tie_band) / parameters.noise),
+            special.expit((delta + parameters.tie_band) / parameters.noise))
+
+
 def expected_win_rates(model, parameters: PairwiseParameters, effect="fitted", nodes: int = 80) -> np.ndarray:
     """Each pair's expected human win rate (first system over second, a tie half), integrated over annotators,
     documents, the noise and the order of presentation (a fair coin), shape (pairs,) in
@@ -227,20 +246,14 @@ def expected_win_rates(model, parameters: PairwiseParameters, effect="fitted", n
     so a one-dimensional Gauss-Hermite rule integrates it (as
     :meth:`simdesign.model.OrdinalMixedModel.marginal_probabilities` does for one system).
     """
-    from scipy import special
-
     beta = np.asarray(model.effects_for(effect), float)
-    design_rows = np.eye(model.n_systems)
-    design_rows[:, 0] = 1.0
     first, second = system_pair_indices(model.n_systems)
-    contrast = design_rows[first] - design_rows[second]
     total = np.asarray(model.annotator_cov, float) + np.asarray(model.sampled_document_cov, float)
-    sd = np.sqrt(np.einsum("pi,ij,pj->p", contrast, total, contrast))
+    sd = np.sqrt(contrast_variances(model.n_systems, total)[first, second])
     nodes_x, weights = np.polynomial.hermite_e.hermegauss(nodes)
     weights = weights / weights.sum()
     x = (beta[first] - beta[second])[:, None] + sd[:, None] * nodes_x[None, :]
-    p, t, n = parameters.position_bias, parameters.tie_band, parameters.noise
-    rate = sum(special.expit((x + side * p - t) / n) + special.expit((x + side * p + t) / n) for side in (1.0, -1.0))
+    rate = sum(sum(verdict_probabilities(x + side * parameters.position_bias, parameters)) for side in (1.0, -1.0))
     return (rate / 4.0) @ weights
 
 

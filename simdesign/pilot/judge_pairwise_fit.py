@@ -40,7 +40,8 @@ from scipy import optimize, special, stats
 
 from simdesign.core.errors import DataError
 from simdesign.core.seeds import label_key
-from simdesign.methods.pairwise import PairwiseParameters, pairwise_parameters, verdict_of
+from simdesign.methods.pairwise import (PairwiseParameters, contrast_variances, pairwise_parameters, verdict_of,
+                                        verdict_probabilities)
 from simdesign.model.common import fixed_order_product
 from simdesign.model.judge import PAIRWISE_SCALE
 from simdesign.model.metric import exchangeable_moments
@@ -116,26 +117,18 @@ class _Model:
     human_square: np.ndarray   # (S, S, nodes): E[H^2 | x]
 
 
-def _contrast_variance(n_systems: int, cov: np.ndarray) -> np.ndarray:
-    rows = np.eye(n_systems)
-    rows[:, 0] = 1.0
-    contrast = rows[:, None, :] - rows[None, :, :]
-    return np.einsum("abi,ij,abj->ab", contrast, np.asarray(cov, float), contrast)
-
-
 def _model_side(model) -> _Model:
     """The human model's pieces, with the human verdict's moments given x for every presentation (computed once:
     they depend on neither the judge nor the table)."""
     beta = np.asarray(model.effects, float)
-    doc_var = _contrast_variance(model.n_systems, model.sampled_document_cov)
-    ann_var = _contrast_variance(model.n_systems, model.annotator_cov)
+    doc_var = contrast_variances(model.n_systems, model.sampled_document_cov)
+    ann_var = contrast_variances(model.n_systems, model.annotator_cov)
     human = pairwise_parameters(model) or PairwiseParameters()
     nodes, weights = np.polynomial.hermite_e.hermegauss(NODES)
     weights = weights / weights.sum()
     x = (beta[:, None] - beta[None, :])[:, :, None] + np.sqrt(doc_var)[:, :, None] * nodes
     delta = x[..., None] + np.sqrt(ann_var)[:, :, None, None] * nodes + human.position_bias  # (S, S, x, annotator)
-    win = special.expit((delta - human.tie_band) / human.noise)
-    not_loss = special.expit((delta + human.tie_band) / human.noise)
+    win, not_loss = verdict_probabilities(delta, human)
     return _Model(beta, doc_var, ann_var, float(exchangeable_moments(model.sampled_document_cov)[0]), human, x,
                   weights, (0.5 * (win + not_loss)) @ weights, (win + 0.25 * (not_loss - win)) @ weights)
 
