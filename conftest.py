@@ -10,7 +10,7 @@ if not importlib.util.find_spec("flask"):
 import pytest  # noqa: E402
 
 # Doctests that start R (seconds each) belong to the slow tier, like the tests that need R.
-SLOW_DOCTESTS = ("simdesign.analyses.rsession",)
+SLOW_DOCTESTS = ("simdesign.significance.rsession",)
 
 
 def pytest_collection_modifyitems(items):

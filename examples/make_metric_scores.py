@@ -10,7 +10,7 @@ checks that the committed file is what this script writes.
 """
 from pathlib import Path
 
-from simdesign.simulation.metric_validation import example_table, load_metric_config
+from simdesign.studies.metrics.metric_validation import example_table, load_metric_config
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG, SYSTEMS, INPUTS, TRIAL = ROOT / "configs" / "metric_validation.yaml", 12, 30, 0

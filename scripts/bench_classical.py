@@ -31,9 +31,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from simdesign.analyses import classical  # noqa: E402
-from simdesign.simulation.config import load_config  # noqa: E402
-from simdesign.simulation.engine import Chunk, simulate_chunk  # noqa: E402
+from simdesign.significance import classical  # noqa: E402
+from simdesign.studies.rates.config import load_config  # noqa: E402
+from simdesign.studies.rates.engine import Chunk, simulate_chunk  # noqa: E402
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "paper_fig4_coherence.yaml"
 

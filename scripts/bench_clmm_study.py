@@ -37,8 +37,12 @@ DESIGN = {"kind": "block", "blocks": 1, "docs_per_block": 100, "annotators_per_b
 
 def study_times(structure: str, trials: int, model: str) -> dict:
     """CPU and wall milliseconds per study through the engine's chunk function, in this process."""
-    from simdesign.simulation.config import parse_config
-    from simdesign.simulation.engine import Chunk, simulate_chunk
+    try:
+        from simdesign.studies.rates.config import parse_config
+        from simdesign.studies.rates.engine import Chunk, simulate_chunk
+    except ImportError:  # a baseline laid out before issue 40
+        from simdesign.simulation.config import parse_config
+        from simdesign.simulation.engine import Chunk, simulate_chunk
 
     config = parse_config({"name": "bench", "model": model, "effect": "fitted", "trials": trials + 10, "seed": 41,
                            "designs": [DESIGN], "tests": [{"name": "clmm_native", "structure": structure}]})

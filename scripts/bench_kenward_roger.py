@@ -29,8 +29,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2021)
     args = parser.parse_args()
 
-    from simdesign.analyses.mixed_r import _pair_contrast_rows, formula_for
-    from simdesign.analyses.rsession import kenward_roger_available, session
+    from simdesign.significance.mixed_r import _pair_contrast_rows, formula_for
+    from simdesign.significance.rsession import kenward_roger_available, session
 
     ok, message = kenward_roger_available()
     if not ok:

@@ -24,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from simdesign import BlockDesign, load_model  # noqa: E402
-from simdesign.analyses import ANALYSES, run_analysis  # noqa: E402
+from simdesign.significance import ANALYSES, run_analysis  # noqa: E402
 from simdesign.core.threads import single_threaded  # noqa: E402
 
 
@@ -48,7 +48,7 @@ def main() -> None:
     args = parser.parse_args()
     with_r = not args.no_r
     if with_r:
-        from simdesign.analyses.rsession import r_available
+        from simdesign.significance.rsession import r_available
 
         with_r, message = r_available()
         if not with_r:

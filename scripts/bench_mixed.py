@@ -30,11 +30,11 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from simdesign import BlockDesign, load_model
-from simdesign.analyses import mixed_r
-from simdesign.analyses.mixed_native import clmm_native_analysis
-from simdesign.pilot.fit import read_judgements
+from simdesign.significance import mixed_r
+from simdesign.significance.mixed_native import clmm_native_analysis
+from simdesign.tables.judgements import read_judgements
 from simdesign.core.judgements import Judgements
-from simdesign.analyses.rsession import r_available
+from simdesign.significance.rsession import r_available
 
 
 def simulate(seed: int):
@@ -115,7 +115,7 @@ def main(argv=None) -> int:
           f"formula for 'paper': {mixed_r.formula_for(datasets[0], 'paper')}")
 
     print(f"{'backend / structure':<34} {'wall/fit':>11} {'CPU/fit':>10}   (medians)")
-    # One BLAS thread, as in the engine's workers (simdesign.simulation.engine.simulate_chunk).
+    # One BLAS thread, as in the engine's workers (simdesign.studies.rates.engine.simulate_chunk).
     with threadpool_limits(limits=1):
         start = time.perf_counter()
         clmm_native_analysis(datasets[0], structure="intercepts")

@@ -62,7 +62,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from simdesign import BlockDesign, Judgements, load_model  # noqa: E402
-from simdesign.analyses import ANALYSES, run_analysis  # noqa: E402
+from simdesign.significance import ANALYSES, run_analysis  # noqa: E402
 from simdesign.core.threads import single_threaded  # noqa: E402
 
 EFFECTS = (0.0, 0.1, 0.15, 0.2, 0.25)  # per system, residual sd units (MCPower: system[2..5])
@@ -168,8 +168,8 @@ def lmm_native_pairs(judgements, structure) -> "PairwiseResult":
     """lmm_native's analysis (REML, Satterthwaite t of every pair) for any structure, a term -> form mapping
     too (the registry takes only the named structures): the fit, lmm_native's df step, the pairwise t."""
     from simdesign import lmm
-    from simdesign.analyses.base import FAILURES, PairwiseResult, pairwise_from_fit, system_pairs
-    from simdesign.analyses.lmm_native import _tested
+    from simdesign.significance.base import FAILURES, PairwiseResult, pairwise_from_fit, system_pairs
+    from simdesign.significance.lmm_native import _tested
 
     fit = lmm.fit(judgements, structure)
     n_pairs = len(system_pairs(len(fit.systems)))

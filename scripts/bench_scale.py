@@ -34,9 +34,9 @@ from pathlib import Path
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from simdesign.simulation.backends import own_libpython_for_children
-from simdesign.simulation.config import parse_config
-from simdesign.simulation.engine import plan_chunks, run_simulation, simulate_chunk
+from simdesign.studies.backends import own_libpython_for_children
+from simdesign.studies.rates.config import parse_config
+from simdesign.studies.rates.engine import plan_chunks, run_simulation, simulate_chunk
 
 # The paper's design (20 blocks of 5 documents, 3 annotators each) with the four classical tests.
 WORKLOAD = {
@@ -93,7 +93,7 @@ class LocalDask:
         self.client = Client(self.cluster, set_as_default=False)
         self.client.wait_for_workers(self.n, timeout=120)
         # Import simdesign on every worker before timing, as a warm pool would have it.
-        self.client.run(lambda: __import__("simdesign.simulation.engine"))
+        self.client.run(lambda: __import__("simdesign.studies.rates.engine"))
         self.startup = time.perf_counter() - start
         return self
 

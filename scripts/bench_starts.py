@@ -36,7 +36,7 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 from _bench_util import FIGURE_DESIGNS, load_clmm_at, timed  # noqa: E402
 from bench_figures import figure_study  # noqa: E402
 from simdesign import BlockDesign, clmm, load_model  # noqa: E402
-from simdesign.analyses.mixed_native import _result_from_fit  # noqa: E402
+from simdesign.significance.mixed_native import _result_from_fit  # noqa: E402
 
 BASE_COMMIT = "714c5db"
 ALPHA = 0.05

@@ -49,9 +49,7 @@ def grid_run(config_path: str, trials: int, jobs: int, backend: str = "loky") ->
     except ImportError:
         psutil = None
 
-    from simdesign.simulation.config import load_config
-    from simdesign.simulation.engine import run_simulation
-
+    load_config, run_simulation = _engine("load_config", "run_simulation")
     config = load_config(config_path, {"trials": trials})
     raw = {"name": config.name, "model": config.model_source, "effect": config.effect, "trials": trials,
            "seed": config.seed, "tests": [spec.name for spec in config.analyses]}
@@ -74,6 +72,18 @@ def grid_run(config_path: str, trials: int, jobs: int, backend: str = "loky") ->
             pass
     return {"trials": trials * len(config.designs), "wall": wall, "coordinator_cpu": cpu, "worker_cpu": workers,
             "load_before": load, "load_after": os.getloadavg()[0]}
+
+
+def _engine(*names):
+    """The rate engine's functions from this package or from a baseline revision laid out before issue 40 (where
+    the rate engine was ``simdesign.simulation``)."""
+    import importlib
+
+    try:
+        modules = [importlib.import_module(f"simdesign.studies.rates.{m}") for m in ("config", "engine")]
+    except ImportError:
+        modules = [importlib.import_module(f"simdesign.simulation.{m}") for m in ("config", "engine")]
+    return [getattr(modules[0], name) if hasattr(modules[0], name) else getattr(modules[1], name) for name in names]
 
 
 def export_revision(revision: str, directory: Path) -> Path:
@@ -103,9 +113,7 @@ def describe(name: str, run: dict) -> str:
 
 
 def per_test_throughput(config_path: str, per_test_trials: int) -> None:
-    from simdesign.simulation.config import load_config
-    from simdesign.simulation.engine import Chunk, simulate_chunk
-
+    load_config, Chunk, simulate_chunk = _engine("load_config", "Chunk", "simulate_chunk")
     config = load_config(config_path)
     print(f"per-test throughput, one worker, {per_test_trials} trials per design, all {len(config.designs)} designs:")
     for spec in config.analyses:

@@ -2,7 +2,7 @@
 
 Simulates studies from a preset (the ordinal mixed model fitted to the paper's
 Likert data) on the paper's block design (20 blocks x 5 documents x 3
-annotators), computes each system's interval as `simdesign.pilot.analyse` does, and
+annotators), computes each system's interval as `simdesign.realdata.analyse` does, and
 counts how often it covers the true mean score (the model's expected score,
 integrated over annotators and documents). Also reports, for comparison, the
 plain percentile block bootstrap and the two-way (pigeonhole) bootstrap that
@@ -29,7 +29,7 @@ from joblib import Parallel, delayed
 from statsmodels.stats.proportion import proportion_confint
 
 from simdesign import BlockDesign, PoolDesign, load_model
-from simdesign.pilot.analyse import _block_bootstrap_t, _two_way_bootstrap
+from simdesign.realdata.analyse import _block_bootstrap_t, _two_way_bootstrap
 
 PRESETS = ("coherence", "repetition")
 # Designs of the paper's effort (1500 judgements): its own, and two where analyse falls back to the two-way bootstrap.

@@ -41,7 +41,7 @@ ALPHA = 0.05
 def fit_studies(structure: str, per_design: int) -> list[dict]:
     """Every study's log-likelihood, status, p-values and CPU seconds, with the simdesign on the path."""
     from simdesign import BlockDesign, load_model
-    from simdesign.analyses.mixed_native import clmm_native_analysis
+    from simdesign.significance.mixed_native import clmm_native_analysis
     from simdesign.core.threads import single_threaded
 
     records = []

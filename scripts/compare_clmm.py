@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from simdesign import clmm  # noqa: E402
-from simdesign.analyses.base import relative_cholesky_is_singular, wald_contrasts  # noqa: E402
+from simdesign.significance.base import relative_cholesky_is_singular, wald_contrasts  # noqa: E402
 
 # Below this an SD is compared absolutely (relative differences of near-zero boundary SDs mean nothing).
 SD_ABSOLUTE_FLOOR = 0.05

@@ -1,6 +1,6 @@
 """Fit the presets' rank_noise (joint Likert/Rank model) to the paper's rank files.
 
-For each task: the composite-likelihood estimate (simdesign.pilot.rank_noise) with a parametric
+For each task: the composite-likelihood estimate (simdesign.realdata.rank_noise) with a parametric
 bootstrap SE conditional on the preset's Likert parameters, and a two-stage bootstrap that also
 propagates the Likert parameters' uncertainty: each replicate simulates a Likert study with the
 Likert file's own assignment from the preset, refits the Likert model (native CLMM, the paper's
@@ -19,10 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from simdesign.model import load_model
-from simdesign.pilot.check import observed_design
-from simdesign.pilot.fit import FitError, fit_model, read_judgements
-from simdesign.pilot.rank_noise import _estimate, fit_rank_noise, wide_ranks, win_counts
-from simdesign.pilot.tables import read_table
+from simdesign.realdata.check import observed_design
+from simdesign.realdata.fit import FitError, fit_model
+from simdesign.tables.judgements import read_judgements
+from simdesign.realdata.rank_noise import _estimate, fit_rank_noise, wide_ranks, win_counts
+from simdesign.tables.recognise import read_table
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "steen-markert-2021" / "judgements"
 

@@ -1,7 +1,7 @@
 """Fit the rank-only presets (simdesign/model/presets/rank_{coherence,repetition}.yaml) to the paper's Rank files.
 
-Each is the rank-ordered logit (Plackett-Luce) with crossed random slopes (simdesign.pilot.rank_fit), in
-the choice order (best or worst first) of higher likelihood (simdesign.pilot.rank_model_fit), coded against the Likert preset's reference system and written in the Likert preset's system order,
+Each is the rank-ordered logit (Plackett-Luce) with crossed random slopes (simdesign.realdata.rank_fit), in
+the choice order (best or worst first) of higher likelihood (simdesign.realdata.rank_model_fit), coded against the Likert preset's reference system and written in the Likert preset's system order,
 so that ``model: {preset: TASK, rank_model: TASK}`` simulates Likert from the Likert fit and Rank from
 this one (simdesign.model.method_pair). Deterministic (no random starts): rerunning rewrites the same files.
 
@@ -18,8 +18,8 @@ import yaml
 
 from simdesign.model import load_model
 from simdesign.model.method_pair import RANK_PRESET_FILE, reordered
-from simdesign.pilot.rank_model_fit import fit_better_choice
-from simdesign.pilot.tables import read_table
+from simdesign.realdata.rank_model_fit import fit_better_choice
+from simdesign.tables.recognise import read_table
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = ROOT / "simdesign" / "model" / "presets"

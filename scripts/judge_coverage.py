@@ -35,7 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 import simdesign
-from simdesign.simulation.config import read_config_mapping
+from simdesign.studies.rates.config import read_config_mapping
 
 ROOT = Path(__file__).resolve().parents[1]
 JUDGES = {"unbiased": "unbiased", "self_preferring": "self_preferring"}
@@ -57,7 +57,7 @@ def check_resamples(config_path: Path, out: Path, trials: int, resamples: int = 
     """Clustered SEs and coverage of the same studies with the config's resamples and with ``resamples``."""
     import numpy as np
 
-    from simdesign.simulation.judge_study import parse_judge_study, trial_rows
+    from simdesign.studies.judge.judge_study import parse_judge_study, trial_rows
 
     raw = {**read_config_mapping(config_path, "judge-study config"), "judge": "self_preferring", "effect": "zero"}
     few, many = parse_judge_study(raw), parse_judge_study({**raw, "bootstrap_resamples": resamples})

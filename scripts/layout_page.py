@@ -26,7 +26,7 @@ INTRO = """# Layout of the package
 *Written by `scripts/layout_page.py` from the code (rerun it after moving code); the layers are those
 `tests/test_architecture.py` enforces.*
 
-`simdesign/` is one folder a layer. **A module imports only its own layer and lower ones**, inside functions
+`simdesign/` is one folder a layer; `studies/` holds one package per study kind (listed under it). **A module imports only its own layer and lower ones**, inside functions
 too, and names no module of a higher layer in a string (a `"module:function"` reference): what a lower layer
 needs from a higher one is registered by the higher one (annotation methods' steps:
 `simdesign.methods.register_step`). The test also forbids import cycles and functions over 80 lines.
@@ -57,19 +57,27 @@ def rows() -> list[dict]:
         files = sorted(folder.rglob("*.py"))
         found.append({"name": f"`{folder.name}/`", "layer": layer_of(f"simdesign.{folder.name}"),
                       "files": len(files), "lines": lines(files), "holds": first_sentence(folder / "__init__.py")})
+        if folder.name == "studies":  # one package per study kind: each kind's share is listed too
+            for kind in sorted(p for p in folder.iterdir() if p.is_dir() and (p / "__init__.py").is_file()):
+                files = sorted(kind.rglob("*.py"))
+                found.append({"name": f"`studies/{kind.name}/`", "layer": layer_of(f"simdesign.studies.{kind.name}"),
+                              "files": len(files), "lines": lines(files),
+                              "holds": first_sentence(kind / "__init__.py")})
     for module in sorted(PACKAGE.glob("*.py")):
         dotted = "simdesign" if module.name == "__init__.py" else f"simdesign.{module.stem}"
         found.append({"name": f"`{module.name}`", "layer": layer_of(dotted), "files": 1, "lines": lines([module]),
                       "holds": first_sentence(module)})
     for row in found:
         row["share"] = f"{100 * row['lines'] / total:.0f}%"
+        row["fraction"] = row["lines"] / total
     return sorted(found, key=lambda row: (row["layer"], row["name"]))
 
 
 def page() -> str:
-    table = ["| layer | package or module | files | lines | share | what it holds |", "|---|---|---|---|---|---|"]
-    table += [f"| {r['layer']} | {r['name']} | {r['files']} | {r['lines']:,} | {r['share']} | {r['holds']} |"
-              for r in rows()]
+    table = ["| layer | package or module | may import layers | files | lines | share | what it holds |",
+             "|---|---|---|---|---|---|---|"]
+    table += [f"| {r['layer']} | {r['name']} | 0-{r['layer']} | {r['files']} | {r['lines']:,} | {r['share']} | "
+              f"{r['holds']} |" for r in rows()]
     layers = ", ".join(f"`{prefix}` {layer}" for prefix, layer in sorted(LAYERS.items(), key=lambda kv: (kv[1], kv[0])))
     return INTRO + "\n" + "\n".join(table) + f"\n\nThe layers by module prefix (the longest prefix wins): {layers}.\n" + OUTRO
 

@@ -7,7 +7,7 @@ system correlation in --second (the first metric's is 0.8; 0.8 is the true null)
 configs/metric_validation_null_nobias.yaml (no metric-specific system bias, scores exchangeable output by
 output) once, each resumable under --out; writes figures/metric_comparison_power.png and its table (.csv,
 one row per run, cell and test; 'exchangeable' marks the no-bias null). See
-simdesign/simulation/metric_power.py.
+simdesign/studies/metrics/metric_power.py.
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from simdesign.simulation.config import read_config_mapping
-from simdesign.simulation.metric_power import plot_power_curves, run_power_curve
+from simdesign.studies.rates.config import read_config_mapping
+from simdesign.studies.metrics.metric_power import plot_power_curves, run_power_curve
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -44,7 +44,7 @@ import pandas as pd
 from simdesign.core.designs import BattleDesign
 from simdesign.core.seeds import analysis_rng, data_rng
 from simdesign.methods import get_method
-from simdesign.simulation.config import load_config
+from simdesign.studies.rates.config import load_config
 from simdesign.stats.montecarlo import normal_quantile, wilson_interval
 from simdesign.stats.preferences import bootstrap_strengths, bradley_terry, robust_covariance
 

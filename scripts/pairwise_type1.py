@@ -28,8 +28,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import simdesign  # noqa: E402
-from simdesign.analyses import resolve_analysis  # noqa: E402
-from simdesign.simulation.config import load_config  # noqa: E402
+from simdesign.significance import resolve_analysis  # noqa: E402
+from simdesign.studies.rates.config import load_config  # noqa: E402
 from simdesign.stats.montecarlo import default_max_type1, level_verdict  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -28,9 +28,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from simdesign.pilot.tables import read_table  # noqa: E402
-from simdesign.pilot.resample import (StudyTable, bin_by_time, capped_annotation_seconds, mean_with_interval,  # noqa: E402
-                                resample)
+from simdesign.tables.recognise import read_table  # noqa: E402
+from simdesign.realdata.resample import (StudyTable, bin_by_time, capped_annotation_seconds, mean_with_interval,
+                                         resample)
 
 TASKS = ("coherence", "repetition")
 METHODS = ("likert", "rank")

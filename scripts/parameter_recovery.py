@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from simdesign import BlockDesign, load_model
-from simdesign.pilot.fit import parameter_recovery
+from simdesign.realdata.fit import parameter_recovery
 
 
 def main() -> None:

@@ -39,8 +39,8 @@ import yaml  # noqa: E402
 from simdesign.core.designs import BlockDesign  # noqa: E402
 from simdesign.model import load_model  # noqa: E402
 from simdesign.model.method_pair import likert_rank_model  # noqa: E402
-from simdesign.pilot.tables import read_table  # noqa: E402
-from simdesign.pilot.resample import StudyTable, capped_annotation_seconds, mean_with_interval, resample  # noqa: E402
+from simdesign.tables.recognise import read_table  # noqa: E402
+from simdesign.realdata.resample import (StudyTable, capped_annotation_seconds, mean_with_interval, resample)  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "steen-markert-2021"

@@ -27,9 +27,9 @@ import pandas as pd
 
 from simdesign.core.designs import BlockDesign
 from simdesign.model import load_model
-from simdesign.pilot.rank_fit import RankFitError, fit_rank_only
-from simdesign.pilot.rank_noise import fit_rank_noise
-from simdesign.pilot.tables import read_table
+from simdesign.realdata.rank_fit import RankFitError, fit_rank_only
+from simdesign.realdata.rank_noise import fit_rank_noise
+from simdesign.tables.recognise import read_table
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / ".." / "shared" / "data" / "steen-markert-2021" / "judgements"

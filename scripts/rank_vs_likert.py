@@ -19,10 +19,10 @@ from pathlib import Path
 import pandas as pd
 
 import simdesign
-from simdesign.analyses import resolve_analysis
-from simdesign.simulation.config import load_config
-from simdesign.simulation.method_plots import plot_method_grid
-from simdesign.simulation.store import ResultsStore
+from simdesign.significance import resolve_analysis
+from simdesign.studies.rates.config import load_config
+from simdesign.studies.rates.method_plots import plot_method_grid
+from simdesign.studies.rates.store import ResultsStore
 
 
 def rank_generator_text(model) -> str:

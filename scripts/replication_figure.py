@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from simdesign import api
-from simdesign.simulation.replication_plots import plot_replication, replication_table, trial_counts
+from simdesign.studies.replication.replication_plots import plot_replication, replication_table, trial_counts
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.proportion import proportion_confint
 
-from simdesign.simulation.replication import FAILURES, REPLICATION_PREFIX, SCORE_LABELS
+from simdesign.studies.replication.replication import FAILURES, REPLICATION_PREFIX, SCORE_LABELS
 from simdesign.stats.replication import score_correlation, significance_decisions, significance_f1
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ Runs (resumable, under results/):
 
 Each run's stored trials are read under every tested-pair choice (all system pairs, adjacent, first
 against the others, and for the structured runs the three close systems' pairs) and correction (none,
-Holm): the per-trial r, matching accuracy and F1 (simdesign.simulation.replication.replication_trials),
+Holm): the per-trial r, matching accuracy and F1 (simdesign.studies.replication.replication.replication_trials),
 their means with MCSE, and the trials with F1 <= 0.29 and r >= 0.89 together (the paper's pattern; Wilson
 95% interval, trial = unit). Writes figures/replication_structure.csv and .png (mean F1 against mean r,
 the paper's box drawn).
@@ -33,7 +33,7 @@ from statsmodels.stats.proportion import proportion_confint  # noqa: E402
 
 from simdesign import api  # noqa: E402
 from simdesign.core.yamlio import load_yaml  # noqa: E402
-from simdesign.simulation.replication import ReplicationSettings, replication_trials  # noqa: E402
+from simdesign.studies.replication.replication import ReplicationSettings, replication_trials  # noqa: E402
 from simdesign.stats.montecarlo import mean_interval  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

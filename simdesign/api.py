@@ -29,13 +29,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simdesign.simulation.config import SimulationConfig, load_config, parse_config
-from simdesign.simulation.replication import replication_work
+from simdesign.studies.rates.config import SimulationConfig, load_config, parse_config
+from simdesign.studies.replication.replication import replication_work
 from simdesign.core.errors import ConfigError, DataError
 from simdesign.core.estimands import has_nominal_level
 from simdesign.outputs import (config_from_results, failure_table, figure_estimands, figure_title, write_figures,
                                write_outputs)
-from simdesign.simulation.store import ResultsStore
+from simdesign.studies.rates.store import ResultsStore
 from simdesign.core.checks import is_integer
 
 # The CLI's default for --jobs: every core (results do not depend on it).
@@ -115,7 +115,7 @@ class SimulationResult:
     trials : pandas.DataFrame
         One row per (design, trial, test, system pair), and one per (design,
         trial, estimand) with ``pair`` -1; columns as
-        :data:`simdesign.simulation.store.RESULT_COLUMNS`.
+        :data:`simdesign.studies.rates.store.RESULT_COLUMNS`.
     out_dir : Path or None
         The results directory, or None for a run kept in memory.
 
@@ -148,7 +148,7 @@ class SimulationResult:
         alpha : float, optional
             Significance level (default the config's); the trials are not re-simulated.
         """
-        from simdesign.simulation.summary import summarise
+        from simdesign.studies.rates.summary import summarise
 
         config = self.config if alpha is None else dataclasses.replace(self.config, alpha=alpha)
         return summarise(config, self.trials)
@@ -172,19 +172,19 @@ class SimulationResult:
         Returns
         -------
         pandas.DataFrame
-            See :func:`simdesign.simulation.views.wide_table`; ``summary()`` has every number.
+            See :func:`simdesign.studies.rates.views.wide_table`; ``summary()`` has every number.
 
         Examples
         --------
         >>> simdesign.simulate("configs/quick.yaml", trials=100).table("type1")   # doctest: +SKIP
         """
-        from simdesign.simulation.views import default_estimand, wide_table
+        from simdesign.studies.rates.views import default_estimand, wide_table
 
         summary = self.summary(alpha)
         return wide_table(summary, estimand or default_estimand(summary, self.config.effect), digits, design_info)
 
     def _repr_html_(self) -> str:
-        from simdesign.simulation.views import result_html
+        from simdesign.studies.rates.views import result_html
 
         return result_html(self)
 
@@ -194,7 +194,7 @@ class SimulationResult:
 
     def failed_rows(self) -> pd.DataFrame:
         """The per-trial rows whose test failed (no p-value), with their status and message."""
-        from simdesign.analyses.base import FAILURES
+        from simdesign.significance.base import FAILURES
 
         return self.trials[self.trials["status"].isin(list(FAILURES))].reset_index(drop=True)
 
@@ -213,7 +213,7 @@ class SimulationResult:
         alpha : float, optional
             Significance level of the summary (default the config's).
         """
-        from simdesign.simulation.plots import draw_summary, write_figure_table
+        from simdesign.studies.rates.plots import draw_summary, write_figure_table
 
         summary = self.summary(alpha)
         if path is not None and estimand is None and alpha is None:
@@ -317,7 +317,7 @@ def load_study(out_dir) -> StudyResult:
     from simdesign.runner.stores import MANIFEST, read_manifest
     from simdesign.runner.study import REGISTERED
 
-    import simdesign.simulation.study_kinds  # noqa: F401 -- registers the built-in kinds
+    import simdesign.studies.kinds  # noqa: F401 -- registers the built-in kinds
 
     manifest = read_manifest(Path(out_dir) / MANIFEST)
     kind = REGISTERED.get(manifest.get("kind"))
@@ -332,8 +332,8 @@ def study_of(config, trials: int | None = None, tests=None):
     """``(kind, config)``: the registered study kind of ``config`` and its parsed config; kind None for a rate
     (or replication) study, whose config is a :class:`SimulationConfig` (``tests`` replacing its tests)."""
     from simdesign.runner.study import REGISTERED, StudyKind
-    from simdesign.simulation.config import read_config_mapping
-    from simdesign.simulation.study_kinds import ENGINE_KINDS, study_kind
+    from simdesign.studies.rates.config import read_config_mapping
+    from simdesign.studies.kinds import ENGINE_KINDS, study_kind
 
     if isinstance(config, (str, Path)):
         mapping, base_dir = read_config_mapping(Path(config), "config"), Path(config).parent
@@ -359,7 +359,7 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
     ----------
     config : str, path-like, dict or SimulationConfig
         A YAML file, a mapping in the same form, or a config object. The study kind is the config's
-        ``study`` field or recognised from its keys (:mod:`simdesign.simulation.study_kinds`): rates and
+        ``study`` field or recognised from its keys (:mod:`simdesign.studies.kinds`): rates and
         replication give a :class:`SimulationResult`, every other kind (panels, metric-validation, sweep,
         a registered plug-in) a :class:`StudyResult`; both have ``summary()``, ``plot()`` and ``save()``.
     out_dir : path-like, optional
@@ -369,7 +369,7 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
     jobs : int, optional
         Parallel workers (default -1, all cores, as the CLI); results do not depend on it.
     backend : {'loky', 'threading', 'dask'} or BackendSpec
-        See :func:`simdesign.simulation.engine.run_simulation`.
+        See :func:`simdesign.studies.rates.engine.run_simulation`.
     trials : int, optional
         Overrides the config's trials.
     tests : list, optional
@@ -377,7 +377,7 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
     progress : bool
         Show a progress bar.
     **backend_options
-        ``scheduler``, ``workers``, ``retries`` (see :func:`simdesign.simulation.engine.run_simulation`).
+        ``scheduler``, ``workers``, ``retries`` (see :func:`simdesign.studies.rates.engine.run_simulation`).
 
     Returns
     -------
@@ -395,7 +395,7 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
     >>> result = simdesign.simulate("configs/quick.yaml", trials=50, tests=["ttest_doc"])   # doctest: +SKIP
     >>> result.summary()                                                                   # doctest: +SKIP
     """
-    from simdesign.simulation.engine import run_simulation
+    from simdesign.studies.rates.engine import run_simulation
 
     jobs = check_jobs(DEFAULT_JOBS if jobs is None else jobs)
     out_dir = check_directory_option(out_dir, "out_dir")
@@ -601,7 +601,7 @@ def _plan_config(config):
     from simdesign.planning.judge_plan import JudgePlan, parse_judge_plan
     from simdesign.planning.planner import PlanConfig, parse_plan
     from simdesign.planning.replication_plan import ReplicationPlan, parse_replication_plan
-    from simdesign.simulation.config import read_config_mapping
+    from simdesign.studies.rates.config import read_config_mapping
 
     if isinstance(config, (PlanConfig, ReplicationPlan, JudgePlan)):
         return config
@@ -707,7 +707,7 @@ def read_judgements_table(frame_or_path, columns: dict | None = None, scale=None
     DataError
         A missing column, a bad score, a repeated judgement..., naming the column or line.
     """
-    from simdesign.pilot.fit import checked_judgements, read_judgements
+    from simdesign.tables.judgements import checked_judgements, read_judgements
 
     check_table_or_path(frame_or_path)
     _refuse_other_methods(frame_or_path, columns)
@@ -722,8 +722,8 @@ def _refuse_other_methods(frame_or_path, columns: dict | None) -> None:
     """A table of another method (a ``rank`` column, no ``score``) named as such, with the way to use it:
     the Likert functions would only say that ``score`` is missing."""
     from simdesign.methods import default_method, get_method
-    from simdesign.pilot.fit import read_table_csv
-    from simdesign.pilot.tables import infer_method
+    from simdesign.tables.judgements import read_table_csv
+    from simdesign.tables.recognise import infer_method
 
     header = (frame_or_path.columns if isinstance(frame_or_path, pd.DataFrame) else
               read_table_csv(frame_or_path, required=("annotator", "document", "system", "score or rank")).columns)
@@ -732,7 +732,7 @@ def _refuse_other_methods(frame_or_path, columns: dict | None) -> None:
     except DataError:  # no method's column, or several: the Likert reader names what is missing
         return
     if method != default_method().name:
-        from simdesign.pilot.tables import load_steps
+        from simdesign.tables.recognise import load_steps
 
         load_steps()
         info = get_method(method)
@@ -755,7 +755,7 @@ def fit_model(frame_or_path, *, structure: str = "auto", reference=None, scale=N
     frame_or_path : pandas.DataFrame or path-like
         Columns ``annotator, document, system, score`` (``columns`` maps a file's names to these).
     structure, reference, scale, name, allow_reduced
-        As :func:`simdesign.pilot.fit.fit_model`.
+        As :func:`simdesign.realdata.fit.fit_model`.
     columns : dict, optional
         File column name -> ours (annotator, document, system, score).
     source : dict, optional
@@ -763,7 +763,7 @@ def fit_model(frame_or_path, *, structure: str = "auto", reference=None, scale=N
 
     Returns
     -------
-    simdesign.pilot.fit.FitOutcome
+    simdesign.realdata.fit.FitOutcome
         ``.model`` (an OrdinalMixedModel to simulate from), ``.result`` (the
         fit: status, log-likelihood, random-effect SDs), ``.provenance``.
 
@@ -775,10 +775,10 @@ def fit_model(frame_or_path, *, structure: str = "auto", reference=None, scale=N
     Raises
     ------
     DataError
-        The table cannot be used. :class:`simdesign.pilot.fit.FitError` if the fit fails.
+        The table cannot be used. :class:`simdesign.realdata.fit.FitError` if the fit fails.
     """
-    from simdesign.pilot.fit import file_sha256
-    from simdesign.pilot.fit import fit_model as fit
+    from simdesign.tables.judgements import file_sha256
+    from simdesign.realdata.fit import fit_model as fit
 
     frame, scale = read_judgements_table(frame_or_path, columns, scale)
     if source is None and not isinstance(frame_or_path, pd.DataFrame):
@@ -815,7 +815,7 @@ def check_model(model, frame_or_path, *, trials: int = 200, seed: int = 0, out_d
     >>> table = simdesign.check_model("coherence", "pilot.csv", trials=100)  # doctest: +SKIP
     >>> table[~table["inside"]]                                               # doctest: +SKIP
     """
-    from simdesign.pilot.check import predictive_check, run_check
+    from simdesign.realdata.check import predictive_check, run_check
     from simdesign.model import load_model
 
     check_table_or_path(frame_or_path)
@@ -866,7 +866,7 @@ class Reliability:
         return None if self.split_half is None else self.split_half.value
 
     def __repr__(self) -> str:
-        from simdesign.simulation.views import reliability_text
+        from simdesign.studies.rates.views import reliability_text
 
         return reliability_text(self)
 
@@ -879,7 +879,7 @@ def reliability(frame_or_path, *, method: str | None = None, columns: dict | Non
     ----------
     frame_or_path : pandas.DataFrame or path-like
         Likert (``score``) or Rank (``rank``) judgements, the method inferred from the columns; a CSV is
-        read by :func:`simdesign.pilot.tables.read_table`, a DataFrame checked by the same rules.
+        read by :func:`simdesign.tables.recognise.read_table`, a DataFrame checked by the same rules.
     method : {'likert', 'rank'}, optional
         Default: from a ``score`` or ``rank`` column.
     seed : int
@@ -893,14 +893,14 @@ def reliability(frame_or_path, *, method: str | None = None, columns: dict | Non
     --------
     >>> simdesign.reliability("study.csv").shr                              # doctest: +SKIP
     """
-    from simdesign.pilot.tables import read_table
+    from simdesign.tables.recognise import read_table
 
     check_table_or_path(frame_or_path)
     if not is_integer(seed, 0):
         raise ConfigError(f"The 'seed' argument must be a non-negative integer; got {seed!r}")
     if isinstance(frame_or_path, pd.DataFrame):
         from simdesign.methods import default_method
-        from simdesign.pilot.tables import infer_method, orient_any, read_form_method
+        from simdesign.tables.recognise import infer_method, orient_any, read_form_method
 
         renamed = frame_or_path.rename(columns=dict(columns or {}))
         if read_form_method(renamed) is None and infer_method(renamed.columns, method) == default_method().name:
@@ -967,7 +967,7 @@ def analyse_metrics(table, *, metrics=None, human: str = "human", levels=("syste
 
     Returns
     -------
-    simdesign.pilot.metric_analysis.MetricAnalysis
+    simdesign.realdata.metric_analysis.MetricAnalysis
         ``correlations`` and ``comparisons`` tables, ``summary()``, ``plot()``, ``save(out_dir)``.
 
     Raises
@@ -981,7 +981,7 @@ def analyse_metrics(table, *, metrics=None, human: str = "human", levels=("syste
     >>> result = simdesign.analyse_metrics("examples/metric_scores.csv", resamples=200)   # doctest: +SKIP
     >>> result.correlations                                                              # doctest: +SKIP
     """
-    from simdesign.pilot.metric_analysis import analyse_metrics as analyse
+    from simdesign.realdata.metric_analysis import analyse_metrics as analyse
 
     return analyse(table, metrics=metrics, human=human, levels=levels, methods=methods, resamples=resamples,
                    seed=seed, confidence=confidence, drop_incomplete_inputs=drop_incomplete_inputs,

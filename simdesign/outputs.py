@@ -12,10 +12,10 @@ import pandas as pd
 
 from simdesign.core.errors import ConfigError
 from simdesign.core.estimands import has_nominal_level, headline_estimand, role_name
-from simdesign.simulation.config import SimulationConfig, parse_config
+from simdesign.studies.rates.config import SimulationConfig, parse_config
 from simdesign.methods import get_method
-from simdesign.simulation.method_specs import DEFAULT_METHODS
-from simdesign.simulation.store import ResultsStore
+from simdesign.studies.rates.method_specs import DEFAULT_METHODS
+from simdesign.studies.rates.store import ResultsStore
 
 FAILURE_COLUMNS = ("design", "test", "n_failed", "n_tests", "rate", "note", "kind")
 # The committed figures' tables ship with the package: simdesign/data/figures is a symbolic link to the
@@ -52,9 +52,9 @@ def write_figures(config: SimulationConfig, summary: pd.DataFrame, base: Path) -
 
     Beside each figure, ``base.csv`` holds the rows it draws: the columns of
     ``summary.csv``, restricted to the figure's estimand and to the designs on
-    its x axis (:func:`simdesign.simulation.plots.figure_rows`).
+    its x axis (:func:`simdesign.studies.rates.plots.figure_rows`).
     """
-    from simdesign.simulation.plots import plot_summary
+    from simdesign.studies.rates.plots import plot_summary
 
     paths = []
     for position, estimand in enumerate(figure_estimands(config)):
@@ -94,7 +94,7 @@ def failure_table(summary: pd.DataFrame) -> pd.DataFrame:
     """
     failures = summary[(summary["estimand"] == role_name("failure_share")) & (summary["n_failed"] > 0)]
     if "method" in failures:  # a rank row is named as the store and `simdesign replay` name it: <test>@rank
-        from simdesign.simulation.method_specs import result_label
+        from simdesign.studies.rates.method_specs import result_label
         failures = failures.assign(test=[result_label(test, method)
                                          for test, method in zip(failures["test"], failures["method"])])
     table = failures[list(FAILURE_COLUMNS[:-1])].reset_index(drop=True).copy()

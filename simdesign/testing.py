@@ -23,8 +23,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from simdesign.analyses import ANALYSES, run_analysis, system_pairs
-from simdesign.analyses.base import ERROR, FAILURES, OK, SINGULAR
+from simdesign.significance import ANALYSES, run_analysis, system_pairs
+from simdesign.significance.base import ERROR, FAILURES, OK, SINGULAR
 from simdesign.core.designs import DESIGN_KINDS, design_from_mapping, design_to_mapping, shape_of_row
 from simdesign.core.errors import ConfigError
 from simdesign.core.estimands import ESTIMANDS, ROLES, UNITS, role_holder
@@ -116,7 +116,7 @@ def check_design_kind(design) -> None:
     assert type(design) is cls, f"{design!r} is not of the registered kind {design.kind!r}"
     assert design.label.startswith(design.kind), f"label {design.label!r} does not start with {design.kind!r}"
     assert design_from_mapping(design_to_mapping(design)) == design, "the design's mapping does not round-trip"
-    from simdesign.simulation.summary import DESIGN_COLUMNS
+    from simdesign.studies.rates.summary import DESIGN_COLUMNS
 
     assert set(design.columns()) == set(DESIGN_COLUMNS) - {"judgements"}, f"columns {sorted(design.columns())}"
     assert design.shape in cls.shapes and shape_of_row(design.columns()) == design.shape, "shape"
@@ -189,7 +189,7 @@ def check_estimand(info) -> None:
     """An estimand: a valid entry (unit, label, description, summarise), study kinds that exist, roles it holds."""
     assert not info.problems(), f"{info.name}: {info.problems()}"
     assert info.unit in UNITS and info.label and info.description, f"{info.name}: unit, label and description"
-    from simdesign.simulation.study_kinds import known_kinds
+    from simdesign.studies.kinds import known_kinds
 
     assert set(info.study_kinds) <= set(known_kinds()), f"{info.name}: unknown study kinds {info.study_kinds}"
     assert callable(info.summarise), f"{info.name}: summarise must be a function"

@@ -49,7 +49,7 @@ def _rate_models(record: dict) -> None:
     from simdesign.core.designs import BlockDesign, PoolDesign
     from simdesign.model import load_model
     from simdesign.model.method_pair import likert_rank_model
-    from simdesign.simulation.config import parse_designs
+    from simdesign.studies.rates.config import parse_designs
 
     designs = {"block": BlockDesign(4, 5, 3), "pool": PoolDesign(20, 8, 3)}
     errors: list = []
@@ -72,7 +72,7 @@ def _rate_models(record: dict) -> None:
 
 def _panels(record: dict) -> None:
     from simdesign.model.panels import sample_panels
-    from simdesign.simulation.panel_study import load_panel_study
+    from simdesign.studies.panels.panel_study import load_panel_study
 
     config = load_panel_study(ROOT / "configs" / "crowd_vs_expert.yaml")
     sample = sample_panels(config.model, config.docs, config.panels, _rng(40))
@@ -85,7 +85,7 @@ def _crowds(record: dict) -> None:
     import yaml
 
     from simdesign.model.crowd import sample_crowd
-    from simdesign.simulation.crowd_study import parse_crowd_study
+    from simdesign.studies.crowd.crowd_study import parse_crowd_study
 
     for offset, name in enumerate(("crowd_paper", "crowd_systems")):
         config = parse_crowd_study(yaml.safe_load((ROOT / "configs" / f"{name}.yaml").read_text()), ROOT / "configs")
@@ -98,8 +98,8 @@ def _crowds(record: dict) -> None:
 def _metrics_and_tac(record: dict) -> None:
     import yaml
 
-    from simdesign.simulation.metric_validation import example_table, load_metric_config
-    from simdesign.simulation.tac_study import parse_tac_config, simulate_year
+    from simdesign.studies.metrics.metric_validation import example_table, load_metric_config
+    from simdesign.studies.tac.tac_study import parse_tac_config, simulate_year
 
     config = load_metric_config(ROOT / "configs" / "metric_validation.yaml")
     table = example_table(config, 12, 30, 0, decimals=15)  # examples/metric_scores.csv before its rounding

@@ -15,7 +15,7 @@ import contextlib
 import numpy as np
 
 from simdesign.core.estimands import Estimand, register_estimand, unregister_estimand
-from simdesign.simulation.summary import rate_from_shares, summarise_estimand
+from simdesign.studies.rates.summary import rate_from_shares, summarise_estimand
 
 def mean_score(judgements, rng) -> float:
     """The mean of the trial's scores (``rng``, the trial's own stream for this estimand, is not needed)."""

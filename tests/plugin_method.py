@@ -44,7 +44,7 @@ def check_pass_fail(model, frame: pd.DataFrame, trials: int = 200, seed: int = 0
     """Predictive check: each system's share of passes against ``trials`` studies simulated from ``model``
     with the table's own design (the method's ``check`` step; table and simulated values as the built-in
     checks return them)."""
-    from simdesign.pilot.check import observed_design
+    from simdesign.realdata.check import observed_design
 
     design, observed = observed_design(frame, model.systems)
     streams = np.random.SeedSequence(seed).spawn(trials)

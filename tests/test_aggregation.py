@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from simdesign.simulation.panel_study import rank_correlations, ranked
+from simdesign.studies.panels.panel_study import rank_correlations, ranked
 from simdesign.stats.aggregation import (AGGREGATIONS, aggregate_majority, aggregate_mean, aggregate_median,
                                          dawid_skene, vote_counts)
 from simdesign.stats.knee import kneedle

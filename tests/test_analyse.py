@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from simdesign import BlockDesign, PoolDesign, load_model
-from simdesign.pilot.analyse import analyse, bootstrap_intervals, rank_sets
+from simdesign.realdata.analyse import analyse, bootstrap_intervals, rank_sets
 from simdesign.cli import main
-from simdesign.pilot.tables import read_table
+from simdesign.tables.recognise import read_table
 from tests.conftest import SHARED_DATA
 
 JUDGEMENTS = SHARED_DATA / "judgements"
@@ -122,7 +122,7 @@ def test_analyse_rejects_bad_options(tmp_path, capsys):
 def test_block_bootstrap_t_covers_about_95_percent_on_the_papers_design():
     # 1000 simulated studies of the paper's design from the coherence preset; the study is the unit. With
     # MCSE about 0.0045 the tolerance (4 MCSE) would reject the plain percentile interval (93%).
-    from simdesign.pilot.analyse import _block_bootstrap_t
+    from simdesign.realdata.analyse import _block_bootstrap_t
 
     model = load_model("coherence")
     truth = model.expected_scores("fitted")
@@ -188,11 +188,11 @@ def test_analyse_takes_rankels_thresholds_for_a_real_paired_table(tmp_path, caps
     """Issue 31: `analyse --tests ttest_unpaired[mc],...` runs the unpaired t with Rankel's within-document swap
     threshold on a table (the labels the summaries print read back); its p-values are swap_pvalues' on the
     table's document means, with the generator analyse gives the test's position."""
-    from simdesign.analyses.document_tests import document_means, swap_pvalues
-    from simdesign.analyses.base import system_pairs
+    from simdesign.significance.document_tests import document_means, swap_pvalues
+    from simdesign.significance.base import system_pairs
     from simdesign.core.judgements import Judgements
-    from simdesign.pilot.analyse import parse_test_text, split_tests
-    from simdesign.pilot.tables import orient_any
+    from simdesign.realdata.analyse import parse_test_text, split_tests
+    from simdesign.tables.recognise import orient_any
 
     assert split_tests("ttest_unpaired[mc],ttest_doc[threshold=hb,bootstrap_resamples=300], wilcoxon_doc") == [
         "ttest_unpaired[mc]", "ttest_doc[threshold=hb,bootstrap_resamples=300]", "wilcoxon_doc"]

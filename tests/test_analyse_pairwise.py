@@ -19,14 +19,14 @@ import pytest
 from scipy import optimize, special
 
 import simdesign
-import simdesign.pilot.method_steps  # noqa: F401 -- the table steps imported at collection, not in a timed test
+import simdesign.realdata.method_steps  # noqa: F401 -- the table steps imported at collection, not in a timed test
 from simdesign.cli import main
 from simdesign.cli.analyse import PAIRWISE_ANALYSE_OUTPUTS
 from simdesign.core.designs import BlockDesign
 from simdesign.core.errors import ConfigError, DataError
 from simdesign.model import load_model
-from simdesign.pilot.pairwise_analysis import PAIRWISE_OUTPUTS, parse_anchor
-from simdesign.pilot.tables import read_table
+from simdesign.realdata.pairwise_analysis import PAIRWISE_OUTPUTS, parse_anchor
+from simdesign.tables.recognise import read_table
 from test_output_lists import listed
 
 REPO = Path(__file__).resolve().parents[1]
@@ -222,7 +222,7 @@ def test_fit_recovers_the_tie_band_and_the_noise_from_a_large_simulated_table():
     scripts run when this test was written) the estimates' SDs were 0.054 (noise), 0.014 (tie band) and 0.024
     (position bias), their means 0.990, 0.296 and -0.001: the tolerances are 4 SDs around the truth (a normal
     estimate leaves them with probability 6e-5), far below the size of a wrong model (noise 0.5 or 2)."""
-    from simdesign.pilot.pairwise_fit import GRID, _WEIGHTS, fit_pairwise, verdict_probabilities
+    from simdesign.realdata.pairwise_fit import GRID, _WEIGHTS, fit_pairwise, verdict_probabilities
 
     likert = load_model("coherence")
     truth = dataclasses.replace(likert, preferences={"tie_band": 0.3})
@@ -234,7 +234,7 @@ def test_fit_recovers_the_tie_band_and_the_noise_from_a_large_simulated_table():
     assert abs(fit.estimate["tie_band"] - 0.3) < 4 * 0.014
     assert abs(fit.estimate["position_bias"]) < 4 * 0.024
     # the quadrature is exact at these values: a grid four times finer gives the same probabilities
-    import simdesign.pilot.pairwise_fit as module
+    import simdesign.realdata.pairwise_fit as module
 
     coarse = verdict_probabilities(likert, 0.1, 0.3, 0.1)
     fine = np.linspace(-8, 8, 4 * (GRID.size - 1) + 1)

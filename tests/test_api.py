@@ -16,7 +16,7 @@ import yaml
 import simdesign
 from simdesign import api
 from simdesign.cli import main
-from simdesign.simulation.config import AnalysisSpec, FigureSpec, SimulationConfig, load_config, parse_config
+from simdesign.studies.rates.config import AnalysisSpec, FigureSpec, SimulationConfig, load_config, parse_config
 from simdesign.core.designs import BlockDesign, PoolDesign
 from simdesign.core.errors import ConfigError, DataError, StoreError
 from simdesign.model import load_model
@@ -243,7 +243,7 @@ def test_reliability_reads_a_rank_frame_as_its_csv_and_the_likert_functions_refu
     """A Rank DataFrame is read by the Rank rules (was: taken as Likert, 'score' missing), with the same
     result as its CSV and renamed columns honoured; fit_model and check_model name the table's method and
     the commands that take it instead of saying only that 'score' is missing."""
-    from simdesign.pilot.tables import read_table
+    from simdesign.tables.recognise import read_table
 
     path = paper_data_dir / "judgements" / "rank_coherence_cnn_dm.csv"
     frame = pd.read_csv(path)
@@ -263,7 +263,7 @@ def test_reliability_reads_a_rank_frame_as_its_csv_and_the_likert_functions_refu
 
 
 def test_analyse_is_the_module_and_callable():
-    import simdesign.pilot.analyse as module
+    import simdesign.realdata.analyse as module
 
     assert module is simdesign.analyse and callable(simdesign.analyse)
     assert module.Analysis.__name__ == "Analysis"

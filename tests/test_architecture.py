@@ -126,11 +126,11 @@ def test_cycle_finder_finds_a_planted_cycle():
 
 
 def test_the_import_graph_sees_imports_inside_functions_but_not_type_checking_blocks():
-    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from simdesign.simulation.config import X\n"
+    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from simdesign.studies.rates.config import X\n"
               "def f():\n    from simdesign.model import load_model\n")
     found = set()
     for node in _runtime_nodes(ast.parse(source)):
-        found |= _imported(node, "simdesign.cli", False, {"simdesign.model", "simdesign.cli", "simdesign.simulation.config"})
+        found |= _imported(node, "simdesign.cli", False, {"simdesign.model", "simdesign.cli", "simdesign.studies.rates.config"})
     assert found == {"simdesign.model"}
 
 
@@ -163,11 +163,11 @@ def test_no_new_function_is_longer_than_80_lines():
 LAYERS = {
     "simdesign.core": 0, "simdesign.runner": 0,  # the runner imports only core (issue 27)
     "simdesign.model": 1, "simdesign.methods": 1,  # the model asks a method for its responses (issue 28)
-    "simdesign.stats": 2,
+    "simdesign.stats": 2, "simdesign.tables": 2,  # every method's tables, read and validated (issue 40)
     "simdesign.clmm": 3, "simdesign._clmm_numba": 3, "simdesign.lmm": 3,
-    "simdesign.analyses": 4,
-    "simdesign.simulation": 5,
-    "simdesign.planning": 6, "simdesign.pilot": 6,
+    "simdesign.significance": 4,
+    "simdesign.studies": 5,
+    "simdesign.planning": 6, "simdesign.realdata": 6,
     "simdesign.outputs": 7, "simdesign.api": 7, "simdesign.cli": 7, "simdesign": 7,
     "simdesign.testing": 7,  # the contract checks plug-in authors run (issue 40)
 }
@@ -188,9 +188,9 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_layer_check_catches_a_planted_upward_import():
-    assert upward_imports({"simdesign.core.designs": {"simdesign.simulation.config"}}) == [
-        "simdesign.core.designs (layer 0) imports simdesign.simulation.config (layer 5)"]
-    assert upward_imports({"simdesign.simulation.config": {"simdesign.core.designs"}}) == []
+    assert upward_imports({"simdesign.core.designs": {"simdesign.studies.rates.config"}}) == [
+        "simdesign.core.designs (layer 0) imports simdesign.studies.rates.config (layer 5)"]
+    assert upward_imports({"simdesign.studies.rates.config": {"simdesign.core.designs"}}) == []
     assert layer_of("simdesign.cli.analyse") == 7 and layer_of("simdesign.clmm.laplace") == 3
 
 
@@ -203,7 +203,7 @@ def test_every_import_goes_to_the_same_or_a_lower_layer():
     assert upward_imports(import_graph()) == []
 
 
-# A string that names a module ("simdesign.pilot.ranks:read_rank_table", "simdesign.cli.fit_ranks"): code that
+# A string that names a module ("simdesign.tables.ranks:read_rank_table", "simdesign.cli.fit_ranks"): code that
 # imports it later (importlib) depends on it as an import does, though no import statement shows it.
 MODULE_REFERENCE = re.compile(r"^(simdesign(?:\.[A-Za-z_]\w*)+)(?::[A-Za-z_]\w*)?$")
 
@@ -230,9 +230,9 @@ def upward_string_references() -> list[str]:
 
 
 def test_the_string_reference_check_catches_a_planted_one():
-    source = 'STEPS = {"read": "simdesign.pilot.ranks:read_rank_table"}\nNOTE = "see simdesign.pilot.ranks"\n'
-    known = {"simdesign.pilot.ranks", "simdesign.methods.rank"}
-    assert string_references(source, "simdesign.methods.rank", known) == {"simdesign.pilot.ranks"}
+    source = 'STEPS = {"read": "simdesign.tables.ranks:read_rank_table"}\nNOTE = "see simdesign.tables.ranks"\n'
+    known = {"simdesign.tables.ranks", "simdesign.methods.rank"}
+    assert string_references(source, "simdesign.methods.rank", known) == {"simdesign.tables.ranks"}
 
 
 def test_no_string_names_a_module_of_a_higher_layer():
@@ -282,3 +282,18 @@ def test_the_layout_page_names_every_package_with_its_layer():
     spec.loader.exec_module(layout_page)
     assert layout_page.out_of_date(layout_page.PAGE.read_text()) == []
     assert layout_page.out_of_date("") != []  # the check can fail
+
+
+def test_no_package_holds_too_large_a_share_of_the_code():
+    """Issue 40's layout: no top-level package above about 15% of the package's lines except the ``studies/``
+    parent, and no study kind's package above 10% (a package that grows past them is split by what it holds)."""
+    def lines(folder):
+        return sum(len(path.read_text().splitlines()) for path in folder.rglob("*.py"))
+
+    total = lines(PACKAGE)
+    too_large = {folder.name: round(lines(folder) / total, 3) for folder in PACKAGE.iterdir()
+                 if folder.is_dir() and folder.name != "studies" and (folder / "__init__.py").is_file()
+                 and lines(folder) > 0.15 * total}
+    too_large |= {f"studies/{kind.name}": round(lines(kind) / total, 3) for kind in (PACKAGE / "studies").iterdir()
+                  if kind.is_dir() and lines(kind) > 0.10 * total}
+    assert too_large == {}

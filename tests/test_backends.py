@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from simdesign.simulation.backends import BackendSpec, ChunkExecutor, check_backend, own_libpython_for_children
+from simdesign.studies.backends import BackendSpec, ChunkExecutor, check_backend, own_libpython_for_children
 from simdesign.cli import main
-from simdesign.simulation.config import parse_config
-from simdesign.simulation.engine import run_simulation
+from simdesign.studies.rates.config import parse_config
+from simdesign.studies.rates.engine import run_simulation
 from simdesign.core.errors import ConfigError
-from simdesign.simulation.store import ResultsStore
+from simdesign.studies.rates.store import ResultsStore
 
 SMALL = {
     "name": "backends", "model": "coherence", "effect": "fitted", "trials": 30, "chunk_size": 5, "seed": 11,
@@ -114,7 +114,7 @@ def test_cli_dask_with_its_own_local_cluster(tmp_path):
 @pytest.mark.slow
 def test_lost_worker_error_resubmits_only_unsaved_chunks(tmp_path, monkeypatch, caplog):
     distributed = pytest.importorskip("distributed")
-    import simdesign.simulation.engine as engine
+    import simdesign.studies.rates.engine as engine
 
     original = engine.simulate_chunk
     calls = []
@@ -126,7 +126,7 @@ def test_lost_worker_error_resubmits_only_unsaved_chunks(tmp_path, monkeypatch, 
         return original(model, effect, seed, chunk, *registry)
 
     monkeypatch.setattr(engine, "simulate_chunk", flaky)
-    with caplog.at_level(logging.WARNING, logger="simdesign.simulation.engine"):
+    with caplog.at_level(logging.WARNING, logger="simdesign.studies.rates.engine"):
         table = _run(SMALL, tmp_path / "flaky", backend="threading", jobs=1)
     assert "retry 1 of 3" in caplog.text
     monkeypatch.setattr(engine, "simulate_chunk", original)
@@ -151,7 +151,7 @@ def test_r_backed_tests_need_single_threaded_dask_workers():
 @pytest.mark.slow
 @pytest.mark.needs_r
 def test_r_backed_test_on_dask_equals_local_and_keeps_one_r_per_worker(cluster, tmp_path):
-    from simdesign.analyses.rsession import r_available
+    from simdesign.significance.rsession import r_available
 
     ok, message = r_available()
     if not ok:
@@ -167,7 +167,7 @@ def test_r_backed_test_on_dask_equals_local_and_keeps_one_r_per_worker(cluster, 
     pd.testing.assert_frame_equal(_results(_run(raw, tmp_path / "local", jobs=1)), _results(dask))
     # each worker started R once (the R check before the run) and reused it for its chunks
     assert client.run(os.getpid) == pids
-    assert all(client.run(lambda: __import__("simdesign.analyses.rsession", fromlist=["_SESSION"])._SESSION is not None).values())
+    assert all(client.run(lambda: __import__("simdesign.significance.rsession", fromlist=["_SESSION"])._SESSION is not None).values())
 
 
 def _kill_a_busy_worker_during(run, out, client):
@@ -204,7 +204,7 @@ def test_killing_a_worker_mid_run_loses_nothing(cluster, slow_reference, tmp_pat
     local.scheduler.allowed_failures = allowed_failures
     out = tmp_path / "killed"
     try:
-        with caplog.at_level(logging.WARNING, logger="simdesign.simulation.engine"):
+        with caplog.at_level(logging.WARNING, logger="simdesign.studies.rates.engine"):
             error = _kill_a_busy_worker_during(
                 lambda: run_simulation(parse_config(SLOW), out, SLOW, backend="dask",
                                        scheduler=local.scheduler_address, progress=False), out, client)
@@ -232,7 +232,7 @@ def _user_raw():
 def user_analysis():
     """The helper's analysis registered in this process only: worker processes never import it by themselves."""
     from user_analysis_helper import SIGN_TEST, register_sign_test
-    from simdesign.analyses import ANALYSES
+    from simdesign.significance import ANALYSES
 
     was_registered = SIGN_TEST.name in ANALYSES
     register_sign_test()
@@ -259,7 +259,7 @@ def test_user_registered_analysis_runs_on_dask(user_analysis, cluster, tmp_path)
 
 
 def test_analysis_named_by_module_and_attribute_resolves_in_a_fresh_process():
-    from simdesign.analyses import resolve_analysis
+    from simdesign.significance import resolve_analysis
     from user_analysis_helper import SIGN_TEST
 
     assert resolve_analysis("user_analysis_helper:SIGN_TEST") is SIGN_TEST

@@ -7,7 +7,7 @@ One parametrised test over all cases. A case is (command, payload, extra options
 - ``panels``, ``sweep``, ``metric-validation``: the payload changes a small valid config of the command;
   the results directory must not exist afterwards.
 - ``fit``, ``check``, ``reliability``, ``analyse``: the payload is the judgements file's bytes. The commands share
-  one reader and one validator (simdesign.pilot.fit.read_judgements), so each table case runs through all four.
+  one reader and one validator (simdesign.tables.judgements.read_judgements), so each table case runs through all four.
 - ``<command>-text``: the payload is the bytes of the command's config file (a duplicated key, non-UTF-8).
 - ``cli``: the payload is the command line; ``{tmp}`` is the test's directory, ``{good}`` a good judgements
   table and ``{file}`` an existing plain file.
@@ -418,7 +418,7 @@ def test_the_good_table_passes_every_reader(tmp_path, capsys):
     path.write_bytes(_table())
     assert main(["reliability", str(path)]) == 0
     assert "30 judgements, 3 annotators, 2 documents, 5 systems" in capsys.readouterr().out
-    from simdesign.pilot.fit import read_judgements
+    from simdesign.tables.judgements import read_judgements
     frame, scale = read_judgements(path)
     assert scale == tuple(range(1, 8)) and frame.attrs["lines"] == list(range(2, 32))
 
@@ -549,7 +549,7 @@ def test_an_ignored_option_is_warned_about(tmp_path, capsys):
 
 
 def test_a_one_block_design_beside_others_is_warned_about_not_refused():
-    from simdesign.simulation.config import config_warnings, parse_config
+    from simdesign.studies.rates.config import config_warnings, parse_config
 
     config = parse_config({**BASE, "designs": [{"kind": "block", "blocks": [1, 2], "docs_per_block": 4,
                                                 "annotators_per_block": 2}], "tests": ["art_block"]})
@@ -581,7 +581,7 @@ def test_a_study_larger_than_a_run_can_hold_is_refused_when_read(change, named):
     import time
 
     from simdesign.core.errors import ConfigError
-    from simdesign.simulation.config import parse_config
+    from simdesign.studies.rates.config import parse_config
 
     raw = {"name": "huge", "model": "coherence", "effect": "zero", "trials": 10, "tests": ["ttest_doc"],
            "designs": [{"kind": "block", "blocks": 2, "docs_per_block": 5, "annotators_per_block": 3}], **change}

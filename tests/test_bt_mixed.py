@@ -1,4 +1,4 @@
-"""bt_mixed: the Bradley-Terry model with annotator and document random effects (simdesign/analyses/preferences_r.py).
+"""bt_mixed: the Bradley-Terry model with annotator and document random effects (simdesign/significance/preferences_r.py).
 
 What is checked, and with which tolerance:
 
@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simdesign.analyses.base import ERROR, NOT_CONVERGED, OK, SINGULAR, system_pairs
-from simdesign.analyses.preferences_r import bt_mixed, bt_mixed_result, fit_bt_mixed, r_formula
+from simdesign.significance.base import ERROR, NOT_CONVERGED, OK, SINGULAR, system_pairs
+from simdesign.significance.preferences_r import bt_mixed, bt_mixed_result, fit_bt_mixed, r_formula
 from simdesign.core.designs import BattleDesign, BlockDesign
 from simdesign.methods import all_methods
 from simdesign.model import load_model
@@ -82,7 +82,7 @@ function(first, second, wins, annotator, document, n_systems, ties, beta, tau, v
 
 
 def _r_missing() -> str | None:
-    from simdesign.analyses.rsession import r_available
+    from simdesign.significance.rsession import r_available
 
     ok, message = r_available()
     return None if ok else message
@@ -121,7 +121,7 @@ def battle_log():
 def _direct(study, fit, ties, independent=False):
     import rpy2.robjects as ro
 
-    from simdesign.analyses.rsession import as_dict, session
+    from simdesign.significance.rsession import as_dict, session
 
     found = study.comparisons()
     r = session()

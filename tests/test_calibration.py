@@ -5,10 +5,10 @@ unit (docs/estimands.md).
 """
 import pytest
 
-from simdesign.analyses.classical import CLASSICAL_TESTS
-from simdesign.simulation.config import parse_config
-from simdesign.simulation.engine import run_simulation
-from simdesign.simulation.summary import summarise
+from simdesign.significance.classical import CLASSICAL_TESTS
+from simdesign.studies.rates.config import parse_config
+from simdesign.studies.rates.engine import run_simulation
+from simdesign.studies.rates.summary import summarise
 
 from conftest import within_mcse
 
@@ -50,7 +50,7 @@ def test_null_calibration_of_every_classical_test(independent_null_summary, name
 def test_art_holds_its_level_exactly_on_continuous_differences():
     """Without ties the randomisation p-value is uniform up to the (1 + count) / (R + 1) granularity."""
     import numpy as np
-    from simdesign.analyses.classical import randomisation_pvalues
+    from simdesign.significance.classical import randomisation_pvalues
     differences = np.random.default_rng(1).standard_normal((30, 4000))
     rejected = randomisation_pvalues(differences, np.random.default_rng(2), 1000) < 0.05
     standard_error = np.sqrt(0.05 * 0.95 / rejected.size)  # independent columns: binomial SE

@@ -6,9 +6,10 @@ import pytest
 from scipy import stats
 
 from simdesign import BlockDesign, Judgements, PoolDesign, load_model
-from simdesign.analyses import ANALYSES, FAILURES, system_pairs
-from simdesign.analyses.classical import (CLASSICAL_TESTS, paired_randomisation, paired_ttest, randomisation_pvalues,
-                                          unit_differences, wilcoxon_documents, wilcoxon_pvalues)
+from simdesign.significance import ANALYSES, FAILURES, system_pairs
+from simdesign.significance.classical import (CLASSICAL_TESTS, paired_randomisation, paired_ttest,
+                                              randomisation_pvalues, unit_differences, wilcoxon_documents,
+                                              wilcoxon_pvalues)
 
 
 def _study(design, seed=0, effect="fitted", task="coherence"):

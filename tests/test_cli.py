@@ -80,8 +80,8 @@ def _summary_rows():
 
 
 def test_figure_draws_pool_and_block_designs_apart():
-    from simdesign.simulation.config import FigureSpec
-    from simdesign.simulation.plots import draw_summary
+    from simdesign.studies.rates.config import FigureSpec
+    from simdesign.studies.rates.plots import draw_summary
 
     for colour in ("test", "shape"):
         fig, notes = draw_summary(_summary_rows(), FigureSpec(x="annotators", colour=colour), "power", "t")
@@ -97,8 +97,8 @@ def test_figure_draws_pool_and_block_designs_apart():
 
 @pytest.mark.slow
 def test_figure_says_which_designs_its_axis_leaves_out(tmp_path, caplog):
-    from simdesign.simulation.config import FigureSpec
-    from simdesign.simulation.plots import draw_summary, plot_summary
+    from simdesign.studies.rates.config import FigureSpec
+    from simdesign.studies.rates.plots import draw_summary, plot_summary
 
     fig, notes = draw_summary(_summary_rows(), FigureSpec(x="blocks"), "power", "t")
     assert len(notes) == 1 and "pool-N100-M30-k3" in notes[0] and "no 'blocks'" in notes[0]

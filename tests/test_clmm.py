@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from simdesign import clmm
-from simdesign.analyses.base import relative_cholesky_is_singular, wald_contrasts
+from simdesign.significance.base import relative_cholesky_is_singular, wald_contrasts
 from simdesign.core.designs import BlockDesign, PoolDesign
 from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements

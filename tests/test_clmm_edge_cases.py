@@ -7,7 +7,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from simdesign import clmm
 from simdesign.core.seeds import data_rng
-from simdesign.simulation.config import load_config
+from simdesign.studies.rates.config import load_config
 
 
 def _blas_threads() -> int:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from simdesign import BlockDesign, clmm, load_model
-from simdesign.analyses.mixed_native import clmm_native_analysis
+from simdesign.significance.mixed_native import clmm_native_analysis
 from simdesign.clmm import compiled, lbfgsb, optimise, prepare
 
 pytestmark = pytest.mark.slow

@@ -31,7 +31,7 @@ CODINGS = ("__REFERENCE__", "abssentrw", "BART", "onmt_pg", "seneca")
 
 def _paper_table(name: str) -> pd.DataFrame:
     """A file as ``simdesign analyse`` models it (ranks reversed: higher = better, as the paper and R did)."""
-    from simdesign.pilot.tables import orient
+    from simdesign.tables.recognise import orient
 
     frame = pd.read_csv(JUDGEMENTS / f"{name}_cnn_dm.csv")
     return orient(frame, "rank" if name.startswith("rank") else "likert")[0]
@@ -115,8 +115,8 @@ def test_bad_start_rule_is_a_config_error():
 
 
 def test_the_registry_offers_the_fitters_start_rules():
-    from simdesign.analyses import ANALYSES
-    from simdesign.analyses.mixed_native import STARTS
+    from simdesign.significance import ANALYSES
+    from simdesign.significance.mixed_native import STARTS
 
     assert STARTS == clmm.START_RULES
     assert ANALYSES["clmm_native"].options["starts"] == (STARTS, "single")

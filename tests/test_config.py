@@ -1,7 +1,7 @@
 import pytest
 import yaml
 
-from simdesign.simulation.config import load_config, parse_config
+from simdesign.studies.rates.config import load_config, parse_config
 from simdesign.core.errors import ConfigError
 
 BASE = {
@@ -82,7 +82,7 @@ def test_shipped_configs_are_valid():
     """Every shipped config parses as its study kind does (the kind from the registry, no list of kinds here)."""
     from conftest import REPO
     from simdesign.runner.study import REGISTERED
-    from simdesign.simulation.study_kinds import study_kind
+    from simdesign.studies.kinds import study_kind
 
     kinds = set()
     for path in sorted((REPO / "configs").glob("*.yaml")):
@@ -115,7 +115,7 @@ def test_figure_estimand_of_a_reliability_only_config_is_one_of_its_estimands():
 
 
 def test_negative_effect_is_a_warning_not_an_error():
-    from simdesign.simulation.config import config_warnings
+    from simdesign.studies.rates.config import config_warnings
 
     assert config_warnings(_config(effect=2)) == []
     [warning] = config_warnings(_config(effect=-0.5))

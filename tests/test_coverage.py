@@ -9,11 +9,11 @@ import pytest
 from scipy import stats
 
 from simdesign import BlockDesign, ConfigError, PoolDesign, load_model
-from simdesign.analyses import ANALYSES, AnalysisInfo, run_analysis
+from simdesign.significance import ANALYSES, AnalysisInfo, run_analysis
 from simdesign.core.designs import OverlapDesign, design_from_mapping, design_to_mapping
-from simdesign.simulation.config import parse_config
-from simdesign.simulation.engine import run_simulation
-from simdesign.simulation.summary import summarise
+from simdesign.studies.rates.config import parse_config
+from simdesign.studies.rates.engine import run_simulation
+from simdesign.studies.rates.summary import summarise
 
 from conftest import within_mcse
 

@@ -4,10 +4,10 @@ import pytest
 
 from simdesign import ConfigError, load_model
 from simdesign.core.designs import PoolDesign
-from simdesign.simulation.config import parse_config
-from simdesign.simulation.engine import _criterion_studies, plan_chunks, replay_trial, run_simulation
-from simdesign.simulation.store import ResultsStore
-from simdesign.simulation.summary import summarise
+from simdesign.studies.rates.config import parse_config
+from simdesign.studies.rates.engine import _criterion_studies, plan_chunks, replay_trial, run_simulation
+from simdesign.studies.rates.store import ResultsStore
+from simdesign.studies.rates.summary import summarise
 
 
 def _raw(**changes) -> dict:

@@ -1,4 +1,4 @@
-"""The worker-level crowd (simdesign/model/crowd.py) and the crowd study kind (simdesign/simulation/crowd_study.py):
+"""The worker-level crowd (simdesign/model/crowd.py) and the crowd study kind (simdesign/studies/crowd/crowd_study.py):
 assignment, spammers, filters, bias and the per-study answers against hand-computed or closed-form values."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import simdesign
 from simdesign.cli import main
 from simdesign.core.errors import ConfigError
 from simdesign.model.crowd import Criterion, ItemStructure, WorkerModel, assign, sample_crowd
-from simdesign.simulation.crowd_study import parse_crowd_study, spearman_interval, spearman_rows, threshold_rows
+from simdesign.studies.crowd.crowd_study import parse_crowd_study, spearman_interval, spearman_rows, threshold_rows
 from simdesign.stats.knee import kneedle, spearman_brown_curve, spearman_brown_knee
 
 SINGLE = ItemStructure()

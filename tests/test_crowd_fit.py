@@ -1,4 +1,4 @@
-"""Fitting the worker-level crowd model to a pilot table (simdesign/pilot/crowd_fit.py, simdesign fit-crowd)."""
+"""Fitting the worker-level crowd model to a pilot table (simdesign/realdata/crowd_fit.py, simdesign fit-crowd)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +9,7 @@ import pytest
 
 from simdesign.cli import main
 from simdesign.core.errors import DataError
-from simdesign.pilot.crowd_fit import _ordinal_terms, check_crowd_pilot, fit_crowd_pilot
+from simdesign.realdata.crowd_fit import _ordinal_terms, check_crowd_pilot, fit_crowd_pilot
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "crowd_pilot.csv"
 # the generator's spammers in examples/crowd_pilot.csv (printed by scripts/make_crowd_pilot.py)

@@ -10,8 +10,8 @@ from test_registries import EXAMPLE_DESIGNS
 from simdesign import cli
 from simdesign.core.designs import DESIGN_KINDS, BlockDesign, PoolDesign
 from simdesign.core.errors import ConfigError
-from simdesign.simulation.config import parse_config
-from simdesign.simulation.design_picture import assignment_matrix, draw_designs, write_design_picture
+from simdesign.studies.rates.config import parse_config
+from simdesign.studies.design_picture import assignment_matrix, draw_designs, write_design_picture
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from simdesign.simulation.config import load_config
+from simdesign.studies.rates.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = sorted((ROOT / "docs").rglob("*.md"))

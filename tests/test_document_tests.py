@@ -7,14 +7,14 @@ import pytest
 from scipy import stats
 
 from simdesign import BlockDesign, ConfigError, load_model
-from simdesign.analyses import ANALYSES
-from simdesign.analyses.classical import paired_ttest, wilcoxon_documents
-from simdesign.analyses.document_tests import (paired_bootstrap_pvalues, signed_rank_z, swap_pvalues,
-                                               unpaired_bootstrap_pvalues, unpaired_ttest)
+from simdesign.significance import ANALYSES
+from simdesign.significance.classical import paired_ttest, wilcoxon_documents
+from simdesign.significance.document_tests import (paired_bootstrap_pvalues, signed_rank_z, swap_pvalues,
+                                                   unpaired_bootstrap_pvalues, unpaired_ttest)
 from simdesign.model import covariance_square_root
-from simdesign.simulation.config import parse_config
-from simdesign.simulation.engine import run_simulation
-from simdesign.simulation.summary import summarise
+from simdesign.studies.rates.config import parse_config
+from simdesign.studies.rates.engine import run_simulation
+from simdesign.studies.rates.summary import summarise
 
 from conftest import within_mcse
 
@@ -120,8 +120,8 @@ def test_bootstrap_is_a_deprecated_alias_that_keeps_labels_streams_and_stores(tm
     import json
     import warnings
 
-    from simdesign.simulation.config import stable_digest
-    from simdesign.simulation.store import ResultsStore
+    from simdesign.studies.rates.config import stable_digest
+    from simdesign.studies.rates.store import ResultsStore
 
     base = {"name": "alias", "model": "coherence", "trials": 4, "seed": 3,
             "designs": [{"kind": "block", "blocks": 8, "docs_per_block": 1, "annotators_per_block": 2}]}
@@ -333,7 +333,7 @@ def test_sweep_validates_its_keys_and_runs_every_combination(tmp_path, capsys):
     import yaml
 
     from simdesign.cli import main
-    from simdesign.simulation.sweep import sweep_runs
+    from simdesign.studies.sweep import sweep_runs
 
     base = {"name": "tiny-sweep", "model": "coherence", "trials": 3, "seed": 1,
             "designs": [{"kind": "block", "blocks": 6, "docs_per_block": 1, "annotators_per_block": 1}],
@@ -364,7 +364,7 @@ def test_every_run_of_the_committed_sweep_round_trips():
     import yaml
 
     from conftest import REPO
-    from simdesign.simulation.sweep import load_sweep
+    from simdesign.studies.sweep import load_sweep
 
     _, runs = load_sweep(REPO / "configs" / "paired_vs_unpaired.yaml")
     assert len(runs) == 10
@@ -377,7 +377,7 @@ def test_every_run_of_the_committed_sweep_round_trips():
 def test_hb_statistics_are_scipys_on_the_resampled_swapped_samples(statistic):
     """hb's closed forms (draw counts and summed signs) against scipy on each resample written out: documents
     drawn with replacement, each drawn pair swapped or not; Likert-like values, so ties and zeros occur."""
-    from simdesign.analyses.document_tests import _swap_statistics
+    from simdesign.significance.document_tests import _swap_statistics
 
     rng = np.random.default_rng(17)
     x, y = np.round(rng.normal(4, 1, 15) * 3) / 3, np.round(rng.normal(4, 1, 15) * 3) / 3

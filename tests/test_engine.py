@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from simdesign.simulation.config import parse_config
-from simdesign.simulation.engine import plan_chunks, replay_trial, run_simulation
+from simdesign.studies.rates.config import parse_config
+from simdesign.studies.rates.engine import plan_chunks, replay_trial, run_simulation
 from simdesign.core.errors import ConfigError
-from simdesign.simulation.store import ResultsStore
+from simdesign.studies.rates.store import ResultsStore
 
 RAW = {
     "name": "engine-test", "model": "coherence", "effect": "fitted", "trials": 40, "seed": 7, "chunk_size": 6,
@@ -88,7 +88,7 @@ def test_a_store_written_before_an_option_existed_resumes_at_its_default_only(tm
     'bootstrap_resamples'; a store whose manifest predates them resumes with the defaults, not with others."""
     import json
 
-    from simdesign.simulation.config import stable_digest
+    from simdesign.studies.rates.config import stable_digest
 
     raw = {**RAW, "trials": 6, "tests": ["ttest_doc", "wilcoxon_doc"]}
     run_simulation(parse_config(raw), tmp_path / "old", raw, jobs=1, progress=False)

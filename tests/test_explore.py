@@ -9,7 +9,7 @@ import yaml
 
 import simdesign
 from simdesign import cli
-from simdesign.analyses import ANALYSES
+from simdesign.significance import ANALYSES
 from simdesign.explore import controls, curves
 from simdesign.explore.live import ChunkPool, LiveRun, Runs
 from simdesign.model import load_model

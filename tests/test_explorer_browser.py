@@ -17,7 +17,7 @@ import pytest
 
 from simdesign.core.errors import ConfigError
 from simdesign.explore.headless import missing_browser, start_chromium, stop_chromium
-from simdesign.simulation.config import parse_config
+from simdesign.studies.rates.config import parse_config
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[1]

@@ -13,7 +13,7 @@ import simdesign
 from simdesign.cli import main
 from simdesign.core.errors import ConfigError
 from simdesign.outputs import precomputed_curve_names, precomputed_curves, write_outputs
-from simdesign.simulation.config import load_config
+from simdesign.studies.rates.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ROOT / "figures"
@@ -103,10 +103,14 @@ import sys, matplotlib
 matplotlib.use("svg")
 import pandas as pd
 import simdesign
-from simdesign.simulation import plots, panel_plots, replication_plots, sweep, metric_validation  # noqa: F401
+from simdesign.studies.rates import plots  # noqa: F401
+from simdesign.studies.panels import panel_plots
+from simdesign.studies.replication import replication_plots
+from simdesign.studies import sweep
+from simdesign.studies.metrics import metric_validation
 from simdesign.planning import plan_report  # noqa: F401
-from simdesign.pilot import check  # noqa: F401
-from simdesign.simulation.config import parse_config
+from simdesign.realdata import check  # noqa: F401
+from simdesign.studies.rates.config import parse_config
 config = parse_config({CONFIG!r})
 run = simdesign.simulate(config, out_dir={str(tmp_path / 'run')!r}, jobs=1, progress=False)
 figure = run.plot()

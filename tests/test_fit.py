@@ -9,11 +9,11 @@ import pytest
 import yaml
 
 from simdesign import BlockDesign, clmm, load_model
-from simdesign.pilot.check import predictive_check, run_check
+from simdesign.realdata.check import predictive_check, run_check
 from simdesign.cli import main
 from simdesign.core.errors import ConfigError
-from simdesign.pilot.fit import (choose_structure, fit_model, parameter_recovery, parse_columns, parse_scale,
-                           read_judgements, read_provenance, validate_judgements, write_model)
+from simdesign.realdata.fit import choose_structure, fit_model, parameter_recovery, read_provenance, write_model
+from simdesign.tables.judgements import parse_columns, parse_scale, read_judgements, validate_judgements
 
 NESTED_FIXTURE = Path(__file__).parent / "fixtures" / "fit_nested"
 
@@ -142,7 +142,7 @@ def test_fit_command_writes_a_loadable_model_with_provenance(coherence, rng, tmp
     assert "loglik" in provenance["diagnostics"] and provenance["structure"] == "intercepts"
     assert yaml.safe_load(out.read_text())["name"] == "pilot"
     # The model file drives a simulation config like a preset.
-    from simdesign.simulation.config import parse_config
+    from simdesign.studies.rates.config import parse_config
     config = parse_config({"name": "from-pilot", "model": str(out), "designs": [
         {"kind": "block", "blocks": 2, "docs_per_block": 3, "annotators_per_block": 2}], "tests": ["ttest"]})
     assert config.model.systems == model.systems

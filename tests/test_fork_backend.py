@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from simdesign.core.errors import ConfigError
-from simdesign.simulation.backends import BackendSpec, check_backend
-from simdesign.simulation.config import parse_config
-from simdesign.simulation.engine import run_simulation
+from simdesign.studies.backends import BackendSpec, check_backend
+from simdesign.studies.rates.config import parse_config
+from simdesign.studies.rates.engine import run_simulation
 from simdesign.runner.forked_pool import fork_available, pool_size
 
 pytestmark = pytest.mark.skipif(not fork_available(), reason="the fork backend needs Linux")
@@ -56,7 +56,7 @@ def test_pool_size_reads_jobs_as_joblib_does():
 
 @pytest.mark.slow  # moved from the fast tier (about 0.5-1 s; the tier's budget is 60 s)
 def test_user_registered_analysis_runs_in_forked_workers(tmp_path):
-    from simdesign.analyses import ANALYSES
+    from simdesign.significance import ANALYSES
     from user_analysis_helper import SIGN_TEST, register_sign_test
 
     was_registered = SIGN_TEST.name in ANALYSES
@@ -74,7 +74,7 @@ def test_user_registered_analysis_runs_in_forked_workers(tmp_path):
 
 @pytest.mark.slow  # moved from the fast tier (about 0.5-1 s; the tier's budget is 60 s)
 def test_a_dead_worker_costs_only_its_unsaved_chunks(tmp_path, monkeypatch, caplog):
-    import simdesign.simulation.engine as engine
+    import simdesign.studies.rates.engine as engine
 
     original = engine.simulate_chunk
     marker = tmp_path / "died"
@@ -87,7 +87,7 @@ def test_a_dead_worker_costs_only_its_unsaved_chunks(tmp_path, monkeypatch, capl
         return original(model, effect, seed, chunk, *registry)
 
     monkeypatch.setattr(engine, "simulate_chunk", dies_once)
-    with caplog.at_level(logging.WARNING, logger="simdesign.simulation.engine"):
+    with caplog.at_level(logging.WARNING, logger="simdesign.studies.rates.engine"):
         table = _run(SMALL, tmp_path / "dies", backend="fork", jobs=2)
     assert marker.exists() and "retry 1 of 3" in caplog.text
     monkeypatch.setattr(engine, "simulate_chunk", original)

@@ -85,7 +85,7 @@ def _metric_table(systems: int = 5, inputs: int = 6, seed: int = 0) -> pd.DataFr
 
 def test_a_large_metric_analysis_shows_its_progress_and_a_small_one_does_not(capsys, monkeypatch):
     import simdesign
-    from simdesign.pilot import metric_analysis
+    from simdesign.realdata import metric_analysis
 
     simdesign.analyse_metrics(_metric_table(), levels=["system"], methods=["pearson"], resamples=20)
     assert "steps" not in capsys.readouterr().err
@@ -114,7 +114,7 @@ def _small_criteria_config(**extra) -> dict:
 
 @pytest.mark.parametrize("extra, kind", [({}, "rates"), ({"study": "rates"}, "rates")])
 def test_a_criteria_list_is_a_rate_study(extra, kind):
-    from simdesign.simulation.study_kinds import study_kind
+    from simdesign.studies.kinds import study_kind
 
     assert study_kind({**docs_criteria_example(), **extra}) == kind
     # a crowd study's criteria (a mapping of criterion name -> settings) still tell a crowd study

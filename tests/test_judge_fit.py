@@ -15,7 +15,7 @@ import pytest
 from simdesign.model import load_model
 from simdesign.model.common import fixed_order_product
 from simdesign.model.judge import JudgePanel, document_parts, latent_quality, parse_judge
-from simdesign.pilot.judge_fit import FittedJudge, fit_judge, from_judge, judge_check
+from simdesign.realdata.judge_fit import FittedJudge, fit_judge, from_judge, judge_check
 
 MODEL = load_model("coherence")
 TOLERANCE_SE = 4.0

@@ -15,8 +15,8 @@ import pytest
 
 from simdesign.cli import main
 from simdesign.core.errors import DataError
-from simdesign.pilot.judge_pairwise import (OUTPUTS, analyse_judge_pairwise, check_judge_pairwise, pair_units,
-                                            reduction)
+from simdesign.realdata.judge_pairwise import (OUTPUTS, analyse_judge_pairwise, check_judge_pairwise, pair_units,
+                                               reduction)
 from tests.oracles import ppi_py
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""A pairwise judge fitted from a pilot table of judge and human verdicts (simdesign.pilot.judge_pairwise_fit)."""
+"""A pairwise judge fitted from a pilot table of judge and human verdicts (simdesign.realdata.judge_pairwise_fit)."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +10,7 @@ from simdesign.methods.pairwise import PairwiseParameters, system_pair_indices
 from simdesign.model import load_model
 from simdesign.model.common import fixed_order_product
 from simdesign.model.judge import document_parts, latent_quality, parse_judge
-from simdesign.pilot.judge_pairwise_fit import fit_pairwise_judge, pairwise_judge_check
+from simdesign.realdata.judge_pairwise_fit import fit_pairwise_judge, pairwise_judge_check
 
 MODEL = load_model("coherence")
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ from simdesign.model import load_model
 from simdesign.model.common import fixed_order_product
 from simdesign.model.judge import Judge, JudgePanel, document_parts, latent_quality, parse_judge
 from simdesign.planning.judge_plan import parse_judge_plan
-from simdesign.simulation.judge_study import parse_judge_study, trial_rows
+from simdesign.studies.judge.judge_study import parse_judge_study, trial_rows
 
 MODEL = load_model("coherence")
 WITH_PREFERENCES = {"preset": "coherence", "preferences": {}}
@@ -120,7 +120,7 @@ def test_a_pairwise_judge_plan_prices_human_comparisons_and_judge_calls_per_pair
 def test_an_ordinal_judge_cut_at_its_reported_thresholds_scores_as_the_equal_shares_judge():
     # from_judge reports a model judge's cuts on the latent scale with centred biases (what a fit gives); a judge
     # simulated from those thresholds must give the same scores as the judge cut at equal shares
-    from simdesign.pilot.judge_fit import from_judge
+    from simdesign.realdata.judge_fit import from_judge
 
     equal_shares = parse_judge({"preset": "self_preferring", "levels": 7}, MODEL)
     reported = from_judge(equal_shares, MODEL)

@@ -14,8 +14,8 @@ from simdesign.core.errors import ConfigError
 from simdesign.core.seeds import judge_rng
 from simdesign.model import load_model
 from simdesign.model.judge import (Judge, JudgePanel, document_parts, latent_quality, parse_judge)
-from simdesign.simulation.judge_study import parse_judge_study, trial_rows
-from simdesign.simulation.study_kinds import study_kind
+from simdesign.studies.judge.judge_study import parse_judge_study, trial_rows
+from simdesign.studies.kinds import study_kind
 from simdesign.stats.judge_ipw import ipw_study
 from simdesign.stats.ppi import ipw_ppi_mean
 
@@ -125,7 +125,7 @@ def test_a_trial_is_the_same_from_its_seed_and_covers_with_the_model_truth():
 
 
 def test_stratified_selection_gives_every_system_its_own_documents_and_unbiased_ppi_means():
-    from simdesign.simulation.judge_study import draw_trial
+    from simdesign.studies.judge.judge_study import draw_trial
 
     config = parse_judge_study({**SMALL, "select": "stratified", "documents": 200, "judge": "unbiased",
                                 "bootstrap_resamples": 10,

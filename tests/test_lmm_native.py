@@ -3,7 +3,7 @@
 The fast tests check the fit against computations done here by hand: the ANOVA (closed-form REML) estimates
 of a balanced crossed design, the dense multivariate-normal REML likelihood and its gradient at the optimum of
 an unbalanced maximal fit, and failed fits giving failures, never p-values. The tests marked ``needs_r``
-compare with lme4, lmerTest and the Kenward-Roger computation of :mod:`simdesign.analyses.rsession` (equal to
+compare with lme4, lmerTest and the Kenward-Roger computation of :mod:`simdesign.significance.rsession` (equal to
 pbkrtest's; one check against pbkrtest itself) on the paper's two Likert files and three simulated designs.
 """
 from __future__ import annotations
@@ -17,10 +17,10 @@ import pytest
 
 from simdesign import BlockDesign, Judgements, PoolDesign, load_model
 from simdesign import lmm
-from simdesign.analyses import ANALYSES, run_analysis
-from simdesign.analyses.base import ERROR, NOT_CONVERGED, system_pairs
+from simdesign.significance import ANALYSES, run_analysis
+from simdesign.significance.base import ERROR, NOT_CONVERGED, system_pairs
 from simdesign.lmm import small_sample
-from simdesign.analyses.lmm_native import _contrast_rows
+from simdesign.significance.lmm_native import _contrast_rows
 from simdesign.lmm.deviance import profile, split_theta
 from simdesign.lmm.problem import prepare
 
@@ -219,7 +219,7 @@ def test_likelihood_ratio_equals_the_fit_of_the_merged_systems():
 
 
 def test_a_config_names_it():
-    from simdesign.simulation.config import parse_config
+    from simdesign.studies.rates.config import parse_config
 
     config = parse_config({
         "name": "t", "model": "coherence", "effect": "zero", "trials": 2, "seed": 1,
@@ -232,7 +232,7 @@ def test_a_config_names_it():
 
 # ------------------------------------------------------------------------------------------------- with R
 def _require_r():
-    from simdesign.analyses.rsession import kenward_roger_available, r_available
+    from simdesign.significance.rsession import kenward_roger_available, r_available
 
     for ok, message in (r_available(), kenward_roger_available()):
         if not ok:
@@ -262,7 +262,7 @@ def reference():
     _require_r()
     from rpy2 import robjects
 
-    from simdesign.analyses.rsession import as_dict, session
+    from simdesign.significance.rsession import as_dict, session
 
     r = session()
     with r.lock:
@@ -270,7 +270,7 @@ def reference():
         function = robjects.r(f"function(env) {{ f <- {_R_REFERENCE}; environment(f) <- env; f }}")(helpers)
 
     def call(study, structure, reml=True, start=None, kr=True):
-        from simdesign.analyses.mixed_r import _pair_contrast_rows, formula_for
+        from simdesign.significance.mixed_r import _pair_contrast_rows, formula_for
 
         with r.lock:
             out = function(r.data_frame(study, ordinal=False), formula_for(study, structure), reml,
@@ -367,7 +367,7 @@ def test_likelihood_ratios_equal_lme4s_on_the_papers_coherence_file():
     _require_r()
     from rpy2 import robjects
 
-    from simdesign.analyses.rsession import session
+    from simdesign.significance.rsession import session
     from simdesign.lmm.fitting import likelihood_ratios
 
     study = _paper("coherence")
@@ -401,8 +401,8 @@ def test_kenward_roger_equals_pbkrtest_itself(reference):
     evaluated at lmm_native's optimum)."""
     from rpy2 import robjects
 
-    from simdesign.analyses.mixed_r import _pair_contrast_rows, formula_for
-    from simdesign.analyses.rsession import as_dict, session
+    from simdesign.significance.mixed_r import _pair_contrast_rows, formula_for
+    from simdesign.significance.rsession import as_dict, session
 
     study = _simulated("blocks")
     fit = lmm.fit(study, "intercepts")

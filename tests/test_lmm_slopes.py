@@ -22,8 +22,8 @@ import pytest
 
 from simdesign import BlockDesign, Judgements, PoolDesign, load_model
 from simdesign import lmm
-from simdesign.analyses import ANALYSES, run_analysis
-from simdesign.analyses.lmm_native import _contrast_rows
+from simdesign.significance import ANALYSES, run_analysis
+from simdesign.significance.lmm_native import _contrast_rows
 from simdesign.lmm import compiled, slopes
 
 # the numpy-kernels fixture and the general path's numbers at a theta, shared with the intercepts' fast path

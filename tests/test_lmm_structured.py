@@ -20,7 +20,7 @@ import pytest
 
 from simdesign import BlockDesign, Judgements, PoolDesign, load_model
 from simdesign import lmm
-from simdesign.analyses.lmm_native import _contrast_rows
+from simdesign.significance.lmm_native import _contrast_rows
 from simdesign.lmm import compiled, small_sample, structured
 from simdesign.lmm.deviance import profile
 

@@ -76,7 +76,7 @@ def _small_plan(plan):
 
 
 def _plan_mapping(config) -> dict:
-    from simdesign.simulation.config import read_config_mapping
+    from simdesign.studies.rates.config import read_config_mapping
 
     return config if isinstance(config, dict) else read_config_mapping(Path(config), "plan config")
 

@@ -41,13 +41,15 @@ def method_modules() -> dict[Path, set[str]]:
     everyone = {method.name for method in all_methods()}
     found = {path: set(everyone) for path in (PACKAGE / "methods").rglob("*.py")}
     import simdesign.cli.fit_ranks  # noqa: F401 -- the modules that give the built-in methods their steps
-    import simdesign.pilot.method_steps  # noqa: F401
+    import simdesign.realdata.method_steps  # noqa: F401
+    import simdesign.tables.steps  # noqa: F401
 
     for method in all_methods():
         for step in method.steps.values():
             module = step.partition(":")[0] if isinstance(step, str) else step.__module__
             found.setdefault(PACKAGE.parent / (module.replace(".", "/") + ".py"), set()).add(method.name)
-    found.setdefault(PACKAGE / "pilot" / "method_steps.py", set()).update(everyone)  # registers every built-in one
+    for registrar in (PACKAGE / "realdata" / "method_steps.py", PACKAGE / "tables" / "steps.py"):
+        found.setdefault(registrar, set()).update(everyone)  # registers every built-in one
     return found
 
 
@@ -128,6 +130,6 @@ def test_no_module_outside_the_method_modules_names_a_method():
 
 def test_the_method_modules_are_those_the_methods_name():
     owners = method_modules()
-    assert owners[PACKAGE / "pilot" / "ranks.py"] == {"rank"}
-    assert owners[PACKAGE / "pilot" / "fit.py"] == {"likert"}  # Likert's fit step: it may not name Rank
-    assert PACKAGE / "pilot" / "analyse.py" not in owners and PACKAGE / "pilot" / "tables.py" not in owners
+    assert owners[PACKAGE / "tables" / "ranks.py"] == {"rank"}
+    assert owners[PACKAGE / "realdata" / "fit.py"] == {"likert"}  # Likert's fit step: it may not name Rank
+    assert PACKAGE / "realdata" / "analyse.py" not in owners and PACKAGE / "tables" / "recognise.py" not in owners

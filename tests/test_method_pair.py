@@ -10,7 +10,7 @@ from simdesign.core.designs import BlockDesign
 from simdesign.core.errors import ConfigError
 from simdesign.model import OrdinalMixedModel, RankOnlyModel, load_model
 from simdesign.model.method_pair import LikertRankModel, likert_rank_model, load_rank_model, reordered
-from simdesign.simulation.config import load_config, parse_config
+from simdesign.studies.rates.config import load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
 TOY = RankOnlyModel("toy", ("a", "b", "c", "d"), [0.0, 0.5, 1.0, -0.3],
@@ -139,7 +139,7 @@ def test_worst_first_is_the_reversed_best_first_ranking_of_negated_effects():
 
 @pytest.mark.slow
 def test_worst_first_fit_recovers_its_truth_and_has_the_higher_likelihood():
-    from simdesign.pilot.rank_model_fit import fit_better_choice
+    from simdesign.realdata.rank_model_fit import fit_better_choice
 
     truth = RankOnlyModel("w", ("a", "b", "c"), [0.0, 1.0, -1.5], np.eye(2) * 0.1, np.eye(2) * 0.1,
                           choice="worst_first")

@@ -18,14 +18,14 @@ import pytest
 
 import simdesign
 import simdesign.cli.fit_ranks  # noqa: F401 -- the layers that own the built-in methods' steps register
-import simdesign.pilot.method_steps  # noqa: F401    them (a method never names a layer above it)
+import simdesign.realdata.method_steps  # noqa: F401    them (a method never names a layer above it)
 from simdesign.core.designs import BlockDesign
 from simdesign.core.errors import ConfigError
 from simdesign.core.seeds import DATA_STREAM, data_rng, label_key
 from simdesign.methods import (all_methods, default_method, get_method, method_names, registered,
                                split_result_label)
 from simdesign.model import RankOnlyModel, load_model
-from simdesign.pilot.tables import orient, read_table
+from simdesign.tables.recognise import orient, read_table
 from simdesign.planning.planner import annotation_times
 
 from plugin_method import PASS_FAIL, pass_mark
@@ -187,7 +187,7 @@ def test_a_plan_needs_the_seconds_of_a_method_the_paper_did_not_time():
 
 def test_accepted_tests():
     """Rankings are taken only by tests declared valid on them; scores and pass/fail by every test."""
-    from simdesign.analyses import ANALYSES
+    from simdesign.significance import ANALYSES
 
     assert not get_method("rank").accepts(ANALYSES["art"]) and get_method("rank").accepts(ANALYSES["ttest_doc"])
     one_value_per_output = [info for info in ANALYSES.values() if not info.takes_preferences]
@@ -341,8 +341,8 @@ def test_simdesign_check_calls_a_plug_in_methods_own_check_step(tmp_path, capsys
 
 def test_a_refused_test_says_why():
     # accepts() gave a bare no; the refusal now says why (issue 40, item 7), and a plug-in can give its own reason
-    from simdesign.analyses import ANALYSES
-    from simdesign.simulation.config import parse_config
+    from simdesign.significance import ANALYSES
+    from simdesign.studies.rates.config import parse_config
 
     rank = get_method("rank")
     assert rank.accepts(ANALYSES["art"]) is False and "are rankings" in rank.refusal(ANALYSES["art"])

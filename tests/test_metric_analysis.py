@@ -21,7 +21,7 @@ from scipy import stats
 import simdesign
 from simdesign.cli import main
 from simdesign.core.seeds import analysis_rng
-from simdesign.pilot.metric_analysis import STREAM, read_metric_table
+from simdesign.realdata.metric_analysis import STREAM, read_metric_table
 from simdesign.stats.metric_comparison import (bootstrap_correlations, fisher_interval, permutation_p_values,
                                                williams_test)
 
@@ -338,7 +338,7 @@ def test_williams_test_holds_its_level_for_equal_correlations_with_the_human_sco
 
 
 def test_a_validation_trial_has_the_fisher_baseline_and_every_comparison_test():
-    from simdesign.simulation.metric_validation import one_trial, parse_metric_config, system_level_targets
+    from simdesign.studies.metrics.metric_validation import one_trial, parse_metric_config, system_level_targets
 
     config = parse_metric_config({"name": "t", "model": "coherence",
                                   "metric": {"system_correlation": 0.8, "summary_correlation": 0.5},
@@ -355,7 +355,7 @@ def test_a_validation_trial_has_the_fisher_baseline_and_every_comparison_test():
 
 @pytest.mark.slow  # real runs, half a second or more: the fast tier stays under a minute
 def test_power_curves_run_per_difference_and_draw(tmp_path):
-    from simdesign.simulation.metric_power import plot_power_curves, run_power_curve
+    from simdesign.studies.metrics.metric_power import plot_power_curves, run_power_curve
 
     raw = {"name": "p", "model": "coherence", "metric": {"system_correlation": 0.8, "summary_correlation": 0.5},
            "second_metric": {"system_correlation": 0.8, "summary_correlation": 0.5}, "systems": [5],
@@ -386,8 +386,8 @@ def test_kendall_in_pieces_and_by_scipy_for_many_pairs_is_the_same_tau_b(monkeyp
 
 def test_the_heldout_protocol_scores_every_interval_against_an_independent_study():
     from simdesign.core.errors import ConfigError
-    from simdesign.simulation.metric_validation import (HELDOUT_STREAM, one_trial, parse_metric_config,
-                                                        simulate_study, system_level_targets)
+    from simdesign.studies.metrics.metric_validation import (HELDOUT_STREAM, one_trial, parse_metric_config,
+                                                             simulate_study, system_level_targets)
 
     raw = {"name": "h", "model": "coherence", "metric": {"system_correlation": 0.8, "summary_correlation": 0.5},
            "systems": [6], "documents": [8], "bootstrap_resamples": 50, "methods": ["pearson"], "heldout": True}
@@ -406,7 +406,7 @@ def test_the_heldout_protocol_scores_every_interval_against_an_independent_study
 
 def test_a_lower_is_better_metric_is_compared_as_the_negated_higher_is_better_one(tmp_path, capsys):
     from simdesign.core.errors import DataError
-    from simdesign.pilot.metric_analysis import analyse_metrics
+    from simdesign.realdata.metric_analysis import analyse_metrics
 
     # Williams' test compares signed correlations: an error rate (lower is better) correlates negatively, and
     # without saying so it loses every comparison (issue 39)
@@ -438,7 +438,7 @@ def test_a_table_beyond_the_outputs_ceiling_is_refused_before_it_is_read(tmp_pat
     # A 900,000-row table ran minutes with no answer (issue 39): refused when its rows are counted, in constant
     # memory, naming the count, the ceiling and how to raise it.
     from simdesign.core.errors import DataError
-    from simdesign.pilot.metric_analysis import _count_rows, analyse_metrics
+    from simdesign.realdata.metric_analysis import _count_rows, analyse_metrics
 
     table = pd.read_csv(EXAMPLE)  # 360 rows
     path = tmp_path / "scores.csv"

@@ -3,8 +3,8 @@ import pandas as pd
 import pytest
 
 from simdesign.core.errors import StoreError
-from simdesign.simulation import metric_validation
-from simdesign.simulation.metric_validation import parse_metric_config, run_metric_validation
+from simdesign.studies.metrics import metric_validation
+from simdesign.studies.metrics.metric_validation import parse_metric_config, run_metric_validation
 
 TINY = {"name": "tiny", "model": "coherence", "metric": {"system_correlation": 0.8, "summary_correlation": 0.5},
         "second_metric": {"system_correlation": 0.5, "summary_correlation": 0.4}, "systems": [4, 5],
@@ -61,7 +61,7 @@ def test_a_sweep_resumes_run_by_run(tmp_path):
     """``simdesign sweep`` stores each combination as an ordinary run: a re-run computes only missing chunks."""
     import yaml
 
-    from simdesign.simulation.sweep import run_sweep
+    from simdesign.studies.sweep import run_sweep
 
     raw = {"name": "tiny-sweep", "model": "coherence", "trials": 4, "seed": 1, "chunk_size": 2,
            "designs": [{"kind": "block", "blocks": 6, "docs_per_block": 1, "annotators_per_block": 1}],

@@ -1,12 +1,13 @@
 """Summary-level correlation: its bootstrap and its population value (simdesign.stats.summary_bootstrap,
-simdesign.simulation.metric_targets)."""
+simdesign.studies.metrics.metric_targets)."""
 import numpy as np
 import pytest
 
 from simdesign import BlockDesign
 from simdesign.model.metric import human_scores, population_model, sample_with_quality
-from simdesign.simulation.metric_validation import parse_metric_config, run_metric_validation, summarise_metric_validation
-from simdesign.simulation.metric_targets import summary_level_target
+from simdesign.studies.metrics.metric_validation import (parse_metric_config, run_metric_validation,
+                                                         summarise_metric_validation)
+from simdesign.studies.metrics.metric_targets import summary_level_target
 from simdesign.stats.metric_correlation import summary_level
 from simdesign.stats.summary_bootstrap import bootstrap_summary_level
 

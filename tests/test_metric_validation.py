@@ -9,7 +9,7 @@ from simdesign.cli import main
 from simdesign.model import covariance_square_root
 from simdesign.model.metric import (MetricGenerator, MetricSpec, SystemPopulation, exchangeable_moments,
                                     population_model, sample_with_quality)
-from simdesign.simulation.metric_validation import parse_metric_config, system_level_targets
+from simdesign.studies.metrics.metric_validation import parse_metric_config, system_level_targets
 from simdesign.stats.metric_correlation import (bootstrap_system_level, correlation, percentile_interval,
                                                 permutation_test, summary_level, system_level)
 

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from simdesign import BlockDesign, Judgements, load_model
-from simdesign.analyses import ANALYSES, system_pairs
+from simdesign.significance import ANALYSES, system_pairs
 
 from conftest import SHARED_DATA
 
@@ -59,7 +59,7 @@ def test_a_fit_that_cannot_work_is_a_failure_not_a_p_value():
     scores = np.random.default_rng(0).integers(1, 8, size=(6, 5))
     data = Judgements(scores=scores, annotator=np.zeros(6, dtype=int), document=np.arange(6), block=np.zeros(6, int),
                       systems=tuple(SYSTEMS))
-    from simdesign.analyses.base import run_analysis
+    from simdesign.significance.base import run_analysis
     result = run_analysis(ANALYSES["clmm_native"], data, None, {"structure": "maximal", "adjust": "none"})
     if result.fit_status in ("error", "not_converged"):
         assert np.isnan(result.p_value).all()
@@ -83,7 +83,7 @@ class _ZeroVarianceFit:
 
 def test_zero_standard_error_is_an_error_not_a_rejection(monkeypatch):
     """A zero SE would give z = inf and p = 0; the shared guard makes that pair an 'error'."""
-    from simdesign.analyses import mixed_native
+    from simdesign.significance import mixed_native
 
     monkeypatch.setattr(mixed_native, "_fit", lambda judgements, structure, starts: _ZeroVarianceFit())
     data = load_model("coherence").sample(BlockDesign(4, 5, 2), np.random.default_rng(0))
@@ -94,15 +94,15 @@ def test_zero_standard_error_is_an_error_not_a_rejection(monkeypatch):
     assert set(result.status[others]) == {"ok"} and np.all(result.p_value[others] > 0)
     assert "standard error" in result.message
     # the same rule as the R backends' (one function)
-    from simdesign.analyses import mixed_r
-    from simdesign.analyses.base import pairwise_from_fit
+    from simdesign.significance import mixed_r
+    from simdesign.significance.base import pairwise_from_fit
     assert mixed_native.pairwise_from_fit is pairwise_from_fit is mixed_r.pairwise_from_fit
 
 
 def test_verbose_prints_contrasts_as_stored():
     """replay --verbose: the model's system order and beta_i - beta_j, the same rows as the stored results
     (the fit itself orders systems by name: BART before abssentrw)."""
-    from simdesign.analyses.mixed_native import clmm_native_verbose
+    from simdesign.significance.mixed_native import clmm_native_verbose
 
     data = load_model("coherence").sample(BlockDesign(6, 5, 2), np.random.default_rng(5))
     result = ANALYSES["clmm_native"].function(data, None, structure="intercepts", df="z")

@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 
 from simdesign import BlockDesign, Judgements
-from simdesign.analyses import mixed_r
-from simdesign.analyses.base import ANALYSES, BACKEND_CHECKS, ERROR, NOT_CONVERGED, OK, SINGULAR, system_pairs
-from simdesign.analyses.rsession import r_available
+from simdesign.significance import mixed_r
+from simdesign.significance.base import ANALYSES, BACKEND_CHECKS, ERROR, NOT_CONVERGED, OK, SINGULAR, system_pairs
+from simdesign.significance.rsession import r_available
 
 # Fits in R: its start-up and the fits take tens of seconds in all.
 pytestmark = pytest.mark.slow
@@ -112,8 +112,8 @@ def test_formulas_follow_structure_and_design(coherence, rng):
 def test_module_imports_and_reports_without_rpy2():
     # A machine without R must still import the package and get a helpful message.
     code = ("import sys; sys.modules['rpy2'] = None\n"
-            "import simdesign.analyses.mixed_r as m\n"
-            "from simdesign.analyses.rsession import r_available\n"
+            "import simdesign.significance.mixed_r as m\n"
+            "from simdesign.significance.rsession import r_available\n"
             "ok, message = r_available()\n"
             "assert not ok and 'scripts/setup.sh' in message, message\n"
             "import numpy as np\n"
@@ -211,7 +211,7 @@ def test_lmer_fit_status_without_convergence_trouble():
 
 def test_shared_guard_turns_a_zero_standard_error_into_an_error():
     """One rule for every model-based analysis: no positive finite SE, no test (not z = inf, p = 0)."""
-    from simdesign.analyses.base import pairwise_from_fit
+    from simdesign.significance.base import pairwise_from_fit
 
     effects = np.array([0.0, 0.4, -0.3])
     covariance = np.array([[0.04, 0.04], [0.04, 0.04]])  # var(beta_1 - beta_2) = 0
@@ -309,7 +309,7 @@ def test_lmer_direct_matches_pymer4(lmer_paper_fit, paper):
 def test_clm_matches_r_ordinal_clm(r_session, paper):
     from rpy2 import robjects
 
-    from simdesign.analyses.rsession import session
+    from simdesign.significance.rsession import session
 
     r = session()
     with r.lock:

@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from simdesign.analyses import ANALYSES, run_analysis
+from simdesign.significance import ANALYSES, run_analysis
 from simdesign.core.designs import BlockDesign
 from simdesign.core.judgements import Judgements
 from simdesign.model import load_model

@@ -1,4 +1,4 @@
-"""Panel studies (simdesign.simulation.panel_study / panel_summary / cli.panels)."""
+"""Panel studies (simdesign.studies.panels.panel_study / panel_summary / cli.panels)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,9 +7,9 @@ import pytest
 
 from simdesign.cli import main
 from simdesign.core.errors import ConfigError, StoreError
-from simdesign.simulation.config import parse_config
-from simdesign.simulation.panel_study import parse_panel_study, run_panel_study, simulate_trial
-from simdesign.simulation.panel_summary import summarise_panel_study
+from simdesign.studies.rates.config import parse_config
+from simdesign.studies.panels.panel_study import parse_panel_study, run_panel_study, simulate_trial
+from simdesign.studies.panels.panel_summary import summarise_panel_study
 
 
 def small_study(**changes) -> dict:
@@ -125,7 +125,7 @@ def test_a_store_of_the_old_format_is_refused_and_another_config_too(tmp_path):
     import json
 
     from simdesign.runner.stores import release_store
-    from simdesign.simulation.panel_study import _prepare_store
+    from simdesign.studies.panels.panel_study import _prepare_store
 
     config = parse_panel_study(small_study())
     (tmp_path / "old").mkdir()

@@ -1,4 +1,4 @@
-"""Significance tests on aggregated crowd judgements in panel studies (simdesign.simulation.panel_tests)."""
+"""Significance tests on aggregated crowd judgements in panel studies (simdesign.studies.panels.panel_tests)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 
 from simdesign.core.errors import ConfigError
-from simdesign.simulation.panel_study import parse_panel_study, read_significance, run_panel_study
-from simdesign.simulation.panel_tests import pairwise_test, significance_rows, summarise_significance
+from simdesign.studies.panels.panel_study import parse_panel_study, read_significance, run_panel_study
+from simdesign.studies.panels.panel_tests import pairwise_test, significance_rows, summarise_significance
 
 from conftest import within_mcse
 

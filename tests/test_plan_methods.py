@@ -83,7 +83,7 @@ def test_recommendation_names_the_method_and_the_other_methods_best():
 
 
 def test_planning_rank_refuses_on_an_engine_without_the_method_hook():
-    from simdesign.simulation.config import SimulationConfig
+    from simdesign.studies.rates.config import SimulationConfig
 
     check_engine_method("likert")
     if "methods" in getattr(SimulationConfig, "__dataclass_fields__", {}):

@@ -15,7 +15,7 @@ import yaml
 from simdesign.stats.annotation_time import capped_durations, seconds_per_output
 from simdesign.cli import main
 from simdesign.core.designs import BlockDesign
-from simdesign.simulation.engine import Chunk, simulate_chunk
+from simdesign.studies.rates.engine import Chunk, simulate_chunk
 from simdesign.core.errors import ConfigError
 from simdesign.model import load_model
 from simdesign.planning.plan_report import pareto_front, plan_table
@@ -23,7 +23,7 @@ from simdesign.planning.plan_search import OutcomeSource, assess, decide_plan, r
 from simdesign.planning.plan_report import plan_study
 from simdesign.planning.planner import (CostModel, annotation_times, parse_plan, smallest_difference,
                                solve_effect_scale)
-from simdesign.simulation.summary import rejections, summarise_group, wilson_interval
+from simdesign.studies.rates.summary import rejections, summarise_group, wilson_interval
 
 SHARED_TIMES = Path(__file__).resolve().parents[2] / "shared" / "data" / "steen-markert-2021" / "times"
 

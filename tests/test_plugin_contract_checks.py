@@ -16,8 +16,8 @@ from typing import ClassVar
 import numpy as np
 from scipy import stats
 
-from simdesign.analyses import register, system_pairs
-from simdesign.analyses.base import AnalysisInfo, PairwiseResult
+from simdesign.significance import register, system_pairs
+from simdesign.significance.base import AnalysisInfo, PairwiseResult
 from simdesign.core.designs import BlockDesign, register_design_kind
 from simdesign.methods import AnnotationMethod, register_method
 

@@ -19,8 +19,8 @@ from simdesign.core.seeds import data_rng
 from simdesign.methods import default_method
 from simdesign.planning.plan_report import plan_study, plan_table
 from simdesign.planning.planner import parse_plan
-from simdesign.simulation.config import SimulationConfig, parse_config
-from simdesign.simulation.summary import summarise
+from simdesign.studies.rates.config import SimulationConfig, parse_config
+from simdesign.studies.rates.summary import summarise
 
 SEED = 5
 BLOCKS = {"kind": "block", "blocks": 4, "docs_per_block": 3, "annotators_per_block": 2}

@@ -23,8 +23,8 @@ import pytest
 
 from simdesign.cli import main
 from simdesign.core.errors import ConfigError, DataError
-from simdesign.pilot.judge_analysis import OUTPUTS, analyse_judge_table
-from simdesign.pilot.judge_table import check_judge_table, is_judge_table, read_judge_table, source_is_judge_table
+from simdesign.realdata.judge_analysis import OUTPUTS, analyse_judge_table
+from simdesign.tables.judge import check_judge_table, is_judge_table, read_judge_table, source_is_judge_table
 from simdesign.stats.ppi import effective_human_n, ipw_ppi_mean, judge_study, ppi_lambda, ppi_mean, ppi_study
 from tests.oracles import ppi_py
 

@@ -9,9 +9,9 @@ import yaml
 from simdesign import cli
 from simdesign.core.designs import BlockDesign
 from simdesign.model import RankOnlyModel, load_model
-from simdesign.pilot.rank_check import rank_predictive_check
-from simdesign.pilot.rank_fit import (RankProblem, _laplace, _start, fit_rank_only, plackett_luce_terms,
-                                      rank_problem_from_frame)
+from simdesign.realdata.rank_check import rank_predictive_check
+from simdesign.realdata.rank_fit import (RankProblem, _laplace, _start, fit_rank_only, plackett_luce_terms,
+                                         rank_problem_from_frame)
 
 
 @pytest.mark.slow

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from simdesign.pilot.check import predictive_check
-from simdesign.pilot.rank_check import rank_predictive_check
-from simdesign.pilot.tables import read_table
-from simdesign.simulation.config import load_config
+from simdesign.realdata.check import predictive_check
+from simdesign.realdata.rank_check import rank_predictive_check
+from simdesign.tables.recognise import read_table
+from simdesign.studies.rates.config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "steen-markert-2021" / "judgements"

@@ -7,7 +7,7 @@ import pytest
 
 from simdesign.core.designs import BlockDesign
 from simdesign.model import load_model
-from simdesign.pilot.rank_noise import difference_logistic_cdf, fit_rank_noise, preference_probabilities
+from simdesign.realdata.rank_noise import difference_logistic_cdf, fit_rank_noise, preference_probabilities
 
 
 def test_difference_logistic_cdf_matches_simulation():
@@ -42,7 +42,7 @@ def test_presets_carry_rank_noise_fitted_to_the_paper_rank_files():
 def test_rank_noise_fit_reproduces_the_preset_values_on_the_paper_files():
     from pathlib import Path
 
-    from simdesign.pilot.tables import read_table
+    from simdesign.tables.recognise import read_table
 
     data = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "steen-markert-2021" / "judgements"
     if not data.is_dir():

@@ -13,16 +13,16 @@ import pytest
 import yaml
 
 import simdesign
-from simdesign.analyses import ANALYSES
-from simdesign.analyses.base import run_analysis
+from simdesign.significance import ANALYSES
+from simdesign.significance.base import run_analysis
 from simdesign.cli import main
 from simdesign.core.designs import BlockDesign
 from simdesign.core.errors import ConfigError, StoreError
 from simdesign.model import RankOnlyModel, load_model
-from simdesign.simulation.config import parse_config
-from simdesign.simulation.engine import replay_trial
-from simdesign.simulation.method_specs import result_label, split_result_label
-from simdesign.simulation.summary import SUMMARY_COLUMNS
+from simdesign.studies.rates.config import parse_config
+from simdesign.studies.rates.engine import replay_trial
+from simdesign.studies.rates.method_specs import result_label, split_result_label
+from simdesign.studies.rates.summary import SUMMARY_COLUMNS
 
 JOINT = {"preset": "coherence", "rank_noise": 1.0}
 BASE = {"name": "ranks", "model": JOINT, "effect": "zero", "trials": 12, "seed": 5,
@@ -201,7 +201,7 @@ def test_every_analysis_that_accepts_ranks_runs_on_a_rank_study(name):
 
 
 def test_the_mixed_model_on_ranks_warns_where_each_annotator_ranks_one_document():
-    from simdesign.simulation.config import config_warnings
+    from simdesign.studies.rates.config import config_warnings
 
     one = config(method="rank", tests=["clmm_native", "ttest_doc"],
                  designs=[{"kind": "block", "blocks": 5, "docs_per_block": 1, "annotators_per_block": 3},

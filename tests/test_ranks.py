@@ -7,8 +7,8 @@ import pytest
 
 from simdesign.cli import main
 from simdesign.core.errors import ConfigError
-from simdesign.pilot.ranks import check_ranks, reversed_ranks
-from simdesign.pilot.tables import infer_method, read_table
+from simdesign.tables.ranks import check_ranks, reversed_ranks
+from simdesign.tables.recognise import infer_method, read_table
 from tests.conftest import SHARED_DATA
 
 JUDGEMENTS = SHARED_DATA / "judgements"
@@ -128,7 +128,7 @@ def test_columns_mapping_for_rank_files(tmp_path):
             for r in _good_rows(1)]
     path = _write(tmp_path, rows)
     assert main(["reliability", str(path), "--columns", "annotator=worker,rank=position"]) == 0
-    from simdesign.pilot.tables import parse_columns_any
+    from simdesign.tables.recognise import parse_columns_any
     frame, info = read_table(path, columns=parse_columns_any("annotator=worker,rank=position"))
     assert info["method"] == "rank" and info["base"] == 1 and frame["rank"].min() == 1
     with pytest.raises(ConfigError, match="--scale applies to Likert"):
@@ -136,10 +136,10 @@ def test_columns_mapping_for_rank_files(tmp_path):
 
 
 def test_the_moved_table_functions_are_deprecated_aliases_for_one_release():
-    import simdesign.pilot.ranks as ranks
-    import simdesign.pilot.tables as tables
+    import simdesign.tables.ranks as ranks
+    import simdesign.tables.recognise as tables
 
-    with pytest.warns(DeprecationWarning, match="moved to simdesign.pilot.tables.read_table"):
+    with pytest.warns(DeprecationWarning, match="moved to simdesign.tables.recognise.read_table"):
         assert ranks.read_table is tables.read_table
     with pytest.raises(AttributeError):
         ranks.no_such_name

@@ -15,22 +15,21 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simdesign.analyses import ANALYSES
-from simdesign.analyses.base import OK, SINGULAR
+from simdesign.significance import ANALYSES
+from simdesign.significance.base import OK, SINGULAR
 import plugin_design_kind
 import simdesign
 import plugin_estimand  # noqa: F401 -- registers the test-only estimands
-import simdesign.simulation.metric_validation  # noqa: F401 -- each study kind's module registers its estimands
-import simdesign.simulation.panel_summary  # noqa: F401
-import simdesign.simulation.sweep  # noqa: F401
+import simdesign.studies.metrics.metric_validation  # noqa: F401 -- each study kind's module registers its estimands
+import simdesign.studies.panels.panel_summary  # noqa: F401
+import simdesign.studies.sweep  # noqa: F401
 from simdesign.core.estimands import ESTIMANDS, REGISTERED_IN
 from simdesign.stats.reliability import UndefinedReliability
 from simdesign.core.designs import DESIGN_KINDS, BattleDesign, BlockDesign, OverlapDesign, PoolDesign, design_from_mapping
 from simdesign.core.errors import ConfigError
 from simdesign.testing import check_analysis, check_design_kind, check_estimand
 from simdesign.model import load_model
-from simdesign.simulation.summary import (estimand_names, rejections, summarise_group,
-                                          rates_of_a_test)
+from simdesign.studies.rates.summary import estimand_names, rejections, summarise_group, rates_of_a_test
 
 EXAMPLE_DESIGNS = {"block": BlockDesign(4, 5, 2), "pool": PoolDesign(docs=12, annotators=6, judgements_per_output=2),
                    "overlap": OverlapDesign(shared_docs=2, unique_docs_per_annotator=3, annotators=3),
@@ -43,7 +42,7 @@ EXAMPLE_DESIGNS = {"block": BlockDesign(4, 5, 2), "pool": PoolDesign(docs=12, an
 
 
 def _r_missing() -> str | None:
-    from simdesign.analyses.rsession import r_available
+    from simdesign.significance.rsession import r_available
 
     ok, message = r_available()
     return None if ok else message
@@ -227,7 +226,7 @@ def test_the_registry_refuses_a_second_registration_of_a_name():
     error; the same entry again (a reloaded module) is harmless (issue 40)."""
     import dataclasses
 
-    from simdesign.analyses import register
+    from simdesign.significance import register
 
     for name in ("ttest_doc", "wilcoxon_doc"):
         before = ANALYSES[name]
@@ -253,10 +252,10 @@ ALLOWED_MENTIONS = {
     "simdesign/planning/judge_plan.py": {"power"},  # the judge plan's table column (as the plan table's), drawn
     # the judge study's rows: its interval coverage of the true system means, a column of its own table (the
     # metric-validation estimand's homonym), and a design's 'coverage' field it refuses
-    "simdesign/simulation/judge_study.py": {"coverage"},
+    "simdesign/studies/judge/judge_study.py": {"coverage"},
     # the predictive check's statistics of real data (a table of its own, compared with simulated studies)
-    "simdesign/pilot/check.py": {"krippendorff_alpha", "shr"},
-    "simdesign/pilot/rank_check.py": {"krippendorff_alpha", "shr"},
+    "simdesign/realdata/check.py": {"krippendorff_alpha", "shr"},
+    "simdesign/realdata/rank_check.py": {"krippendorff_alpha", "shr"},
     # a design kind's registration: the estimands its configs refuse (refused_estimands); and the design field
     # 'coverage' (partial coverage: which outputs exist), a homonym of the metric-validation estimand
     "simdesign/core/designs.py": {"shr", "coverage"},
@@ -265,13 +264,13 @@ ALLOWED_MENTIONS = {
     "simdesign/api.py": {"spearman"},
     "simdesign/stats/metric_comparison.py": {"spearman"},
     "simdesign/stats/metric_correlation.py": {"spearman"},
-    "simdesign/simulation/metric_validation.py": {"spearman"},
-    "simdesign/simulation/panel_study.py": {"spearman"},
+    "simdesign/studies/metrics/metric_validation.py": {"spearman"},
+    "simdesign/studies/panels/panel_study.py": {"spearman"},
     # a metric's fields (MetricSpec.system_correlation, .summary_correlation), which its estimands estimate
     "simdesign/model/metric.py": {"system_correlation", "summary_correlation"},
-    "simdesign/simulation/metric_power.py": {"system_correlation"},
+    "simdesign/studies/metrics/metric_power.py": {"system_correlation"},
     # the coverage column of the pilot's parameter-recovery table
-    "simdesign/pilot/fit.py": {"coverage"},
+    "simdesign/realdata/fit.py": {"coverage"},
 }
 FOLDED_METHODS = {"lower", "upper", "strip", "casefold", "title", "capitalize"}
 

@@ -8,9 +8,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from simdesign.analyses import ANALYSES, register
-from simdesign.analyses.base import unregister
-from simdesign.analyses.base import AnalysisInfo
+from simdesign.significance import ANALYSES, register
+from simdesign.significance.base import unregister
+from simdesign.significance.base import AnalysisInfo
 from simdesign.core.designs import DESIGN_KINDS, BlockDesign, register_design_kind, unregister_design_kind
 from simdesign.core.errors import ConfigError
 from simdesign.core.estimands import ESTIMANDS, Estimand, register_estimand, unregister_estimand

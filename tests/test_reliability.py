@@ -9,13 +9,13 @@ from simdesign import BlockDesign, PoolDesign, load_model
 from simdesign.api import load_results
 from simdesign.cli import main
 from simdesign.outputs import write_outputs
-from simdesign.simulation.config import parse_config
-from simdesign.simulation.engine import plan_chunks, run_simulation
+from simdesign.studies.rates.config import parse_config
+from simdesign.studies.rates.engine import plan_chunks, run_simulation
 from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
 from simdesign.stats.reliability import (UndefinedReliability, krippendorff_alpha, n_distinct_splits, shr,
                                    split_half_reliability)
-from simdesign.simulation.store import ResultsStore
+from simdesign.studies.rates.store import ResultsStore
 
 
 def _frame(rows):

@@ -62,7 +62,7 @@ def test_a_sweep_says_to_replay_one_of_its_runs(tmp_path, capsys):
 def test_replay_save_writes_a_rank_trial_as_ranks_that_the_readers_take(tmp_path, capsys):
     # `replay --save` wrote every method's trial as scores (a Rank trial's reversed ranks under 'score'): it now
     # writes the method's own file form, which read_table reads back as that method (issue 40, item 7)
-    from simdesign.pilot.tables import read_table
+    from simdesign.tables.recognise import read_table
 
     config = {"name": "ranks", "model": {"preset": "coherence", "rank_model": "coherence"}, "method": "rank",
               "effect": "fitted", "tests": ["ttest_doc"], "trials": 2, "seed": 3,

@@ -7,7 +7,7 @@ from simdesign import api
 from simdesign.core.designs import OverlapDesign, design_from_mapping
 from simdesign.core.errors import ConfigError
 from simdesign.model import load_model
-from simdesign.simulation.config import parse_config
+from simdesign.studies.rates.config import parse_config
 from simdesign.stats.replication import (matching_accuracy, score_correlation, significance_decisions,
                                          significance_f1, trends)
 
@@ -233,7 +233,7 @@ def test_planner_runs_an_overlap_candidate(tmp_path):
 
 @pytest.mark.slow
 def test_replication_figure_draws_from_a_summary(tmp_path):
-    from simdesign.simulation.replication_plots import plot_replication, replication_table, trial_counts
+    from simdesign.studies.replication.replication_plots import plot_replication, replication_table, trial_counts
 
     config = _config(designs=[{**REPRO_HUM, "unique_docs_per_annotator": [2, 4]}], trials=3, replication=True)
     table = replication_table(api.simulate(config, jobs=1, progress=False).summary())
@@ -257,7 +257,7 @@ def test_replication_config_tests_hold_their_level_in_the_committed_type1_table(
     contrast kept for comparison really is liberal there."""
     from pathlib import Path
 
-    from simdesign.simulation.config import load_config
+    from simdesign.studies.rates.config import load_config
 
     root = Path(__file__).resolve().parents[1]
     config = load_config(root / "configs" / "replication.yaml")

@@ -8,7 +8,7 @@ from simdesign import api
 from simdesign.core.errors import ConfigError
 from simdesign.planning.plan_search import decide_plan
 from simdesign.planning.replication_plan import (ReplicationOutcomes, parse_replication_plan, trial_events)
-from simdesign.simulation.replication import ReplicationSettings, replication_trials
+from simdesign.studies.replication.replication import ReplicationSettings, replication_trials
 from simdesign.stats.replication import row_correlations, score_correlation, significance_f1
 
 ORIGINAL = {"kind": "overlap", "shared_docs": 3, "unique_docs_per_annotator": 4, "annotators": 3}

@@ -7,12 +7,12 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.multitest import multipletests
 
 from simdesign import api
-from simdesign.analyses import system_pairs
+from simdesign.significance import system_pairs
 from simdesign.core.errors import ConfigError
 from simdesign.model import load_model
-from simdesign.simulation.config import parse_config
-from simdesign.simulation.replication import (REPLICATION_PREFIX, ReplicationSettings, model_from_means,
-                                              replication_trials, chosen_pairs)
+from simdesign.studies.rates.config import parse_config
+from simdesign.studies.replication.replication import (REPLICATION_PREFIX, ReplicationSettings, model_from_means,
+                                                       replication_trials, chosen_pairs)
 from simdesign.stats.replication import adjusted_p_values, corrected_decisions, pairwise_kappa
 
 SMALL = {"kind": "overlap", "shared_docs": 3, "unique_docs_per_annotator": 4, "annotators": 3}

@@ -7,7 +7,7 @@ import pytest
 
 from simdesign import BlockDesign, PoolDesign, load_model
 from simdesign.core.errors import ConfigError
-from simdesign.pilot.resample import StudyTable, bin_by_time, capped_annotation_seconds, pearson, resample
+from simdesign.realdata.resample import StudyTable, bin_by_time, capped_annotation_seconds, pearson, resample
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +28,7 @@ def test_reproducible_from_seed(table):
 
 
 def test_schemes_take_what_they_say(table, monkeypatch):
-    import simdesign.pilot.resample as module
+    import simdesign.realdata.resample as module
 
     seen = []
     original = module._draw

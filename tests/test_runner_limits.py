@@ -18,8 +18,8 @@ import yaml
 from simdesign.cli import main
 from simdesign.runner.limits import MAX_TRIALS
 from simdesign.runner.workers import available_cores, local_jobs
-from simdesign.simulation.config import parse_config
-from simdesign.simulation.engine import Chunk, _design_chunks, iter_chunks
+from simdesign.studies.rates.config import parse_config
+from simdesign.studies.rates.engine import Chunk, _design_chunks, iter_chunks
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"name": "small", "model": "coherence", "effect": "zero",

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from simdesign.analyses.base import resolve_analysis
-from simdesign.analyses.classical import paired_randomisation, paired_ttest, unit_differences
+from simdesign.significance.base import resolve_analysis
+from simdesign.significance.classical import paired_randomisation, paired_ttest, unit_differences
 from simdesign.core.designs import BlockDesign
 from simdesign.core.judgements import Judgements
 from simdesign.model import load_model

@@ -6,9 +6,9 @@ import pytest
 
 from simdesign.core.errors import ConfigError
 from simdesign.core.fields import SHARED_FIELDS, field_problem
-from simdesign.simulation.config import parse_config
-from simdesign.simulation.metric_validation import parse_metric_config
-from simdesign.simulation.panel_study import parse_panel_study
+from simdesign.studies.rates.config import parse_config
+from simdesign.studies.metrics.metric_validation import parse_metric_config
+from simdesign.studies.panels.panel_study import parse_panel_study
 
 RATES = {"name": "r", "model": "coherence", "tests": ["ttest_doc"], "trials": 6,
          "designs": [{"kind": "block", "blocks": 6, "docs_per_block": 1, "annotators_per_block": 3}]}

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from simdesign.analyses.classical import randomisation_pvalues
+from simdesign.significance.classical import randomisation_pvalues
 from simdesign.stats.sign_flips import flip_exceedances, flipped_abs_sums, random_sign_bits
 
 SHAPES = [(1000, 300), (1000, 100), (999, 33), (7, 3), (3, 5), (5, 1), (1, 1), (2, 2)]
@@ -76,7 +76,7 @@ def test_flip_exceedances_count_as_the_plain_flips(scale, integer, shape):
 @pytest.mark.parametrize("n_systems, n_units", [(5, 300), (5, 100), (3, 7), (6, 40)])
 def test_flip_exceedances_with_pair_combination_counts_as_the_plain_flips(n_systems, n_units):
     # the pair differences of per-unit scores: every column follows from the pairs with system 0
-    from simdesign.analyses.classical import pair_combination_matrix, pair_contrast_matrix
+    from simdesign.significance.classical import pair_combination_matrix, pair_contrast_matrix
 
     data = np.random.default_rng([n_systems, n_units])
     for seed in range(4):

@@ -5,13 +5,13 @@ from scipy import stats
 
 from simdesign import BlockDesign, load_model
 from simdesign import clmm
-from simdesign.analyses import ANALYSES, system_pairs
+from simdesign.significance import ANALYSES, system_pairs
 from simdesign.clmm import small_sample
 from simdesign.clmm.layout import _Layout, _Objective
 from simdesign.clmm.optimise import HESSIAN_BOUNDARY
 from simdesign.clmm.prepare import _prepare
 from simdesign.core.errors import ConfigError
-from simdesign.simulation.config import parse_config
+from simdesign.studies.rates.config import parse_config
 
 
 def _study(blocks, docs_per_block, annotators_per_block=3, seed=1):
@@ -127,8 +127,8 @@ def test_containment_df_holds_alpha_with_three_and_six_crossed_annotators(tmp_pa
     """The option that holds its level on the Figure-4 grid (figures/small_sample_fig4_*.csv): at 3 and 6
     crossed annotators (1 and 2 blocks, 100 documents) its type I error may not exceed alpha by 4 MCSE.
     Wald z exceeds it there (about 0.16 and 0.09), so the test can fail."""
-    from simdesign.simulation.engine import run_simulation
-    from simdesign.simulation.summary import summarise
+    from simdesign.studies.rates.engine import run_simulation
+    from simdesign.studies.rates.summary import summarise
 
     raw = {"name": "small-sample", "model": "coherence", "effect": "zero", "trials": 300, "seed": 30,
            "designs": [{"kind": "block", "blocks": [1, 2], "docs_per_block": [100, 50], "annotators_per_block": 3}],
@@ -145,7 +145,7 @@ def test_containment_df_holds_alpha_with_three_and_six_crossed_annotators(tmp_pa
 def test_stores_from_before_df_are_accepted_only_by_the_z_test():
     """clmm_native's results stored before ``df`` existed are Wald z results, while the default is now
     'design' (AnalysisInfo.former_defaults): a test may resume them only with df z."""
-    from simdesign.simulation.config import parse_analyses, stable_digest
+    from simdesign.studies.rates.config import parse_analyses, stable_digest
 
     def spec(**options):
         errors = []
@@ -163,7 +163,7 @@ def test_stores_from_before_df_are_accepted_only_by_the_z_test():
 
 
 def test_verbose_prints_the_df_and_the_stored_p_values():
-    from simdesign.analyses.mixed_native import clmm_native_verbose
+    from simdesign.significance.mixed_native import clmm_native_verbose
 
     study = _study(2, 5, seed=5)
     result = ANALYSES["clmm_native"].function(study, None, structure="paper")  # the default: df design

@@ -6,11 +6,11 @@ from scipy import stats
 
 from simdesign import BlockDesign, load_model
 from simdesign import clmm
-from simdesign.analyses import ANALYSES
+from simdesign.significance import ANALYSES
 from simdesign.clmm import refits
 from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
-from simdesign.simulation.config import parse_config
+from simdesign.studies.rates.config import parse_config
 
 
 def _study(blocks, docs_per_block, annotators_per_block=3, seed=1, model="coherence"):
@@ -19,7 +19,7 @@ def _study(blocks, docs_per_block, annotators_per_block=3, seed=1, model="cohere
 
 
 def test_the_refit_tests_are_the_registry_values():
-    from simdesign.analyses.mixed_native import TESTS
+    from simdesign.significance.mixed_native import TESTS
 
     assert TESTS == ("wald",) + refits.REFIT_TESTS
 
@@ -117,7 +117,7 @@ def test_bad_refit_options_are_refused(option, value, allowed):
 
 
 def test_analyse_reads_the_refit_tests_from_text():
-    from simdesign.pilot.analyse import parse_test_text
+    from simdesign.realdata.analyse import parse_test_text
 
     assert parse_test_text("clmm_native[bootstrap,resamples=99]") == {
         "name": "clmm_native", "test": "bootstrap", "resamples": 99}
@@ -127,7 +127,7 @@ def test_analyse_reads_the_refit_tests_from_text():
 
 # ------------------------------------------------------------------ Kenward-Roger (R)
 def _require_kr():
-    from simdesign.analyses.rsession import kenward_roger_available
+    from simdesign.significance.rsession import kenward_roger_available
 
     ok, message = kenward_roger_available()
     if not ok:
@@ -153,7 +153,7 @@ def test_kenward_roger_is_close_to_satterthwaite_on_a_nearly_balanced_intercepts
 @pytest.mark.slow
 def test_kenward_roger_df_of_the_maximal_model_are_finite_with_the_same_estimates():
     _require_kr()
-    from simdesign.analyses.mixed_r import _fit_lmer
+    from simdesign.significance.mixed_r import _fit_lmer
 
     study = _study(2, 4, seed=2)
     satterthwaite = _fit_lmer(study, "maximal")
@@ -175,8 +175,8 @@ def test_kenward_roger_covariance_and_df_equal_pbkrtests_own(blocks, docs_per_bl
     _require_kr()
     import rpy2.robjects as robjects
 
-    from simdesign.analyses.mixed_r import _pair_contrast_rows, formula_for
-    from simdesign.analyses.rsession import session
+    from simdesign.significance.mixed_r import _pair_contrast_rows, formula_for
+    from simdesign.significance.rsession import session
 
     study = _study(blocks, docs_per_block, annotators_per_block, seed=5)
     r = session()
@@ -201,7 +201,7 @@ def test_kenward_roger_covariance_and_df_equal_pbkrtests_own(blocks, docs_per_bl
 
 
 def test_kenward_roger_without_pbkrtest_names_the_package(monkeypatch):
-    from simdesign.analyses import rsession
+    from simdesign.significance import rsession
 
     monkeypatch.setattr(rsession, "kenward_roger_available", lambda: (False, "needs the R package pbkrtest"))
     result = ANALYSES["lmer"].function(_study(1, 4), None, structure="intercepts", df="kr")

@@ -200,7 +200,7 @@ def test_a_damaged_manifest_is_named(tmp_path, capsys, content):
 
 
 def metric_config(**changes):
-    from simdesign.simulation.metric_validation import parse_metric_config
+    from simdesign.studies.metrics.metric_validation import parse_metric_config
 
     raw = {"name": "mv", "model": "coherence", "population": {"kind": "normal"},
            "metric": {"summary_correlation": 0.5, "system_correlation": 0.8}, "systems": [5], "documents": [10],
@@ -209,7 +209,7 @@ def metric_config(**changes):
 
 
 def panel_config(**changes):
-    from simdesign.simulation.panel_study import parse_panel_study
+    from simdesign.studies.panels.panel_study import parse_panel_study
 
     raw = {"name": "ps", "model": "coherence", "docs": 4, "trials": 4, "subsamples": 2, "bootstrap": 20, "seed": 3,
            "chunk_size": 2, "panels": {"expert": {"annotators": 2, "judge": "all"},
@@ -218,13 +218,13 @@ def panel_config(**changes):
 
 
 def run_metric(config, out):
-    from simdesign.simulation.metric_validation import run_metric_validation
+    from simdesign.studies.metrics.metric_validation import run_metric_validation
 
     return run_metric_validation(config, out)
 
 
 def run_panels(config, out):
-    from simdesign.simulation.panel_study import run_panel_study
+    from simdesign.studies.panels.panel_study import run_panel_study
 
     return run_panel_study(config, out)
 

@@ -11,7 +11,7 @@ import yaml
 from simdesign.cli import main
 from simdesign.core.errors import ConfigError
 import plugin_study_kind  # noqa: F401 -- registers the coin-flips kind (a plug-in)
-from simdesign.simulation.study_kinds import study_kind
+from simdesign.studies.kinds import study_kind
 
 ROOT = Path(__file__).resolve().parents[1]
 PANEL = {"name": "ps", "model": "coherence", "docs": 4, "trials": 4, "subsamples": 2, "bootstrap": 20, "seed": 3,

@@ -82,7 +82,7 @@ def test_a_duplicated_yaml_key_is_an_error_in_every_reader(tmp_path):
         load_yaml("designs:\n  - {kind: block, blocks: 2, blocks: 3}\n")
     assert load_yaml("base: &b {x: 1, y: 2}\nother:\n  <<: *b\n  x: 3\n")["other"] == {"x": 3, "y": 2}
     from simdesign.model import load_model
-    from simdesign.simulation.config import load_config
+    from simdesign.studies.rates.config import load_config
     model = tmp_path / "model.yaml"
     model.write_text("name: m\nscale: [1, 2]\nname: n\n")
     with pytest.raises(ConfigError, match="the key 'name' is given twice"):

@@ -3,8 +3,9 @@ import pandas as pd
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from simdesign.simulation.config import parse_config
-from simdesign.simulation.summary import rate_from_shares, ratio_rate, share_rate, summarise, wilson_from_mcse, wilson_interval
+from simdesign.studies.rates.config import parse_config
+from simdesign.studies.rates.summary import (rate_from_shares, ratio_rate, share_rate, summarise, wilson_from_mcse,
+                                             wilson_interval)
 
 
 def test_rate_and_trial_level_mcse():
@@ -161,7 +162,7 @@ def test_size_adjusted_power_is_power_at_the_null_runs_critical_value():
     """By hand: c = the 31st smallest of 600 null p-values (alpha 0.05), power = share of right-direction
     effect p-values below c; a monotone distortion of the p-values (a liberal test, p -> p^2) changes raw
     power but not the size-adjusted one, and a failed test is never a rejection."""
-    from simdesign.simulation.summary import size_adjusted_power
+    from simdesign.studies.rates.summary import size_adjusted_power
 
     rng = np.random.default_rng(12)
     null_p = rng.uniform(size=(200, 3))

@@ -2,11 +2,11 @@
 import pandas as pd
 import pytest
 
-from simdesign.simulation.sweep import draw_sweep
+from simdesign.studies.sweep import draw_sweep
 
 
 def test_an_effect_sweep_of_a_replication_draws_against_the_effect_multiple(tmp_path, monkeypatch):
-    import simdesign.simulation.sweep as sweep
+    import simdesign.studies.sweep as sweep
 
     raw = {"name": "effects", "model": "coherence", "sweep": {"effect": ["zero", 0.25, 1]}}
     rows = [{"design": "d", "test": "ttest_doc", "estimand": "power", "effect": label, "rate": rate,
@@ -62,7 +62,7 @@ def test_power_of_a_test_its_null_run_shows_liberal_is_marked_in_the_summary(tmp
     4); with one annotator per block of 3 documents they hold (about 0.05), and their rows are left alone."""
     import yaml
 
-    from simdesign.simulation.sweep import LEVEL_NOTE, run_sweep
+    from simdesign.studies.sweep import LEVEL_NOTE, run_sweep
     from simdesign.stats.montecarlo import level_verdict
 
     raw = {"name": "level", "model": "coherence", "tests": ["ttest", "ttest_doc"], "trials": 200, "seed": 4,

@@ -14,12 +14,12 @@ import yaml
 from scipy import stats
 
 import simdesign
-from simdesign.analyses.document_tests import swap_pvalues
-from simdesign.analyses.partial_pairs import PARTIAL_TESTS, partial_pair_pvalues, unpaired_swap_pvalues
+from simdesign.significance.document_tests import swap_pvalues
+from simdesign.significance.partial_pairs import PARTIAL_TESTS, partial_pair_pvalues, unpaired_swap_pvalues
 from simdesign.cli import main
 from simdesign.core.errors import ConfigError
 from simdesign.core.threads import single_threaded
-from simdesign.simulation.tac_study import parse_tac_config, simulate_year, trial_counts
+from simdesign.studies.tac.tac_study import parse_tac_config, simulate_year, trial_counts
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"study": "tac", "name": "tac-small", "documents": 12, "machines": {"count": 5, "missing": 0.2},

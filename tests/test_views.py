@@ -7,9 +7,9 @@ import pytest
 from matplotlib.lines import Line2D
 
 import simdesign
-from simdesign.simulation.config import FigureSpec, load_config
-from simdesign.simulation.plots import design_series, draw_summary
-from simdesign.simulation.views import significant, wide_table
+from simdesign.studies.rates.config import FigureSpec, load_config
+from simdesign.studies.rates.plots import design_series, draw_summary
+from simdesign.studies.rates.views import significant, wide_table
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +192,7 @@ def test_the_papers_series_stay_lines(path, series):
 def test_analysed_study_table_is_in_rank_order_unless_an_order_is_given():
     from simdesign.core.designs import BlockDesign
     from simdesign.model import load_model
-    from simdesign.pilot.analyse import analyse
+    from simdesign.realdata.analyse import analyse
 
     frame = load_model("coherence").sample(BlockDesign(12, 3, 2), np.random.default_rng(5)).to_frame()
     frame = frame.drop(columns="block")
@@ -275,7 +275,7 @@ def test_a_cell_whose_every_test_failed_is_not_drawn_or_joined(one_block):
 
 
 def test_some_failed_tests_are_counted_in_the_cell():
-    from simdesign.simulation.views import cell_texts
+    from simdesign.studies.rates.views import cell_texts
 
     rows = pd.DataFrame({"test": ["t", "t"], "estimand": ["type1", "type1"], "rate": [0.05, 0.0],
                          "ci_low": [0.04, 0.0], "ci_high": [0.06, 0.1], "n_failed": [3, 20],

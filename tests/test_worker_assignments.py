@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 from simdesign import ConfigError, PoolDesign
-from simdesign.simulation.config import parse_config
-from simdesign.simulation.engine import run_simulation
-from simdesign.simulation.summary import summarise
+from simdesign.studies.rates.config import parse_config
+from simdesign.studies.rates.engine import run_simulation
+from simdesign.studies.rates.summary import summarise
 
 
 def test_46_workers_judging_about_26_items_with_3_workers_each():

@@ -6,7 +6,7 @@ the analysis that a chunk carries, or when a config names it as ``user_analysis_
 import numpy as np
 from scipy import stats
 
-from simdesign.analyses import ANALYSES, AnalysisInfo, PairwiseResult, register, system_pairs
+from simdesign.significance import ANALYSES, AnalysisInfo, PairwiseResult, register, system_pairs
 
 
 def sign_test(judgements, rng, **options):

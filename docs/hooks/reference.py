@@ -80,7 +80,9 @@ def _key_table(title: str, keys, defaults: dict, note: str = "") -> list[str]:
 def config_reference() -> str:
     """The keys each kind of config accepts, read from the tables its validator checks against."""
     from simdesign.planning import planner
-    from simdesign.simulation import config, metric_validation, panel_study
+    from simdesign.studies.rates import config
+    from simdesign.studies.metrics import metric_validation
+    from simdesign.studies.panels import panel_study
 
     lines = []
     lines += _key_table("Simulation configs (`simdesign run`: rates and replications)", config.TOP_LEVEL_KEYS,
@@ -97,9 +99,9 @@ def config_reference() -> str:
 
 def estimand_reference() -> str:
     """Every registered estimand (simdesign.core.estimands), with its study kinds, unit and plot label."""
-    import simdesign.simulation.metric_validation  # noqa: F401 -- each study kind's module registers its estimands
-    import simdesign.simulation.panel_summary  # noqa: F401
-    import simdesign.simulation.sweep  # noqa: F401
+    import simdesign.studies.metrics.metric_validation  # noqa: F401 -- each study kind's module registers its estimands
+    import simdesign.studies.panels.panel_summary  # noqa: F401
+    import simdesign.studies.sweep  # noqa: F401
     from simdesign.core.estimands import ESTIMANDS
 
     lines = ["| estimand | study kinds | unit | figure label | what it is |", "|---|---|---|---|---|"]

@@ -2,10 +2,10 @@
 judge-plus-human table (an LLM judge's scores beside human scores, analysed by prediction-powered inference).
 
 Registered in :mod:`simdesign.cli` by :func:`add_parser`; the work is done by
-:func:`simdesign.pilot.analyse.analyse`, or for a judge-plus-human table (recognised by its ``judge`` and
-``human`` columns, :func:`simdesign.pilot.judge_table.is_judge_table`) by
-:func:`simdesign.pilot.judge_analysis.analyse_judge_table`. Pairwise preferences and Arena battle logs go to their
-method's analysis (:func:`simdesign.pilot.pairwise_analysis.analyse_pairwise`) through ``analyse``.
+:func:`simdesign.realdata.analyse.analyse`, or for a judge-plus-human table (recognised by its ``judge`` and
+``human`` columns, :func:`simdesign.tables.judge.is_judge_table`) by
+:func:`simdesign.realdata.judge_analysis.analyse_judge_table`. Pairwise preferences and Arena battle logs go to their
+method's analysis (:func:`simdesign.realdata.pairwise_analysis.analyse_pairwise`) through ``analyse``.
 """
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ JUDGE_OUTPUTS = ("judge_analysis.csv", "judge_estimates.csv", "judge_analysis.md
 
 def add_parser(subparsers) -> None:
     """Add the ``analyse`` subcommand to the CLI's subparsers."""
-    from simdesign.analyses.mixed_native import STARTS
+    from simdesign.significance.mixed_native import STARTS
     from simdesign.cli.options import method_option
-    from simdesign.pilot.analyse import ADJUST_CHOICES, DEFAULT_BOOTSTRAP, DEFAULT_STARTS
+    from simdesign.realdata.analyse import ADJUST_CHOICES, DEFAULT_BOOTSTRAP, DEFAULT_STARTS
 
     parser = subparsers.add_parser(
         "analyse", help="analyse a real study (Likert or Rank): means with 95%% intervals, pairwise tests, "
@@ -75,14 +75,14 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     """Run ``simdesign analyse``; bad input raises ConfigError (exit code 2 in :func:`simdesign.cli.main`)."""
     from simdesign.core.errors import ConfigError
-    from simdesign.pilot.analyse import analyse
-    from simdesign.pilot.fit import parse_scale
-    from simdesign.pilot.tables import parse_columns_any
+    from simdesign.realdata.analyse import analyse
+    from simdesign.tables.judgements import parse_scale
+    from simdesign.tables.recognise import parse_columns_any
 
-    from simdesign.pilot.analyse import split_tests
-    from simdesign.pilot.judge_table import source_is_judge_table
+    from simdesign.realdata.analyse import split_tests
+    from simdesign.tables.judge import source_is_judge_table
 
-    from simdesign.pilot.judge_pairwise import source_is_judge_pairwise
+    from simdesign.realdata.judge_pairwise import source_is_judge_pairwise
 
     if source_is_judge_pairwise(args.judgements, args.columns):  # a judge_preferred column beside 'preferred'
         return run_method_analysis(args)  # analyse() dispatches it
@@ -120,8 +120,8 @@ def run(args) -> int:
 def run_judge_table(args) -> int:
     """``simdesign analyse`` on a judge-plus-human table: the report printed, the outputs written with --out
     (nothing is written when the table or an option is refused)."""
-    from simdesign.pilot.analyse import DEFAULT_STARTS
-    from simdesign.pilot.judge_analysis import analyse_judge_table, refuse_other_options
+    from simdesign.realdata.analyse import DEFAULT_STARTS
+    from simdesign.realdata.judge_analysis import analyse_judge_table, refuse_other_options
 
     refuse_other_options(**{"--method": args.method is not None, "--tests": args.tests != "clmm_native",
                             "--structure": args.structure != "paper", "--starts": args.starts != DEFAULT_STARTS,
@@ -139,7 +139,7 @@ def run_judge_table(args) -> int:
 def _analysed_by_its_method(args) -> bool:
     """Whether the table's method analyses its tables itself (an 'analyse' step: pairwise preferences)."""
     from simdesign.core.errors import ConfigError
-    from simdesign.pilot.tables import parse_columns_any, source_method
+    from simdesign.tables.recognise import parse_columns_any, source_method
 
     try:
         columns = parse_columns_any(args.columns)
@@ -153,9 +153,9 @@ def run_method_analysis(args) -> int:
     """``simdesign analyse`` on a table of pairwise preferences or a battle log: the report printed, the outputs
     written with --out (nothing is written when the table or an option is refused)."""
     from simdesign.core.errors import ConfigError
-    from simdesign.pilot.analyse import analyse, split_tests
-    from simdesign.pilot.fit import parse_scale
-    from simdesign.pilot.tables import parse_columns_any
+    from simdesign.realdata.analyse import analyse, split_tests
+    from simdesign.tables.judgements import parse_scale
+    from simdesign.tables.recognise import parse_columns_any
 
     tests = split_tests(args.tests)
     if not tests:

@@ -1,7 +1,7 @@
 """``simdesign analyse-metrics TABLE.csv``: automatic metrics against human scores on real data.
 
 Registered in :mod:`simdesign.cli` by :func:`add_parser`; the work is done by
-:func:`simdesign.pilot.metric_analysis.analyse_metrics`.
+:func:`simdesign.realdata.metric_analysis.analyse_metrics`.
 """
 from __future__ import annotations
 

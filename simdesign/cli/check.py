@@ -11,7 +11,7 @@ from simdesign.cli.fit import read_judgements_args, run_check_command
 
 
 def cmd_check(args) -> int:
-    from simdesign.pilot.tables import table_method
+    from simdesign.tables.recognise import table_method
 
     method = table_method(args)
     model = load_model(args.model)
@@ -30,7 +30,7 @@ def cmd_check(args) -> int:
 def _method_check(args, method, model) -> int:
     """``simdesign check`` of a method with a ``check`` step and no command of its own: its table read by its own
     reader, its check run, the table written as check.csv (the command called only Likert's check before)."""
-    from simdesign.pilot.tables import read_table_args
+    from simdesign.tables.recognise import read_table_args
 
     frame, _ = read_table_args(args)
     table, simulated = method.step("check")(model, frame, trials=args.trials, seed=args.seed)

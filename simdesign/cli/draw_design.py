@@ -1,7 +1,7 @@
 """``simdesign draw-design``: a picture of who judges what (annotators x documents, blocks shaded).
 
 Registered in :mod:`simdesign.cli` by :func:`add_parser`; the drawing is
-:func:`simdesign.simulation.design_picture.write_design_picture`. A design is given as in a config's
+:func:`simdesign.studies.design_picture.write_design_picture`. A design is given as in a config's
 ``designs:`` entry (``--design '{kind: block, blocks: 4, docs_per_block: 5, annotators_per_block: 3}'``,
 list-valued fields zipped into several designs) or with flags (``--kind block --blocks 4 ...``), and is
 checked by the config's own rules, so a bad one gets the message ``simdesign run`` gives.
@@ -67,8 +67,8 @@ def design_mappings(args) -> list:
 
 def cmd_draw_design(args) -> int:
     from simdesign.runner.limits import study_size_problems
-    from simdesign.simulation.config import parse_designs
-    from simdesign.simulation.design_picture import check_picture_path, write_design_picture
+    from simdesign.studies.rates.config import parse_designs
+    from simdesign.studies.design_picture import check_picture_path, write_design_picture
 
     if args.systems < 1:
         raise ConfigError(f"The '--systems' option must be a positive integer; got {args.systems}")

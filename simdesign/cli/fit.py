@@ -13,18 +13,19 @@ from simdesign.cli.options import judgements_options, method_option
 
 def read_judgements_args(args):
     # One reader and one validator for fit, check and reliability: a table one refuses, all refuse.
-    from simdesign.pilot.fit import parse_columns, parse_scale
+    from simdesign.tables.judgements import parse_columns, parse_scale
 
     scale = parse_scale(args.scale) if args.scale else None
     return api.read_judgements_table(args.judgements, parse_columns(args.columns), scale)
 
 
 def cmd_fit(args) -> int:
-    from simdesign.pilot.fit import FitError, file_sha256, write_model
-    from simdesign.pilot.tables import table_method
+    from simdesign.realdata.fit import FitError, write_model
+    from simdesign.tables.judgements import file_sha256
+    from simdesign.tables.recognise import table_method
 
-    from simdesign.pilot.judge_pairwise import source_is_judge_pairwise
-    from simdesign.pilot.judge_table import source_is_judge_table
+    from simdesign.realdata.judge_pairwise import source_is_judge_pairwise
+    from simdesign.tables.judge import source_is_judge_table
 
     if source_is_judge_pairwise(args.judgements, args.columns):  # pairwise judge verdicts beside human ones
         from simdesign.cli.fit_judge import fit_pairwise
@@ -98,7 +99,7 @@ def run_check_command(model, frame, out_dir, trials: int, seed: int) -> None:
 def fit_option_problems(args) -> list[str]:
     """``fit``'s own options: a model name that is a file name, a model file name load_model reads back, a check
     that can run, a bootstrap that can."""
-    from simdesign.pilot.fit import model_file_problem
+    from simdesign.realdata.fit import model_file_problem
 
     problems = []
     if args.name is not None and (not args.name.strip() or any(c in args.name for c in "/\\")

@@ -1,7 +1,7 @@
 """``simdesign fit-crowd TABLE.csv``: fit the worker-level crowd model to a real crowd pilot table.
 
 Registered in :mod:`simdesign.cli` by :func:`add_parser`; the work is done by
-:func:`simdesign.pilot.crowd_fit.fit_crowd_pilot`.
+:func:`simdesign.realdata.crowd_fit.fit_crowd_pilot`.
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     """Run ``simdesign fit-crowd``; bad input raises DataError/ConfigError (exit 2 in :func:`simdesign.cli.main`)."""
-    from simdesign.pilot.crowd_fit import fit_crowd_pilot, read_crowd_pilot
-    from simdesign.pilot.fit import parse_scale
+    from simdesign.realdata.crowd_fit import fit_crowd_pilot, read_crowd_pilot
+    from simdesign.tables.judgements import parse_scale
 
     scale = parse_scale(args.scale)
     fit = fit_crowd_pilot(read_crowd_pilot(args.table, scale), scale)

@@ -1,12 +1,12 @@
 """``simdesign fit TABLE --likert-model M --out judge.yaml`` on a judge-plus-human table (scores or pairwise verdicts).
 
-Fits the judge (:mod:`simdesign.pilot.judge_fit`) against the humans' Likert model M and writes a judge file: a
+Fits the judge (:mod:`simdesign.realdata.judge_fit`) against the humans' Likert model M and writes a judge file: a
 mapping of the judge model's fields (``name, scale, levels, correlation, bias, assumes``) that
 :func:`simdesign.model.judge.parse_judge` reads (``parse_judge(load_yaml(path), model)``, or pasted as a
 config's ``judge``), with the fit's full record (thresholds, location and spread, bootstrap SEs) in its header
 comments and under ``assumes``. ``--check`` then runs the judge's predictive check (``check.csv``, ``check.png``).
-A table of pairwise verdicts (a ``judge_preferred`` column, :mod:`simdesign.pilot.judge_pairwise`) fits a
-pairwise judge (:mod:`simdesign.pilot.judge_pairwise_fit`: correlation, position bias, tie band, biases).
+A table of pairwise verdicts (a ``judge_preferred`` column, :mod:`simdesign.realdata.judge_pairwise`) fits a
+pairwise judge (:mod:`simdesign.realdata.judge_pairwise_fit`: correlation, position bias, tie band, biases).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _numbers(values) -> str:
 
 def judge_file_text(fit, source: str, likert_name: str, name: str, seed: int) -> str:
     """The judge file (module docstring) for a fitted judge."""
-    from simdesign.pilot.judge_fit import CONTINUOUS, ORDINAL
+    from simdesign.realdata.judge_fit import CONTINUOUS, ORDINAL
 
     se = fit.se
     record = (f"fitted by 'simdesign fit {source} --likert-model {likert_name}': correlation {fit.correlation:.3f}"
@@ -45,15 +45,15 @@ def judge_file_text(fit, source: str, likert_name: str, name: str, seed: int) ->
     if fit.scale == ORDINAL:
         data["levels"] = len(fit.levels)
         data["thresholds"] = [round(float(v), 6) for v in fit.thresholds]
-    header = ("A judge fitted from a judge-plus-human table (simdesign.pilot.judge_fit); load with "
+    header = ("A judge fitted from a judge-plus-human table (simdesign.realdata.judge_fit); load with "
               "simdesign.model.judge.parse_judge(load_yaml(path), model) or paste as a config's 'judge'.\n" + record)
     return "".join(f"# {line}\n" for line in header.splitlines()) + yaml.safe_dump(data, sort_keys=False, width=110)
 
 
 def fit(args) -> int:
     """``simdesign fit TABLE --likert-model M --out judge.yaml [--check]``."""
-    from simdesign.pilot.judge_fit import fit_judge, judge_check
-    from simdesign.pilot.judge_table import check_judge_table, read_judge_table
+    from simdesign.realdata.judge_fit import fit_judge, judge_check
+    from simdesign.tables.judge import check_judge_table, read_judge_table
 
     likert = _likert_model(args)
     table, info = check_judge_table(read_judge_table(args.judgements, args.columns), systems=list(likert.systems))
@@ -70,7 +70,7 @@ def fit(args) -> int:
           f"bias " + ", ".join(f"{s}={b:+.3f}" for s, b in result.bias.items()))
     print(f"wrote {path}")
     if args.check:
-        from simdesign.pilot.check import check_title, write_check
+        from simdesign.realdata.check import check_title, write_check
 
         out_dir = Path(args.check_out) if args.check_out else Path(args.out).parent  # as fit --check
         checked, simulated = judge_check(likert, result, table, trials=args.check_trials, seed=args.seed)
@@ -96,7 +96,7 @@ def _likert_model(args):
 
 def pairwise_judge_file_text(fit, source: str, likert_name: str, name: str, seed: int) -> str:
     """The judge file for a fitted pairwise judge (its fields, the fit's record in comments and ``assumes``)."""
-    from simdesign.pilot.judge_pairwise_fit import position_bias_test
+    from simdesign.realdata.judge_pairwise_fit import position_bias_test
 
     se = fit.se
     record = (f"fitted by 'simdesign fit {source} --likert-model {likert_name}': correlation {fit.correlation:.3f} "
@@ -105,7 +105,7 @@ def pairwise_judge_file_text(fit, source: str, likert_name: str, name: str, seed
               f"{fit.tie_band:.3f} (SE {se.get('tie_band', float('nan')):.3f}), biases centred over the systems (SE "
               f"{_numbers(se.get('bias', {}).values())}); SEs from {se.get('resamples', 0)} bootstrap resamples of "
               f"the documents (seed {seed})" + "".join(f"; {note}" for note in fit.notes))
-    header = ("A pairwise judge fitted from a table of judge and human verdicts (simdesign.pilot.judge_pairwise_fit); "
+    header = ("A pairwise judge fitted from a table of judge and human verdicts (simdesign.realdata.judge_pairwise_fit); "
               "load with simdesign.model.judge.parse_judge(load_yaml(path), model) or paste as a config's 'judge'.\n"
               + record)
     data = fit.judge_config(name, record)
@@ -114,8 +114,8 @@ def pairwise_judge_file_text(fit, source: str, likert_name: str, name: str, seed
 
 def fit_pairwise(args) -> int:
     """``simdesign fit VERDICTS --likert-model M --out judge.yaml [--check]`` on a table of pairwise verdicts."""
-    from simdesign.pilot.judge_pairwise import read_judge_pairwise
-    from simdesign.pilot.judge_pairwise_fit import fit_pairwise_judge, pairwise_judge_check
+    from simdesign.realdata.judge_pairwise import read_judge_pairwise
+    from simdesign.realdata.judge_pairwise_fit import fit_pairwise_judge, pairwise_judge_check
 
     likert = _likert_model(args)
     table = read_judge_pairwise(args.judgements)
@@ -132,7 +132,7 @@ def fit_pairwise(args) -> int:
         print(f"note: {note}")
     print(f"wrote {path}")
     if args.check:
-        from simdesign.pilot.check import check_title, write_check
+        from simdesign.realdata.check import check_title, write_check
 
         out_dir = Path(args.check_out) if args.check_out else Path(args.out).parent
         checked, simulated = pairwise_judge_check(likert, result, table, trials=args.check_trials, seed=args.seed)

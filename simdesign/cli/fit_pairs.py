@@ -3,8 +3,8 @@
 The pairwise method's ``cli_fit`` and ``cli_check`` steps: :mod:`simdesign.cli` calls them when the table is a
 pairwise table (a ``preferred`` column), an Arena battle log (a ``winner`` column) or ``--method`` names the
 method. ``fit PAIRS --likert-model L --out M.yaml`` writes the Likert model L with the fitted pairwise parameters
-(noise, tie band, position bias: :mod:`simdesign.pilot.pairwise_fit`) as its ``preferences``;
-``check M PAIRS`` runs the predictive check of M's pairwise judgements (:mod:`simdesign.pilot.pairwise_check`).
+(noise, tie band, position bias: :mod:`simdesign.realdata.pairwise_fit`) as its ``preferences``;
+``check M PAIRS`` runs the predictive check of M's pairwise judgements (:mod:`simdesign.realdata.pairwise_check`).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from simdesign.model import OrdinalMixedModel, load_model
 
 
 def _read(args) -> pd.DataFrame:
-    from simdesign.pilot.tables import describe, read_table_args
+    from simdesign.tables.recognise import describe, read_table_args
 
     frame, info = read_table_args(args)
     if info["method"] != PAIRWISE.name:
@@ -33,8 +33,9 @@ def _read(args) -> pd.DataFrame:
 
 def fit(args) -> int:
     """``simdesign fit PAIRS --likert-model L --out M.yaml``."""
-    from simdesign.pilot.fit import file_sha256, model_file_text
-    from simdesign.pilot.pairwise_fit import fit_pairwise, with_preferences
+    from simdesign.tables.judgements import file_sha256
+    from simdesign.realdata.fit import model_file_text
+    from simdesign.realdata.pairwise_fit import fit_pairwise, with_preferences
 
     if not args.likert_model:
         raise ConfigError("A pairwise table fits the pairwise parameters (noise, tie band, position bias) of a Likert "
@@ -82,7 +83,7 @@ def check(args) -> int:
 
 
 def _run_check(model, frame: pd.DataFrame, out_dir, trials: int, seed: int) -> None:
-    from simdesign.pilot.pairwise_check import run_pairwise_check
+    from simdesign.realdata.pairwise_check import run_pairwise_check
 
     table, paths = run_pairwise_check(model, frame, out_dir, trials=trials, seed=seed)
     outside = table[~table["inside"]]

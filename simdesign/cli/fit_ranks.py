@@ -3,9 +3,9 @@
 The Rank method's ``cli_fit`` and ``cli_check`` steps (:mod:`simdesign.methods.rank`): :mod:`simdesign.cli`
 calls them when the table is a Rank table (a ``rank`` column, or ``--method rank``) or the checked model
 generates only rankings. ``fit`` writes a ``kind: rank_only`` model (the
-rank-ordered logit with random slopes, :mod:`simdesign.pilot.rank_fit`) or, with
+rank-ordered logit with random slopes, :mod:`simdesign.realdata.rank_fit`) or, with
 ``--likert-model M``, the Likert model M with the fitted ``rank_noise`` (a joint model,
-:mod:`simdesign.pilot.rank_noise`).
+:mod:`simdesign.realdata.rank_noise`).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from simdesign.model import OrdinalMixedModel, RankOnlyModel, load_model
 
 def _read(args) -> tuple[pd.DataFrame, dict]:
     from simdesign.methods.rank import RANK
-    from simdesign.pilot.tables import describe, read_table_args
+    from simdesign.tables.recognise import describe, read_table_args
 
     frame, info = read_table_args(args)
     if info["method"] != RANK.name:
@@ -36,7 +36,7 @@ def _read(args) -> tuple[pd.DataFrame, dict]:
 
 
 def _write(model, path, header: str) -> Path:
-    from simdesign.pilot.fit import model_file_text
+    from simdesign.realdata.fit import model_file_text
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -46,7 +46,7 @@ def _write(model, path, header: str) -> Path:
 
 def fit(args) -> int:
     """``simdesign fit RANKS.csv --out M.yaml [--likert-model L.yaml]``."""
-    from simdesign.pilot.fit import file_sha256
+    from simdesign.tables.judgements import file_sha256
 
     if args.structure not in ("auto", "paper", "maximal"):
         raise ConfigError(f"--structure {args.structure} does not apply to ranks: random intercepts cancel within a "
@@ -67,7 +67,7 @@ def fit(args) -> int:
 
 
 def _fit_rank_noise(args, frame, source: dict, name: str) -> OrdinalMixedModel:
-    from simdesign.pilot.rank_noise import fit_rank_noise
+    from simdesign.realdata.rank_noise import fit_rank_noise
 
     likert = load_model(args.likert_model)
     if not isinstance(likert, OrdinalMixedModel):
@@ -90,7 +90,7 @@ def _fit_rank_noise(args, frame, source: dict, name: str) -> OrdinalMixedModel:
 
 
 def _fit_rank_only(args, frame, source: dict, name: str) -> RankOnlyModel | None:
-    from simdesign.pilot.rank_fit import RankFitError, fit_rank_only
+    from simdesign.realdata.rank_fit import RankFitError, fit_rank_only
 
     try:
         result = fit_rank_only(frame, reference=args.reference, name=name, source=source)
@@ -123,7 +123,7 @@ def check(args) -> int:
 
 
 def run_check(model, frame: pd.DataFrame, out_dir, trials: int, seed: int) -> None:
-    from simdesign.pilot.rank_check import run_rank_check
+    from simdesign.realdata.rank_check import run_rank_check
 
     table, paths = run_rank_check(model, frame, out_dir, trials=trials, seed=seed)
     outside = table[~table["inside"]]

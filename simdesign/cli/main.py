@@ -78,7 +78,7 @@ DEPENDENT_OPTIONS = (
 def tests_take(tests: str, option: str) -> bool:
     """Whether any of the comma-separated registered tests has ``option`` (unknown names: assumed so, the
     command itself names them)."""
-    from simdesign.analyses import ANALYSES
+    from simdesign.significance import ANALYSES
 
     names = [name.strip() for name in tests.split(",") if name.strip()]
     return any(name not in ANALYSES or option in ANALYSES[name].options for name in names)

@@ -23,8 +23,8 @@ def add_parser(subparsers) -> None:
 
 def cmd_metric_validation(args) -> int:
     """``simdesign metric-validation CONFIG``: run, write trials.csv, summary.csv and the coverage figure."""
-    from simdesign.simulation.metric_validation import (load_metric_config, plot_coverage, run_metric_validation,
-                                                        summarise_metric_validation)
+    from simdesign.studies.metrics.metric_validation import (load_metric_config, plot_coverage, run_metric_validation,
+                                                             summarise_metric_validation)
 
     warn_if_deprecated(args, "metric-validation")
     check_study_arguments(args)

@@ -1,7 +1,7 @@
 """Options several commands share: where chunks run (``--backend`` ...) and how a judgement table is read."""
 from __future__ import annotations
 
-from simdesign.simulation.backends import BACKENDS, DEFAULT_RETRIES
+from simdesign.studies.backends import BACKENDS, DEFAULT_RETRIES
 
 
 def backend_options(command) -> None:

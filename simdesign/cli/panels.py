@@ -1,7 +1,7 @@
 """``simdesign panels CONFIG``: run a panel study (crowd vs expert annotators) and draw its figure.
 
 Registered in :mod:`simdesign.cli` by :func:`add_parser`; the work is done by
-:mod:`simdesign.simulation.panel_study` and :mod:`simdesign.simulation.panel_summary`.
+:mod:`simdesign.studies.panels.panel_study` and :mod:`simdesign.studies.panels.panel_summary`.
 """
 from __future__ import annotations
 
@@ -29,10 +29,10 @@ def run(args) -> int:
     """Run ``simdesign panels``; bad input raises ConfigError (exit code 2 in :func:`simdesign.cli.main`)."""
     import pandas as pd
 
-    from simdesign.simulation.panel_plots import draw_panel_study
-    from simdesign.simulation.panel_study import load_panel_study, read_significance, run_panel_study
-    from simdesign.simulation.panel_tests import summarise_significance
-    from simdesign.simulation.panel_summary import KNEE, summarise_panel_study
+    from simdesign.studies.panels.panel_plots import draw_panel_study
+    from simdesign.studies.panels.panel_study import load_panel_study, read_significance, run_panel_study
+    from simdesign.studies.panels.panel_tests import summarise_significance
+    from simdesign.studies.panels.panel_summary import KNEE, summarise_panel_study
 
     warn_if_deprecated(args, "panels")
     check_study_arguments(args)

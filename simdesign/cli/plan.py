@@ -11,7 +11,7 @@ from simdesign.cli.options import backend_options
 
 def cmd_plan(args) -> int:
     from simdesign.planning.planner import parse_plan
-    from simdesign.simulation.config import read_config_mapping
+    from simdesign.studies.rates.config import read_config_mapping
 
     overrides = {key: value for key, value in (("max_trials", args.max_trials), ("screen_trials", args.screen_trials))
                  if value is not None}

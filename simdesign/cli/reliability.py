@@ -6,7 +6,7 @@ from simdesign.cli.options import judgements_options, method_option
 
 
 def cmd_reliability(args) -> int:
-    from simdesign.pilot.tables import describe, read_table_args
+    from simdesign.tables.recognise import describe, read_table_args
 
     frame, info = read_table_args(args)  # Likert or Rank (reversed ranks: alpha and SHR unchanged)
     scale = info["scale"]

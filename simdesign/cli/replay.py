@@ -24,7 +24,7 @@ def check_save_path(value: str | None, option: str) -> None:
 
 def stored_trial_or_error(out_dir: Path, design: str, trial: int, test: str) -> pd.DataFrame:
     """The stored rows of the trial to replay, or a StoreError naming the trials that are stored."""
-    from simdesign.simulation.store import ResultsStore
+    from simdesign.studies.rates.store import ResultsStore
 
     store = ResultsStore(out_dir)
     stored = store.trial_rows(design, trial, test)
@@ -43,7 +43,7 @@ def stored_trial_or_error(out_dir: Path, design: str, trial: int, test: str) -> 
 
 def cmd_replay(args) -> int:
     from simdesign.runner.stores import MANIFEST, read_manifest
-    from simdesign.simulation.engine import check_replay_request, replay_trial
+    from simdesign.studies.rates.engine import check_replay_request, replay_trial
 
     out_dir = Path(args.results)
     kind = read_manifest(out_dir / MANIFEST).get("kind") if (out_dir / MANIFEST).is_file() else None
@@ -61,7 +61,7 @@ def cmd_replay(args) -> int:
     # nanmean: under partial coverage a missing output is NaN (docs/designs.md)
     print(f"data: {judgements.n_pairs} (annotator, document) pairs x {judgements.n_systems} systems; "
           f"system means {dict(zip(judgements.systems, np.nanmean(judgements.scores, axis=0).round(3).tolist()))}")
-    from simdesign.analyses import system_pairs
+    from simdesign.significance import system_pairs
     pairs = system_pairs(judgements.n_systems)
     table = pd.DataFrame({
         "system_a": [judgements.systems[i] for i, _ in pairs], "system_b": [judgements.systems[j] for _, j in pairs],
@@ -79,7 +79,7 @@ def cmd_replay(args) -> int:
           "WARNING: the replayed p-values or statuses differ from the stored ones (another software version?)")
     print(f"fit status: {result.fit_status}; seconds: {result.fit_seconds:.3f}; message: {result.message or '-'}")
     if args.verbose:
-        from simdesign.analyses import ANALYSES
+        from simdesign.significance import ANALYSES
         spec = {s.label: s for s in config.work_specs}[args.test]
         verbose = ANALYSES[spec.name].verbose
         print(verbose(judgements, **spec.options) if verbose else f"({spec.name} has no verbose output)")

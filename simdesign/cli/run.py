@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from simdesign import api
-from simdesign.simulation.config import SimulationConfig, config_warnings, load_config
+from simdesign.studies.rates.config import SimulationConfig, config_warnings, load_config
 from simdesign.core.estimands import estimands_of
 from simdesign.outputs import failure_report, write_outputs
 from simdesign.cli.options import backend_options
@@ -30,9 +30,9 @@ def write_and_report(config: SimulationConfig, summary: pd.DataFrame, out_dir: P
 
 
 def cmd_run(args) -> int:
-    """``simdesign run CONFIG``: every study kind (:mod:`simdesign.simulation.study_kinds`)."""
-    from simdesign.simulation.config import read_config_mapping
-    from simdesign.simulation.study_kinds import ENGINE_KINDS, study_kind
+    """``simdesign run CONFIG``: every study kind (:mod:`simdesign.studies.kinds`)."""
+    from simdesign.studies.rates.config import read_config_mapping
+    from simdesign.studies.kinds import ENGINE_KINDS, study_kind
 
     kind = study_kind(read_config_mapping(Path(args.config), "config"))
     if kind not in ENGINE_KINDS:
@@ -74,7 +74,7 @@ def run_registered_kind(args) -> int:
 
 def run_rates(args) -> int:
     """``run`` for a rate (or replication) study: the engine, summary, figure and table."""
-    from simdesign.simulation.engine import default_out_dir
+    from simdesign.studies.rates.engine import default_out_dir
 
     overrides = {key: value for key, value in (("trials", args.trials), ("chunk_size", args.chunk_size))
                  if value is not None}

@@ -23,9 +23,9 @@ def add_parser(subparsers) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from simdesign.simulation.study_kinds import study_kind
-    from simdesign.simulation.sweep import (SIZE_ADJUSTED, draw_kind_sweep, draw_sweep, kind_of_runs, level_warning,
-                                            load_sweep, run_sweep)
+    from simdesign.studies.kinds import study_kind
+    from simdesign.studies.sweep import (SIZE_ADJUSTED, draw_kind_sweep, draw_sweep, kind_of_runs, level_warning,
+                                         load_sweep, run_sweep)
 
     warn_if_deprecated(args, "sweep")
     check_study_arguments(args)

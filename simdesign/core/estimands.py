@@ -1,9 +1,9 @@
 """The one registry of estimands: every quantity a study kind's summary reports, with what it is.
 
 Each study kind registers its estimands here from the module that computes them (issue 28): the rate
-study's rates and per-trial values (:mod:`simdesign.simulation.summary`), the replication study's
-(:mod:`simdesign.simulation.replication`), the panel study's (:mod:`simdesign.simulation.panel_summary`)
-and metric validation's (:mod:`simdesign.simulation.metric_validation`). Everything else asks the
+study's rates and per-trial values (:mod:`simdesign.studies.rates.summary`), the replication study's
+(:mod:`simdesign.studies.replication.replication`), the panel study's (:mod:`simdesign.studies.panels.panel_summary`)
+and metric validation's (:mod:`simdesign.studies.metrics.metric_validation`). Everything else asks the
 registry what an estimand is -- its unit, its plot label, the hypothesis it exists under, whether a
 config may request it, how one trial's value is computed -- and never compares an estimand's name
 (tests/test_registries.py reads the source for such comparisons).

@@ -1,6 +1,6 @@
 """The config fields every study kind shares, declared once: name, type, range, default and help.
 
-Each kind's validator (rates in :mod:`simdesign.simulation.config`, panel studies, metric validation)
+Each kind's validator (rates in :mod:`simdesign.studies.rates.config`, panel studies, metric validation)
 checks these fields through :func:`field_problem`, so a rule (the name rule, a level in (0, 1), a
 count) and its message exist once, and a reference page can be generated from :data:`SHARED_FIELDS`.
 """

@@ -20,7 +20,7 @@ from simdesign.explore import controls, curves, fields
 from simdesign.explore.live import KEPT_RUNS, ChunkPool, Runs
 from simdesign.methods import get_method
 from simdesign.model.common import effect_scale
-from simdesign.simulation.config import stable_digest
+from simdesign.studies.rates.config import stable_digest
 
 log = logging.getLogger(__name__)
 STATIC_FILES = {"explorer.js": "text/javascript", "explorer.css": "text/css"}
@@ -214,7 +214,7 @@ def check_and_start(form: dict, runs: Runs, pictures: Pictures, models: dict | N
 
 def draw_picture(design, n_systems: int, seed: int, pictures: Pictures) -> str | None:
     """The URL of a design's picture (drawn once, when first asked for)."""
-    from simdesign.simulation.design_picture import design_png
+    from simdesign.studies.design_picture import design_png
 
     if design.pairs > MAX_DRAWN_PAIRS:
         return None  # drawing would take longer than the page should wait; the totals say the size
@@ -234,7 +234,7 @@ def large_picture(url: str | None) -> str | None:
 def design_picture_only(checked, pictures: Pictures) -> str | None:
     """The design's picture when the design itself is good although another control is not."""
     from simdesign.core.errors import ConfigError
-    from simdesign.simulation.config import parse_designs
+    from simdesign.studies.rates.config import parse_designs
 
     errors: list[str] = []
     if "designs" not in checked.mapping:

@@ -1,7 +1,7 @@
 """The explorer's controls: form values in, a checked config, totals and messages per control out.
 
 Every value is read as YAML, exactly as it would be in a config file, and the config is checked by
-:func:`simdesign.simulation.config.parse_config` and the planner's cost rules
+:func:`simdesign.studies.rates.config.parse_config` and the planner's cost rules
 (:func:`simdesign.planning.planner.parse_cost`): a bad value gets the message ``simdesign run`` (or
 ``simdesign plan``) gives for the same value in a file, shown next to the control whose field it names.
 """
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from simdesign.analyses import ANALYSES
-from simdesign.analyses.classical import CLASSICAL_TESTS
+from simdesign.significance import ANALYSES
+from simdesign.significance.classical import CLASSICAL_TESTS
 from simdesign.core.designs import DESIGN_KINDS
 from simdesign.core.errors import ConfigError, MissingBackendError
 from simdesign.core.yamlio import load_yaml
@@ -234,8 +234,8 @@ def check_controls(form: dict, models: dict | None = None) -> Checked:
     Checked
     """
     from simdesign.planning.planner import parse_cost, preset_of
-    from simdesign.simulation.config import config_warnings, parse_config
-    from simdesign.simulation.engine import check_backends
+    from simdesign.studies.rates.config import config_warnings, parse_config
+    from simdesign.studies.rates.engine import check_backends
 
     too_long = long_values(form)
     if too_long:  # refused before reading them as YAML (a number of a million digits costs seconds to read)
@@ -308,7 +308,7 @@ def long_values(form: dict) -> list[str]:
 def early_ceiling_problems(mapping: dict) -> list[str]:
     """:func:`design_ceiling_problems` of the controls' design, when it and the model can be read at all."""
     from simdesign.model import load_model
-    from simdesign.simulation.config import parse_designs
+    from simdesign.studies.rates.config import parse_designs
 
     errors: list[str] = []
     designs = parse_designs(mapping["designs"], errors)
@@ -378,7 +378,7 @@ def _and(items) -> str:
 
 def model_methods(checked: Checked) -> list | None:
     """The annotation methods the form's model generates (what the method control offers)."""
-    from simdesign.simulation.config import resolve_model
+    from simdesign.studies.rates.config import resolve_model
 
     if checked.config is not None:
         model = checked.config.model

@@ -28,7 +28,7 @@ from simdesign.core.estimands import estimand_label, has_nominal_level, headline
 from simdesign.core.yamlio import load_yaml
 from simdesign.model.common import effect_scale
 from simdesign.outputs import shipped_figures_folder
-from simdesign.simulation.method_specs import DEFAULT_METHODS, result_label
+from simdesign.studies.rates.method_specs import DEFAULT_METHODS, result_label
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 DEFAULT_FIGURES = shipped_figures_folder()

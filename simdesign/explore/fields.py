@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from simdesign.analyses import ANALYSES
+from simdesign.significance import ANALYSES
 from simdesign.core.designs import DESIGN_KINDS
 from simdesign.core.suggest import did_you_mean
 from simdesign.methods import method_names

@@ -1,8 +1,8 @@
 """Live runs: the engine's chunks computed in worker processes, the summary refined as trials arrive.
 
 A :class:`LiveRun` computes the trials of one config in order, in chunks of the engine's own
-:func:`~simdesign.simulation.engine.simulate_chunk` (same seeds, same analyses), and summarises the
-trials done so far with :func:`~simdesign.simulation.summary.summarise`: at ``n`` trials its summary
+:func:`~simdesign.studies.rates.engine.simulate_chunk` (same seeds, same analyses), and summarises the
+trials done so far with :func:`~simdesign.studies.rates.summary.summarise`: at ``n`` trials its summary
 is the one ``simdesign.simulate(config, trials=n)`` gives, and it narrows as the run goes on.
 
 Why a pool of our own rather than the engine's joblib backends: the page must be able to drop a run
@@ -26,11 +26,11 @@ import pandas as pd
 import cloudpickle  # a dependency of joblib, which the engine needs
 
 from simdesign.core.estimands import headline_estimand, role_name
-from simdesign.analyses.classical import CLASSICAL_TESTS
+from simdesign.significance.classical import CLASSICAL_TESTS
 from simdesign.core.errors import ConfigError, MissingBackendError
-from simdesign.simulation.engine import Chunk, check_backends, chunk_registry, simulate_chunk
-from simdesign.simulation.method_specs import DEFAULT_METHODS
-from simdesign.simulation.summary import summarise
+from simdesign.studies.rates.engine import Chunk, check_backends, chunk_registry, simulate_chunk
+from simdesign.studies.rates.method_specs import DEFAULT_METHODS
+from simdesign.studies.rates.summary import summarise
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +55,8 @@ def shown_estimands() -> tuple[str, ...]:
 
 def _warm_up() -> None:
     """Worker start-up: import the engine and the analyses once, before the first chunk arrives."""
-    import simdesign.analyses  # noqa: F401
-    import simdesign.simulation.engine  # noqa: F401
+    import simdesign.significance  # noqa: F401
+    import simdesign.studies.rates.engine  # noqa: F401
 
 
 def _start_worker(server: int) -> None:

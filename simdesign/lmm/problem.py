@@ -127,7 +127,7 @@ def prepare(judgements, structure) -> Problem:
     ``structure`` is one of 'maximal', 'intercepts', 'paper' or a mapping term -> form, as for
     :func:`simdesign.clmm.fit` (:func:`simdesign.clmm.term_forms`). The systems keep the judgements' order
     (a table: order of appearance), the first being the reference, as ``lmer`` in
-    :mod:`simdesign.analyses.mixed_r` codes them.
+    :mod:`simdesign.significance.mixed_r` codes them.
     """
     columns = _columns(judgements)
     forms = _forms(structure, lambda: _nested_codes(columns.codes["document"], columns.codes["annotator"]))

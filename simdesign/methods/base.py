@@ -129,7 +129,7 @@ class AnnotationMethod:
 
     # --- tests, stores, warnings ---------------------------------------------------------------------
     def accepts(self, analysis) -> bool:
-        """Whether a registered analysis (an :class:`~simdesign.analyses.AnalysisInfo`) takes these judgements."""
+        """Whether a registered analysis (an :class:`~simdesign.significance.AnalysisInfo`) takes these judgements."""
         return not self.refusal(analysis)
 
     def refusal(self, analysis) -> str:

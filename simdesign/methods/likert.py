@@ -21,7 +21,7 @@ class Likert(AnnotationMethod):
     model_requirement = "a Likert model (thresholds on a score scale: a preset or a fitted model file)"
     planning_requirement = "a Likert model"
     # read_table, orient, describe, fit and check are registered by the pilot layer that owns them
-    # (simdesign/pilot/method_steps.py), never named here: a method does not point at a layer above it
+    # (simdesign/realdata/method_steps.py), never named here: a method does not point at a layer above it
     steps: dict = {}
 
     def can_generate(self, model) -> bool:

@@ -53,7 +53,7 @@ PAIRWISE_ASSUMPTIONS = {
 }
 """The values a model's ``preferences`` mapping assumes for what it leaves out (none measured by the paper)."""
 
-# The column that marks a Chatbot Arena battle log (question_id, model_a, model_b, winner; simdesign.pilot reads it).
+# The column that marks a Chatbot Arena battle log (question_id, model_a, model_b, winner; simdesign.realdata reads it).
 ARENA_WINNER_COLUMN = "winner"
 
 SECONDS_PER_COMPARISON_FACTOR = 1.3
@@ -145,7 +145,7 @@ PAIRWISE_CALIBRATION = {
 
 
 def system_pair_indices(n_systems: int) -> tuple[np.ndarray, np.ndarray]:
-    """(i, j) of every pair of systems, i < j, in the order of :func:`simdesign.analyses.system_pairs`.
+    """(i, j) of every pair of systems, i < j, in the order of :func:`simdesign.significance.system_pairs`.
 
     >>> system_pair_indices(3)
     (array([0, 0, 1]), array([1, 2, 2]))

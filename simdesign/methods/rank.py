@@ -72,7 +72,7 @@ class Rank(AnnotationMethod):
     analysis_note = ("Rank data: tests work on the reversed rank S + 1 - rank (positive estimate = a better), the "
                      "table reports mean ranks 1-based (1 = best)")
     # its table steps, fits (fit: the rank-ordered logit; fit_noise: a joint model's rank_noise) and check are
-    # registered by the pilot layer (simdesign/pilot/method_steps.py), its commands (cli_fit, cli_check) by
+    # registered by the pilot layer (simdesign/realdata/method_steps.py), its commands (cli_fit, cli_check) by
     # simdesign/cli/fit_ranks.py: the layers that own them
     steps: dict = {}
 

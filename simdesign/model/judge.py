@@ -20,7 +20,7 @@ quality with its own noise and its own per-system bias::
 * ``scale``: what the judge reports, from J* standardised by its marginal mean ``m`` and SD ``t`` over the
   model's systems and documents (one fixed transformation per judge and model, the same in every study):
   ``ordinal`` (scores 1..``levels``, cut at ``m + t Phi^-1(k / levels)``: every category about equally used;
-  or, given ``thresholds`` (a fitted judge's, :mod:`simdesign.pilot.judge_fit`), score k + 1 where J* is above
+  or, given ``thresholds`` (a fitted judge's, :mod:`simdesign.realdata.judge_fit`), score k + 1 where J* is above
   k of them: the cuts on the latent scale itself, with the biases centred as the fit reports them),
   ``probability`` (``expit(1.7 (J* - m) / t)``, a probability that the output is good) or ``continuous``
   (J* itself).

@@ -4,7 +4,7 @@ The joint model (a Likert model with ``rank_noise``) puts both methods on one la
 rankings differ from the Likert scores only in their noise. On the paper's coherence rankings that
 model is rejected (10 of 42 statistics outside their predictive ranges: BART is ranked first more
 often and onmt_pg lower than the Likert effects predict; docs/how-to/fit-a-pilot.md), while the
-rank-only model fitted to the rankings themselves (:mod:`simdesign.pilot.rank_fit`) passes. A
+rank-only model fitted to the rankings themselves (:mod:`simdesign.realdata.rank_fit`) passes. A
 :class:`LikertRankModel` therefore simulates each method from the model fitted to that method's
 own data:
 

@@ -77,7 +77,7 @@ class RankOnlyModel:
         the usual rank-ordered logit), or ``eta - e`` (the *worst* output is a logit choice, then
         the worst of the rest, ...). Both have closed-form ranking probabilities; they differ in
         where the ranking is most decisive. On the paper's rank files worst-first fits better
-        (:mod:`simdesign.pilot.rank_model_fit`).
+        (:mod:`simdesign.realdata.rank_model_fit`).
 
     Examples
     --------

@@ -9,7 +9,7 @@ model, ``search`` over human designs, trials and confidence) plus the judge:
     judge_plan:
       judge: {preset: unbiased, correlation: 0.7, cost_per_call: 0.002}   # or judges: [...]
       documents: 1000            # outputs the judge scores (every system's on each document)
-      select: [random, least_certain]   # which outputs go to humans (simdesign.simulation.judge_study)
+      select: [random, least_certain]   # which outputs go to humans (simdesign.studies.judge.judge_study)
       targets: all               # the pairs whose difference is to be detected ('a - b' names, or all)
       bootstrap_resamples: 100
       interval: clustered        # clustered (two-way bootstrap) | clustered_t (few-clusters corrections)
@@ -19,7 +19,7 @@ decide_plan`: adaptive search, then confirmation on fresh trials), once per *var
 human-only estimator) and, for each ``select``, ``judge + <select>`` (PPI++; with ``least_certain``, the
 inverse-probability-weighted PPI++ in its Hajek form, :mod:`simdesign.stats.judge_ipw`). A candidate's power is the share of (trial, target pair) with a right
 rejection (p < alpha, the sign of the true difference) of the variant's estimator with the chosen interval, on
-studies of the judge-plus-human study kind (:func:`simdesign.simulation.judge_study.trial_rows`, the same trial
+studies of the judge-plus-human study kind (:func:`simdesign.studies.judge.judge_study.trial_rows`, the same trial
 for the same design, seed and selection: humans-only and judge + random read the same studies). So each
 variant carries the planner's guarantee: P(recommending a design whose true power is below the target) <=
 (1 - confidence) / 2, whatever the number of candidates (tests/test_judge_plan.py checks it on the decision
@@ -51,13 +51,13 @@ from simdesign.core.errors import ConfigError
 from simdesign.core.suggest import suggestions
 from simdesign.planning.plan_search import OutcomeSource, PlanResult, decide_plan
 from simdesign.planning.planner import PlanConfig, parse_plan
-from simdesign.simulation.config import stable_digest
-from simdesign.analyses import ANALYSES
+from simdesign.studies.rates.config import stable_digest
+from simdesign.significance import ANALYSES
 from simdesign.methods import get_method
 from simdesign.methods.pairwise import PAIRWISE
 from simdesign.model.judge import JUDGE_PRESETS, PAIRWISE_SCALE
-from simdesign.simulation.judge_study import (SELECTIONS, JudgeStudyConfig, is_pair_target, null_value,
-                                              parse_judge_study, trial_rows)
+from simdesign.studies.judge.judge_study import (SELECTIONS, JudgeStudyConfig, is_pair_target, null_value,
+                                                 parse_judge_study, trial_rows)
 
 PLAN_JUDGE_KEYS = ("judge", "judges", "error_correlation", "documents", "select", "targets", "bootstrap_resamples",
                    "interval", "floor")
@@ -257,7 +257,7 @@ class JudgeOutcomes(OutcomeSource):
     """The planner's outcome source for one variant of a judge plan (module docstring).
 
     ``power`` gives, per candidate and trial, a right rejection of each target pair by the variant's estimator;
-    trials come from the judge study kind's :func:`~simdesign.simulation.judge_study.trial_rows`, computed here
+    trials come from the judge study kind's :func:`~simdesign.studies.judge.judge_study.trial_rows`, computed here
     one after another (each a fraction of a second) and stored.
     """
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 import dataclasses
 
 from simdesign.methods import get_method, method_names
-from simdesign.simulation.method_specs import DEFAULT_METHODS, imported_method_names, result_label, split_result_label
+from simdesign.studies.rates.method_specs import (DEFAULT_METHODS, imported_method_names, result_label,
+                                                  split_result_label)
 from simdesign.stats.montecarlo import level_verdict
 
 
@@ -84,14 +85,14 @@ def check_engine_method(method: str) -> None:
     """Refuse, before anything is simulated, a method the installed simulation engine cannot generate.
 
     Likert is the engine's default. Rank needs the engine hook of issue 13 section 1: a
-    :class:`~simdesign.simulation.config.SimulationConfig` with a ``methods`` field, whose
+    :class:`~simdesign.studies.rates.config.SimulationConfig` with a ``methods`` field, whose
     ``work_specs`` run each test on studies of that method under the result label ``<test>@rank``
     (the label the planner gives rank candidates).
     """
     if get_method(method).is_default:
         return
     from simdesign.core.errors import ConfigError
-    from simdesign.simulation.config import SimulationConfig
+    from simdesign.studies.rates.config import SimulationConfig
 
     fields = getattr(SimulationConfig, "__dataclass_fields__", {})
     if "methods" not in fields or not hasattr(SimulationConfig, "work_specs"):

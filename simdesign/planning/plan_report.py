@@ -570,7 +570,7 @@ def write_plan_outputs(result: PlanResult, out_dir: Path, figure_base: Path | No
 
 def write_recommended_design(result: PlanResult, out_dir: Path) -> Path | None:
     """Draw the recommended design (annotators x documents) to ``out_dir/recommended_design.png``; None without one."""
-    from simdesign.simulation.design_picture import write_design_picture
+    from simdesign.studies.design_picture import write_design_picture
 
     stale = out_dir / "recommended_design.png"
     if result.recommended is None:
@@ -600,7 +600,7 @@ def plan_study(config: PlanConfig, out_dir=None, jobs: int = 1, progress: bool =
         Figure path without suffix (default ``out_dir/<name>``).
     backend : {'loky', 'threading', 'dask'} or BackendSpec, default 'loky'
         Where the studies are computed; ``backend_options`` (scheduler, workers,
-        retries) as for :func:`simdesign.simulation.engine.run_simulation`. Results do not depend on it.
+        retries) as for :func:`simdesign.studies.rates.engine.run_simulation`. Results do not depend on it.
 
     Returns
     -------

@@ -51,8 +51,8 @@ pairs, or ``each_pair``, every pair's rate). One shown to exceed it is
 ever recommended.
 
 Rates, MCSEs and intervals come from the summary's functions (one
-aggregation path: :func:`~simdesign.simulation.summary.rejections`,
-:func:`~simdesign.simulation.summary.share_rate`, :func:`~simdesign.simulation.summary.wilson_interval`):
+aggregation path: :func:`~simdesign.studies.rates.summary.rejections`,
+:func:`~simdesign.studies.rates.summary.share_rate`, :func:`~simdesign.studies.rates.summary.wilson_interval`):
 Wilson intervals at the trial-level effective size. Each candidate is looked at
 up to L times, so the search spends its error 1 - confidence across the
 looks (half on the last look, the other half split evenly over the earlier
@@ -88,7 +88,7 @@ confirmation's fresh trials alone, so ``by_cost`` screening keeps it.
 source*: :class:`SimulatedOutcomes` (studies simulated by the engine) in
 the planner, binomial draws at known rates in the test of the guarantee.
 
-Trials come from the engine (:func:`simdesign.simulation.engine.simulate_chunk`) and
+Trials come from the engine (:func:`simdesign.studies.rates.engine.simulate_chunk`) and
 are stored in an ordinary results directory, so a re-run resumes and any
 trial can be replayed with ``simdesign replay``. A candidate's later trials
 continue its trial index (trial t always has the same seed), so the
@@ -106,20 +106,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simdesign.analyses import system_pairs
-from simdesign.simulation.config import stable_digest
-from simdesign.simulation.backends import DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, r_backed
+from simdesign.significance import system_pairs
+from simdesign.studies.rates.config import stable_digest
+from simdesign.studies.backends import DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, r_backed
 from simdesign.planning.method_search import check_engine_method, method_config, method_of_label, store_suffix
 from simdesign.planning.planner import Candidate, PlanConfig
 from simdesign.runner.stores import atomic_write_bytes, release_stores_under
 from simdesign.runner.study import REGISTERED
-from simdesign.simulation.study_kinds import RATE_STUDY
-from simdesign.simulation.summary import rejections, share_rate, wilson_interval
+from simdesign.studies.kinds import RATE_STUDY
+from simdesign.studies.rates.summary import rejections, share_rate, wilson_interval
 from simdesign.stats.montecarlo import level_verdict
 
 STUDIES_DIR = "studies"
 CACHE_DIR = ".plan_cache"
-# what the decisions read from a stored row (simdesign.simulation.summary.rejections)
+# what the decisions read from a stored row (simdesign.studies.rates.summary.rejections)
 CACHE_COLUMNS = ["design", "test", "trial", "pair", "p_value", "status", "estimate", "true_diff"]
 NULL_STUDIES_DIR = "studies_null"
 PASS, FAIL, UNDECIDED, NOT_NEEDED, LIBERAL = "pass", "fail", "undecided", "not_needed", "liberal"
@@ -551,7 +551,7 @@ class SimulatedOutcomes(OutcomeSource):
     out_dir : Path
         Results directory (created or resumed).
     executor : ChunkExecutor
-        An open executor (:mod:`simdesign.simulation.backends`); outcomes do not depend on it.
+        An open executor (:mod:`simdesign.studies.backends`); outcomes do not depend on it.
     retries : int
         Resubmissions after lost workers, as in ``run``.
     """
@@ -624,7 +624,7 @@ def run_plan(config: PlanConfig, out_dir: Path, jobs: int = 1, progress: bool = 
         baseline that adaptive evaluation is measured against
         (scripts/bench_planner.py).
     backend, scheduler, workers, retries
-        Where the studies are computed, as for :func:`simdesign.simulation.engine.run_simulation`
+        Where the studies are computed, as for :func:`simdesign.studies.rates.engine.run_simulation`
         (loky, threading or Dask, with the same lost-worker retry); the plan does not depend on it.
 
     Returns

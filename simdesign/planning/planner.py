@@ -52,11 +52,11 @@ from pathlib import Path
 import pandas as pd
 from scipy import optimize
 
-from simdesign.analyses import ANALYSES, resolve_analysis, system_pairs
+from simdesign.significance import ANALYSES, resolve_analysis, system_pairs
 from simdesign.stats.annotation_time import DURATION_COLUMN, RULES, describe_rule, seconds_per_output
 from simdesign.stats.montecarlo import default_max_type1
-from simdesign.simulation.config import (AnalysisSpec, SimulationConfig, check_name, parse_analyses, parse_designs,
-                                         read_config_mapping, resolve_model)
+from simdesign.studies.rates.config import (AnalysisSpec, SimulationConfig, check_name, parse_analyses, parse_designs,
+                                            read_config_mapping, resolve_model)
 from simdesign.core.designs import DESIGN_KINDS, BlockDesign, PoolDesign, design_to_mapping, search_keys, search_shapes
 from simdesign.core.errors import ConfigError
 from simdesign.core.suggest import did_you_mean, suggestions

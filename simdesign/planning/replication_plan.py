@@ -48,8 +48,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simdesign.analyses import resolve_analysis, run_analysis
-from simdesign.analyses.base import FAILURES
+from simdesign.significance import resolve_analysis, run_analysis
+from simdesign.significance.base import FAILURES
 from simdesign.core.designs import design_from_mapping
 from simdesign.core.errors import ConfigError, StoreError
 from simdesign.core.seeds import analysis_rng, data_rng, replication_rng
@@ -59,10 +59,10 @@ from simdesign.methods import default_method
 from simdesign.planning.plan_search import OutcomeSource, PlanResult, SimulatedOutcomes, decide_plan
 from simdesign.planning.planner import PlanConfig, parse_plan
 from simdesign.runner.execute import run_chunks
-from simdesign.simulation.config import read_config_mapping, stable_digest
-from simdesign.simulation.replication import (MATCHING_ACCURACY, REPLICATION_PREFIX, REPLICATION_R, SIGNIFICANCE_F1,
-                                              ReplicationSettings, chosen_pairs,
-                                              parse_replication)
+from simdesign.studies.rates.config import read_config_mapping, stable_digest
+from simdesign.studies.replication.replication import (MATCHING_ACCURACY, REPLICATION_PREFIX, REPLICATION_R,
+                                                       SIGNIFICANCE_F1, ReplicationSettings, chosen_pairs,
+                                                       parse_replication)
 from simdesign.stats.replication import corrected_decisions, row_correlations, trends
 
 TARGETS = ("reproduced", "f1", "r")
@@ -224,7 +224,7 @@ def _partial_coverage_problems(original, plan) -> list[str]:
     replication estimands compare complete studies; a partial original made every r undefined, counted as a
     failure, and every candidate's probability 0.000)."""
     from simdesign.core.designs import design_coverage
-    from simdesign.simulation.coverage import COMPLETE_ONLY_SETTINGS
+    from simdesign.studies.rates.coverage import COMPLETE_ONLY_SETTINGS
 
     problems = []
     if original is not None and design_coverage(original) is not None:
@@ -298,7 +298,7 @@ def _event_columns(original: dict, replication: dict, target: ReplicationTarget,
     reproduced = np.all(gold == got, axis=1)
     r = row_correlations(original["means"], replication["means"])
     n_systems = original["means"].shape[1]
-    left, right = np.triu_indices(n_systems, 1)  # the order of simdesign.analyses.system_pairs
+    left, right = np.triu_indices(n_systems, 1)  # the order of simdesign.significance.system_pairs
     first = trends(original["means"][:, left] - original["means"][:, right], settings.tolerance)
     second = trends(replication["means"][:, left] - replication["means"][:, right], settings.tolerance)
     matching = np.mean(first == second, axis=1)
@@ -473,7 +473,7 @@ def run_replication_plan(config: ReplicationPlan, out_dir: Path, jobs: int = 1, 
         of every simulated candidate are in ``result.replication_tables``.
     """
     from simdesign.runner.stores import release_stores_under
-    from simdesign.simulation.backends import DEFAULT_RETRIES, BackendSpec, ChunkExecutor
+    from simdesign.studies.backends import DEFAULT_RETRIES, BackendSpec, ChunkExecutor
 
     out_dir = Path(out_dir)
     spec = BackendSpec("loky", max(1, jobs), None, None, DEFAULT_RETRIES)

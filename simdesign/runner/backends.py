@@ -13,7 +13,7 @@ Backends
     joblib's pool of local worker processes (``jobs`` of them).
 ``fork``
     Local worker processes forked from the coordinating process (Linux only;
-    :mod:`simdesign.simulation.forked_pool`): no worker imports the package
+    :mod:`simdesign.studies.forked_pool`): no worker imports the package
     again. Refused for tests that run embedded R.
 ``threading``
     joblib's thread pool, in the coordinating process. Refused for tests that

@@ -51,6 +51,17 @@ def local_jobs(jobs: int, backend: str = "loky") -> int:
     return jobs
 
 
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (signal 0 checks without sending anything)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by another user
+        return True
+    return True
+
+
 def watch_coordinator(coordinator: int) -> None:
     """Worker initializer: end this process (exit code 1) soon after its parent, the coordinator, is gone.
 
@@ -69,7 +80,10 @@ def watch_coordinator(coordinator: int) -> None:
     parent = os.getppid()
 
     def watch() -> None:
-        while os.getppid() == parent:
+        # A worker that starts slowly (imports on a loaded machine) can reach this initializer after its
+        # coordinator was killed and it was re-parented: then its parent never changes again, so the
+        # coordinator's own pid is watched too.
+        while os.getppid() == parent and _alive(coordinator):
             time.sleep(WATCH_SECONDS)
         os._exit(1)
 

@@ -1,7 +1,7 @@
 """Shared statistics of pairwise comparisons: statuses, the system pairs, Wald contrasts, the singular rule.
 
 A neutral module with no simulation and no registry in it, so that the native CLMM (:mod:`simdesign.clmm`)
-and every analysis (:mod:`simdesign.analyses`) use one copy of each rule without importing each other.
+and every analysis (:mod:`simdesign.significance`) use one copy of each rule without importing each other.
 Definitions: docs/estimands.md.
 """
 from __future__ import annotations

@@ -19,7 +19,7 @@ Bootstrap intervals (percentile, 95% by default) resample
 Which population each interval speaks about: BOOT-SYSTEMS treats the
 documents as fixed and the systems as a sample, BOOT-INPUTS the reverse,
 BOOT-BOTH both as samples. The target used for coverage in
-:mod:`simdesign.simulation.metric_validation` is the correlation over both
+:mod:`simdesign.studies.metrics.metric_validation` is the correlation over both
 populations (infinitely many systems and documents), the quantity a paper
 reporting "metric X correlates r with humans" means.
 

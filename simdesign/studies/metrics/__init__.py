@@ -1,0 +1,1 @@
+"""Metric validation: automatic metrics against human scores, by simulation (correlations, their tests)."""
