@@ -219,8 +219,8 @@ outcome = simdesign.plan(budget_plan, jobs=JOBS, progress=False)
 print(outcome.recommendation)
 
 # %%
-outcome.table[["design", "shape", "annotators", "judgements", "cost", "power", "ci_low", "ci_high", "trials",
-               "type1_high", "decision"]].round(3)
+outcome.candidates[["design", "shape", "annotators", "judgements", "cost", "power", "ci_low", "ci_high", "trials",
+                    "type1_high", "decision"]].round(3)
 
 # %% [markdown]
 # Each row is a candidate (design x test) with its cost, its power interval, the upper end of its
@@ -275,7 +275,7 @@ pd.DataFrame({"true effect": pd.Series(truth.effects, index=truth.systems),
 # statistics, many outside means the model misses something.
 
 # %%
-check = simdesign.check_model(fit, pilot, trials=50)
+check = simdesign.check_model(fit, pilot, trials=50).statistics
 print(f"{int(check['inside'].sum())} of {len(check)} statistics inside their simulated 95% range")
 check[check["statistic"] != "share"]  # the score shares of every system and category are in the other rows
 

@@ -44,6 +44,7 @@ _moved.install()  # before anything imports an old path
 from simdesign.core.designs import BlockDesign, OverlapDesign, PoolDesign
 from simdesign.core.errors import ConfigError, DataError, StoreError
 from simdesign.core.judgements import Judgements
+from simdesign.core.results import NoFigureError, Result
 from simdesign.model import OrdinalMixedModel, load_model
 from simdesign.studies.rates.config import SimulationConfig, load_config, parse_config
 from simdesign.studies.rates.engine import replay_trial, run_simulation
@@ -81,7 +82,7 @@ def draw_designs(designs, **options):
 
 
 from simdesign.core.version import VERSION as __version__  # noqa: E402 (pyproject.toml is its source)
-__all__ = ["BlockDesign", "PoolDesign", "OverlapDesign", "ConfigError", "DataError", "StoreError", "Judgements", "OrdinalMixedModel",
+__all__ = ["BlockDesign", "PoolDesign", "OverlapDesign", "ConfigError", "DataError", "StoreError", "Judgements", "Result", "NoFigureError", "OrdinalMixedModel",
            "load_model", "SimulationConfig", "load_config", "parse_config", "replay_trial", "run_simulation",
            "summarise", "simulate", "SimulationResult", "StudyResult", "load_results", "plan", "PlanOutcome", "fit_model",
            "check_model", "reliability", "Reliability", "analyse", "analyse_metrics", "draw_designs"]

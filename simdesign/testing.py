@@ -197,13 +197,61 @@ def check_estimand(info) -> None:
         assert (role in info.roles) == (role_holder(role) is info), f"{info.name}: role {role!r}"
 
 
-def check_study_kind(kind) -> None:
-    """A study kind: a named, registered :class:`~simdesign.runner.study.StudyKind` with the protocol's hooks."""
+def check_study_kind(kind, trials: int = 2) -> None:
+    """A study kind: a named, registered :class:`~simdesign.runner.study.StudyKind` with the protocol's hooks,
+    and on each of its :meth:`~simdesign.runner.study.StudyKind.examples` (``trials`` trials each): parsed, run
+    into a fresh store, run again (the stored rows come back: nothing is drawn differently), read back, and
+    summarised into a non-empty table; a kind that separates :meth:`generate` and :meth:`analyse` gives every
+    trial the same rows through :meth:`analyse_chunk` as :meth:`trial_rows` gives it alone."""
     assert isinstance(kind, StudyKind) and kind.name, f"{kind!r} is not a named StudyKind"
     assert STUDY_KINDS.get(kind.name) is kind, f"{kind.name!r} is not the registered study kind of that name"
     assert isinstance(kind.keys, tuple), f"{kind.name}: keys must be a tuple of config keys"
-    for hook in ("cells", "chunk_trials", "fingerprint", "trial_rows", "summarise"):
+    for hook in ("parse", "with_trials", "run", "stored_rows", "summarise", "plot", "examples"):
         assert callable(getattr(kind, hook, None)), f"{kind.name}: the study kind has no {hook}()"
+    examples = kind.examples()
+    assert isinstance(examples, dict) and examples, (f"{kind.name}: examples() must give at least one small config "
+                                                     "mapping by label (the contract checks run it)")
+    for label, mapping in examples.items():
+        _check_study_example(kind, label, dict(mapping), trials)
+
+
+def _without_clock(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows without wall-clock columns (``*_seconds``: how long a fit took is not a result)."""
+    return rows.drop(columns=[column for column in rows if str(column).endswith("_seconds")])
+
+
+def _check_study_example(kind, label: str, mapping: dict, trials: int) -> None:
+    import tempfile
+    from pathlib import Path
+
+    from simdesign.runner.backends import BackendSpec
+    from simdesign.runner.study import trial_stream
+
+    config = kind.with_trials(kind.parse(mapping), trials)
+    backend = BackendSpec("threading", 1)  # no worker processes to start: the check stays quick
+    with tempfile.TemporaryDirectory(prefix="simdesign-check-") as directory:
+        store = Path(directory) / "store"
+        rows = kind.run(config, store, backend, False)
+        assert isinstance(rows, pd.DataFrame) and len(rows), f"{label}: run() gave no rows"
+        again = kind.run(config, store, backend, False)
+        pd.testing.assert_frame_equal(_without_clock(again), _without_clock(rows),
+                                      obj=f"{label}: a second run into the same store")
+        pd.testing.assert_frame_equal(_without_clock(kind.stored_rows(config, store)), _without_clock(rows),
+                                      obj=f"{label}: stored_rows()")
+    summary = kind.summarise(config, rows)
+    assert isinstance(summary, pd.DataFrame) and len(summary), f"{label}: summarise() gave no table"
+    if kind.separates_trials():
+        cell, seed = kind.cells(config)[0], kind.seed(config)
+        chunk = list(range(trials))
+        data = [kind.generate(config, cell, trial, trial_stream(seed, cell, trial)) for trial in chunk]
+        streams = [trial_stream(seed, cell, trial) for trial in chunk]
+        for trial in chunk:  # the streams after generate, as the runner hands them to analyse_chunk
+            kind.generate(config, cell, trial, streams[trial])
+        together = kind.analyse_chunk(config, cell, chunk, data, streams)
+        for trial, found in zip(chunk, together):
+            alone = kind.trial_rows(config, cell, trial, trial_stream(seed, cell, trial))
+            pd.testing.assert_frame_equal(found.reset_index(drop=True), alone.reset_index(drop=True),
+                                          obj=f"{label}: trial {trial} through analyse_chunk")
 
 
 def registered_checks() -> list[tuple[str, object, object]]:

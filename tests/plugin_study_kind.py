@@ -33,6 +33,9 @@ class CoinFlips(StudyKind):
     def config_name(self, config):
         return config["name"]
 
+    def examples(self):
+        return {"coin-flips": {"name": "coins", "coins": [0.2, 0.7], "flips": 20, "trials": 30, "seed": 4}}
+
     def with_trials(self, config, trials):
         return {**config, "trials": trials}
 

@@ -189,8 +189,10 @@ def test_result_methods(tmp_path):
 @pytest.mark.slow
 def test_save_writes_a_directory_that_plot_replay_and_load_results_read(tmp_path, capsys):
     result = simdesign.simulate(SMALL, jobs=1, progress=False)
-    out = result.save(tmp_path / "saved")
-    assert (out / "summary.csv").is_file() and (out / "manifest.json").is_file()
+    out = tmp_path / "saved"
+    paths = result.save(out)
+    assert paths["summary"] == out / "summary.csv" and all(path.is_file() for path in paths.values())
+    assert (out / "manifest.json").is_file()
     loaded = simdesign.load_results(out)
     assert loaded.config == result.config
     pd.testing.assert_frame_equal(loaded.trials, result.trials)
@@ -234,8 +236,10 @@ def test_reliability_and_check_on_a_frame():
     result = simdesign.reliability(frame)
     assert result.krippendorff_alpha is not None and -1 <= result.krippendorff_alpha <= 1
     assert result.split_half.n_blocks == 4 and result.split_half.exact
-    table = simdesign.check_model("coherence", frame, trials=20, seed=1)
-    assert {"statistic", "observed", "sim_low", "sim_high", "inside"} <= set(table.columns)
+    check = simdesign.check_model("coherence", frame, trials=20, seed=1)
+    assert {"statistic", "observed", "sim_low", "sim_high", "inside"} <= set(check.statistics.columns)
+    with pytest.warns(FutureWarning, match="ModelCheck"):  # the DataFrame it returned before issue 40
+        assert check["inside"].tolist() == check.statistics["inside"].tolist()
 
 
 @pytest.mark.slow  # real runs, half a second or more: the fast tier stays under a minute
@@ -290,11 +294,11 @@ PLAN = {
 @pytest.mark.slow
 def test_plan_in_memory_equals_the_cli_plan(tmp_path, capsys):
     outcome = simdesign.plan(PLAN, jobs=1, progress=False)
-    assert outcome.table["rank"].tolist() == list(range(1, len(outcome.table) + 1))
+    assert outcome.candidates["rank"].tolist() == list(range(1, len(outcome.candidates) + 1))
     assert outcome.recommended is not None and "recommended study is" in outcome.recommendation
-    assert outcome.recommended.candidate.design.label == outcome.table.iloc[0]["design"]
-    assert repr(outcome) == (f"<PlanOutcome 'api-plan': {len(outcome.table)} candidates, recommended "
-                             f"{outcome.table.iloc[0]['design']} / ttest_doc>")
+    assert outcome.recommended.candidate.design.label == outcome.candidates.iloc[0]["design"]
+    assert repr(outcome) == (f"<PlanOutcome 'api-plan': {len(outcome.candidates)} candidates, recommended "
+                             f"{outcome.candidates.iloc[0]['design']} / ttest_doc>")
     paths = outcome.plot(tmp_path / "figure")
     assert paths and all(Path(p).is_file() for p in paths)
     path = tmp_path / "plan.yaml"
@@ -302,7 +306,7 @@ def test_plan_in_memory_equals_the_cli_plan(tmp_path, capsys):
     assert main(["plan", str(path), "--out", str(tmp_path / "out"), "--jobs", "1", "--quiet"]) == 0
     written = pd.read_csv(tmp_path / "out" / "plan.csv")
     columns = ["rank", "design", "test", "power", "ci_low", "ci_high", "trials", "decision"]
-    pd.testing.assert_frame_equal(written[columns], outcome.table[columns].reset_index(drop=True),
+    pd.testing.assert_frame_equal(written[columns], outcome.candidates[columns].reset_index(drop=True),
                                   check_dtype=False)
     assert (tmp_path / "out" / "recommendation.md").read_text().endswith(outcome.recommendation)
 
@@ -363,8 +367,8 @@ def test_analyse_takes_a_path_and_shows_its_signature(tmp_path):
     frame.to_csv(path, index=False)
     from_path = simdesign.analyse(str(path), tests="ttest_doc", bootstrap=100)
     from_frame = simdesign.analyse(frame, tests=["ttest_doc"], bootstrap=100)
-    pd.testing.assert_frame_equal(from_path.table, from_frame.table)
-    assert simdesign.analyse(path, tests="ttest_doc", bootstrap=100).table.equals(from_path.table)  # a Path too
+    pd.testing.assert_frame_equal(from_path.systems, from_frame.systems)
+    assert simdesign.analyse(path, tests="ttest_doc", bootstrap=100).systems.equals(from_path.systems)  # a Path too
     parameters = inspect.signature(simdesign.analyse).parameters
     assert list(parameters)[:3] == ["frame", "method", "tests"] and "args" not in parameters
     assert "Parameters" in inspect.getdoc(simdesign.analyse)
@@ -376,7 +380,7 @@ def test_plan_with_out_dir_writes_what_the_cli_writes(tmp_path):
     outcome = simdesign.plan(PLAN, out_dir=tmp_path / "plan", jobs=1, progress=False)
     assert (tmp_path / "plan" / "plan.csv").is_file() and (tmp_path / "plan" / "recommendation.md").is_file()
     assert outcome.paths["table"] == tmp_path / "plan" / "plan.csv"
-    assert pd.read_csv(tmp_path / "plan" / "plan.csv")["design"].tolist() == outcome.table["design"].tolist()
+    assert pd.read_csv(tmp_path / "plan" / "plan.csv")["design"].tolist() == outcome.candidates["design"].tolist()
     assert outcome.recommendation in (tmp_path / "plan" / "recommendation.md").read_text()
 
 

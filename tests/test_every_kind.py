@@ -18,44 +18,18 @@ import yaml
 
 import plugin_study_kind  # noqa: F401 -- registers the coin-flips kind
 import simdesign
+import simdesign.studies.kinds  # noqa: F401 -- registers the built-in kinds
 from simdesign.cli import main
+from simdesign.runner.study import REGISTERED
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
-RATES = {"name": "r", "model": "coherence", "effect": "zero", "tests": ["ttest_doc", "wilcoxon_doc"], "trials": 24,
-         "seed": 2, "chunk_size": 5, "estimands": ["krippendorff_alpha"],
-         "designs": [{"kind": "block", "blocks": 6, "docs_per_block": 2, "annotators_per_block": 3}]}
-# pairwise preference (issue 42): a rates study of another method, on a block design and Arena-style battles
-PAIRWISE = {"name": "pw", "model": {"preset": "coherence", "preferences": {"tie_band": 0.3, "pairs": 4}},
-            "method": "pairwise", "effect": "zero", "tests": ["pair_sign", "bradley_terry"], "trials": 24, "seed": 2,
-            "chunk_size": 5, "designs": [{"kind": "block", "blocks": 6, "docs_per_block": 2, "annotators_per_block": 3},
-                                          {"kind": "battles", "battles": 300, "prompts": 40, "judges": 6}]}
-REPLICATION = {"name": "rep", "model": "coherence", "effect": "fitted", "tests": ["ttest_doc"], "trials": 12,
-               "seed": 3, "chunk_size": 4, "replication": {"tolerance": 0},
-               "designs": [{"kind": "overlap", "shared_docs": 6, "unique_docs_per_annotator": 2, "annotators": 3}]}
-PANEL = {"name": "ps", "model": "coherence", "docs": 4, "trials": 8, "subsamples": 2, "bootstrap": 20, "seed": 3,
-         "chunk_size": 2, "panels": {"expert": {"annotators": 2, "judge": "all"},
-                                     "crowd": {"pool": 10, "per_output": 4}}}
-METRIC = {"name": "mv", "model": "coherence", "population": {"kind": "normal"},
-          "metric": {"summary_correlation": 0.5, "system_correlation": 0.8}, "systems": [5, 6], "documents": [10],
-          "methods": ["pearson"], "trials": 8, "bootstrap_resamples": 20, "permutation_resamples": 20, "seed": 3}
-# the swept key is not also given at the top level (a config doing so is refused: its value would be ignored)
-SWEEP = {**{key: value for key, value in RATES.items() if key != "effect"}, "name": "sw", "estimands": [],
-         "sweep": {"effect": ["zero", 0.5]}}
-CROWD = {"study": "crowd", "name": "cw", "items": {"structure": "single", "items": 15},
-         "workers": {"workers": 8, "per_item": 4, "spammer_share": 0.25}, "ks": [1, 2, 4], "subsamples": 2,
-         "aggregations": ["mean", "mace"], "grid": {"spammer_share": [0.0, 0.25]}, "trials": 12, "seed": 5}
-COINS = {"name": "coins", "coins": [0.2, 0.7], "flips": 20, "trials": 30, "seed": 4}
-TAC = {"study": "tac", "name": "tac", "documents": 10, "machines": {"count": 5, "missing": 0.2},
-       "humans": {"count": 4, "per_document": 2}, "bootstrap_resamples": 49, "trials": 12, "chunk_size": 2, "seed": 6,
-       "tests": ["ttest_unpaired", {"name": "ttest_doc", "threshold": "mc"}, "wilcoxon_doc"]}
-# a judge-plus-human study (issue 43): the judge's and the humans' streams, the selection and the PPI bootstrap
-JUDGE = {"study": "judge", "name": "jd", "model": "coherence", "effect": "fitted", "documents": 30,
-         "judge": "self_preferring", "select": "least_certain", "bootstrap_resamples": 20, "trials": 12,
-         "chunk_size": 2, "seed": 8, "designs": [{"kind": "pool", "docs": 10, "annotators": 4,
-                                                 "judgements_per_output": 2}]}
-KINDS = {"rates": RATES, "rates-pairwise": PAIRWISE, "replication": REPLICATION, "panels": PANEL, "metric-validation": METRIC, "sweep": SWEEP,
-         "crowd": CROWD, "coin-flips": COINS, "tac": TAC, "judge": JUDGE}
+# Every registered study kind's examples (StudyKind.examples), plug-ins included: no hand-written list of kinds.
+KINDS = {label: mapping for kind in REGISTERED.values() for label, mapping in kind.examples().items()}
+MODULES = {label: type(kind).__module__ for kind in REGISTERED.values() for label in kind.examples()}
+# Trials that make a run of an example last long enough to be killed mid-way (others: 25 times the example's).
+KILL_TRIALS = {"rates": 1500, "rates-pairwise": 400, "replication": 600, "panels": 300, "metric-validation": 400,
+               "crowd": 150, "tac": 200, "judge": 150, "coin-flips": 2000}
 TIMING = ["fit_seconds", "run_seconds", "mean_fit_seconds"]
 
 
@@ -92,26 +66,39 @@ def chunk_files(out: Path) -> list[Path]:
             "chunks" in p.parts]
 
 
-@pytest.mark.parametrize("kind, size", [("rates", {"trials": 1500}), ("rates-pairwise", {"trials": 400}),
-                                        ("replication", {"trials": 600}),
-                                        ("panels", {"trials": 300}), ("metric-validation", {"trials": 400}),
-                                        ("crowd", {"trials": 150}), ("tac", {"trials": 200}),
-                                        ("judge", {"trials": 150})])
-def test_sigkill_then_resume_gives_the_rows_of_an_uninterrupted_run(tmp_path, kind, size):
-    mapping = {**KINDS[kind], **size}
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(mapping, sort_keys=False))  # panels draw in their order: keep it
-    out = tmp_path / "killed"
+def test_every_registered_kind_has_an_example():
+    assert sorted(kind.name for kind in REGISTERED.values() if not kind.examples()) == []
+
+
+def _killed_mid_way(kind: str, path: Path, out: Path) -> bool:
+    """Start ``simdesign run`` of the config at ``path`` and SIGKILL it once chunks appear; False if it ended."""
     process = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from simdesign.cli import main; sys.exit(main(sys.argv[1:]))", "run",
-         str(path), "--out", str(out), "--jobs", "2", "--quiet"],
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [sys.executable, "-c", f"import sys, {MODULES[kind]}; from simdesign.cli import main; "
+         "sys.exit(main(sys.argv[1:]))", "run", str(path), "--out", str(out), "--jobs", "2", "--quiet"],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and len(chunk_files(out)) < 3 and process.poll() is None:
         time.sleep(0.05)
-    assert process.poll() is None, "the run ended before it could be killed: make it longer"
+    if process.poll() is not None:
+        return False
     process.send_signal(signal.SIGKILL)
     process.wait()
+    return True
+
+
+@pytest.mark.parametrize("kind", [label for label in KINDS if "sweep" not in label])  # a sweep: its runs' kinds
+def test_sigkill_then_resume_gives_the_rows_of_an_uninterrupted_run(tmp_path, kind):
+    trials = KILL_TRIALS.get(kind, 25 * KINDS[kind]["trials"])
+    for attempt in range(3):  # a run that ends before it is killed (a fast kind on an idle machine): a longer one
+        mapping = {**KINDS[kind], "trials": trials * 4 ** attempt}
+        path = tmp_path / f"config{attempt}.yaml"
+        path.write_text(yaml.safe_dump(mapping, sort_keys=False))  # panels draw in their order: keep it
+        out = tmp_path / f"killed{attempt}"
+        if _killed_mid_way(kind, path, out):
+            break
+    else:
+        pytest.fail(f"every run of {kind} ended before it could be killed, the last with {mapping['trials']} trials")
     # Resumed and clean runs on two workers (rows do not depend on the number: the backend test above)
     assert main(["run", str(path), "--out", str(out), "--jobs", "2", "--quiet"]) == 0  # resume
     resumed = rows_of(simdesign.simulate(path, out_dir=out, jobs=1, progress=False))  # reads, simulates nothing

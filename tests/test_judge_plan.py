@@ -84,10 +84,10 @@ def test_recommending_a_judge_design_below_the_target_power_is_at_most_the_bound
 @pytest.mark.slow
 def test_a_small_judge_plan_runs_end_to_end_and_resumes(tmp_path):
     outcome = simdesign.plan(plan(), out_dir=tmp_path, progress=False)
-    assert set(outcome.table["variant"]) == {HUMANS_ONLY, "judge + random", "judge + least_certain"}
-    judged = outcome.table[outcome.table["variant"] != HUMANS_ONLY]
+    assert set(outcome.candidates["variant"]) == {HUMANS_ONLY, "judge + random", "judge + least_certain"}
+    judged = outcome.candidates[outcome.candidates["variant"] != HUMANS_ONLY]
     assert (judged["total_cost"] - judged["cost"]).round(9).eq(3.0).all()
     assert "humans only" in outcome.recommendation and (tmp_path / "recommendation.md").is_file()
     again = simdesign.plan(plan(), out_dir=tmp_path, progress=False)
     assert again.effort.count(": 0 studies simulated") == 3  # every trial read back from OUT/judge_outcomes
-    assert again.table["power"].equals(outcome.table["power"])
+    assert again.candidates["power"].equals(outcome.candidates["power"])

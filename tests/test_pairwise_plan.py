@@ -61,7 +61,7 @@ def test_how_many_battles_to_separate_the_top_pair(tmp_path):
                 search={"methods": ["pairwise"], "shapes": ["battles"], "docs": [200], "battles": [250, 4000],
                         "judges": [20]})
     outcome = simdesign.plan(raw, jobs=1, progress=False)
-    table = outcome.table.set_index("design")
+    table = outcome.candidates.set_index("design")
     # 4,000 battles separate the top pair (coherence: BART > onmt_pg) nearly always, 250 rarely
     assert table.loc["battles-N4000-P200-J20", "power"] > 0.8 > table.loc["battles-N250-P200-J20", "power"]
     assert "BART > onmt_pg" in outcome.recommendation

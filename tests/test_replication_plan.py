@@ -231,9 +231,8 @@ def test_simdesign_plan_takes_a_replication_plan_as_the_command_does(tmp_path):
     outcome = api.plan(path, out_dir=tmp_path / "out", jobs=1, progress=False)
     assert type(outcome).__name__ == "ReplicationPlanOutcome"
     assert "has a Pearson r of the system scores of at least 0.5" in outcome.recommendation
-    assert {"probability", "mean_r"} <= set(outcome.table.columns)
-    assert sorted(p.name for p in [outcome.paths["table"], outcome.paths["recommendation"], *outcome.paths["figures"]]) \
-        == ["plan.csv", "recommendation.md", "rp.png"]
+    assert {"probability", "mean_r"} <= set(outcome.candidates.columns)
+    assert sorted(p.name for p in outcome.paths.values()) == ["plan.csv", "recommendation.md", "rp.png"]
     # the same answer from the mapping, without writing anything
     again = api.plan(raw, jobs=1, progress=False)
     assert again.recommendation == outcome.recommendation and again.paths == {}

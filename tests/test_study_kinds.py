@@ -104,7 +104,7 @@ def test_a_plug_in_study_kind_runs_end_to_end(tmp_path, capsys):
     fresh = simdesign.simulate(config, jobs=1, progress=False, backend="threading")
     pd.testing.assert_frame_equal(fresh.rows, result.rows)  # results do not depend on chunking, backend or resume
     assert [p.name for p in result.plot(tmp_path / "figure")] == ["figure.png"]
-    assert (result.save(tmp_path / "saved") / "summary.csv").is_file()
+    assert result.save(tmp_path / "saved")["summary"] == tmp_path / "saved" / "summary.csv"
     path = tmp_path / "coins.yaml"
     path.write_text(yaml.safe_dump({**config, "study": "coin-flips"}))
     assert main(["run", str(path), "--out", str(tmp_path / "cli"), "--jobs", "1", "--quiet"]) == 0

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
 # What ``--out`` holds (docs/how-to/analyse-a-study.md lists the same; tests/test_output_lists.py compares them)
 ANALYSE_OUTPUTS = ("analysis.csv", "pairs.csv", "analysis.md", "analysis.png", "analysis_info.csv")
 # ... for pairwise preferences and battle logs (docs/how-to/arena-log.md lists the same)
@@ -103,17 +101,10 @@ def run(args) -> int:
                      df=args.df,
                      columns=parse_columns_any(args.columns), scale=parse_scale(args.scale) if args.scale else None)
     print(f"{args.judgements}:")
-    print(result.summary())
+    print(result.report())
     if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        result.table.to_csv(out / "analysis.csv", index=False)
-        result.pairs.to_csv(out / "pairs.csv", index=False)
-        (out / "analysis.md").write_text(result.to_markdown())
-        result.plot(out / "analysis.png", title=f"{Path(args.judgements).name}: {result.info['primary_test']}")
-        pd.Series({key: str(value) for key, value in result.info.items()}).to_csv(out / "analysis_info.csv",
-                                                                                  header=["value"])
-        print("wrote " + ", ".join(str(out / name) for name in ANALYSE_OUTPUTS))
+        paths = result.save(args.out, title=f"{Path(args.judgements).name}: {result.info['primary_test']}")
+        print("wrote " + ", ".join(str(path) for path in paths.values()))
     return 0
 
 
@@ -132,7 +123,7 @@ def run_judge_table(args) -> int:
     print(f"{args.judgements}:")
     print(result.report())
     if args.out:
-        print("wrote " + ", ".join(str(path) for path in result.save(args.out)))
+        print("wrote " + ", ".join(str(path) for path in result.save(args.out).values()))
     return 0
 
 

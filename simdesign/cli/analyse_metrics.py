@@ -61,8 +61,8 @@ def run(args) -> int:
                              lower_is_better=_names(args.lower_is_better, "--lower-is-better") or (),
                              max_outputs=args.max_outputs)
     print(f"{args.table}:")
-    print(result.summary())
+    print(result.report())
     if args.out:
         paths = result.save(Path(args.out))
-        print(f"wrote {', '.join(str(path) for path in paths)}")
+        print(f"wrote {', '.join(str(path) for path in paths.values())}")
     return 0

@@ -80,7 +80,7 @@ def check_directory(args) -> Path:
 
 
 def run_check_command(model, frame, out_dir, trials: int, seed: int) -> None:
-    table = api.check_model(model, frame, trials=trials, seed=seed, out_dir=out_dir)
+    table = api.check_model(model, frame, trials=trials, seed=seed, out_dir=out_dir).statistics
     paths = [Path(out_dir) / "check.csv", Path(out_dir) / "check.png"]
     outside = table[~table["inside"]]
     print(f"predictive check: {trials} studies simulated with the data's own design; "

@@ -35,7 +35,7 @@ def cmd_plan(args) -> int:
     outcome = api.plan(config, out_dir=out_dir, jobs=args.jobs, progress=not args.quiet, backend=args.backend,
                        figure=args.figure, scheduler=args.scheduler, workers=args.workers, retries=args.retries)
     paths = outcome.paths
-    shown = outcome.table[outcome.table["trials"] > 0].head(args.show)
+    shown = outcome.candidates[outcome.candidates["trials"] > 0].head(args.show)
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         # the weakest pair's power beside the pooled power: pooled power can hide a pair rarely detected
         print(shown[["rank", "design", "test", "judgements", "annotators", "cost", "power", "ci_low", "ci_high",
@@ -44,7 +44,7 @@ def cmd_plan(args) -> int:
     print()
     print(outcome.recommendation)
     print(outcome.effort)
-    print(f"wrote {paths['table']}, {paths['recommendation']}, {', '.join(str(p) for p in paths['figures'])}")
+    print(f"wrote {', '.join(str(path) for path in paths.values())}")
     return 0 if outcome.recommended is not None else 1
 
 
@@ -60,14 +60,14 @@ def _replication_plan(args, config) -> int:
     print(replication_plan_summary(config) + f"; {config.plan.screen_trials} screening trials, up to "
                                              f"{config.plan.max_trials}")
     outcome = api.plan(config, out_dir=out_dir, jobs=args.jobs, progress=not args.quiet, figure=args.figure)
-    shown = outcome.table[outcome.table["trials"] > 0].head(args.show)
+    shown = outcome.candidates[outcome.candidates["trials"] > 0].head(args.show)
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         print(shown[["rank", "design", "test", "judgements", "cost", "probability", "ci_low", "ci_high", "trials",
                      "decision"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print()
     print(outcome.recommendation)
     paths = outcome.paths
-    print(f"wrote {paths['table']}, {paths['recommendation']}, {', '.join(str(p) for p in paths['figures'])}")
+    print(f"wrote {', '.join(str(path) for path in paths.values())}")
     return 0 if outcome.recommended is not None else 1
 
 
@@ -77,14 +77,14 @@ def _judge_plan(args, config) -> int:
     print(f"planning {config.plan.name}: variants {', '.join(config.variants())}; "
           f"{sum(1 for c in config.plan.candidates if not c.excluded)} human designs each")
     outcome = api.plan(config, out_dir=out_dir, progress=not args.quiet, backend=args.backend, figure=args.figure)
-    shown = outcome.table[(outcome.table["trials"] > 0)]
+    shown = outcome.candidates[outcome.candidates["trials"] > 0]
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         print(shown[["variant", "design", "judgements", "cost", "judge_cost", "total_cost", "power", "ci_low",
                      "ci_high", "trials", "decision"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print()
     print(outcome.recommendation)
     paths = outcome.paths
-    print(f"wrote {paths['table']}, {paths['recommendation']}, {', '.join(str(p) for p in paths['figures'])}")
+    print(f"wrote {', '.join(str(path) for path in paths.values())}")
     return 0 if outcome.recommended is not None else 1
 
 

@@ -23,12 +23,12 @@ def candidate_repr(r) -> str:
 
 def plan_html(outcome, rows: int = 10) -> str:
     """A :class:`~simdesign.api.PlanOutcome` in a notebook: the answer in words, then the first ranked rows."""
-    table = outcome.table[[c for c in SHOWN_COLUMNS if c in outcome.table]].head(rows)
+    table = outcome.candidates[[c for c in SHOWN_COLUMNS if c in outcome.candidates]].head(rows)
     numbers = {c: "{:.3f}".format for c in ("power", "ci_low", "ci_high", "type1", "type1_high")}
     numbers["cost"] = "{:.2f}".format
     first = outcome.recommendation.split("\n\n")[0]
     shown = table.to_html(index=False, formatters=numbers, na_rep="", float_format=lambda v: f"{v:g}")
-    more = len(outcome.table) - len(table)
+    more = len(outcome.candidates) - len(table)
     return (f"<p>{html.escape(first)}</p>{shown}"
-            + (f"<p>... {more} more candidate(s) in <code>.table</code>; the whole reasoning in "
+            + (f"<p>... {more} more candidate(s) in <code>.candidates</code>; the whole reasoning in "
                "<code>.recommendation</code>.</p>" if more > 0 else ""))

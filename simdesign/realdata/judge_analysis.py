@@ -41,6 +41,7 @@ import pandas as pd
 
 from simdesign.core.checks import is_integer, is_number
 from simdesign.core.errors import ConfigError, DataError
+from simdesign.core.results import Result
 from simdesign.core.seeds import analysis_rng
 from simdesign.tables.judge import check_judge_table, read_judge_table
 from simdesign.stats.ppi import judge_study, ppi_study
@@ -72,20 +73,20 @@ def _p_text(value: float) -> str:
     return "-" if not np.isfinite(value) else "<1e-15" if value < 1e-15 else f"{value:.3g}"
 
 
-def write_outputs(analysis, out_dir, names) -> list[Path]:
+def write_outputs(analysis, out_dir, names) -> dict:
     """Write a judge analysis's three outputs, ``names``: its :meth:`summary` and ``estimates`` as CSV and its
-    ``report()`` as Markdown, into ``out_dir`` (created); returns their paths in that order."""
+    ``report()`` as Markdown, into ``out_dir`` (created); returns file name -> path, in that order."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / name for name in names]
     analysis.summary().to_csv(paths[0], index=False)
     analysis.estimates.to_csv(paths[1], index=False)
     paths[2].write_text(analysis.report())
-    return paths
+    return dict(zip(names, paths))
 
 
-@dataclass
-class JudgeAnalysis:
+@dataclass(repr=False)
+class JudgeAnalysis(Result):
     """The analysis of a judge-plus-human table (module docstring).
 
     Attributes
@@ -104,10 +105,14 @@ class JudgeAnalysis:
     info: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
 
-    def __repr__(self) -> str:
-        table = self.summary()
-        shown = ", ".join(f"{r.target} {r.ppi_pp:.2f}" for r in table[table["system_b"].isna()].itertuples())
-        return f"<JudgeAnalysis PPI++ means: {shown}; .summary(), .estimates, .report(), .save(dir)>"
+    def _what(self) -> str:
+        return "PPI++ means and pairs of a judge beside humans"
+
+    def _size(self) -> str:
+        return f"{len(self.info.get('judges', ()))} judge(s), {self.estimates['target'].nunique()} targets"
+
+    def __str__(self) -> str:
+        return self.report()
 
     def summary(self) -> pd.DataFrame:
         """One row per judge and target: every estimator's estimate with its clustered interval, the PPI++
@@ -151,9 +156,10 @@ class JudgeAnalysis:
 
     to_markdown = report
 
-    def save(self, out_dir) -> list[Path]:
+    def save(self, out_dir) -> dict:
         """Write ``judge_analysis.csv`` (:meth:`summary`), ``judge_estimates.csv`` (:attr:`estimates`) and
-        ``judge_analysis.md`` (:meth:`report`) to ``out_dir``; returns their paths."""
+        ``judge_analysis.md`` (:meth:`report`) to ``out_dir``; returns file name -> path. (No figure: ``plot``
+        raises :class:`~simdesign.core.results.NoFigureError`.)"""
         return write_outputs(self, out_dir, OUTPUTS)
 
 

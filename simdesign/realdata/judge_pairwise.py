@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from simdesign.core.errors import DataError
+from simdesign.core.results import Result
 from simdesign.core.seeds import analysis_rng
 from simdesign.realdata.judge_analysis import (_check_options, _few_clusters, _interval_text, _number_text, _p_text,
                                                write_outputs)
@@ -209,8 +210,8 @@ def reduction(units: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([labelled[columns], bare[columns]], ignore_index=True)
 
 
-@dataclass
-class JudgePairwiseAnalysis:
+@dataclass(repr=False)
+class JudgePairwiseAnalysis(Result):
     """The analysis of a table of pairwise judge verdicts (module docstring).
 
     ``estimates``: ppi_study's rows for the pairs (target 'i vs j'), clustered intervals few-clusters corrected;
@@ -221,9 +222,14 @@ class JudgePairwiseAnalysis:
     info: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
 
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{r.pair} {r.ppi_pp:.2f}" for r in self.summary().itertuples())
-        return f"<JudgePairwiseAnalysis PPI++ win rates: {shown}; .summary(), .estimates, .report(), .save(dir)>"
+    def _what(self) -> str:
+        return "PPI++ win rates of a judge's pairwise verdicts beside humans"
+
+    def _size(self) -> str:
+        return f"{self.estimates['target'].nunique()} pairs, {self.info.get('rows')} comparisons"
+
+    def __str__(self) -> str:
+        return self.report()
 
     def summary(self) -> pd.DataFrame:
         """One row per pair: every estimator's win rate (bias: judge minus human) with its clustered interval, the
@@ -284,9 +290,10 @@ class JudgePairwiseAnalysis:
     to_markdown = report
 
     def save(self, out_dir) -> dict:
-        """Write :data:`OUTPUTS` (summary, estimates, report) to ``out_dir``; returns name -> path (as the
-        pairwise analysis's ``save``, which ``simdesign analyse --out`` prints)."""
-        return dict(zip(OUTPUTS, write_outputs(self, out_dir, OUTPUTS)))
+        """Write :data:`OUTPUTS` (summary, estimates, report) to ``out_dir``; returns file name -> path (as every
+        result's ``save``; ``simdesign analyse --out`` prints them). No figure: ``plot`` raises
+        :class:`~simdesign.core.results.NoFigureError`."""
+        return write_outputs(self, out_dir, OUTPUTS)
 
 
 def _half_test(estimates: pd.DataFrame, clusters: int | None) -> np.ndarray:

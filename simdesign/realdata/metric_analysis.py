@@ -78,6 +78,7 @@ import pandas as pd
 
 from simdesign.core.checks import missing_file_problem
 from simdesign.core.errors import DataError
+from simdesign.core.results import Result, write_figure
 from simdesign.core.seeds import analysis_rng
 from simdesign.runner.limits import MAX_RESAMPLES
 from simdesign.tables.judgements import EXAMPLES_SHOWN, read_table_csv
@@ -374,8 +375,8 @@ def _markdown_table(table: pd.DataFrame, number: str) -> str:
     return head + "".join("| " + " | ".join(cell(v) for v in row) + " |\n" for row in table.itertuples(index=False))
 
 
-@dataclass
-class MetricAnalysis:
+@dataclass(repr=False)
+class MetricAnalysis(Result):
     """The result of :func:`analyse_metrics`.
 
     Attributes
@@ -409,8 +410,28 @@ class MetricAnalysis:
                 for key, group in table.groupby(keys, sort=False, dropna=False)]
         return pd.DataFrame(rows, columns=[*keys, "Fisher", *BOOTSTRAP_NAMES.values()])
 
-    def summary(self) -> str:
-        """A plain-text report: the correlations with their intervals, then the comparisons."""
+    def _what(self) -> str:
+        return f"metrics {', '.join(self.info.get('metrics', ()))} against '{self.info.get('human')}'"[:90]
+
+    def _size(self) -> str:
+        return f"{len(self.correlations)} correlation rows, {len(self.comparisons)} comparisons"
+
+    def __str__(self) -> str:
+        return self.report()
+
+    def summary(self) -> pd.DataFrame:
+        """Every correlation with each interval, one row per level, method, metric and interval (a copy of
+        :attr:`correlations`; the comparisons are :attr:`comparisons`, the printed report :meth:`report`)."""
+        return self.correlations.copy()
+
+    def table(self, digits: int = 3) -> pd.DataFrame:
+        """The correlations for reading: one row per level, method and metric, each interval as 'low..high'
+        (:meth:`wide`), the estimate rounded to ``digits``."""
+        return self.wide().round(digits)
+
+    def report(self) -> str:
+        """A plain-text report: the correlations with their intervals, then the comparisons (``summary()``
+        before issue 40; ``simdesign analyse-metrics`` prints it)."""
         info = self.info
         lines = [f"{info['systems']} systems x {info['inputs']} inputs; metrics {', '.join(info['metrics'])}; "
                  f"human scores '{info['human']}'; {info['resamples']} resamples, seed {info['seed']}; "
@@ -431,7 +452,7 @@ class MetricAnalysis:
         """The report as Markdown (``metric_analysis.md``)."""
         notes = "".join(f"- {note}\n" for note in self.notes)
         comparisons = self.comparisons.drop(columns=["statistic", "low", "high"])
-        return ("# Metric analysis\n\n" + self.summary().split("\n\n")[0] + "\n\n## Correlations\n\n"
+        return ("# Metric analysis\n\n" + self.report().split("\n\n")[0] + "\n\n## Correlations\n\n"
                 + _markdown_table(self.wide(), "{:.3f}") + "\n## Comparisons\n\n"
                 + (_markdown_table(comparisons, "{:.4f}") if not comparisons.empty
                    else "(one metric: nothing to compare)\n") + (f"\n## Notes\n\n{notes}" if notes else ""))
@@ -441,9 +462,15 @@ class MetricAnalysis:
 
         Returns
         -------
-        matplotlib.figure.Figure
-            Drawn without pyplot; saved to ``path`` when given.
+        matplotlib.figure.Figure or list of Path
+            The Figure (drawn without pyplot), or with ``path`` (a .png, .pdf or .svg suffix, else .png added)
+            the file written.
         """
+        figure = self.figure(interval)
+        return figure if path is None else [write_figure(figure, path)]
+
+    def figure(self, interval: str = "BOOT-BOTH"):
+        """The figure :meth:`plot` draws, as a matplotlib Figure."""
         from matplotlib.figure import Figure
 
         table = self.correlations
@@ -469,20 +496,19 @@ class MetricAnalysis:
         axes[-1][0].set_xlabel("correlation with the human scores")
         figure.legend(loc="lower right", fontsize=8)
         figure.tight_layout()
-        if path is not None:
-            figure.savefig(path, dpi=150)
         return figure
 
-    def save(self, out_dir) -> list[Path]:
-        """Write correlations.csv, comparisons.csv, metric_analysis.md and metric_analysis.png to ``out_dir``."""
+    def save(self, out_dir) -> dict:
+        """Write correlations.csv, comparisons.csv, metric_analysis.md and metric_analysis.png to ``out_dir``;
+        returns name (``correlations``, ``comparisons``, ``report``, ``figure``) -> path."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        paths = [out / "correlations.csv", out / "comparisons.csv", out / "metric_analysis.md",
-                 out / "metric_analysis.png"]
-        self.correlations.to_csv(paths[0], index=False)
-        self.comparisons.to_csv(paths[1], index=False)
-        paths[2].write_text(self.to_markdown())
-        self.plot(paths[3])
+        paths = {"correlations": out / "correlations.csv", "comparisons": out / "comparisons.csv",
+                 "report": out / "metric_analysis.md", "figure": out / "metric_analysis.png"}
+        self.correlations.to_csv(paths["correlations"], index=False)
+        self.comparisons.to_csv(paths["comparisons"], index=False)
+        paths["report"].write_text(self.to_markdown())
+        self.plot(paths["figure"])
         return paths
 
 

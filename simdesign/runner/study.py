@@ -11,9 +11,11 @@ A kind supplies
 
 * :meth:`~StudyKind.parse`: a validated config from a mapping (raise ConfigError naming every problem);
 * :meth:`~StudyKind.cells`, :meth:`~StudyKind.trials`, :meth:`~StudyKind.fingerprint` (everything the
-  stored rows depend on; trial counts and cells excluded) and :meth:`~StudyKind.trial_rows` (one trial
-  of one cell as a DataFrame, from ``numpy.random.default_rng(seed_sequence)`` so that results do not
-  depend on workers or chunking);
+  stored rows depend on; trial counts and cells excluded);
+* one trial of one cell, from its own stream (so that results do not depend on workers or chunking):
+  :meth:`~StudyKind.generate` its data and :meth:`~StudyKind.analyse` them into rows, with
+  :meth:`~StudyKind.analyse_chunk` to analyse a whole chunk of trials at once (batched fits); or
+  :meth:`~StudyKind.trial_rows` for both at once;
 * :meth:`~StudyKind.summarise` and :meth:`~StudyKind.plot`.
 
 The built-in kinds whose trials share more than a trial function (rates with their tests, panel
@@ -57,6 +59,12 @@ class StudyKind:
     name: str = ""
     keys: tuple = ()
 
+    def examples(self) -> dict[str, dict]:
+        """Small configs of this kind, by label (each a mapping as its YAML would be): the contract checks
+        (:func:`simdesign.testing.check_study_kind`) and the project's every-kind tests (backends, kill and
+        resume) run them, so a plug-in kind is checked as the built-in ones are. Each should take seconds."""
+        return {}
+
     def recognised_keys(self, mapping: dict) -> list[str]:
         """The keys of ``mapping`` that make it a config of this kind when it has no ``study`` field (default:
         those among :attr:`keys`); a kind sharing a key with another tells by the key's value."""
@@ -95,9 +103,36 @@ class StudyKind:
     def seed(self, config) -> int:
         return int(getattr(config, "seed"))
 
-    def trial_rows(self, config, cell: str, trial: int, rng: np.random.Generator) -> pd.DataFrame:
-        """One trial of one cell, from ``rng`` (its own stream), as rows."""
+    # -- one trial: generate its data, then analyse them into rows (R's SimDesign: generate, analyse, summarise)
+    def generate(self, config, cell: str, trial: int, rng: np.random.Generator):
+        """One trial's data (whatever :meth:`analyse` takes), drawn from ``rng``, the trial's own stream."""
         raise NotImplementedError
+
+    def analyse(self, config, cell: str, trial: int, data, rng: np.random.Generator) -> pd.DataFrame:
+        """The rows of one trial from its data; ``rng`` is the trial's stream after :meth:`generate` (for
+        resamples and randomised tests)."""
+        raise NotImplementedError
+
+    def analyse_chunk(self, config, cell: str, trials: list[int], data: list, rngs: list) -> list[pd.DataFrame]:
+        """The rows of several trials of one cell analysed together (default: :meth:`analyse` on each).
+
+        A kind whose analysis batches across trials (model fits vectorised or compiled over a chunk) overrides
+        it; each trial's rows must equal what :meth:`analyse` gives that trial alone.
+        """
+        return [self.analyse(config, cell, trial, one, rng) for trial, one, rng in zip(trials, data, rngs)]
+
+    def trial_rows(self, config, cell: str, trial: int, rng: np.random.Generator) -> pd.DataFrame:
+        """One trial of one cell, from ``rng`` (its own stream), as rows: :meth:`analyse` of :meth:`generate`.
+
+        A kind that cannot separate the two may override this method instead (the runner then calls it).
+        """
+        return self.analyse(config, cell, trial, self.generate(config, cell, trial, rng), rng)
+
+    def separates_trials(self) -> bool:
+        """Whether the kind implements :meth:`generate` and :meth:`analyse` (the runner then analyses its
+        trials a chunk at a time, :meth:`analyse_chunk`)."""
+        own = type(self)
+        return own.generate is not StudyKind.generate and own.analyse is not StudyKind.analyse
 
     # -- replaying one stored trial (``simdesign replay``)
     cell_column: str = "cell"
@@ -298,14 +333,20 @@ def missing_runs(done: set[int], trials: int, chunk: int) -> list[tuple[int, int
 
 def _trial_chunk(kind: StudyKind, config, cell: str, first: int, stop: int):
     """One chunk of the generic runner: ``((cell, first, stop), rows)`` with a 'cell' and a 'trial' column."""
-    seed = kind.seed(config)
-    frames = []
+    seed, trials = kind.seed(config), list(range(first, stop))
     with single_threaded():
-        for trial in range(first, stop):
-            rows = kind.trial_rows(config, cell, trial, trial_stream(seed, cell, trial)).copy()
-            rows.insert(0, "trial", trial)
-            rows.insert(0, "cell", cell)
-            frames.append(rows)
+        streams = [trial_stream(seed, cell, trial) for trial in trials]
+        if kind.separates_trials():  # generate every trial, then analyse the chunk (a kind may batch its fits)
+            data = [kind.generate(config, cell, trial, stream) for trial, stream in zip(trials, streams)]
+            found = kind.analyse_chunk(config, cell, trials, data, streams)
+        else:
+            found = [kind.trial_rows(config, cell, trial, stream) for trial, stream in zip(trials, streams)]
+    frames = []
+    for trial, rows in zip(trials, found):
+        rows = rows.copy()
+        rows.insert(0, "trial", trial)
+        rows.insert(0, "cell", cell)
+        frames.append(rows)
     return (cell, first, stop), pd.concat(frames, ignore_index=True)
 
 

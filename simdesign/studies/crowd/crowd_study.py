@@ -235,7 +235,16 @@ def spearman_interval(rho: float, n: int, confidence: float = 0.95) -> tuple[flo
 
 def trial_rows(config: CrowdStudyConfig, workers: WorkerModel, rng: np.random.Generator) -> pd.DataFrame:
     """One trial of one cell (module docstring): the data first, then the subsamples, from ``rng``."""
-    sample = sample_crowd(config.structure, config.criteria, workers, rng, config.model, config.effect)
+    return crowd_rows(config, draw_crowd(config, workers, rng), rng)
+
+
+def draw_crowd(config: CrowdStudyConfig, workers: WorkerModel, rng: np.random.Generator):
+    """One trial's data: the crowd's, the experts' and the true scores of every item."""
+    return sample_crowd(config.structure, config.criteria, workers, rng, config.model, config.effect)
+
+
+def crowd_rows(config: CrowdStudyConfig, sample, rng: np.random.Generator) -> pd.DataFrame:
+    """One trial's rows from its data (:func:`draw_crowd`); ``rng`` draws the subsamples."""
     scale = config.structure.scale(config.model)
     n_items, per_item = sample.workers.shape
     rows = [{"quantity": "pool", "spammer_share": float(sample.is_spammer.mean()),
@@ -427,8 +436,17 @@ class CrowdStudies(StudyKind):
             content["model"] = config.model.to_dict()
         return {"crowd_study": 1, **content}
 
-    def trial_rows(self, config, cell, trial, rng):
-        return trial_rows(config, dict(config.settings())[cell], rng)
+    def examples(self):
+        return {"crowd": {"study": "crowd", "name": "cw", "items": {"structure": "single", "items": 15},
+                          "workers": {"workers": 8, "per_item": 4, "spammer_share": 0.25}, "ks": [1, 2, 4],
+                          "subsamples": 2, "aggregations": ["mean", "mace"], "grid": {"spammer_share": [0.0, 0.25]},
+                          "trials": 12, "seed": 5}}
+
+    def generate(self, config, cell, trial, rng):
+        return draw_crowd(config, dict(config.settings())[cell], rng)
+
+    def analyse(self, config, cell, trial, data, rng):
+        return crowd_rows(config, data, rng)
 
     def summarise(self, config, rows):
         return summarise_crowd_study(config, rows)

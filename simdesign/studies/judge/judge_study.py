@@ -334,7 +334,12 @@ def _as_win_rates(config: JudgeStudyConfig, rows: pd.DataFrame, clusters: int) -
 
 def trial_rows(config: JudgeStudyConfig, cell: str, trial: int) -> pd.DataFrame:
     """One trial of one cell as rows (:data:`ROW_COLUMNS`; module docstring)."""
-    drawn = draw_trial(config, cell, trial)
+    return judge_rows(config, cell, trial, draw_trial(config, cell, trial))
+
+
+def judge_rows(config: JudgeStudyConfig, cell: str, trial: int, drawn: JudgeTrial) -> pd.DataFrame:
+    """One trial's rows from its data (:func:`draw_trial`): PPI and the other estimators, each with its
+    interval, p-value, coverage and rejection (the bootstraps' streams are the trial's, keyed by label)."""
     frames = [ppi_study(drawn.study, analysis_rng(config.seed, cell, trial, "judge-study:bootstrap"),
                         resamples=config.bootstrap_resamples, level=config.confidence)]
     if drawn.probability is not None:
@@ -486,8 +491,19 @@ class JudgeStudies(StudyKind):
         return {"judge_study": 1, "settings": settings, "model": config.model.to_dict(),
                 "judges": [judge.to_config() for judge in config.panel.judges]}
 
-    def trial_rows(self, config, cell, trial, rng):
-        return trial_rows(config, cell, trial)
+    def examples(self):
+        # the judge's and the humans' streams, the selection and the PPI bootstrap
+        return {"judge": {"study": "judge", "name": "jd", "model": "coherence", "effect": "fitted", "documents": 30,
+                          "judge": "self_preferring", "select": "least_certain", "bootstrap_resamples": 20,
+                          "trials": 12, "chunk_size": 2, "seed": 8,
+                          "designs": [{"kind": "pool", "docs": 10, "annotators": 4, "judgements_per_output": 2}]}}
+
+    def generate(self, config, cell, trial, rng):
+        # the judge study's streams are keyed by seed, cell, trial and label (module docstring), not ``rng``
+        return draw_trial(config, cell, trial)
+
+    def analyse(self, config, cell, trial, data, rng):
+        return judge_rows(config, cell, trial, data)
 
     def summarise(self, config, rows):
         return summarise_judge_study(config, rows)

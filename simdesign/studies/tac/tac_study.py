@@ -386,10 +386,17 @@ def significant_counts(p_value: np.ndarray, classes: np.ndarray, alpha: float, c
     return counts
 
 
-def trial_counts(config: TacConfig, rng: np.random.Generator) -> pd.DataFrame:
-    """One trial: a row per (test, correction) with its counts (:func:`significant_counts`)."""
-    analysis_root = int(rng.integers(0, 2 ** 63))  # first draw: the tests' streams, one per test label
-    year = simulate_year(config, rng)
+def draw_year(config: TacConfig, rng: np.random.Generator) -> tuple:
+    """One trial's data: the root of the tests' streams (the trial's first draw, one stream per test label) and
+    the simulated year."""
+    analysis_root = int(rng.integers(0, 2 ** 63))
+    return analysis_root, simulate_year(config, rng)
+
+
+def count_significant(config: TacConfig, drawn: tuple) -> pd.DataFrame:
+    """One trial's rows from its data (:func:`draw_year`): a row per (test, correction) with its counts
+    (:func:`significant_counts`)."""
+    analysis_root, year = drawn
     pairs, classes = config.pairs(), config.pair_classes()
     rows = []
     for test in config.tests:
@@ -401,6 +408,11 @@ def trial_counts(config: TacConfig, rng: np.random.Generator) -> pd.DataFrame:
                          "correction": correction,
                          **significant_counts(p_value, classes, config.alpha, correction)})
     return pd.DataFrame(rows)
+
+
+def trial_counts(config: TacConfig, rng: np.random.Generator) -> pd.DataFrame:
+    """One trial: :func:`count_significant` of :func:`draw_year`."""
+    return count_significant(config, draw_year(config, rng))
 
 
 # ---------------------------------------------------------------------------------------------- summary
@@ -522,8 +534,17 @@ class TacStudy(StudyKind):
                                                 "document_cov": np.asarray(model.sampled_document_cov).tolist()},
                 "seed": config.seed}
 
-    def trial_rows(self, config, cell, trial, rng):
-        return trial_counts(config, rng)
+    def examples(self):
+        return {"tac": {"study": "tac", "name": "tac", "documents": 10, "machines": {"count": 5, "missing": 0.2},
+                        "humans": {"count": 4, "per_document": 2}, "bootstrap_resamples": 49, "trials": 12,
+                        "chunk_size": 2, "seed": 6,
+                        "tests": ["ttest_unpaired", {"name": "ttest_doc", "threshold": "mc"}, "wilcoxon_doc"]}}
+
+    def generate(self, config, cell, trial, rng):
+        return draw_year(config, rng)
+
+    def analyse(self, config, cell, trial, data, rng):
+        return count_significant(config, data)
 
     def summarise(self, config, rows):
         return summarise_tac(config, rows)
