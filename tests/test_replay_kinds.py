@@ -1,5 +1,5 @@
-"""`simdesign replay` beyond rates (issue 27): a stored trial of a panel study, a metric validation or a plug-in
-kind recomputed from its seed equals the stored rows; kinds without trials of their own say how to replay."""
+"""`simdesign replay` for every study kind (issue 27, issue 40): a stored trial of any registered kind's example
+recomputed from its seed equals the stored rows (rates included); kinds without trials of their own say how."""
 from __future__ import annotations
 
 import pandas as pd
@@ -8,28 +8,48 @@ import yaml
 
 import plugin_study_kind  # noqa: F401 -- registers the coin-flips kind
 import simdesign
+import simdesign.studies.kinds  # noqa: F401 -- registers the built-in kinds
 from simdesign.cli import main, same_rows
+from simdesign.runner.study import REGISTERED
 
 PANEL = {"name": "ps", "model": "coherence", "docs": 4, "trials": 3, "subsamples": 2, "bootstrap": 20, "seed": 3,
          "panels": {"expert": {"annotators": 2, "judge": "all"}, "crowd": {"pool": 10, "per_output": 4}}}
-METRIC = {"name": "mv", "model": "coherence", "population": {"kind": "normal"},
-          "metric": {"summary_correlation": 0.5, "system_correlation": 0.8}, "systems": [5], "documents": [10],
-          "methods": ["pearson"], "trials": 3, "bootstrap_resamples": 20, "permutation_resamples": 20, "seed": 3}
 COINS = {"name": "coins", "coins": [0.2, 0.7], "flips": 20, "trials": 5, "seed": 4}
 
 
+def _without_clock(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows.drop(columns=[column for column in rows if str(column).endswith("_seconds")])
+
+
+# Every registered kind's examples (plug-ins included), three trials each; a sweep has no trials of its own.
+EXAMPLES = [(kind_name, label, mapping) for kind_name, kind in REGISTERED.items()
+            for label, mapping in kind.examples().items() if kind_name != "sweep"]
+SLOW = ("panels", "metric-validation", "rates-pairwise")  # 1-10 s each: the slow tier
+
+
+@pytest.mark.parametrize("kind_name, mapping", [
+    pytest.param(kind_name, mapping, id=label, marks=[pytest.mark.slow] if label in SLOW else [])
+    for kind_name, label, mapping in EXAMPLES])
+def test_a_replayed_trial_equals_the_stored_rows(tmp_path, kind_name, mapping):
+    result = simdesign.simulate({**mapping, "trials": 3}, out_dir=tmp_path / "out", jobs=1, backend="threading",
+                                progress=False)
+    kind = REGISTERED[kind_name]
+    config, rows = result.config, (result.rows if hasattr(result, "rows") else result.trials)
+    cell = kind.replay_cells(config)[0]
+    replayed = _without_clock(kind.replay(config, cell, 2))
+    stored = _without_clock(kind.stored_trial(config, rows, cell, 2))
+    assert len(stored) and same_rows(replayed, stored)
+    # another trial's rows differ: the comparison can fail
+    assert not same_rows(_without_clock(kind.replay(config, cell, 1)), stored)
+
+
 @pytest.mark.parametrize("mapping, cell", [pytest.param(PANEL, None, marks=pytest.mark.slow),  # 5-10 s
-                                           pytest.param(METRIC, "S5-D10", marks=pytest.mark.slow),  # 1-2 s
                                            (COINS, "p0.7")])
-def test_a_replayed_trial_equals_the_stored_rows(tmp_path, capsys, mapping, cell):
+def test_simdesign_replay_recomputes_a_stored_trial_and_saves_it(tmp_path, capsys, mapping, cell):
     result = simdesign.simulate(mapping, out_dir=tmp_path / "out", jobs=1, progress=False)
     kind, config = result.kind, result.config
     cell = cell or kind.replay_cells(config)[0]
-    replayed = kind.replay(config, cell, 2)
     stored = kind.stored_trial(config, result.rows, cell, 2)
-    assert len(stored) and same_rows(replayed, stored)
-    # another trial's rows differ: the comparison can fail
-    assert not same_rows(kind.replay(config, cell, 1), stored)
     assert main(["replay", str(tmp_path / "out"), "--design", cell, "--trial", "2",
                  "--save", str(tmp_path / "trial.csv")]) == 0
     assert "replayed rows equal the stored ones" in capsys.readouterr().out
