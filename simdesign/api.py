@@ -7,7 +7,11 @@
 * :func:`simulate` -> :class:`SimulationResult` (``trials``, ``summary()``,
   ``failures()``, ``plot()``, ``save()``); :func:`load_results` reads a
   results directory back;
-* :func:`plan` -> :class:`PlanOutcome` (``table``, ``recommendation``, ``plot()``);
+* :func:`plan` -> :class:`PlanOutcome` (``candidates``, ``recommendation``, ``plot()``);
+
+Every result derives from :class:`simdesign.core.results.Result` (``simdesign.Result``): ``summary()`` is a
+DataFrame, ``table(...)`` a readable one, ``plot(path=None)`` the figure (or the files written), ``save(dir)``
+a dict of the paths written.
 * :func:`fit_model`, :func:`check_model`, :func:`reliability` on a judgements
   table or CSV; ``simdesign.analyse(...)`` analyses a real study;
 * :func:`analyse_metrics`: automatic metrics against human scores on real data (correlations with
@@ -37,6 +41,7 @@ from simdesign.outputs import (config_from_results, failure_table, figure_estima
                                write_outputs)
 from simdesign.studies.rates.store import ResultsStore
 from simdesign.core.checks import is_integer
+from simdesign.core.results import Result, figure_of_files, files_by_name, legacy_table
 
 # The CLI's default for --jobs: every core (results do not depend on it).
 DEFAULT_JOBS = -1
@@ -106,7 +111,7 @@ def as_config(config, trials: int | None = None, tests=None) -> SimulationConfig
 
 
 @dataclass
-class SimulationResult:
+class SimulationResult(Result):
     """The per-trial results of a simulation and what can be computed from them.
 
     Attributes
@@ -198,6 +203,13 @@ class SimulationResult:
 
         return self.trials[self.trials["status"].isin(list(FAILURES))].reset_index(drop=True)
 
+    def figure(self, estimand: str | None = None, alpha: float | None = None):
+        """The summary's figure (a matplotlib Figure); as :meth:`plot` without a path."""
+        return self.plot(None, estimand, alpha)
+
+    def _size(self) -> str:
+        return f"{len(self.trials)} rows"
+
     def plot(self, path=None, estimand: str | None = None, alpha: float | None = None):
         """Draw the summary as the CLI does.
 
@@ -232,9 +244,15 @@ class SimulationResult:
             paths.append(Path(path).with_suffix(suffix))
         return paths + [write_figure_table(summary, self.config.figure, estimand, Path(path))]
 
-    def save(self, directory) -> Path:
+    def save(self, directory) -> dict:
         """Write a results directory (manifest, trials, summary.csv, figures) that ``simdesign plot``,
         ``replay`` and :func:`load_results` read.
+
+        Returns
+        -------
+        dict
+            ``summary`` -> ``summary.csv`` and each figure file's name -> its path (the trials are in the
+            directory's store, read by :func:`load_results`).
 
         Raises
         ------
@@ -250,12 +268,11 @@ class SimulationResult:
                 store.write_chunk(design, 0, stop, sorted(frame["test"].unique()), frame.reset_index(drop=True))
         finally:
             store.release()
-        write_outputs(self.config, self.summary(), directory)
-        return directory
+        return files_by_name(write_outputs(self.config, self.summary(), directory))
 
 
 @dataclass
-class StudyResult:
+class StudyResult(Result):
     """The stored rows of a study of another kind than rates (a panel study, a metric validation, a sweep or
     a plug-in kind) and what can be computed from them (the kind's summary and figure).
 
@@ -291,18 +308,31 @@ class StudyResult:
         """The kind's summary (means or rates with their intervals and MCSE)."""
         return self.kind.summarise(self.config, self.rows)
 
-    def plot(self, path) -> list[Path]:
-        """Draw the kind's figure as ``path.png`` (``path`` without suffix); returns the written files."""
+    def figure(self):
+        """The kind's figure as a matplotlib Figure (the kind draws files: its first image, shown)."""
+        return figure_of_files(lambda base: self.kind.plot(self.config, self.summary(), base))
+
+    def plot(self, path=None):
+        """Draw the kind's figure: as ``path.png`` (``path`` without suffix; returns the files written), or,
+        without ``path``, as a matplotlib Figure."""
+        if path is None:
+            return self.figure()
         return self.kind.plot(self.config, self.summary(), Path(path))
 
-    def save(self, directory) -> Path:
-        """Write ``summary.csv`` and the figure into ``directory`` (the trials stay in the run's store)."""
+    def save(self, directory) -> dict:
+        """Write ``summary.csv`` and the figure into ``directory`` (the trials stay in the run's store).
+
+        Returns
+        -------
+        dict
+            ``summary`` -> ``summary.csv`` and each figure file's name -> its path.
+        """
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         summary = self.summary()
         summary.to_csv(directory / "summary.csv", index=False)
-        self.kind.plot(self.config, summary, directory / self.kind.config_name(self.config))
-        return directory
+        figures = self.kind.plot(self.config, summary, directory / self.kind.config_name(self.config))
+        return files_by_name([directory / "summary.csv", *figures])
 
 
 def load_study(out_dir) -> StudyResult:
@@ -464,15 +494,16 @@ def load_results(out_dir, trials: int | None = None, config: SimulationConfig | 
 
 
 @dataclass
-class PlanOutcome:
+class PlanOutcome(Result):
     """A finished plan.
 
     Attributes
     ----------
     result : simdesign.planning.plan_search.PlanResult
         Everything the search found (per-candidate results, confirmations, effort).
-    table : pandas.DataFrame
-        The ranked candidates (as ``plan.csv``).
+    candidates : pandas.DataFrame
+        The ranked candidates (as ``plan.csv``; ``summary()`` is a copy, ``table()`` rounded). Called
+        ``table`` before issue 40: ``outcome.table`` is still these rows for one release.
     recommendation : str
         The recommendation in words (as ``recommendation.md``).
     recommended : CandidateResult or None
@@ -480,22 +511,22 @@ class PlanOutcome:
     effort : str
         One line on how many trials the search used.
     paths : dict
-        What :meth:`save` wrote (``table``, ``recommendation``, ``figures``); empty for a plan run
-        without ``out_dir``.
+        What :meth:`save` wrote (``table``, ``recommendation`` and each figure file's name); empty for a
+        plan run without ``out_dir``.
 
     Parameters
     ----------
-    result, table, recommendation, recommended, effort, paths
+    result, candidates, recommendation, recommended, effort, paths
         As the attributes; built by :func:`plan`.
 
     Examples
     --------
     >>> outcome = simdesign.plan("configs/plan_example.yaml", out_dir="results/plan")  # doctest: +SKIP
-    >>> outcome.table.head(), outcome.paths["recommendation"]                      # doctest: +SKIP
+    >>> outcome.table().head(), outcome.paths["recommendation"]                    # doctest: +SKIP
     """
 
     result: object = field(repr=False)
-    table: pd.DataFrame = field(repr=False)
+    candidates: pd.DataFrame = field(repr=False)
     recommendation: str = field(repr=False)
     recommended: object = field(repr=False)
     effort: str = ""
@@ -504,18 +535,38 @@ class PlanOutcome:
     def __repr__(self) -> str:
         pick = "nothing recommended" if self.recommended is None else \
             f"recommended {self.recommended.candidate.design.label} / {self.recommended.candidate.test.label}"
-        return f"<PlanOutcome {self.result.config.name!r}: {len(self.table)} candidates, {pick}>"
+        config = self.result.config
+        name = config.name if hasattr(config, "name") else config.plan.name  # a judge plan: its humans-only plan's
+        return f"<{type(self).__name__} {name!r}: {len(self.candidates)} candidates, {pick}>"
+
+    @property
+    def table(self):
+        """The readable candidates, called: ``outcome.table(digits=3)``; used as a DataFrame (the spelling
+        before issue 40), the candidates themselves for one release."""
+        return legacy_table(self.candidates, lambda *args, **options: Result.table(self, *args, **options))
+
+    def summary(self) -> pd.DataFrame:
+        """The ranked candidates (a copy of :attr:`candidates`, as ``plan.csv``)."""
+        return self.candidates.copy()
 
     def _repr_html_(self) -> str:
         from simdesign.planning.plan_views import plan_html
 
         return plan_html(self)
 
-    def plot(self, path) -> list[Path]:
-        """Draw cost against power (as ``simdesign plan``): ``path`` without suffix; returns the files written."""
+    def figure(self):
+        """The plan's figure as a matplotlib Figure (its first image, drawn as :meth:`plot` draws it)."""
+        return figure_of_files(self._draw)
+
+    def plot(self, path=None):
+        """Draw cost against power (as ``simdesign plan``): ``path`` without suffix, returns the files written;
+        without ``path``, a matplotlib Figure."""
+        return self.figure() if path is None else self._draw(Path(path))
+
+    def _draw(self, base: Path) -> list[Path]:
         from simdesign.planning.plan_report import plot_plan
 
-        return plot_plan(self.result, self.table, Path(path))
+        return plot_plan(self.result, self.candidates, base)
 
     def save(self, directory, figure=None) -> dict:
         """Write ``plan.csv``, ``recommendation.md`` and the figure (default ``directory/<plan name>``).
@@ -523,12 +574,18 @@ class PlanOutcome:
         Returns
         -------
         dict
-            ``table``, ``recommendation`` and ``figures`` paths.
+            ``table`` and ``recommendation`` paths, and each figure file's name -> its path.
         """
         from simdesign.planning.plan_report import write_plan_outputs
 
-        self.paths = write_plan_outputs(self.result, Path(directory), Path(figure) if figure else None)
+        self.paths = _flat_paths(write_plan_outputs(self.result, Path(directory), Path(figure) if figure else None))
         return self.paths
+
+
+def _flat_paths(paths: dict) -> dict:
+    """A plan writer's paths with its list of ``figures`` spread out, each under its file name."""
+    return {**{key: path for key, path in paths.items() if key != "figures"},
+            **files_by_name(paths.get("figures", []))}
 
 
 def plan(config, *, out_dir=None, jobs: int | None = None, progress: bool = True, backend="loky",
@@ -629,15 +686,15 @@ class JudgePlanOutcome(PlanOutcome):
     judge with each selection), the humans-only pick as ``recommended`` and every variant's in ``result.results``;
     ``save`` writes ``plan.csv``, ``recommendation.md`` and one figure."""
 
-    def plot(self, path) -> list[Path]:
+    def _draw(self, base: Path) -> list[Path]:
         from simdesign.planning.judge_plan import plot_judge_plan
 
-        return plot_judge_plan(self.table, Path(path))
+        return plot_judge_plan(self.candidates, base)
 
     def save(self, directory, figure=None) -> dict:
         from simdesign.planning.judge_plan import write_judge_plan
 
-        self.paths = write_judge_plan(self.result, Path(directory), Path(figure) if figure else None)
+        self.paths = _flat_paths(write_judge_plan(self.result, Path(directory), Path(figure) if figure else None))
         return self.paths
 
 
@@ -665,16 +722,17 @@ class ReplicationPlanOutcome(PlanOutcome):
 
     config: object = field(default=None, repr=False)
 
-    def plot(self, path) -> list[Path]:
+    def _draw(self, base: Path) -> list[Path]:
         from simdesign.planning.replication_plan import plot_replication_plan
 
-        return plot_replication_plan(self.table, self.config, Path(path))
+        return plot_replication_plan(self.candidates, self.config, base)
 
     def save(self, directory, figure=None) -> dict:
         from simdesign.planning.replication_plan import write_replication_plan
 
         paths = write_replication_plan(self.config, self.result, Path(directory), Path(figure) if figure else None)
-        self.paths = {"table": paths["table"], "recommendation": paths["recommendation"], "figures": [paths["figure"]]}
+        self.paths = {"table": paths["table"], "recommendation": paths["recommendation"],
+                      **files_by_name([paths["figure"]])}
         return self.paths
 
 
@@ -807,15 +865,17 @@ def check_model(model, frame_or_path, *, trials: int = 200, seed: int = 0, out_d
 
     Returns
     -------
-    pandas.DataFrame
-        One row per statistic: observed value, simulated 95% range, ``inside``.
+    ModelCheck
+        ``statistics`` (``summary()``): one row per statistic, observed value, simulated 95% range,
+        ``inside``; ``plot()`` the check's figure. (A DataFrame before issue 40: indexing it still works, with a
+        warning, for one release.)
 
     Examples
     --------
-    >>> table = simdesign.check_model("coherence", "pilot.csv", trials=100)  # doctest: +SKIP
-    >>> table[~table["inside"]]                                               # doctest: +SKIP
+    >>> check = simdesign.check_model("coherence", "pilot.csv", trials=100)  # doctest: +SKIP
+    >>> check.statistics.query("not inside")                                 # doctest: +SKIP
     """
-    from simdesign.realdata.check import predictive_check, run_check
+    from simdesign.realdata.check import check_title, predictive_check
     from simdesign.model import load_model
 
     check_table_or_path(frame_or_path)
@@ -828,13 +888,88 @@ def check_model(model, frame_or_path, *, trials: int = 200, seed: int = 0, out_d
     out_dir = check_directory_option(out_dir, "out_dir")
     model = load_model(getattr(model, "model", model))
     frame, _ = read_judgements_table(frame_or_path, columns, scale)
+    table, simulated = predictive_check(model, frame, trials=trials, seed=seed, progress=progress)
+    check = ModelCheck(table, simulated, check_title(f"model '{model.name}'", trials, table))
     if out_dir is not None:
-        return run_check(model, frame, out_dir, trials=trials, seed=seed)[0]
-    return predictive_check(model, frame, trials=trials, seed=seed, progress=progress)[0]
+        check.save(out_dir)
+    return check
 
 
-@dataclass
-class Reliability:
+@dataclass(repr=False)
+class ModelCheck(Result):
+    """A predictive check of a model against a study (:func:`check_model`).
+
+    Attributes
+    ----------
+    statistics : pandas.DataFrame
+        One row per statistic (``statistic, system, category, observed, sim_mean, sim_low, sim_high, inside``).
+    simulated : numpy.ndarray
+        The statistics of each simulated study (studies x statistics), drawn by :meth:`plot`.
+    title : str
+        The figure's title.
+    out_dir : Path or None
+        Where :meth:`save` wrote the check last.
+    """
+
+    statistics: pd.DataFrame
+    simulated: np.ndarray
+    title: str = ""
+    out_dir: Path | None = None
+
+    def summary(self) -> pd.DataFrame:
+        """Every statistic with its observed value and simulated 95% range (a copy of :attr:`statistics`)."""
+        return self.statistics.copy()
+
+    def _what(self) -> str:
+        return f"{len(self.simulated)} simulated studies"
+
+    def _size(self) -> str:
+        return f"{int(self.statistics['inside'].sum())} of {len(self.statistics)} statistics inside their range"
+
+    def plot(self, path=None):
+        """The check's figure (per-system score shares, system means, spreads, reliability): a matplotlib Figure,
+        or with ``path`` (.png added to any other suffix) the file written."""
+        from simdesign.core.results import figure_of_files, figure_path
+        from simdesign.realdata.check import plot_check
+
+        def draw(base):
+            return [plot_check(self.statistics, self.simulated, self.title, figure_path(base))]
+
+        return figure_of_files(draw) if path is None else draw(path)
+
+    def save(self, directory) -> dict:
+        """Write ``check.csv`` (:attr:`statistics`) and ``check.png`` into ``directory``; returns ``table`` and
+        ``figure`` -> path."""
+        from simdesign.realdata.check import write_check
+
+        paths = write_check(self.statistics, self.simulated, directory, "check", self.title)
+        self.out_dir = Path(directory)
+        return dict(zip(("table", "figure"), paths))
+
+    # The DataFrame check_model returned before issue 40, kept one release: indexing and its methods warn.
+    def __getitem__(self, key):
+        _warn_check_frame()
+        return self.statistics[key]
+
+    def __len__(self) -> int:
+        return len(self.statistics)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or name in ("statistics", "simulated", "title", "out_dir"):
+            raise AttributeError(name)
+        _warn_check_frame()
+        return getattr(self.statistics, name)
+
+
+def _warn_check_frame() -> None:
+    import warnings
+
+    warnings.warn("check_model returns a ModelCheck (issue 40): its table is .statistics (or .summary()); using the "
+                  "check as a DataFrame will stop working in the next release", FutureWarning, stacklevel=3)
+
+
+@dataclass(repr=False)
+class Reliability(Result):
     """Krippendorff's alpha and split-half reliability of a study; an undefined one is None with its reason.
 
     Parameters
@@ -865,10 +1000,27 @@ class Reliability:
     def shr(self) -> float | None:
         return None if self.split_half is None else self.split_half.value
 
+    def summary(self) -> pd.DataFrame:
+        """One row per measure: ``measure``, ``value`` (NaN when undefined), ``splits``, ``exact``, ``blocks``
+        (split-half only) and ``note`` (why a measure is undefined)."""
+        split = self.split_half
+        notes = {measure: next((note for note in self.notes if note.startswith(prefix)), "")
+                 for measure, prefix in (("krippendorff_alpha", "Krippendorff"), ("split_half", "split-half"))}
+        return pd.DataFrame([
+            {"measure": "krippendorff_alpha", "value": _or_nan(self.krippendorff_alpha), "splits": None,
+             "exact": None, "blocks": None, "note": notes["krippendorff_alpha"]},
+            {"measure": "split_half", "value": _or_nan(self.shr), "splits": None if split is None else split.n_splits,
+             "exact": None if split is None else split.exact, "blocks": None if split is None else split.n_blocks,
+             "note": notes["split_half"]}])
+
     def __repr__(self) -> str:
         from simdesign.studies.rates.views import reliability_text
 
         return reliability_text(self)
+
+
+def _or_nan(value) -> float:
+    return float("nan") if value is None else float(value)
 
 
 def reliability(frame_or_path, *, method: str | None = None, columns: dict | None = None, scale=None,

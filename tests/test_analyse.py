@@ -31,11 +31,11 @@ TABLE_2 = {
 def test_table_2_means_to_two_decimals(name):
     frame, info = read_table(JUDGEMENTS / f"{name}_cnn_dm.csv")
     result = analyse(frame, tests=["ttest_doc"], systems=ORDER, bootstrap=200)
-    np.testing.assert_array_equal(result.table["mean"].round(2).to_numpy(), TABLE_2[name])
-    assert (result.table["ci_low"] < result.table["mean"]).all()
-    assert (result.table["mean"] < result.table["ci_high"]).all()
+    np.testing.assert_array_equal(result.systems["mean"].round(2).to_numpy(), TABLE_2[name])
+    assert (result.systems["ci_low"] < result.systems["mean"]).all()
+    assert (result.systems["mean"] < result.systems["ci_high"]).all()
     assert result.info["bootstrap_scheme"] == "block_t" and result.info["blocks"] == 20
-    assert result.table["n"].tolist() == [300] * 5
+    assert result.systems["n"].tolist() == [300] * 5
 
 
 @needs_data
@@ -45,7 +45,7 @@ def test_paper_analysis_groups_coherence(name):
     # Table 2's brackets for coherence, Likert and Rank (all cells agree with the documented rule).
     frame, _ = read_table(JUDGEMENTS / f"{name}_cnn_dm.csv")
     result = analyse(frame, systems=ORDER, bootstrap=200)
-    assert result.table["groups"].tolist() == ["1", "3/4", "3/4", "2", "5"]
+    assert result.systems["groups"].tolist() == ["1", "3/4", "3/4", "2", "5"]
     assert result.pairs["test"].unique().tolist() == ["clmm_native[tukey,paper]"]
 
 
@@ -96,7 +96,7 @@ def test_analyse_reproducible_and_cli_writes_tables(tmp_path, capsys):
     frame = _study(BlockDesign(10, 3, 2), 11)
     a = analyse(frame, tests=["ttest_doc"], seed=3, bootstrap=200)
     b = analyse(frame, tests=["ttest_doc"], seed=3, bootstrap=200)
-    pd.testing.assert_frame_equal(a.table, b.table)
+    pd.testing.assert_frame_equal(a.systems, b.systems)
     assert "holm" in a.pairs["adjust"].iloc[0]  # a pair-by-pair test gets Holm when Tukey is asked
     path = tmp_path / "j.csv"
     frame.to_csv(path, index=False)
@@ -176,7 +176,7 @@ def test_analyse_reports_the_mixed_models_loglik_structure_status_and_starts():
     assert fit["starts"] == "codings" and fit["structure"] == "maximal" and fit["terms"] == ["annotator", "document"]
     assert fit["starts_tried"] == (5 if fit["status"] in ("singular", "not_converged") else 1)
     assert np.isfinite(fit["loglik"]) and fit["status"] in ("ok", "singular", "not_converged", "error")
-    text = result.summary()
+    text = result.report()
     assert f"log-likelihood {fit['loglik']:.4f}" in text and f"status {fit['status']}" in text
     assert "starts " in text and "## Model fits" in result.to_markdown()
     single = analyse(frame, bootstrap=100, structure="maximal", starts="single")
@@ -239,8 +239,8 @@ def test_a_real_table_with_missing_outputs_is_analysed_by_the_tests_that_handle_
     kept = frame.drop(index=np.random.default_rng(0).choice(frame.index, 100, replace=False))
     result = analyse(kept, tests=["ttest_doc"], systems=ORDER, adjust="none", bootstrap=200)
     means = kept.groupby("system")["score"].mean().reindex(ORDER)
-    np.testing.assert_allclose(result.table.set_index("system").loc[ORDER, "mean"], means, rtol=1e-12)
-    assert result.table.set_index("system").loc[ORDER, "n"].tolist() == kept["system"].value_counts()[ORDER].tolist()
+    np.testing.assert_allclose(result.systems.set_index("system").loc[ORDER, "mean"], means, rtol=1e-12)
+    assert result.systems.set_index("system").loc[ORDER, "n"].tolist() == kept["system"].value_counts()[ORDER].tolist()
     assert any("100 outputs are missing" in note for note in result.notes)
     per_document = kept.groupby(["document", "system"])["score"].mean().unstack()
     for row in result.pairs.itertuples():

@@ -3,7 +3,7 @@
 ``analyse(frame)`` takes a checked Likert or Rank table (see
 :func:`simdesign.tables.recognise.read_table`) and returns an :class:`Analysis`:
 
-* ``table``: per system the mean score (Likert) or mean rank (Rank, 1-based,
+* ``systems`` (``summary()``; ``table()`` to read): per system the mean score (Likert) or mean rank (Rank, 1-based,
   1 = best, as in the paper's Table 2), a 95% bootstrap interval, the number
   of judgements, and the set of ranks the system could take (``groups``,
   the paper's "3/4" notation);
@@ -14,7 +14,7 @@
   (:func:`simdesign.clmm.fit`), so its optimum does not depend on which
   system is the reference, and ``info['fits']`` reports its log-likelihood,
   structure, status and starts;
-* ``plot()`` and ``summary()``.
+* ``report()`` (the printed report), ``plot()`` and ``save(directory)``.
 
 Rank data are modelled on the reversed rank (S + 1 - rank, higher = better),
 as ordinal 1..S by the same model, as the paper did.
@@ -53,6 +53,7 @@ import re
 import sys
 import types
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -61,6 +62,7 @@ from simdesign.core.checks import is_integer, is_number
 from simdesign.core.errors import ConfigError, DataError
 from simdesign.core.suggest import did_you_mean, suggestions
 from simdesign.core.judgements import Judgements
+from simdesign.core.results import Result, legacy_table, write_figure
 from simdesign.methods import get_method
 
 # A block bootstrap needs enough independent blocks for its resamples to vary like new studies.
@@ -70,6 +72,9 @@ DEFAULT_BOOTSTRAP = 2000
 # One real study is fitted once: afford the multi-start refit rule of clmm.fit (docs/model.md, "Starts").
 DEFAULT_STARTS = "codings"
 ADJUST_CHOICES = ("none", "holm", "tukey")
+# What Analysis.save writes (``simdesign analyse --out``): key -> file name.
+ANALYSIS_OUTPUTS = {"table": "analysis.csv", "pairs": "pairs.csv", "report": "analysis.md", "figure": "analysis.png",
+                    "info": "analysis_info.csv"}
 
 
 def _p_text(value: float) -> str:
@@ -79,14 +84,16 @@ def _p_text(value: float) -> str:
     return "<1e-15" if value < 1e-15 else f"{value:.4g}"
 
 
-@dataclass
-class Analysis:
+@dataclass(repr=False)
+class Analysis(Result):
     """The analysis of one study; see the module docstring for what each part means.
 
     Attributes
     ----------
-    table : pandas.DataFrame
-        ``system, mean, ci_low, ci_high, n, groups, rank_low, rank_high``.
+    systems : pandas.DataFrame
+        ``system, mean, ci_low, ci_high, n, groups, rank_low, rank_high`` (``summary()`` is a copy, ``table()``
+        the rounded form). Called ``table`` before issue 40: ``result.table`` is still these rows for one
+        release.
     pairs : pandas.DataFrame
         ``test, system_a, system_b, mean_difference, estimate, p_value,
         status, adjust, significant`` (estimate a minus b on the test's own
@@ -99,17 +106,31 @@ class Analysis:
     notes : list of str
     """
 
-    table: pd.DataFrame
+    systems: pd.DataFrame
     pairs: pd.DataFrame
     method: str
     info: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
 
-    def __repr__(self) -> str:
-        # short: the tables are in .table and .pairs, the whole report in .summary()
-        order = ", ".join(f"{r.system} {r.mean:.2f} ({r.groups})" for r in self.table.itertuples())
-        return (f"<Analysis {self.method}, {self.info.get('primary_test', '')} groups: {order}; "
-                f".table, .pairs, .summary()>")
+    @property
+    def table(self):
+        """The readable per-system table, called: ``result.table(digits=3)``; used as a DataFrame (the
+        spelling before issue 40), :attr:`systems` itself for one release."""
+        return legacy_table(self.systems, lambda *args, **options: Result.table(self, *args, **options))
+
+    def _what(self) -> str:
+        return f"{self.method}, {self.info.get('primary_test', '')} groups"
+
+    def _size(self) -> str:
+        return f"{len(self.systems)} systems, {self.info.get('judgements')} judgements"
+
+    def __str__(self) -> str:
+        return self.report()
+
+    def summary(self) -> pd.DataFrame:
+        """The per-system table: means with their intervals, judgements and rank groups (a copy of
+        :attr:`systems`; the pairwise tests are :attr:`pairs`, the printed report :meth:`report`)."""
+        return self.systems.copy()
 
     def _repr_html_(self) -> str:
         import html
@@ -120,22 +141,23 @@ class Analysis:
                 f"{html.escape(self.value_name)} with 95% intervals ({html.escape(str(info.get('bootstrap_text')))}"
                 f"); groups: ranks each system can take ({html.escape(str(info.get('primary_test')))}, p &lt; "
                 f"{info.get('alpha')}).</p>")
-        return head + self.table.to_html(index=False, float_format=lambda v: f"{v:.3f}")
+        return head + self.systems.to_html(index=False, float_format=lambda v: f"{v:.3f}")
 
     @property
     def value_name(self) -> str:
         return get_method(self.method).value_name
 
-    def summary(self) -> str:
-        """A plain-text report: the table, the interval and rule used, and the p-values behind the groups."""
+    def report(self) -> str:
+        """A plain-text report: the table, the interval and rule used, and the p-values behind the groups
+        (``summary()`` before issue 40; ``simdesign analyse`` prints it)."""
         info = self.info
         lines = [f"{info.get('description', self.method)}",
                  f"{info['judgements']} judgements, {info['annotators']} annotators, {info['documents']} documents, "
-                 f"{len(self.table)} systems",
+                 f"{len(self.systems)} systems",
                  f"95% intervals: {info['bootstrap_text']}",
                  f"groups: ranks each system can take given the non-significant differences of "
                  f"{info['primary_test']} (p < {info['alpha']}; {info['rule']})", ""]
-        shown = self.table.copy()
+        shown = self.systems.copy()
         with pd.option_context("display.width", 200):
             lines.append(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
             lines.append("")
@@ -147,9 +169,9 @@ class Analysis:
         return "\n".join(lines)
 
     def to_markdown(self) -> str:
-        """The summary as a Markdown document (``analysis.md``)."""
+        """The report as a Markdown document (``analysis.md``)."""
         info = self.info
-        table = self.table.copy()
+        table = self.systems.copy()
         head = "| system | " + self.value_name + " | 95% interval | n | groups |\n|---|---|---|---|---|\n"
         rows = "".join(f"| `{r.system}` | {r.mean:.2f} | {r.ci_low:.2f} to {r.ci_high:.2f} | {r.n} | {r.groups} |\n"
                        for r in table.itertuples())
@@ -174,20 +196,38 @@ class Analysis:
         Parameters
         ----------
         path : str or path-like, optional
-            Save the figure there (the suffix decides the format).
+            Write the figure there (a .png, .pdf or .svg suffix decides the format; any other path gets .png).
         ax : matplotlib Axes, optional
         title : str, optional
 
         Returns
         -------
-        matplotlib.figure.Figure
-            Drawn without pyplot (no backend is needed or chosen); Jupyter shows it after
-            ``%matplotlib inline``.
+        matplotlib.figure.Figure or list of Path
+            Without ``path`` the Figure, drawn without pyplot (no backend is needed or chosen; Jupyter shows it
+            after ``%matplotlib inline``); with it, the file written.
         """
+        figure = self.figure(ax, title)
+        return figure if path is None else [write_figure(figure, path)]
+
+    def save(self, directory, title: str | None = None) -> dict:
+        """Write :data:`ANALYSIS_OUTPUTS` (the systems, the pairs, the report as Markdown, the figure titled
+        ``title``, the info) into ``directory`` (created); returns key -> path written."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        paths = {key: directory / name for key, name in ANALYSIS_OUTPUTS.items()}
+        self.systems.to_csv(paths["table"], index=False)
+        self.pairs.to_csv(paths["pairs"], index=False)
+        paths["report"].write_text(self.to_markdown())
+        self.plot(paths["figure"], title=title)
+        pd.Series({key: str(value) for key, value in self.info.items()}).to_csv(paths["info"], header=["value"])
+        return paths
+
+    def figure(self, ax=None, title: str | None = None):
+        """The figure :meth:`plot` draws, as a matplotlib Figure (on ``ax`` when given)."""
         from matplotlib.figure import Figure
 
         best_is_low = get_method(self.method).best_is_low
-        table = self.table.sort_values("mean", ascending=not best_is_low).reset_index(drop=True)
+        table = self.systems.sort_values("mean", ascending=not best_is_low).reset_index(drop=True)
         if ax is None:
             figure = Figure(figsize=(6, 0.5 * len(table) + 1.5))
             ax = figure.subplots()
@@ -204,8 +244,6 @@ class Analysis:
         ax.set_title(title or f"{self.method}: {self.info['primary_test']} groups (p < {self.info['alpha']})",
                      fontsize=10)
         figure.tight_layout()
-        if path is not None:
-            figure.savefig(path, dpi=150)
         return figure
 
 
@@ -526,7 +564,7 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     Examples
     --------
     >>> result = simdesign.analyse("study.csv", tests=["ttest_doc"], bootstrap=200)   # doctest: +SKIP
-    >>> result.table                                                                  # doctest: +SKIP
+    >>> result.table()                                                                # doctest: +SKIP
     """
     tests = [tests] if isinstance(tests, (str, dict)) else tests
     _check_options(adjust, alpha, bootstrap, seed, tests)
@@ -549,7 +587,7 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
                           rank_order=not given_order, best_is_low=method.best_is_low)
     notes = _analysis_notes(primary, specs[0].label, method) + _design_notes(specs, data) + _missing_note(missing)
     details = {"bootstrap": int(bootstrap), "seed": seed, "alpha": alpha, "adjust": adjust, "fits": fits}
-    return Analysis(table=table, pairs=pairs.drop(columns="message"), method=method.name,
+    return Analysis(systems=table, pairs=pairs.drop(columns="message"), method=method.name,
                     info=_details(data, info, scheme, specs, details), notes=notes)
 
 

@@ -34,6 +34,7 @@ from simdesign.core.version import VERSION as simdesign_version
 from simdesign import clmm
 from simdesign.core.checks import missing_file_problem
 from simdesign.core.errors import ConfigError, DataError
+from simdesign.core.results import Result
 from simdesign.core.suggest import did_you_mean
 from simdesign.core.yamlio import load_yaml
 from simdesign.model import OrdinalMixedModel
@@ -61,9 +62,10 @@ class FitError(RuntimeError):
 # Fitting
 # ---------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class FitOutcome:
-    """A fitted model and how it was obtained.
+@dataclass(frozen=True, repr=False)
+class FitOutcome(Result):
+    """A fitted model and how it was obtained (``summary()``: the fit's coefficients; ``save(dir)``: the model
+    file and the coefficients; no figure).
 
     Attributes
     ----------
@@ -84,7 +86,23 @@ class FitOutcome:
         loglik = getattr(self.result, "loglik", float("nan"))
         return (f"<FitOutcome {self.model.name!r}: {len(self.model.systems)} systems, scale "
                 f"{self.model.scale[0]}..{self.model.scale[-1]}; fit {status}, log-likelihood {loglik:.2f}; "
-                f".model to simulate from, .result.summary(), .provenance>")
+                f".model, .summary()>")
+
+    def summary(self) -> pd.DataFrame:
+        """The fit's coefficients, one row per threshold and fixed effect: ``term, estimate, se, z, p, ci_lower,
+        ci_upper`` (the random effects are in ``result.summary().random_effects``)."""
+        coefficients = self.result.summary().coefficients
+        return coefficients.rename_axis("term").reset_index()
+
+    def save(self, directory) -> dict:
+        """Write the model file (``<model name>.yaml``, loadable by :func:`simdesign.model.load_model`) and
+        ``summary.csv`` (:meth:`summary`) into ``directory``; returns ``model`` and ``summary`` -> path."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        paths = {"model": directory / f"{self.model.name}.yaml", "summary": directory / "summary.csv"}
+        write_model(self.model, paths["model"])
+        self.summary().to_csv(paths["summary"], index=False)
+        return paths
 
 
 def _full_covariance(result, term: str, n_systems: int) -> np.ndarray:

@@ -31,6 +31,7 @@ import pandas as pd
 from simdesign.core.checks import is_number
 from simdesign.core.errors import ConfigError
 from simdesign.core.seeds import label_key
+from simdesign.core.results import Result, write_figure
 from simdesign.core.suggest import did_you_mean
 from simdesign.methods.pairwise import PAIRWISE
 from simdesign.realdata.analyse import (_analysis_specs, _p_text, _refuse_unfit_tests, _run_tests, parse_test_text,
@@ -83,8 +84,8 @@ def parse_anchor(anchor, systems) -> tuple[int | None, float]:
     return (None if system is None else names.index(str(system))), value
 
 
-@dataclass
-class PairwiseAnalysis:
+@dataclass(repr=False)
+class PairwiseAnalysis(Result):
     """The analysis of a pairwise study or a battle log (see the module docstring).
 
     Attributes
@@ -110,9 +111,14 @@ class PairwiseAnalysis:
     notes: list = field(default_factory=list)
     method: str = PAIRWISE.name
 
-    def __repr__(self) -> str:
-        order = ", ".join(f"{r.system} {r.elo:.0f} ({r.groups})" for r in self.ratings.itertuples())
-        return f"<PairwiseAnalysis {self.info.get('comparisons')} comparisons; Elo: {order}; .summary(), .report()>"
+    def _what(self) -> str:
+        return f"Bradley-Terry strengths and Elo, {self.info.get('primary_test', '')} groups"
+
+    def _size(self) -> str:
+        return f"{len(self.ratings)} systems, {self.info.get('comparisons')} comparisons"
+
+    def __str__(self) -> str:
+        return self.report()
 
     def summary(self) -> pd.DataFrame:
         """The per-system table (a copy of :attr:`ratings`)."""
@@ -171,7 +177,13 @@ class PairwiseAnalysis:
                 + "\n## Pairwise tests\n\n" + pair_head + pair_rows + (f"\n## Notes\n\n{notes}" if notes else ""))
 
     def plot(self, path=None, ax=None, title: str | None = None):
-        """Elo with its 95% interval per system, best on top, the rank groups in the labels (no pyplot)."""
+        """Elo with its 95% interval per system, best on top, the rank groups in the labels (no pyplot): the
+        matplotlib Figure, or with ``path`` (a .png, .pdf or .svg suffix, else .png added) the file written."""
+        figure = self.figure(ax, title)
+        return figure if path is None else [write_figure(figure, path)]
+
+    def figure(self, ax=None, title: str | None = None):
+        """The figure :meth:`plot` draws, as a matplotlib Figure (on ``ax`` when given)."""
         from matplotlib.figure import Figure
 
         table = self.ratings.sort_values("elo", ascending=True, na_position="first").reset_index(drop=True)
@@ -189,8 +201,6 @@ class PairwiseAnalysis:
         ax.set_title(title or f"Bradley-Terry ({self.info['ties']} ties): {self.info['primary_test']} groups "
                               f"(p < {self.info['alpha']})", fontsize=10)
         figure.tight_layout()
-        if path is not None:
-            figure.savefig(path, dpi=150)
         return figure
 
     def save(self, directory) -> dict:
