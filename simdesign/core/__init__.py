@@ -1,1 +1,1 @@
-"""Core vocabulary: errors, random-stream seeds, annotation designs and judgement tables (imports nothing else of simdesign)."""
+"""Core vocabulary: errors, random-stream seeds, annotation designs, judgement tables and the protocol every result follows (imports nothing else of simdesign)."""
