@@ -47,7 +47,7 @@ def main() -> None:
         document_cov = np.zeros_like(model.document_cov)
         document_cov[0, 0] = model.document_cov[0, 0]
         model = dataclasses.replace(model, document_cov=document_cov)
-    table = parameter_recovery(model, design, args.rounds, np.random.default_rng(args.seed),
+    table = parameter_recovery(model, design, args.rounds, args.seed,
                                structure=args.structure, jobs=args.jobs)
     seconds = time.perf_counter() - started
     with pd.option_context("display.width", 160):

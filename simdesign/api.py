@@ -1070,6 +1070,7 @@ def reliability(frame_or_path, *, method: str | None = None, columns: dict | Non
 def reliability_of_checked(frame: pd.DataFrame, scale, seed: int = 0) -> Reliability:
     """:func:`reliability` of a table already checked (by :func:`read_judgements_table` or ``read_table``)."""
     from simdesign.core.judgements import Judgements
+    from simdesign.core.seeds import stream
     from simdesign.stats.reliability import UndefinedReliability, krippendorff_alpha, split_half_reliability
 
     notes, alpha, split = [], None, None
@@ -1078,7 +1079,7 @@ def reliability_of_checked(frame: pd.DataFrame, scale, seed: int = 0) -> Reliabi
     except UndefinedReliability as exc:
         notes.append(f"Krippendorff's alpha: undefined ({exc})")
     try:
-        split = split_half_reliability(Judgements.from_frame(frame), np.random.default_rng(seed))
+        split = split_half_reliability(Judgements.from_frame(frame), stream(seed, "reliability/split-half"))
     except ConfigError as exc:  # UndefinedReliability, or a table that is not complete (annotator, document) pairs
         notes.append(f"split-half reliability: undefined ({exc})")
     return Reliability(alpha, split, notes)

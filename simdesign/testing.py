@@ -28,7 +28,7 @@ from simdesign.significance.base import ERROR, FAILURES, OK, SINGULAR
 from simdesign.core.designs import DESIGN_KINDS, design_from_mapping, design_to_mapping, shape_of_row
 from simdesign.core.errors import ConfigError
 from simdesign.core.estimands import ESTIMANDS, ROLES, UNITS, role_holder
-from simdesign.core.seeds import data_rng
+from simdesign.core.seeds import data_rng, helper_rng
 from simdesign.methods import all_methods, get_method, split_result_label
 from simdesign.runner.study import REGISTERED as STUDY_KINDS
 from simdesign.runner.study import StudyKind
@@ -95,12 +95,12 @@ def check_method(method, models=None) -> None:
     generating = [model for model in models if method.can_generate(model)]
     assert generating, f"no model given generates {method.name!r}"
     for model in generating:
-        data = model.sample(design, np.random.default_rng(1), method=method.name)
+        data = model.sample(design, helper_rng("testing/check_method"), method=method.name)
         _check_judgements(method, model, data, design)
     for model in models:
         if not method.can_generate(model):
             try:
-                model.sample(design, np.random.default_rng(1), method=method.name)
+                model.sample(design, helper_rng("testing/check_method"), method=method.name)
             except ConfigError as error:
                 assert method.name in str(error), f"the refusal does not name {method.name!r}: {error}"
             else:
@@ -122,7 +122,7 @@ def check_design_kind(design) -> None:
     assert design.shape in cls.shapes and shape_of_row(design.columns()) == design.shape, "shape"
     assert isinstance(cls.kind_label, str) and cls.kind_label and design.describe(), "kind_label and describe()"
     assert len(cls.plot_style) == 2, "plot_style needs a marker and a line style"
-    assignment = design.assign(np.random.default_rng(3))
+    assignment = design.assign(helper_rng("testing/check_design_kind"))
     n = design.pairs
     assert len(assignment.annotator) == len(assignment.document) == len(assignment.block) == n, "assignment size"
     assert (assignment.block >= 0).all() == cls.has_blocks, "blocks: has_blocks and the assignment disagree"
@@ -157,11 +157,11 @@ def _small_study(preferences: bool = False):
     from simdesign.model import load_model
 
     if not preferences:
-        return load_model("coherence").sample(BlockDesign(4, 5, 2), np.random.default_rng(7), "fitted")
+        return load_model("coherence").sample(BlockDesign(4, 5, 2), helper_rng("testing/small_study"), "fitted")
     # a test of pairwise preferences gets a pairwise study (every value of the model's preferences assumed)
     method = next(m for m in all_methods() if m.covers == "pair")
     model = dataclasses.replace(load_model("coherence"), preferences={})
-    return model.sample(BlockDesign(4, 5, 2), np.random.default_rng(7), "fitted", method=method)
+    return model.sample(BlockDesign(4, 5, 2), helper_rng("testing/small_study"), "fitted", method=method)
 
 
 def check_analysis(info, study=None) -> None:
@@ -171,7 +171,7 @@ def check_analysis(info, study=None) -> None:
     defaults = {option: default for option, (_, default) in info.options.items()}
     if "resamples" in defaults:  # keep resampling tests fast: the statistics are not checked here
         defaults["resamples"] = 199
-    result = run_analysis(info, study, np.random.default_rng(1), defaults)
+    result = run_analysis(info, study, helper_rng("testing/check_analysis"), defaults)
     n_pairs = len(system_pairs(study.n_systems))
     assert np.shape(result.estimate) == np.shape(result.p_value) == np.shape(result.status) == (n_pairs,), \
         f"{info.name}: one estimate, p-value and status per pair ({n_pairs})"

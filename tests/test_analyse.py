@@ -187,10 +187,11 @@ def test_analyse_reports_the_mixed_models_loglik_structure_status_and_starts():
 def test_analyse_takes_rankels_thresholds_for_a_real_paired_table(tmp_path, capsys):
     """Issue 31: `analyse --tests ttest_unpaired[mc],...` runs the unpaired t with Rankel's within-document swap
     threshold on a table (the labels the summaries print read back); its p-values are swap_pvalues' on the
-    table's document means, with the generator analyse gives the test's position."""
+    table's document means, with the generator analyse gives the test's label (issue 40: was its position)."""
     from simdesign.significance.document_tests import document_means, swap_pvalues
     from simdesign.significance.base import system_pairs
     from simdesign.core.judgements import Judgements
+    from simdesign.core.seeds import stream
     from simdesign.realdata.analyse import parse_test_text, split_tests
     from simdesign.tables.recognise import orient_any
 
@@ -214,7 +215,7 @@ def test_analyse_takes_rankels_thresholds_for_a_real_paired_table(tmp_path, caps
                                                  systems=systems))
     index = system_pairs(len(systems))
     expected = swap_pvalues(means[:, [i for i, _ in index]], means[:, [j for _, j in index]], "welch",
-                            np.random.default_rng(np.random.SeedSequence([5, 0])), 1000)
+                            stream(5, "analyse/test", "ttest_unpaired[mc]"), 1000)
     np.testing.assert_allclose(pairs.loc[pairs["test"] == "ttest_unpaired[mc]", "p_value"], expected)
     # the swap threshold finds differences the conservative theoretical one misses here
     assert (pairs.loc[pairs["test"] == "ttest_unpaired[mc]", "p_value"].to_numpy()

@@ -258,6 +258,86 @@ def test_only_the_runner_computes_in_parallel():
     assert outside == [], "parallel work outside simdesign/runner:\n" + "\n".join(outside)
 
 
+# Issue 40: one seeding convention. Only simdesign/core/seeds.py makes random streams (label-keyed spawn keys);
+# anywhere else a SeedSequence, a bit generator, a positional .spawn( or default_rng( of something else than a
+# sequence from core.seeds would be a stream of its own convention (a fixed number, a position in a list).
+SEEDS_MODULE = "simdesign.core.seeds"
+STREAM_MAKERS = {"SeedSequence", "PCG64", "PCG64DXSM", "Philox", "SFC64", "MT19937", "RandomState", "Generator",
+                 "spawn"}
+
+
+def _called_name(node: ast.Call) -> str:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _from_seeds(tree: ast.AST) -> set[str]:
+    """Names a module imports from simdesign.core.seeds (the module itself as 'seeds', if imported whole)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == SEEDS_MODULE:
+            names |= {alias.asname or alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module == "simdesign.core":
+            names |= {alias.asname or alias.name for alias in node.names if alias.name == "seeds"}
+    return names
+
+
+def _is_seeds_call(node: ast.expr, seeds_names: set[str]) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id in seeds_names
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in seeds_names
+
+
+def ad_hoc_streams(source) -> list[tuple[int, str]]:
+    """(line, call) of every random stream a module makes by hand: ``SeedSequence(``, a bit generator,
+    ``Generator(``, ``.spawn(``, or ``default_rng(`` of anything but a call of a core.seeds function. Read from the
+    code's tree, so docstring examples (``>>> np.random.default_rng(1)``) are prose, not calls."""
+    tree = ast.parse(source) if isinstance(source, str) else source
+    seeds_names = _from_seeds(tree)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _called_name(node)
+        if name in STREAM_MAKERS:
+            found.append((node.lineno, f"{name}("))
+        elif name == "default_rng" and not (len(node.args) == 1 and not node.keywords
+                                              and _is_seeds_call(node.args[0], seeds_names)):
+            found.append((node.lineno, "default_rng(" + ", ".join(ast.unparse(a) for a in node.args) + ")"))
+    return found
+
+
+def test_the_stream_check_catches_planted_streams():
+    source = ('"""Example: np.random.default_rng(1) in a docstring is prose."""\n'
+              "import numpy as np\n"
+              "from simdesign.core.seeds import seed_sequence, stream\n"
+              "def f(seed, position, rng):\n"
+              "    a = np.random.default_rng(np.random.SeedSequence([seed, 1_000_003]))\n"
+              "    b = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3)]\n"
+              "    c = rng.spawn(2)\n"
+              "    d = np.random.Generator(np.random.PCG64(seed))\n"
+              "    e = np.random.default_rng(seed_sequence(seed, 'x'))\n"
+              "    g = np.random.default_rng()\n"
+              "    return stream(seed, 'analyse/bootstrap', position)\n")
+    found = ad_hoc_streams(source)
+    assert sorted(line for line, _ in found) == [5, 5, 6, 6, 6, 7, 8, 8, 10]
+    assert ad_hoc_streams("from simdesign.core.seeds import stream\nrng = stream(1, 'a', 2)\n") == []
+
+
+def test_random_streams_are_made_only_in_core_seeds():
+    """Issue 40: three seeding conventions lived side by side (spawn keys in core/seeds.py, an entropy list in the
+    runner, fixed numbers and positional ``.spawn(n)`` in the pilot analyses); now every stream comes from
+    simdesign/core/seeds.py (``stream(root_seed, *labels_or_indices)`` and its named forms)."""
+    seeds_path = PACKAGE / "core" / "seeds.py"
+    outside = [f"{path.relative_to(PACKAGE.parent)}:{line}: {call}"
+               for path in sorted(PACKAGE.rglob("*.py")) if path != seeds_path
+               for line, call in ad_hoc_streams(_tree(path))]
+    assert outside == [], "random streams made outside simdesign/core/seeds.py:\n" + "\n".join(outside)
+
+
 def test_the_version_is_read_from_the_installed_metadata_only():
     """Issue 40: the version was written in pyproject.toml and in simdesign/__init__.py, and pilot/fit.py imported
     it from the package root (working only by import order)."""

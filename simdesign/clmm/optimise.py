@@ -14,6 +14,7 @@ import pandas as pd
 
 from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
+from simdesign.core.seeds import helper_rng
 from simdesign.core.threads import single_threaded
 from simdesign.stats.contrasts import relative_cholesky_is_singular
 
@@ -108,7 +109,7 @@ def warm_up() -> bool:
     """
     from simdesign import BlockDesign, load_model
 
-    study = load_model("coherence").sample(BlockDesign(2, 3, 2), np.random.default_rng(0))
+    study = load_model("coherence").sample(BlockDesign(2, 3, 2), helper_rng("clmm/warm-up"))
     for structure in ("intercepts", "maximal"):
         fit(study, structure, starts="single")
     return _accelerator() is not None

@@ -30,6 +30,7 @@ import numpy as np
 
 from simdesign.core.errors import ConfigError
 from simdesign.core.checks import is_integer, is_number
+from simdesign.core.seeds import helper_rng
 
 
 @dataclass(frozen=True)
@@ -280,7 +281,7 @@ def draw_layout(design, rng: np.random.Generator, systems) -> Layout:
 @functools.lru_cache(maxsize=64)
 def _pairs_per_document(design) -> np.ndarray:
     """Assigned annotators of each document (the same in every trial for every design kind)."""
-    assignment = design.assign(np.random.default_rng(0))
+    assignment = design.assign(helper_rng("designs/pairs-per-document"))
     return np.bincount(assignment.document, minlength=assignment.n_documents)
 
 

@@ -12,6 +12,7 @@ from scipy.optimize import minimize
 
 from simdesign.clmm.prepare import _columns, _forms, _nested_codes
 from simdesign.core.judgements import Judgements
+from simdesign.core.seeds import helper_rng
 from simdesign.core.threads import single_threaded
 from simdesign.lmm import slopes, structured
 from simdesign.lmm.deviance import Profiled, profile, split_theta
@@ -401,7 +402,7 @@ def warm_up() -> bool:
     from simdesign import BlockDesign, load_model
     from simdesign.lmm.compiled import is_compiled
 
-    study = load_model("coherence").sample(BlockDesign(1, 12, 3), np.random.default_rng(0))
+    study = load_model("coherence").sample(BlockDesign(1, 12, 3), helper_rng("lmm/warm-up"))
     for structure in ("intercepts", {"annotator": "slopes", "document": "intercept"}):
         fitted = fit(study, structure)
         fitted.structured.satterthwaite(fitted.sigma, fitted.covariance, np.eye(len(fitted.beta)))

@@ -62,6 +62,7 @@ from simdesign.core.checks import is_integer, is_number
 from simdesign.core.errors import ConfigError, DataError
 from simdesign.core.suggest import did_you_mean, suggestions
 from simdesign.core.judgements import Judgements
+from simdesign.core.seeds import bootstrap_rng, stream
 from simdesign.core.results import Result, legacy_table, write_figure
 from simdesign.methods import get_method
 
@@ -486,9 +487,9 @@ def _run_tests(judgements: Judgements, specs, adjust: str, seed: int) -> tuple[p
     means = (np.nanmean(judgements.scores, axis=0) if judgements.scores.size
              else np.full(judgements.n_systems, np.nan))
     rows, fits = [], {}
-    for position, spec in enumerate(specs):
+    for spec in specs:
         info = ANALYSES[spec.name]
-        rng = np.random.default_rng(np.random.SeedSequence([seed, position]))
+        rng = stream(seed, "analyse/test", spec.label)  # the same whichever other tests are asked
         result = run_analysis(info, judgements, rng, spec.options)
         if result.fit_details is not None:
             fits[spec.label] = result.fit_details
@@ -534,7 +535,7 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
         Passed to tests with a ``structure`` option (default 'paper').
     alpha : float
     seed : int
-        Seeds the bootstrap and any randomised test (SeedSequence keyed by seed and purpose).
+        Seeds the bootstrap and any randomised test (:mod:`simdesign.core.seeds` streams keyed by seed and label).
     bootstrap : int
         Bootstrap resamples.
     systems : sequence of str, optional
@@ -578,7 +579,7 @@ def analyse(frame, method: str | None = None, tests=DEFAULT_TESTS, adjust: str =
     _refuse_unfit_tests(specs, data, method)
     judgements, missing = _study_judgements(data, systems, specs, method)
     value_column = method.value_column
-    boot_rng = np.random.default_rng(np.random.SeedSequence([seed, 1_000_003]))
+    boot_rng = bootstrap_rng(seed, "analyse/bootstrap")
     low, high, scheme = bootstrap_intervals(data, value_column, systems, int(bootstrap), boot_rng, min_blocks)
     pairs, fits = _run_tests(judgements, specs, adjust, seed)
     primary = pairs[pairs["test"] == specs[0].label]

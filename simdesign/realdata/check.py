@@ -42,6 +42,7 @@ from simdesign.core.designs import Assignment
 from simdesign.core.errors import ConfigError, DataError
 from simdesign.core.suggest import suggestions
 from simdesign.core.judgements import _blocks_from_shared_documents
+from simdesign.core.seeds import check_rng, stream
 from simdesign.model import OrdinalMixedModel
 from simdesign.stats.reliability import UndefinedReliability, alpha_from_units, split_half_from_block_sums
 
@@ -169,7 +170,9 @@ def predictive_check(model: OrdinalMixedModel, frame: pd.DataFrame, trials: int 
         The judgements, columns ``annotator, document, system, score``.
     trials : int
     seed : int
-        Root seed; trial t uses ``SeedSequence(seed).spawn`` stream t.
+        Root seed; simulated study t draws from ``check_rng(seed, "check/trial", t)``, the observed
+        statistics' own draws (SHR's splits) from ``stream(seed, "check/observed")``
+        (:mod:`simdesign.core.seeds`).
     progress : bool
         Show the simulated studies' progress (a bar on a terminal, plain lines in a log).
 
@@ -194,13 +197,12 @@ def predictive_check(model: OrdinalMixedModel, frame: pd.DataFrame, trials: int 
                         f" ({model.name!r}); a table on another scale needs a model fitted to it")
     design, observed_scores = observed_design(frame, model.systems)
     assignment = design.assignment
-    streams = np.random.SeedSequence(seed).spawn(trials + 1)
     observed_study = _Study(observed_scores, assignment.annotator, assignment.document, assignment.block)
-    observed = _statistics(observed_study, scale, np.random.default_rng(streams[0]))
+    observed = _statistics(observed_study, scale, stream(seed, "check/observed"))
     simulated = np.empty((trials, observed.size))
     with progress_bar(trials, f"predictive check of {model.name!r}", enabled=progress, unit="study") as bar:
         for trial in range(trials):
-            rng = np.random.default_rng(streams[trial + 1])
+            rng = check_rng(seed, "check/trial", trial)
             sample = model.sample(design, rng)
             scores = np.where(design.observed, sample.scores, np.nan)
             simulated[trial] = _statistics(_Study(scores, assignment.annotator, assignment.document,

@@ -34,6 +34,7 @@ from simdesign.core.version import VERSION as simdesign_version
 from simdesign import clmm
 from simdesign.core.checks import missing_file_problem
 from simdesign.core.errors import ConfigError, DataError
+from simdesign.core.seeds import stream
 from simdesign.core.results import Result
 from simdesign.core.suggest import did_you_mean
 from simdesign.core.yamlio import load_yaml
@@ -52,6 +53,7 @@ SOFTWARE = ("numpy", "scipy", "pandas", "krippendorff")
 # A generator is fitted to one real study (and parameter_recovery checks that same fitter): afford clmm.fit's
 # refit rule, so the fitted model does not depend on the reference system (docs/model.md, "Starts").
 FIT_STARTS = "codings"
+RECOVERY_STREAM = "fit/recovery-round"  # parameter_recovery's rounds: stream(seed, RECOVERY_STREAM, round)
 
 
 class FitError(RuntimeError):
@@ -476,9 +478,9 @@ def _true_parameters(model: OrdinalMixedModel) -> dict:
     return truth
 
 
-def _numbered_round(number: int, model, design, structure: str, stream) -> tuple:
+def _numbered_round(number: int, model, design, structure: str, root: int) -> tuple:
     """``(number, outcome)`` of :func:`_recovery_round`: the runner's loop returns rounds as they finish."""
-    return number, _recovery_round(model, design, structure, stream)
+    return number, _recovery_round(model, design, structure, stream(root, RECOVERY_STREAM, number))
 
 
 def _recovery_round(model: OrdinalMixedModel, design, structure: str, rng: np.random.Generator):
@@ -497,7 +499,7 @@ def _recovery_round(model: OrdinalMixedModel, design, structure: str, rng: np.ra
     return _fit_parameters(result, model.systems)
 
 
-def parameter_recovery(model: OrdinalMixedModel, design, rounds: int, rng: np.random.Generator,
+def parameter_recovery(model: OrdinalMixedModel, design, rounds: int, rng: int | np.random.Generator,
                        structure: str = "paper", jobs: int = 1) -> pd.DataFrame:
     """Simulate from ``model``, refit, repeat: the bias and Wald coverage of the fitter.
 
@@ -507,14 +509,16 @@ def parameter_recovery(model: OrdinalMixedModel, design, rounds: int, rng: np.ra
         The truth; its first system is the reference of every fit.
     design : BlockDesign or PoolDesign
     rounds : int
-    rng : numpy.random.Generator
+    rng : int or numpy.random.Generator
+        The root seed of the rounds' streams: round i draws from ``stream(seed, "fit/recovery-round", i)``
+        (:mod:`simdesign.core.seeds`); a Generator gives the root as its first draw.
     structure : str
         Random-effects structure of the fits (:data:`STRUCTURES`, chosen per
         simulated data set by :func:`choose_structure`). It should match the
         truth ('paper' or 'maximal' for the presets): a smaller structure
         attenuates thresholds and effects (the latent scale shrinks).
     jobs : int
-        joblib workers. Each round has its own stream spawned from ``rng``,
+        joblib workers. Each round has its own stream keyed by its number,
         so the result does not depend on ``jobs``.
 
     Returns
@@ -532,12 +536,12 @@ def parameter_recovery(model: OrdinalMixedModel, design, rounds: int, rng: np.ra
     from simdesign.runner.execute import backend_spec, run_chunks
 
     truth = _true_parameters(model)
-    streams = rng.spawn(rounds)
+    root = int(rng.integers(0, 2 ** 63)) if isinstance(rng, np.random.Generator) else int(rng)
     finished: dict[int, tuple] = {}
     # each round is a chunk of the runner's loop (workers, lost-worker retries), kept in memory
     with ChunkExecutor(backend_spec("loky", jobs)) as executor:
         run_chunks(executor, lambda: [i for i in range(rounds) if i not in finished],
-                   lambda i: delayed(_numbered_round)(i, model, design, structure, streams[i]), finished.__setitem__)
+                   lambda i: delayed(_numbered_round)(i, model, design, structure, root), finished.__setitem__)
     outcomes = [finished[i] for i in range(rounds)]
     estimates, covered, failures = [], [], []
     for values, errors in outcomes:

@@ -29,7 +29,7 @@ output's latent quality under the human model (``beta_s`` plus a normal document
 
 Standard errors: a bootstrap over documents (every row of a resampled document comes along, so the judge's
 and the humans' document clustering is kept), from a generator keyed by a label
-(:func:`simdesign.core.seeds.label_key`). The predictive check (:func:`judge_check`) simulates tables with the
+(:func:`simdesign.core.seeds.bootstrap_rng`). The predictive check (:func:`judge_check`) simulates tables with the
 pilot's design (its outputs, which of them humans scored and by whom) from the fitted judge and the human
 model, and compares the judge's score shares and mean per system, and the judge-human correlation per
 system and overall, as :func:`simdesign.realdata.check.predictive_check` does (the same table columns).
@@ -43,7 +43,7 @@ import pandas as pd
 from scipy import optimize, special
 
 from simdesign.core.errors import DataError
-from simdesign.core.seeds import label_key
+from simdesign.core.seeds import bootstrap_rng, check_rng
 from simdesign.model.judge import PROBABILITY_SLOPE, SCALES
 from simdesign.realdata.check import RANGE
 
@@ -282,7 +282,7 @@ def fit_judge(model, table: pd.DataFrame, scale: str | None = None, bootstrap: i
     bootstrap : int
         Resamples of the documents for the standard errors (0: none).
     seed, label
-        The bootstrap's generator: ``SeedSequence([seed, label_key(label)])``.
+        The bootstrap's generator: ``bootstrap_rng(seed, label)`` (:mod:`simdesign.core.seeds`).
     """
     systems = tuple(model.systems)
     strays = sorted(set(table["system"].astype(str)) - set(systems))
@@ -306,7 +306,7 @@ def _flat(estimate: dict) -> np.ndarray:
 
 
 def _bootstrap_se(table, systems, human, mean_var, scale, levels, resamples, seed, label) -> dict:
-    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), label_key(label)])))
+    rng = bootstrap_rng(int(seed), label)
     documents, codes = np.unique(table["document"].astype(str).to_numpy(), return_inverse=True)
     order = np.argsort(codes, kind="stable")
     starts = np.searchsorted(codes[order], np.arange(documents.size + 1))
@@ -385,9 +385,9 @@ def judge_check(model, judge: FittedJudge, table: pd.DataFrame, trials: int = 20
     systems = list(model.systems)
     levels = list(judge.levels)
     observed = _check_statistics(table, systems, levels)
-    streams = np.random.SeedSequence([int(seed), label_key(label)]).spawn(trials)
-    simulated = np.array([_check_statistics(simulate_judge_table(model, judge, table, np.random.default_rng(st)),
-                                            systems, levels) for st in streams])
+    simulated = np.array([_check_statistics(simulate_judge_table(model, judge, table,
+                                                                 check_rng(int(seed), label, trial)),
+                                            systems, levels) for trial in range(trials)])
     labels = ([("share", name, level) for name in systems for level in levels]
               + [("mean", name, None) for name in systems]
               + [("judge_human_correlation", name, None) for name in systems + [""]])

@@ -39,7 +39,7 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from simdesign.core.errors import DataError
-from simdesign.core.seeds import label_key
+from simdesign.core.seeds import bootstrap_rng, check_rng
 from simdesign.methods.pairwise import (PairwiseParameters, contrast_variances, pairwise_parameters, verdict_of,
                                         verdict_probabilities)
 from simdesign.model.common import fixed_order_product
@@ -274,7 +274,7 @@ def _bootstrap_se(rows: _Rows, side: _Model, systems: list, resamples: int, seed
     n_documents, n_systems = rows.document.max() + 1, side.beta.size
     draws = []
     for replicate in range(resamples):
-        rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(label_key(label), replicate)))
+        rng = bootstrap_rng(int(seed), label, replicate)
         drawn = np.bincount(rng.integers(0, n_documents, n_documents), minlength=n_documents)
         try:
             rho, theta, _ = _fit_once(rows, drawn[rows.document].astype(float), side)
@@ -343,9 +343,8 @@ def pairwise_judge_check(model, judge: FittedPairwiseJudge, table: pd.DataFrame,
     typed, _ = check_judge_pairwise(table, systems=list(model.systems))
     rows = pairwise_rows(typed, model.systems)
     observed = _statistics(rows, model.n_systems)
-    simulated = np.array([_statistics(simulate_pairwise_rows(model, judge, rows, np.random.default_rng(
-        np.random.SeedSequence(int(seed), spawn_key=(label_key(label), trial)))), model.n_systems)
-        for trial in range(trials)])
+    simulated = np.array([_statistics(simulate_pairwise_rows(model, judge, rows, check_rng(int(seed), label, trial)),
+                                      model.n_systems) for trial in range(trials)])
     pairs = [f"{model.systems[i]} vs {model.systems[j]}" for i, j in zip(*np.triu_indices(model.n_systems, k=1))]
     labels = ([("judge_win_rate", pair) for pair in pairs] + [("judge_first_shown_wins", ""), ("judge_ties", ""),
                                                               ("human_first_shown_wins", ""),

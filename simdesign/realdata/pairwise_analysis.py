@@ -17,7 +17,7 @@ hands it a table read by :mod:`simdesign.tables.pairwise`. Per system it reports
   two-way cluster-robust errors by judge and prompt), then every requested test's pairs (default also
   ``pair_sign``, the exact sign test over prompts) with the pair's win rate.
 
-Random streams: the bootstrap's generator is ``SeedSequence(seed, spawn_key=(label_key('bootstrap'),))``
+Random streams: the bootstrap's generator is ``bootstrap_rng(seed, 'bootstrap')``
 (:mod:`simdesign.core.seeds`), so the intervals depend on the seed and nothing else.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ import pandas as pd
 
 from simdesign.core.checks import is_number
 from simdesign.core.errors import ConfigError
-from simdesign.core.seeds import label_key
+from simdesign.core.seeds import bootstrap_rng
 from simdesign.core.results import Result, write_figure
 from simdesign.core.suggest import did_you_mean
 from simdesign.methods.pairwise import PAIRWISE
@@ -294,7 +294,7 @@ def _bootstrap(comparisons, ties: str, bootstrap: int, seed: int):
     """Bootstrap of the strengths resampling prompts (and judges, when the table names them)."""
     from simdesign.stats.preferences import bootstrap_strengths
 
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(label_key(BOOTSTRAP_STREAM),)))
+    rng = bootstrap_rng(seed, BOOTSTRAP_STREAM)
     return bootstrap_strengths(comparisons.first, comparisons.second, comparisons.outcome, comparisons.n_systems,
                                prompts=comparisons.document,
                                judges=comparisons.annotator if comparisons.judges else None,

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from simdesign.core.errors import ConfigError
+from simdesign.core.seeds import check_rng
 from simdesign.realdata.check import RANGE, check_title
 from simdesign.realdata.pairwise_fit import observed_simulator
 from simdesign.tables.pairwise import comparisons_of
@@ -98,7 +99,7 @@ def pairwise_predictive_check(model, frame: pd.DataFrame, trials: int = 200, see
         A checked pairwise table (:func:`simdesign.tables.pairwise.read_pairwise_table`).
     trials : int
     seed : int
-        Trial t simulates from ``SeedSequence(seed).spawn(trials)[t]``.
+        Trial t simulates from ``check_rng(seed, "pairwise_check/trial", t)`` (:mod:`simdesign.core.seeds`).
 
     Returns
     -------
@@ -114,8 +115,8 @@ def pairwise_predictive_check(model, frame: pd.DataFrame, trials: int = 200, see
     simulate = observed_simulator(model, comparisons)
     observed = statistics(comparisons, comparisons.outcome)
     simulated = np.empty((trials, observed.size))
-    for trial, stream in enumerate(np.random.SeedSequence(seed).spawn(trials)):
-        simulated[trial] = statistics(comparisons, simulate(np.random.default_rng(stream)))
+    for trial in range(trials):
+        simulated[trial] = statistics(comparisons, simulate(check_rng(seed, "pairwise_check/trial", trial)))
     table = statistic_labels(list(model.systems), comparisons.judges)
     with np.errstate(invalid="ignore"):
         low, high = np.nanpercentile(simulated, RANGE, axis=0)

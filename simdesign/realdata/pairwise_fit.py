@@ -43,6 +43,7 @@ from scipy import optimize, special
 
 from simdesign.core.designs import Assignment
 from simdesign.core.errors import ConfigError
+from simdesign.core.seeds import bootstrap_rng
 from simdesign.methods.pairwise import (PAIRWISE, Pairwise, output_points, pairwise_parameters, system_pair_indices,
                                         verdict_of)
 from simdesign.realdata.check import ObservedDesign
@@ -180,7 +181,8 @@ def fit_pairwise(likert_model, frame: pd.DataFrame, bootstrap: int = DEFAULT_BOO
     bootstrap : int
         Parametric-bootstrap replicates for the standard errors (0: none).
     seed : int
-        Replicate b simulates from ``SeedSequence(seed).spawn(bootstrap)[b]``.
+        Replicate b simulates from ``bootstrap_rng(seed, "pairwise_fit/bootstrap", b)``
+        (:mod:`simdesign.core.seeds`).
 
     Returns
     -------
@@ -224,8 +226,8 @@ def _bootstrap(model, comparisons, fitted: dict, replicates: int, seed: int) -> 
     joint = with_preferences(model, fitted)
     simulate = observed_simulator(joint, comparisons)
     values = np.empty((replicates, len(PARAMETERS)))
-    for b, stream in enumerate(np.random.SeedSequence(seed).spawn(replicates)):
-        outcome = simulate(np.random.default_rng(stream))
+    for b in range(replicates):
+        outcome = simulate(bootstrap_rng(seed, "pairwise_fit/bootstrap", b))
         counts = pair_counts(dataclasses.replace(comparisons, outcome=outcome), model.n_systems)
         values[b] = _estimate(model, counts)[0]
     return values

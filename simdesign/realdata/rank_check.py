@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from simdesign.core.errors import ConfigError
+from simdesign.core.seeds import check_rng, stream
 from simdesign.realdata.check import (RANGE, _statistic_labels, _statistics, _Study, check_title, observed_design,
                                       write_check)
 from simdesign.realdata.rank_noise import pair_index
@@ -60,7 +61,8 @@ def rank_predictive_check(model, frame: pd.DataFrame, trials: int = 200, seed: i
         A checked Rank table (:func:`simdesign.tables.recognise.read_table`: ``score`` = reversed rank).
     trials : int
     seed : int
-        Root seed; trial t uses ``SeedSequence(seed).spawn`` stream t + 1 (stream 0: the observed SHR's splits).
+        Root seed; simulated study t draws from ``check_rng(seed, "rank_check/trial", t)``, the observed
+        SHR's splits from ``stream(seed, "rank_check/observed")`` (:mod:`simdesign.core.seeds`).
 
     Returns
     -------
@@ -78,11 +80,10 @@ def rank_predictive_check(model, frame: pd.DataFrame, trials: int = 200, seed: i
     if np.isnan(observed_scores).any():
         raise ConfigError("Every (annotator, document) of a Rank table must rank every system")
     assignment = design.assignment
-    streams = np.random.SeedSequence(seed).spawn(trials + 1)
-    observed = _rank_statistics(observed_scores, assignment, np.random.default_rng(streams[0]))
+    observed = _rank_statistics(observed_scores, assignment, stream(seed, "rank_check/observed"))
     simulated = np.empty((trials, observed.size))
     for trial in range(trials):
-        rng = np.random.default_rng(streams[trial + 1])
+        rng = check_rng(seed, "rank_check/trial", trial)
         sample = model.sample(design, rng, method="rank")
         simulated[trial] = _rank_statistics(sample.scores, assignment, rng)
     table = _labels(model.systems)

@@ -36,6 +36,7 @@ import pandas as pd
 from scipy import optimize, stats
 
 from simdesign.core.errors import ConfigError
+from simdesign.core.seeds import bootstrap_rng
 from simdesign.model import OrdinalMixedModel
 from simdesign.realdata.check import observed_design
 
@@ -184,7 +185,8 @@ def fit_rank_noise(likert_model: OrdinalMixedModel, frame: pd.DataFrame, bootstr
     bootstrap : int
         Parametric-bootstrap replicates for the standard error (0: none).
     seed : int
-        Root seed; replicate b uses ``SeedSequence(seed).spawn`` stream b.
+        Root seed; replicate b draws from ``bootstrap_rng(seed, "rank_noise/bootstrap", b)``
+        (:mod:`simdesign.core.seeds`).
 
     Returns
     -------
@@ -225,8 +227,8 @@ def _bootstrap(likert_model: OrdinalMixedModel, frame: pd.DataFrame, estimate: f
     design, _ = observed_design(frame, likert_model.systems)
     joint = dataclasses.replace(likert_model, rank_noise=estimate)
     values = np.empty(replicates)
-    for b, stream in enumerate(np.random.SeedSequence(seed).spawn(replicates)):
-        sample = joint.sample(design, np.random.default_rng(stream), method="rank")
+    for b in range(replicates):
+        sample = joint.sample(design, bootstrap_rng(seed, "rank_noise/bootstrap", b), method="rank")
         wins, n_rankings = win_counts(sample.scores)
         values[b] = _estimate(likert_model, wins, n_rankings)[0]
     return values

@@ -17,7 +17,7 @@ Three sampling schemes, each drawn without replacement from the real study:
 The default estimand is Pearson's r between the sample's system means and
 the full study's (the paper's measure); any function of (sample means, full
 means) can be given. Every (scheme, size) has its own random stream from
-``numpy.random.SeedSequence([seed, scheme, size])``, so results are
+``simdesign.core.seeds.resample_rng(seed, scheme, size)``, so results are
 reproducible and do not depend on which other sizes are run.
 
 Examples
@@ -43,6 +43,7 @@ import pandas as pd
 from simdesign.stats.annotation_time import CAP_SECONDS_PER_OUTPUT, capped_durations
 from simdesign.core.errors import ConfigError, DataError
 from simdesign.core.judgements import Judgements
+from simdesign.core.seeds import resample_rng
 
 SCHEMES = ("blocks", "nested", "crossed")
 
@@ -227,7 +228,7 @@ def resample(table: StudyTable, scheme: str, sizes, repetitions: int, seed: int,
     judgements_per_annotator = table.counts.sum(axis=1)
     rows = []
     for size in sizes:
-        rng = np.random.default_rng(np.random.SeedSequence([int(seed), SCHEMES.index(scheme), size]))
+        rng = resample_rng(int(seed), scheme, int(size))
         for repetition in range(int(repetitions)):
             selected = _draw(table, scheme, size, rng)
             rows.append({"scheme": scheme, "size": size, "repetition": repetition, "annotators": len(selected),

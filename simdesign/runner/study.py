@@ -34,6 +34,7 @@ from simdesign.runner.progress import progress_bar
 
 from simdesign.core.errors import ConfigError, StoreError
 from simdesign.core.registry import refuse_clash, same_entry
+from simdesign.core.seeds import cell_trial_rng
 from simdesign.core.threads import single_threaded
 from simdesign.runner.backends import BackendSpec, ChunkExecutor
 from simdesign.runner.execute import backend_spec, run_chunks
@@ -230,9 +231,9 @@ def study_field_problems(mapping: dict, kinds: tuple) -> list[str]:
 
 
 def trial_stream(seed: int, cell: str, trial: int) -> np.random.Generator:
-    """The random stream of one trial of one cell: a SeedSequence keyed by the root seed, cell and trial."""
-    cell_key = int(digest(cell)[:8], 16)
-    return np.random.default_rng(np.random.SeedSequence([seed, cell_key, trial]))
+    """The random stream of one trial of one cell, keyed by the root seed, cell and trial
+    (:func:`simdesign.core.seeds.cell_trial_rng`, the same numbers as ever)."""
+    return cell_trial_rng(seed, cell, trial)
 
 
 class TrialStore:

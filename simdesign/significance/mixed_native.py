@@ -13,6 +13,7 @@ from simdesign.significance.base import (ADJUSTMENTS, FAILURES, AnalysisInfo, Pa
                                          register, system_pairs)
 from simdesign.core.checks import is_integer
 from simdesign.core.judgements import Judgements
+from simdesign.core.seeds import helper_rng
 
 STRUCTURES = ("maximal", "intercepts", "paper")
 # Reference distributions of the contrasts (docs/model.md, "Small-sample corrections"); the same list as
@@ -100,7 +101,8 @@ def _refit_result(fit, judgements: Judgements, structure: str, adjust: str, test
 
     n_pairs = len(system_pairs(judgements.n_systems))
     if rng is None:
-        rng = np.random.default_rng()  # only a direct call without a generator; the engine and analyse pass one
+        # only a direct call without a generator (the engine and analyse pass one): a fixed stream, reproducible
+        rng = helper_rng("mixed_native/refits")
     run = refits.likelihood_ratio_tests if test == "lrt" else refits.bootstrap_t_tests
     p_value, summary = run(judgements, fit, judgements.systems, structure, resamples, rng, adjust)
     effects, _ = fit.effects_in(judgements.systems)

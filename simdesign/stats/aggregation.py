@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simdesign.core.seeds import label_key
+from simdesign.core.seeds import entropy_rng
 
 
 def aggregate_mean(ratings: np.ndarray, workers: np.ndarray | None = None, scale=None) -> np.ndarray:
@@ -258,7 +258,7 @@ def mace_fit(ratings: np.ndarray, workers: np.ndarray, scale, smoothing: float |
     strategy = (strategy + smoothing) / (strategy.sum(axis=1, keepdims=True) + n_classes * smoothing)
     fits = [_mace_em(problem, np.full(problem.n_workers, 0.5), strategy, max_iter, tol)]
     # a fixed stream: the same data give the same fit (these are an optimiser's starts, not a study's draws)
-    rng = np.random.default_rng(np.random.SeedSequence(label_key("mace starts")))
+    rng = entropy_rng("mace starts")  # SeedSequence(label_key("mace starts")), as MACE has always drawn them
     for _ in range(starts - 1):
         fits.append(_mace_em(problem, rng.uniform(0.05, 0.95, problem.n_workers),
                              rng.dirichlet(np.ones(n_classes), problem.n_workers), max_iter, tol))

@@ -20,6 +20,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure  # no pyplot: library code neither needs nor changes the backend
 
 from simdesign.core.errors import ConfigError  # noqa: E402
+from simdesign.core.seeds import helper_rng  # noqa: E402
 
 # Alternating block colours (colour-blind safe pairs from the Okabe-Ito palette); index 0 is "not assigned".
 BLOCK_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7")
@@ -32,6 +33,8 @@ MAX_SIDE = 600
 PICTURE_FORMATS = (".png", ".pdf", ".svg")
 # A design of many blocks drawn whole is a hairline diagonal: its first blocks are drawn (all blocks are alike).
 MAX_DRAWN_BLOCKS = 12
+# the stream of a random design's example draw: helper_rng(PICTURE_STREAM, seed), seed as the caller gives it
+PICTURE_STREAM = "design_picture/assignment"
 
 
 def assignment_matrix(assignment, max_side: int = MAX_SIDE) -> np.ndarray:
@@ -85,7 +88,7 @@ def draw_design_on(ax, design, n_systems: int = 5, seed: int = 0, title: str | N
     title : str, optional
         Default: the design's label and its description.
     """
-    whole = design.assign(np.random.default_rng(seed))
+    whole = design.assign(helper_rng(PICTURE_STREAM, seed))
     assignment = first_blocks(whole)
     matrix = assignment_matrix(assignment)
     has_blocks = bool(assignment.n_blocks)
@@ -116,7 +119,7 @@ def draw_design_on(ax, design, n_systems: int = 5, seed: int = 0, title: str | N
 
 def _is_random(design) -> bool:
     """Whether two seeds give different assignments (a pool draws its annotators anew in every trial)."""
-    first, second = (design.assign(np.random.default_rng(seed)) for seed in (0, 1))
+    first, second = (design.assign(helper_rng(PICTURE_STREAM, seed)) for seed in (0, 1))
     return not (np.array_equal(first.annotator, second.annotator) and np.array_equal(first.document, second.document))
 
 
@@ -160,7 +163,7 @@ def draw_designs(designs, n_systems: int = 5, seed: int = 0, columns: int | None
         draw_design_on(ax, design, n_systems=n_systems, seed=seed)
     for ax in axes.ravel()[len(designs):]:
         ax.set_visible(False)
-    with_blocks = any(design.assign(np.random.default_rng(seed)).n_blocks for design in designs)
+    with_blocks = any(design.assign(helper_rng(PICTURE_STREAM, seed)).n_blocks for design in designs)
     note = _wrap("a filled cell: that annotator judges the outputs of every system for that document"
                  + ("; colours: blocks" if with_blocks else ""), 55 * columns)
     figure.text(0.5, 0.005, note, ha="center", va="bottom", fontsize=8, color="#444444")

@@ -39,6 +39,7 @@ from scipy import stats
 
 from simdesign.core.errors import ConfigError
 from simdesign.core.fields import field_problem
+from simdesign.core.seeds import entropy_rng
 from simdesign.model.crowd import (Criterion, ItemStructure, WorkerModel, sample_crowd, structure_problems,
                                    worker_problems)
 from simdesign.studies.panels.panel_summary import KNEE  # the same knee (Kneedle of the mean curve) as panel studies
@@ -317,7 +318,7 @@ def _knee_rows(cell: str, rows: pd.DataFrame, reliability: pd.DataFrame, ks, boo
 def summarise_crowd_study(config: CrowdStudyConfig, rows: pd.DataFrame) -> pd.DataFrame:
     """One row per (cell, quantity, criterion, method, k) with mean, MCSE and 95% interval (module docstring)."""
     out = []
-    rng = np.random.default_rng(np.random.SeedSequence([config.seed, 7919]))  # the knee bootstrap's own stream
+    rng = entropy_rng(config.seed, "crowd/knee-bootstrap")  # the knee bootstrap's own stream (seeds.FIXED_KEYS)
     for cell, _ in config.settings():
         here = rows[rows["cell"] == cell]
         pool = here[here["quantity"] == "pool"]

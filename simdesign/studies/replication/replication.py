@@ -47,7 +47,7 @@ from simdesign.core.estimands import Estimand, register_estimand
 from simdesign.core.judgements import Judgements
 from simdesign.core.suggest import suggestions
 from simdesign.core.errors import ConfigError
-from simdesign.core.seeds import REPLICATION_STREAM, analysis_rng, label_key, replication_rng
+from simdesign.core.seeds import REPLICATION_STREAM, analysis_rng, replication_rng, stream
 from simdesign.stats.montecarlo import mean_interval, wilson_interval
 from simdesign.stats.replication import (CORRECTIONS, corrected_decisions, matching_accuracy, pairwise_kappa,
                                          score_correlation, significance_f1)
@@ -359,9 +359,7 @@ def study_rng(root_seed: int, design_label: str, trial: int, study: str, criteri
     replication stream's own child (extra spawn-key entries), independent of every other study."""
     if criterion == 1 and study == "replication":
         return replication_rng(root_seed, design_label, trial)
-    sequence = np.random.SeedSequence(root_seed, spawn_key=(label_key(design_label), trial, REPLICATION_STREAM,
-                                                            criterion, 0 if study == "original" else 1))
-    return np.random.Generator(np.random.PCG64(sequence))
+    return stream(root_seed, design_label, trial, REPLICATION_STREAM, criterion, 0 if study == "original" else 1)
 
 
 def replication_rows(items, model, effect, root_seed: int, design, trial: int, original: Judgements,

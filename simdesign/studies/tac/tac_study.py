@@ -61,7 +61,7 @@ from simdesign.significance.partial_pairs import PARTIAL_TESTS, partial_pair_pva
 from simdesign.core.checks import is_integer, is_number
 from simdesign.core.errors import ConfigError, from_mapping
 from simdesign.core.fields import field_problem
-from simdesign.core.seeds import label_key
+from simdesign.core.seeds import entropy_rng
 from simdesign.core.suggest import suggestions
 from simdesign.model.metric import MetricGenerator, MetricSpec, SystemPopulation, exchangeable_moments
 from simdesign.runner.study import StudyKind, study_field_problems
@@ -400,7 +400,7 @@ def count_significant(config: TacConfig, drawn: tuple) -> pd.DataFrame:
     pairs, classes = config.pairs(), config.pair_classes()
     rows = []
     for test in config.tests:
-        stream = np.random.default_rng(np.random.SeedSequence([analysis_root, label_key(test.label)]))
+        stream = entropy_rng(analysis_root, test.label)  # SeedSequence([analysis_root, label_key(test.label)])
         p_value = partial_pair_pvalues(year.scores, year.available, pairs, test.name, test.threshold, stream,
                                        config.bootstrap_resamples)
         for correction in config.multiplicity:
