@@ -22,7 +22,7 @@ import simdesign
 from simdesign.significance import resolve_analysis
 from simdesign.studies.rates.config import load_config
 from simdesign.studies.rates.method_plots import plot_method_grid
-from simdesign.studies.rates.store import ResultsStore
+from simdesign.studies.rates.store import rate_store
 
 
 def rank_generator_text(model) -> str:
@@ -62,7 +62,7 @@ def stored_summary(path: Path, effect, results: Path) -> pd.DataFrame:
     full = load_config(path, effect_overrides(path, effect))
     out_dir = results / f"{full.name}-{full.effect_label}"
     # The manifest holds the last part's config; store the full one so `simdesign plot DIR` shows every test.
-    ResultsStore(out_dir).prepare(full)
+    rate_store(out_dir).prepare(full)
     return simdesign.load_results(out_dir, config=full).summary()
 
 

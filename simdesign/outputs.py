@@ -15,7 +15,7 @@ from simdesign.core.estimands import has_nominal_level, headline_estimand, role_
 from simdesign.studies.rates.config import SimulationConfig, parse_config
 from simdesign.methods import get_method
 from simdesign.studies.rates.method_specs import DEFAULT_METHODS
-from simdesign.studies.rates.store import ResultsStore
+from simdesign.studies.rates.store import rate_store
 
 FAILURE_COLUMNS = ("design", "test", "n_failed", "n_tests", "rate", "note", "kind")
 # The committed figures' tables ship with the package: simdesign/data/figures is a symbolic link to the
@@ -142,7 +142,7 @@ def config_from_results(out_dir, trials: int | None = None) -> SimulationConfig:
     StoreError
         If ``out_dir`` is not a results directory.
     """
-    raw = dict(ResultsStore(out_dir).manifest()["config"])
+    raw = dict(rate_store(out_dir).manifest()["config"])
     if trials is not None:
         raw["trials"] = trials
     return parse_config(raw)

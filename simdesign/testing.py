@@ -224,12 +224,18 @@ def _check_study_example(kind, label: str, mapping: dict, trials: int) -> None:
     import tempfile
     from pathlib import Path
 
+    import yaml
+
     from simdesign.runner.backends import BackendSpec
     from simdesign.runner.study import trial_stream
 
     config = kind.with_trials(kind.parse(mapping), trials)
     backend = BackendSpec("threading", 1)  # no worker processes to start: the check stays quick
     with tempfile.TemporaryDirectory(prefix="simdesign-check-") as directory:
+        path = Path(directory) / f"{label}.yaml"
+        path.write_text(yaml.safe_dump(mapping, sort_keys=False))
+        loaded = kind.load(path, {"trials": trials})  # the one loader signature: a file and its overrides
+        assert kind.config_name(loaded) == kind.config_name(config), f"{label}: load() and parse() differ"
         store = Path(directory) / "store"
         rows = kind.run(config, store, backend, False)
         assert isinstance(rows, pd.DataFrame) and len(rows), f"{label}: run() gave no rows"

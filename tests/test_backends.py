@@ -15,7 +15,7 @@ from simdesign.cli import main
 from simdesign.studies.rates.config import parse_config
 from simdesign.studies.rates.engine import run_simulation
 from simdesign.core.errors import ConfigError
-from simdesign.studies.rates.store import ResultsStore
+from simdesign.studies.rates.store import rate_store
 
 SMALL = {
     "name": "backends", "model": "coherence", "effect": "fitted", "trials": 30, "chunk_size": 5, "seed": 11,
@@ -105,7 +105,7 @@ def test_cli_dask_with_its_own_local_cluster(tmp_path):
     path.write_text(yaml.safe_dump({**SMALL, "trials": 10}))
     assert main(["run", str(path), "--out", str(tmp_path / "dask"), "--backend", "dask", "--workers", "1",
                  "--quiet"]) == 0
-    dask = ResultsStore(tmp_path / "dask").read_trials()
+    dask = rate_store(tmp_path / "dask").read()
     loky = _run({**SMALL, "trials": 10}, tmp_path / "loky", backend="loky", jobs=1)
     pd.testing.assert_frame_equal(_results(loky), _results(dask))
     assert (tmp_path / "dask" / "summary.csv").is_file()
@@ -214,7 +214,7 @@ def test_killing_a_worker_mid_run_loses_nothing(cluster, slow_reference, tmp_pat
     assert "left the cluster" in caplog.text
     if allowed_failures == 0:
         assert "KilledWorker" in caplog.text and "retry 1 of 3" in caplog.text
-    table = ResultsStore(out).read_trials()  # raises if a (design, trial, test, pair) is stored twice
+    table = rate_store(out).read()  # raises if a (design, trial, test, pair) is stored twice
     assert len(table) == 40 * 3 * PAIRS
     assert sorted(set(table["trial"])) == list(range(40))
     pd.testing.assert_frame_equal(slow_reference, _results(table))

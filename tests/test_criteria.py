@@ -6,7 +6,7 @@ from simdesign import ConfigError, load_model
 from simdesign.core.designs import PoolDesign
 from simdesign.studies.rates.config import parse_config
 from simdesign.studies.rates.engine import _criterion_studies, plan_chunks, replay_trial, run_simulation
-from simdesign.studies.rates.store import ResultsStore
+from simdesign.studies.rates.store import rate_store
 from simdesign.studies.rates.summary import summarise
 
 
@@ -100,7 +100,7 @@ def test_adding_a_criterion_reuses_the_stored_ones(tmp_path):
     before = store.read_trials()
     both = parse_config(_raw())
     # only the new criterion's work is planned: the stored criterion's rows are kept
-    planned = {spec.label for chunk in plan_chunks(both, ResultsStore(tmp_path / "out"), both.trials)
+    planned = {spec.label for chunk in plan_chunks(both, rate_store(tmp_path / "out"), both.trials)
                for spec in chunk.analyses}
     assert planned == {"ttest_doc#coherence", "art_doc#coherence"}
     after = run_simulation(both, tmp_path / "out", both.to_mapping(), jobs=1, progress=False).read_trials()

@@ -121,7 +121,7 @@ def test_bootstrap_is_a_deprecated_alias_that_keeps_labels_streams_and_stores(tm
     import warnings
 
     from simdesign.studies.rates.config import stable_digest
-    from simdesign.studies.rates.store import ResultsStore
+    from simdesign.studies.rates.store import rate_store
 
     base = {"name": "alias", "model": "coherence", "trials": 4, "seed": 3,
             "designs": [{"kind": "block", "blocks": 8, "docs_per_block": 1, "annotators_per_block": 2}]}
@@ -152,7 +152,7 @@ def test_bootstrap_is_a_deprecated_alias_that_keeps_labels_streams_and_stores(tm
     grown = parse_config({**config.to_mapping(), "trials": 6})
     assert len(run_simulation(grown, tmp_path / "old", base, jobs=1, progress=False).read_trials(trials=6)) \
         == 2 * 6 * 10
-    assert len(ResultsStore(tmp_path / "old").read_trials(trials=6)) == 2 * 6 * 10
+    assert len(rate_store(tmp_path / "old").read(trials=6)) == 2 * 6 * 10
 
 
 def _flip_enumeration_pvalue(x, y, statistic) -> float:
@@ -366,7 +366,7 @@ def test_every_run_of_the_committed_sweep_round_trips():
     from conftest import REPO
     from simdesign.studies.sweep import load_sweep
 
-    _, runs = load_sweep(REPO / "configs" / "paired_vs_unpaired.yaml")
+    runs = load_sweep(REPO / "configs" / "paired_vs_unpaired.yaml").runs
     assert len(runs) == 10
     for _, _, config in runs:
         mapping = config.to_mapping()

@@ -13,7 +13,7 @@ import yaml
 from simdesign.studies.rates.config import parse_config
 from simdesign.studies.rates.engine import plan_chunks, replay_trial, run_simulation
 from simdesign.core.errors import ConfigError
-from simdesign.studies.rates.store import ResultsStore
+from simdesign.studies.rates.store import rate_store
 
 RAW = {
     "name": "engine-test", "model": "coherence", "effect": "fitted", "trials": 40, "seed": 7, "chunk_size": 6,
@@ -47,7 +47,7 @@ def test_results_do_not_depend_on_workers_or_chunking(tmp_path):
 def test_raising_trials_and_adding_a_test_compute_only_what_is_new(tmp_path):
     _run(tmp_path, "grow", trials=20)
     config = parse_config({**RAW, "trials": 40, "tests": RAW["tests"] + ["ttest_doc"]})
-    chunks = plan_chunks(config, ResultsStore(tmp_path / "grow"), 40)
+    chunks = plan_chunks(config, rate_store(tmp_path / "grow"), 40)
     for chunk in chunks:
         labels = {spec.label for spec in chunk.analyses}
         if chunk.first_trial < 20:
@@ -58,7 +58,7 @@ def test_raising_trials_and_adding_a_test_compute_only_what_is_new(tmp_path):
     fresh = _run(tmp_path, "fresh", tests=RAW["tests"] + ["ttest_doc"])
     pd.testing.assert_frame_equal(_key_columns(grown), _key_columns(fresh))
     # a finished config plans no work
-    assert plan_chunks(config, ResultsStore(tmp_path / "grow"), 40) == []
+    assert plan_chunks(config, rate_store(tmp_path / "grow"), 40) == []
 
 
 @pytest.mark.slow
@@ -92,7 +92,7 @@ def test_a_store_written_before_an_option_existed_resumes_at_its_default_only(tm
 
     raw = {**RAW, "trials": 6, "tests": ["ttest_doc", "wilcoxon_doc"]}
     run_simulation(parse_config(raw), tmp_path / "old", raw, jobs=1, progress=False)
-    manifest_path = ResultsStore(tmp_path / "old").manifest_path
+    manifest_path = rate_store(tmp_path / "old").manifest_path
     manifest = json.loads(manifest_path.read_text())
     # the fingerprints the code before the option wrote: name and no options
     old = {name: stable_digest({"name": name, "options": {}}) for name in ("ttest_doc", "wilcoxon_doc")}
@@ -101,7 +101,7 @@ def test_a_store_written_before_an_option_existed_resumes_at_its_default_only(tm
     manifest_path.write_text(json.dumps(manifest))
     grown = {**raw, "trials": 8}
     run_simulation(parse_config(grown), tmp_path / "old", grown, jobs=1, progress=False)
-    assert len(ResultsStore(tmp_path / "old").read_trials(trials=8)) == 3 * 8 * 2 * 10
+    assert len(rate_store(tmp_path / "old").read(trials=8)) == 3 * 8 * 2 * 10
     bootstrap = {**raw, "tests": [{"name": "ttest_doc", "threshold": "centred_bootstrap", "label": "ttest_doc"}]}
     manifest = json.loads(manifest_path.read_text())
     manifest["analyses"] = old
@@ -146,7 +146,7 @@ def test_interrupted_run_resumes_to_identical_results(tmp_path, how):
     assert resumed.returncode == 0, resumed.stderr
     assert not list(out.rglob("*.tmp")), "temporary files of the killed run were not cleaned up"
     reference = _run(tmp_path, "reference", jobs=2, trials=400, chunk_size=5)
-    result = ResultsStore(out).read_trials()
+    result = rate_store(out).read()
     pd.testing.assert_frame_equal(_key_columns(result), _key_columns(reference))
 
 

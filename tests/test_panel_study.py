@@ -124,18 +124,19 @@ def test_a_store_of_the_old_format_is_refused_and_another_config_too(tmp_path):
     """Stores written before chunks carried their fingerprint are refused with one message saying to re-run."""
     import json
 
-    from simdesign.runner.stores import release_store
-    from simdesign.studies.panels.panel_study import _prepare_store
+    from simdesign.studies.panels.panel_study import panel_store
 
     config = parse_panel_study(small_study())
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "manifest.json").write_text(json.dumps({"fingerprint": config.fingerprint()}))
     with pytest.raises(StoreError, match="older simdesign.*re-run"):
-        _prepare_store(config, tmp_path / "old")
-    assert _prepare_store(config, tmp_path / "new") == tmp_path / "new" / "chunks"
-    release_store(tmp_path / "new")
+        panel_store(tmp_path / "old").prepare(config)
+    store = panel_store(tmp_path / "new")
+    store.prepare(config)
+    assert store.manifest()["kind"] == "panels" and store.manifest()["fingerprint"] == config.fingerprint()
+    store.release()
     with pytest.raises(StoreError, match="different panel-study config"):
-        _prepare_store(parse_panel_study(small_study(seed=6)), tmp_path / "new")
+        panel_store(tmp_path / "new").prepare(parse_panel_study(small_study(seed=6)))
 
 
 def test_panels_in_another_order_are_another_fingerprint():

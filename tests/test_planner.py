@@ -269,9 +269,14 @@ def test_known_optimum_is_found_and_the_search_is_cheaper_than_full_evaluation(t
     assert (tmp_path / "plan" / "recommendation.md").read_text().count("block-B20-D5-A1") >= 1
     assert (tmp_path / "plan" / "plan-test.png").is_file() and (tmp_path / "plan" / "plan-test.pdf").is_file()
     # a re-run resumes: nothing new is simulated, only the plan's cache files are read, the answer is identical
+    from simdesign.runner.stores import Store
+
     reads = []
-    original = pd.read_parquet
+    original, read_chunk = pd.read_parquet, Store.read_chunk
     monkeypatch.setattr(pd, "read_parquet", lambda path, *a, **k: reads.append(Path(path)) or original(path, *a, **k))
+    # chunk files are read through the one store class (their tests' fingerprints checked)
+    monkeypatch.setattr(Store, "read_chunk", lambda self, path, *a, **k: reads.append(Path(path))
+                        or read_chunk(self, path, *a, **k))
     again = plan_study(config, tmp_path / "plan")
     assert again.new_studies == 0
     assert sorted(p.name for p in reads) == ["studies-block.parquet", "studies_null-block.parquet"]

@@ -15,7 +15,7 @@ from simdesign.core.errors import ConfigError
 from simdesign.core.judgements import Judgements
 from simdesign.stats.reliability import (UndefinedReliability, krippendorff_alpha, n_distinct_splits, shr,
                                    split_half_reliability)
-from simdesign.studies.rates.store import ResultsStore
+from simdesign.studies.rates.store import rate_store
 
 
 def _frame(rows):
@@ -199,7 +199,7 @@ def test_estimands_resume_and_join_an_existing_run(tmp_path):
     run_simulation(parse_config(with_tests), tmp_path / "run", with_tests, jobs=1, progress=False)
     grown = {**with_tests, "estimands": ["krippendorff_alpha", "shr"]}
     config = parse_config(grown)
-    chunks = plan_chunks(config, ResultsStore(tmp_path / "run"), config.trials)
+    chunks = plan_chunks(config, rate_store(tmp_path / "run"), config.trials)
     assert chunks and all({spec.label for spec in chunk.analyses} == {"shr"} for chunk in chunks)
     store = run_simulation(config, tmp_path / "run", grown, jobs=1, progress=False)
     assert plan_chunks(config, store, config.trials) == []

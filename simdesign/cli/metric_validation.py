@@ -29,7 +29,7 @@ def cmd_metric_validation(args) -> int:
     warn_if_deprecated(args, "metric-validation")
     check_study_arguments(args)
     started = time.perf_counter()
-    config = load_metric_config(args.config, args.trials)
+    config = load_metric_config(args.config, None if args.trials is None else {"trials": args.trials})
     out_dir = study_out_dir(args, config.name)
     rows = run_metric_validation(config, out_dir, jobs=args.jobs, progress=not args.quiet,
                                  backend=study_backend(args))

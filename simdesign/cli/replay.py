@@ -24,9 +24,9 @@ def check_save_path(value: str | None, option: str) -> None:
 
 def stored_trial_or_error(out_dir: Path, design: str, trial: int, test: str) -> pd.DataFrame:
     """The stored rows of the trial to replay, or a StoreError naming the trials that are stored."""
-    from simdesign.studies.rates.store import ResultsStore
+    from simdesign.studies.rates.store import rate_store
 
-    store = ResultsStore(out_dir)
+    store = rate_store(out_dir)
     stored = store.trial_rows(design, trial, test)
     if not stored.empty:
         return stored

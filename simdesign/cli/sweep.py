@@ -35,7 +35,8 @@ def cmd_sweep(args) -> int:
     out_dir = study_out_dir(args, raw["name"])
     paths = [out_dir / "summary.csv"]
     summary.to_csv(paths[0], index=False)
-    configs = load_sweep(args.config, args.trials, study_kind)[1]
+    configs = load_sweep(args.config, None if args.trials is None else {"trials": args.trials},
+                         recognise=study_kind).runs
     other_kind = kind_of_runs(configs) is not None  # a sweep of a panel study, a metric validation, a plug-in kind
     if other_kind:
         paths += write_study_figures(args, out_dir, raw["name"], summary,

@@ -389,8 +389,8 @@ class OutcomeSource:
         """Called once the decisions are made (e.g. to save caches)."""
 
 
-class _StudyStore:
-    """The studies of one effect (power or null) in results stores, with what they hold cached.
+class _PlanStudies:
+    """A cache over the rate-study stores of one effect (power or null): what they hold, read once.
 
     The stored chunk files stay the only record. But a finished plan has
     about a thousand of them and reading each costs more than deciding, so
@@ -399,7 +399,10 @@ class _StudyStore:
     chunk files it holds and the store's fingerprint (model, effect, seed,
     test options): a re-run reads that file plus only the chunk files it does
     not hold, and simulates nothing it has. A cache whose fingerprint or file
-    list does not match the store is ignored and rebuilt.
+    list does not match the store is ignored and rebuilt. The stores are the
+    one :class:`~simdesign.runner.stores.Store` class (rate format), opened
+    through the rate study kind; chunk files are read through them (a chunk
+    whose tests have other fingerprints than its store's is not read).
     """
 
     def __init__(self, config: PlanConfig, out_dir: Path, executor: ChunkExecutor, effect, subdirectory: str,
@@ -446,7 +449,8 @@ class _StudyStore:
                 frames.append(pd.read_parquet(cache))
                 known = set(stored["files"])
         missing = sorted(files - known)
-        frames += [pd.read_parquet(store.directory / name, columns=CACHE_COLUMNS) for name in missing]
+        frames += [frame for frame in (store.read_chunk(store.directory / name, columns=CACHE_COLUMNS)
+                                       for name in missing) if frame is not None]
         if missing:
             self._dirty.add(family)
         table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=CACHE_COLUMNS)
@@ -563,9 +567,9 @@ class SimulatedOutcomes(OutcomeSource):
         for method in config.methods:
             part = method_config(config, method)
             suffix = store_suffix(method)
-            self._power[method] = _StudyStore(part, out_dir, executor, config.effect, STUDIES_DIR + suffix, retries)
+            self._power[method] = _PlanStudies(part, out_dir, executor, config.effect, STUDIES_DIR + suffix, retries)
             if config.max_type1 is not None:
-                self._null[method] = _StudyStore(part, out_dir, executor, "zero", NULL_STUDIES_DIR + suffix, retries)
+                self._null[method] = _PlanStudies(part, out_dir, executor, "zero", NULL_STUDIES_DIR + suffix, retries)
 
     @property
     def new_studies(self) -> int:

@@ -42,6 +42,7 @@ model, effect and seed), so a re-run resumes.
 from __future__ import annotations
 
 import json
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,6 +60,7 @@ from simdesign.methods import default_method
 from simdesign.planning.plan_search import OutcomeSource, PlanResult, SimulatedOutcomes, decide_plan
 from simdesign.planning.planner import PlanConfig, parse_plan
 from simdesign.runner.execute import run_chunks
+from simdesign.runner.stores import Store, atomic_write_bytes, remove_leftovers
 from simdesign.studies.rates.config import read_config_mapping, stable_digest
 from simdesign.studies.replication.replication import (MATCHING_ACCURACY, REPLICATION_PREFIX, REPLICATION_R,
                                                        SIGNIFICANCE_F1, ReplicationSettings, chosen_pairs,
@@ -310,11 +312,17 @@ def _event_columns(original: dict, replication: dict, target: ReplicationTarget,
 
 
 class _OutcomeFiles:
-    """Per-trial study outcomes on disk, one pickle per (study, design, test), keyed by model, effect and seed."""
+    """Per-trial study outcomes on disk, one pickle per (study, design, test), keyed by model, effect and seed.
+
+    The directory is a :class:`~simdesign.runner.stores.Store` claimed for the plan's run (released with the
+    plan's other stores), and every file is written atomically, so a killed plan leaves whole files only.
+    """
 
     def __init__(self, out_dir: Path, fingerprint: dict):
-        self.directory = Path(out_dir) / OUTCOMES_DIR
-        self.directory.mkdir(parents=True, exist_ok=True)
+        store = Store(Path(out_dir) / OUTCOMES_DIR)
+        store.claim()  # until the plan's release_stores_under(out_dir): one plan at a time writes the outcomes
+        self.directory = store.directory
+        remove_leftovers(self.directory)
         stamp = self.directory / "fingerprint.json"
         if stamp.exists():
             stored = json.loads(stamp.read_text())
@@ -323,7 +331,7 @@ class _OutcomeFiles:
                 raise StoreError(f"{self.directory} holds replication outcomes of another {', '.join(changed)}; "
                                  f"give the plan another --out")
         else:
-            stamp.write_text(json.dumps(fingerprint, indent=1))
+            atomic_write_bytes(stamp, json.dumps(fingerprint, indent=1).encode())
         self.cache: dict = {}
 
     def _path(self, key) -> Path:
@@ -336,7 +344,7 @@ class _OutcomeFiles:
         return self.cache[key]  # trial -> (p_value, estimate, usable, means)
 
     def save(self, key) -> None:
-        pd.to_pickle(self.cache[key], self._path(key))
+        atomic_write_bytes(self._path(key), pickle.dumps(self.cache[key], protocol=pickle.HIGHEST_PROTOCOL))
 
 
 class ReplicationOutcomes(OutcomeSource):

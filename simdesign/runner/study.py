@@ -24,7 +24,6 @@ stores, still through the runner's loop and backends.
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
@@ -32,18 +31,15 @@ import pandas as pd
 from joblib import delayed
 from simdesign.runner.progress import progress_bar
 
-from simdesign.core.errors import ConfigError, StoreError
+from simdesign.core.errors import ConfigError
 from simdesign.core.registry import refuse_clash, same_entry
 from simdesign.core.seeds import cell_trial_rng
 from simdesign.core.threads import single_threaded
 from simdesign.runner.backends import BackendSpec, ChunkExecutor
 from simdesign.runner.execute import backend_spec, run_chunks
 from simdesign.runner.limits import check_trial_count
-from simdesign.runner.stores import (MANIFEST, atomic_write_bytes, claim_store, damaged_chunk, digest, now_utc,
-                                     package_versions, read_manifest, refuse_orphan_chunks, release_store,
-                                     remove_leftovers, short_fingerprint, write_manifest)
+from simdesign.runner.stores import Store
 
-TRIALS_DIR = "trials"
 
 
 class StudyKind:
@@ -236,88 +232,8 @@ def trial_stream(seed: int, cell: str, trial: int) -> np.random.Generator:
     return cell_trial_rng(seed, cell, trial)
 
 
-class TrialStore:
-    """The generic store: ``trials/<cell>/t<first>-<stop>-<fingerprint>.parquet``, claimed and fingerprinted.
-
-    Parameters
-    ----------
-    directory : path-like
-    """
-
-    def __init__(self, directory):
-        self.directory = Path(directory)
-        self.key = ""
-
-    def open(self, kind: str, fingerprint) -> None:
-        """Read a store without claiming it (to redraw its results); refuse another kind or fingerprint."""
-        manifest = read_manifest(self.directory / MANIFEST)
-        if (manifest.get("kind"), manifest.get("fingerprint")) != (kind, digest(fingerprint)):
-            raise StoreError(f"{self.directory} holds trials of another {manifest.get('kind')} config")
-        self.key = short_fingerprint(manifest["fingerprint"])
-
-    def prepare(self, kind: str, fingerprint, config: dict | None = None) -> None:
-        """Claim the store and create or check its manifest (released by :meth:`release`).
-
-        Raises
-        ------
-        StoreError
-            Another run holds it; chunks without a manifest; an older format; another kind or fingerprint.
-        """
-        claim_store(self.directory)
-        try:
-            remove_leftovers(self.directory)
-            refuse_orphan_chunks(self.directory, [TRIALS_DIR], "*/*.parquet")
-            path = self.directory / MANIFEST
-            wanted = digest(fingerprint)
-            if path.is_file():
-                manifest = read_manifest(path)
-                if (manifest.get("kind"), manifest.get("fingerprint")) != (kind, wanted):
-                    raise StoreError(f"{self.directory} holds trials of another {manifest.get('kind')} config; they "
-                                     "must not be mixed: write elsewhere with --out DIR, or delete the directory")
-            # the latest run's config (its trial count), from which `simdesign plot` redraws the study
-            write_manifest(path, {"kind": kind, "fingerprint": wanted, "settings": fingerprint, "config": config,
-                                  "updated": now_utc(), "versions": package_versions()})
-            self.key = short_fingerprint(wanted)
-        except BaseException:
-            self.release()
-            raise
-
-    def release(self) -> None:
-        release_store(self.directory)
-
-    def _files(self, cell: str) -> dict[Path, tuple[int, int]]:
-        pattern = re.compile(rf"t(\d+)-(\d+)-{re.escape(self.key)}\.parquet")
-        found = {}
-        for path in sorted((self.directory / TRIALS_DIR / cell).glob("t*.parquet")):
-            match = pattern.fullmatch(path.name)
-            if match:
-                found[path] = (int(match.group(1)), int(match.group(2)))
-        return found
-
-    def completed(self, cell: str) -> set[int]:
-        """Trials of ``cell`` held by chunks of this store's fingerprint (from their names)."""
-        return {trial for first, stop in self._files(cell).values() for trial in range(first, stop)}
-
-    def write_chunk(self, cell: str, first: int, stop: int, rows: pd.DataFrame) -> None:
-        path = self.directory / TRIALS_DIR / cell / f"t{first:07d}-{stop:07d}-{self.key}.parquet"
-        atomic_write_bytes(path, rows.to_parquet(index=False))
-
-    def read(self, cells: list[str], trials: int) -> pd.DataFrame:
-        """Rows of ``cells`` with trial < ``trials``, by cell (given order) and trial."""
-        frames = []
-        for cell in cells:
-            for path in self._files(cell):
-                try:
-                    frame = pd.read_parquet(path)
-                except Exception as exc:  # pyarrow raises several types for a damaged file
-                    raise damaged_chunk(path, exc) from None
-                frames.append(frame[frame["trial"] < trials])
-        if not frames:
-            return pd.DataFrame({"cell": [], "trial": []})
-        table = pd.concat(frames, ignore_index=True)
-        order = {cell: position for position, cell in enumerate(cells)}
-        return table.sort_values(["cell", "trial"], key=lambda c: c.map(order) if c.name == "cell" else c,
-                                 kind="stable", ignore_index=True)
+# The generic runner's store is the one store class of every kind, in its default format (issue 40).
+TrialStore = Store
 
 
 def missing_runs(done: set[int], trials: int, chunk: int) -> list[tuple[int, int]]:

@@ -8,7 +8,7 @@ rate study (type I error, power, reliability; with ``replication:``, a replicati
 same engine).
 
 The built-in kinds other than rates are registered here as adapters of their modules (each runs
-through the runner's loop and backends with its own store): ``panels``
+through the runner's loop and backends, in the one store class with its own format): ``panels``
 (:mod:`simdesign.studies.panels.panel_study`), ``metric-validation``
 (:mod:`simdesign.studies.metrics.metric_validation`) and ``sweep`` (:mod:`simdesign.studies.sweep`).
 """
@@ -78,11 +78,11 @@ class RateStudies(StudyKind):
 
     def stored_rows(self, config, out_dir):
         from simdesign.studies.replication.replication import replication_work
-        from simdesign.studies.rates.store import ResultsStore
+        from simdesign.studies.rates.store import rate_store
 
-        return ResultsStore(out_dir).read_trials(
-            designs=self.cells(config), tests=[spec.label for spec in config.work_specs]
-            + [item.label for item in replication_work(config)], trials=config.trials)
+        return rate_store(out_dir).read(
+            self.cells(config), config.trials, parts=[spec.label for spec in config.work_specs]
+            + [item.label for item in replication_work(config)])
 
     cell_column = "design"
 
@@ -110,10 +110,10 @@ class RateStudies(StudyKind):
 
     def open_store(self, config, out_dir):
         from simdesign.studies.rates.engine import check_backends
-        from simdesign.studies.rates.store import ResultsStore
+        from simdesign.studies.rates.store import rate_store
 
         check_backends(config)  # before a store is claimed: a test that needs R says so first
-        store = ResultsStore(out_dir)
+        store = rate_store(out_dir)
         store.prepare(config)
         return store
 
@@ -202,10 +202,11 @@ class MetricValidation(StudyKind):
         return run_metric_validation(config, out_dir, progress=progress, backend=backend)
 
     def stored_rows(self, config, out_dir):
-        from simdesign.studies.metrics.metric_store import MetricValidationStore
+        from simdesign.studies.metrics.metric_store import ROW_COLUMNS, metric_store
         from simdesign.studies.metrics.metric_validation import cell_label
 
-        return MetricValidationStore(out_dir).read([cell_label(s, d) for s, d in config.cells()], config.trials)
+        cells = [cell_label(s, d) for s, d in config.cells()]
+        return metric_store(out_dir).read(cells, config.trials)[list(ROW_COLUMNS)]
 
     def replay_cells(self, config):
         from simdesign.studies.metrics.metric_validation import cell_label

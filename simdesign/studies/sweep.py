@@ -29,10 +29,10 @@ from simdesign.core.estimands import Estimand, estimand_label, has_nominal_level
 from simdesign.core.seeds import analysis_rng
 from simdesign.core.suggest import suggestions
 from simdesign.model.common import effect_scale
-from simdesign.runner.stores import MANIFEST, claim_store, read_manifest, release_stores_under, write_manifest
+from simdesign.runner.stores import Store, StoreFormat, release_stores_under
 from simdesign.studies.rates.config import TOP_LEVEL_KEYS, SimulationConfig, parse_config, read_config_mapping
 from simdesign.studies.rates.engine import run_simulation
-from simdesign.studies.rates.store import ResultsStore
+from simdesign.studies.rates.store import rate_store
 from simdesign.runner.study import REGISTERED, study_field_problems
 from simdesign.studies.rates.summary import size_adjusted_power, summarise
 from simdesign.stats.montecarlo import default_max_type1, level_verdict
@@ -42,6 +42,8 @@ SWEEPABLE = ("effect", "document_intercept_scale", "alpha", "art_resamples")
 # A sweep of another study kind (panels, metric validation, a plug-in kind) may vary any key of that kind's
 # config but these, which make a run what it is (its name and stream) or only cut its work into pieces.
 RUN_IDENTITY = ("name", "study", "seed", "trials", "chunk_size", "sweep")
+# A sweep's own store holds only its manifest (kind 'sweep', its config); each run keeps its own store below.
+SWEEP_STORE = StoreFormat(kind="sweep", folders=())
 
 
 @dataclass(frozen=True)
@@ -129,22 +131,35 @@ def run_label(values: dict) -> str:
     return ",".join(f"{key}={value}" for key, value in values.items())
 
 
-def load_sweep(path, trials: int | None = None, recognise=None) -> tuple[dict, list]:
-    """Read and validate a sweep config: its mapping and (swept values, mapping, SimulationConfig) per run.
+@dataclass(frozen=True)
+class SweepConfig:
+    """A sweep: its mapping as read and its runs, each ``(swept values, mapping, config)``; a run's config is a
+    SimulationConfig, or for a sweep of another kind a :class:`KindRun`."""
+
+    raw: dict
+    runs: list
+
+    @property
+    def name(self) -> str:
+        return str(self.raw.get("name"))
+
+
+def load_sweep(path, overrides: dict | None = None, *, recognise=None) -> SweepConfig:
+    """Read and validate a sweep config file, ``overrides`` replacing its keys (as every config loader).
 
     Raises
     ------
     ConfigError
         Every problem of the sweep or of any of its runs.
     """
+    if overrides is not None and not isinstance(overrides, dict):
+        raise ConfigError(f"overrides must be a mapping of config keys (e.g. {{'trials': 100}}); got {overrides!r}")
     path = Path(path)
-    raw = read_config_mapping(path, "sweep config")
-    if trials is not None:
-        raw = {**raw, "trials": trials}
-    return parse_sweep(raw, path.parent, recognise)
+    raw = {**read_config_mapping(path, "sweep config"), **(overrides or {})}
+    return parse_sweep(raw, path.parent, recognise=recognise)
 
 
-def parse_sweep(raw: dict, base_dir: Path | None = None, recognise=None) -> tuple[dict, list]:
+def parse_sweep(raw: dict, base_dir: Path | None = None, *, recognise=None) -> SweepConfig:
     """Validate a sweep mapping: itself and (swept values, mapping, config) per run (ConfigError).
 
     A run's config is a SimulationConfig, or for a sweep of another kind (``recognise``: :func:`swept_kind`)
@@ -156,9 +171,9 @@ def parse_sweep(raw: dict, base_dir: Path | None = None, recognise=None) -> tupl
     if unknown:
         raise ConfigError(f"Unknown config key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS) + ['sweep']}"
                           f"{suggestions(unknown, [*TOP_LEVEL_KEYS, 'sweep'])}")
-    configs = [(values, mapping, parse_config(mapping, base_dir=base_dir) if kind is None
-                else KindRun(kind, kind.parse(mapping, base_dir))) for values, mapping in sweep_runs(raw, kind)]
-    return raw, configs
+    runs = [(values, mapping, parse_config(mapping, base_dir=base_dir) if kind is None
+             else KindRun(kind, kind.parse(mapping, base_dir))) for values, mapping in sweep_runs(raw, kind)]
+    return SweepConfig(raw, runs)
 
 
 def run_sweep(path, out_dir=None, jobs: int = 1, trials: int | None = None,
@@ -189,36 +204,36 @@ def run_sweep(path, out_dir=None, jobs: int = 1, trials: int | None = None,
     raw : dict
         The config mapping as read.
     """
-    raw, configs = load_sweep(path, trials, recognise)
-    return run_parsed_sweep(raw, configs, out_dir, jobs, progress, backend), raw
+    sweep = load_sweep(path, None if trials is None else {"trials": trials}, recognise=recognise)
+    return run_parsed_sweep(sweep.raw, sweep.runs, out_dir, jobs, progress, backend), sweep.raw
 
 
 def run_parsed_sweep(raw: dict, configs: list, out_dir=None, jobs: int = 1, progress: bool = False,
                      backend="loky") -> pd.DataFrame:
     """:func:`run_sweep` of a sweep already read (:func:`parse_sweep`): the stacked summaries."""
     out_dir = Path(out_dir) if out_dir else Path("results") / str(raw.get("name"))
-    claim_store(out_dir)  # the whole sweep is one run: a second one into the same --out is refused at once
+    store = Store(out_dir, SWEEP_STORE)
+    store.claim()  # the whole sweep is one run: a second one into the same --out is refused at once
     try:
-        _write_sweep_manifest(raw, configs, out_dir)
+        _write_sweep_manifest(raw, configs, store)
         return _run_combinations(configs, out_dir, jobs, progress, backend)
     finally:
         release_stores_under(out_dir)
 
 
-def _write_sweep_manifest(raw: dict, configs: list, out_dir: Path) -> None:
+def _write_sweep_manifest(raw: dict, configs: list, store: Store) -> None:
     """The sweep's own manifest (kind 'sweep', its config), from which ``simdesign plot DIR`` redraws it.
 
     Each combination's run keeps its own store and manifest below; this one records the sweep (the latest
     run's mapping: its trial count), its model written as the runs resolved it (a preset, an absolute file
     path or inline), so the directory is redrawn from anywhere. A directory holding another kind is refused.
     """
-    path = out_dir / MANIFEST
-    if path.is_file() and read_manifest(path).get("kind") != "sweep":
-        raise StoreError(f"{out_dir} holds a {read_manifest(path).get('kind') or 'rates'} study, not a sweep; "
+    if store.manifest_path.is_file() and store.manifest().get("kind") != "sweep":
+        raise StoreError(f"{store.directory} holds a {store.manifest().get('kind') or 'rates'} study, not a sweep; "
                          "write the sweep elsewhere with --out DIR")
     if configs and isinstance(configs[0][2], SimulationConfig):  # a rate study's model as its runs resolved it
         raw = {**raw, "model": configs[0][2].to_mapping()["model"]}
-    write_manifest(path, {"kind": "sweep", "config": raw})
+    store.write_manifest({"kind": "sweep", "config": raw})
 
 
 def stored_sweep_summary(configs: list, out_dir) -> pd.DataFrame:
@@ -236,7 +251,7 @@ def stored_sweep_summary(configs: list, out_dir) -> pd.DataFrame:
         stored = [(values, run.config, kind.stored_rows(run.config, Path(out_dir) / run_label(values)),
                    float("nan")) for values, _, run in configs]
         return _stacked_kind_summaries(kind, stored)
-    runs = [(values, config, ResultsStore(Path(out_dir) / run_label(values)).read_trials(trials=config.trials),
+    runs = [(values, config, rate_store(Path(out_dir) / run_label(values)).read(trials=config.trials),
              float("nan")) for values, _, config in configs]
     return _stacked_summaries(runs)
 
@@ -278,7 +293,7 @@ def _run_combinations(configs: list, out_dir: Path, jobs: int, progress: bool, b
         started = time.perf_counter()
         store = run_simulation(config, out_dir / run_label(values), mapping, jobs=jobs, progress=progress,
                                backend=backend)
-        runs.append((values, config, store.read_trials(trials=config.trials), time.perf_counter() - started))
+        runs.append((values, config, store.read(trials=config.trials), time.perf_counter() - started))
     return _stacked_summaries(runs)
 
 

@@ -87,7 +87,8 @@ from simdesign.runner.backends import BackendSpec, ChunkExecutor
 from simdesign.runner.execute import backend_spec, run_chunks
 from simdesign.runner.limits import check_trial_count
 from simdesign.runner.study import study_field_problems
-from simdesign.studies.metrics.metric_store import ROW_COLUMNS, MetricValidationStore
+from simdesign.runner.stores import Store
+from simdesign.studies.metrics.metric_store import ROW_COLUMNS, metric_store
 from simdesign.studies.metrics.metric_targets import summary_level_target
 from simdesign.stats.metric_comparison import fisher_interval, paired_bootstrap_test, williams_test
 from simdesign.stats.metric_correlation import (METHODS, SCHEMES, bootstrap_system_level, percentile_interval,
@@ -246,12 +247,13 @@ def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValida
         raise ConfigError([m.replace("'metric.", "'metric or second_metric.") for m in exc.messages]) from exc
 
 
-def load_metric_config(path, trials: int | None = None) -> MetricValidationConfig:
-    """Read and validate a metric-validation config file (``trials`` overrides the file's)."""
+def load_metric_config(path, overrides: dict | None = None) -> MetricValidationConfig:
+    """Read and validate a metric-validation config file, ``overrides`` replacing its keys (as every config
+    loader: ``load_<kind>(path, overrides)``, ``parse_<kind>(mapping, base_dir)``)."""
+    if overrides is not None and not isinstance(overrides, dict):
+        raise ConfigError(f"overrides must be a mapping of config keys (e.g. {{'trials': 100}}); got {overrides!r}")
     path = Path(path)
-    raw = read_config_mapping(path, "metric-validation config")
-    if trials is not None:
-        raw = {**raw, "trials": trials}
+    raw = {**read_config_mapping(path, "metric-validation config"), **(overrides or {})}
     return parse_metric_config(raw, path.parent)
 
 
@@ -437,7 +439,7 @@ def stored_settings(config: MetricValidationConfig) -> dict:
             "estimands_version": ESTIMANDS_VERSION}
 
 
-def missing_chunks(config: MetricValidationConfig, store: MetricValidationStore,
+def missing_chunks(config: MetricValidationConfig, store: Store,
                    chunk_trials: int) -> list[tuple[int, int, int, int]]:
     """(systems, documents, first, stop) runs of consecutive trials that ``store`` does not hold yet."""
     chunks = []
@@ -483,7 +485,7 @@ def run_metric_validation(config: MetricValidationConfig, out_dir, jobs: int = 1
     """
     spec = backend_spec(backend, jobs)
     check_trial_count(config.trials)
-    store = MetricValidationStore(out_dir)
+    store = metric_store(out_dir)
     store.prepare(stored_settings(config), config.seed, config.raw)
     try:
         return _run_missing_chunks(config, store, spec, chunk_trials, progress)
@@ -491,7 +493,7 @@ def run_metric_validation(config: MetricValidationConfig, out_dir, jobs: int = 1
         store.release()
 
 
-def _run_missing_chunks(config: MetricValidationConfig, store: MetricValidationStore, spec: BackendSpec,
+def _run_missing_chunks(config: MetricValidationConfig, store: Store, spec: BackendSpec,
                         chunk_trials: int, progress: bool) -> pd.DataFrame:
     """Compute and store the chunks ``store`` misses (the store claimed), through the runner's loop; return
     every stored row."""
@@ -509,7 +511,7 @@ def _run_missing_chunks(config: MetricValidationConfig, store: MetricValidationS
             ChunkExecutor(spec) as executor:
         run_chunks(executor, lambda: missing_chunks(config, store, chunk_trials),
                    lambda chunk: delayed(_chunk)(config, *chunk, targets), save, spec.retries)
-    return store.read(cells, config.trials)
+    return store.read(cells, config.trials)[list(ROW_COLUMNS)]
 
 
 def summarise_metric_validation(rows: pd.DataFrame, config: MetricValidationConfig) -> pd.DataFrame:

@@ -31,11 +31,9 @@ with its own random streams (keyed by the setting's label).
 """
 from __future__ import annotations
 
-import glob
 import hashlib
 import itertools
 import json
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -46,7 +44,7 @@ from scipy import stats
 from simdesign.core.threads import single_threaded
 from simdesign.runner.progress import progress_bar
 
-from simdesign.core.errors import ConfigError, StoreError
+from simdesign.core.errors import ConfigError
 from simdesign.core.seeds import analysis_rng, data_rng
 from simdesign.model import OrdinalMixedModel, effect_scale
 from simdesign.model.panels import PanelSpec, expected_output_scores, parse_panels, sample_panels
@@ -57,9 +55,7 @@ from simdesign.studies.panels.panel_tests import PANEL_TESTS, TRIAL_COLUMNS, sig
 from simdesign.runner.backends import BackendSpec, ChunkExecutor
 from simdesign.runner.execute import backend_spec, run_chunks
 from simdesign.runner.limits import check_trial_count
-from simdesign.runner.stores import (MANIFEST, atomic_write_bytes, claim_store, damaged_chunk, read_manifest,
-                                     refuse_orphan_chunks, release_store, remove_leftovers, short_fingerprint,
-                                     write_manifest)
+from simdesign.runner.stores import ManifestRequest, Store, StoreFormat
 from simdesign.stats.aggregation import AGGREGATIONS
 from simdesign.core.checks import is_integer
 from simdesign.core.fields import field_problem
@@ -325,64 +321,31 @@ def _chunk(config: PanelStudyConfig, label: str, panels: dict, first: int, stop:
                                   pd.concat([tests for _, tests in parts], ignore_index=True))
 
 
-def _write_csv(frame: pd.DataFrame, path: Path) -> None:
-    atomic_write_bytes(path, frame.to_csv(index=False).encode())  # a chunk file appears only complete
+CHUNKS, SIGNIFICANCE = "chunks", "significance"
+TRIAL_KEYS = ["setting", "trial", "method", "target", "k"]
 
 
-def _prepare_store(config: PanelStudyConfig, out_dir: Path) -> Path:
-    """Claim ``out_dir`` and return its chunk directory, after checking that stored trials belong to this config.
+def panel_manifest(config: PanelStudyConfig) -> ManifestRequest:
+    """What a panel study's run asks of its store (``Store.prepare(config)`` in :data:`PANEL_CHUNKS`): the
+    config's fingerprint, and the latest run's config (its trial count), from which ``simdesign plot``
+    redraws the study."""
+    def mismatch(directory, stored: dict) -> str:
+        return (f"{directory} holds trials of a different panel-study config (model, panels, seed, docs, "
+                "subsamples, aggregations or tests changed); use another --out or delete it")
 
-    The claim (:mod:`simdesign.runner.stores`) lasts until ``release_store(out_dir)`` or the process ends.
-
-    Raises
-    ------
-    StoreError
-        Another run holds the store; it has chunks but no manifest, an older format, or another config's trials.
-    """
-    claim_store(out_dir)
-    try:
-        remove_leftovers(out_dir)
-        refuse_orphan_chunks(out_dir, ["chunks", "significance"], "*.csv")
-        chunks = out_dir / "chunks"
-        chunks.mkdir(parents=True, exist_ok=True)
-        manifest = out_dir / MANIFEST
-        fingerprint = config.fingerprint()
-        if manifest.exists() and read_manifest(manifest).get("fingerprint") != fingerprint:
-            raise StoreError(f"{out_dir} holds trials of a different panel-study config (model, panels, seed, "
-                             f"docs, subsamples, aggregations or tests changed); use another --out or delete it")
-        # the latest run's config (its trial count), from which `simdesign plot` redraws the study
-        write_manifest(manifest, {"kind": "panels", "fingerprint": fingerprint, "config": config.raw})
-    except BaseException:
-        release_store(out_dir)
-        raise
-    return chunks
+    return ManifestRequest(config.fingerprint(), {"kind": "panels", "fingerprint": config.fingerprint(),
+                                                  "config": config.raw}, mismatch)
 
 
-def _chunk_path(chunks_dir: Path, config: PanelStudyConfig, label: str, first: int, stop: int) -> Path:
-    """A chunk's file: its setting, trial range and the config's fingerprint (a store reads only its own)."""
-    return chunks_dir / f"{label}-{first:06d}-{stop:06d}-{short_fingerprint(config.fingerprint())}.csv"
+PANEL_CHUNKS = StoreFormat(kind="panels", folders=(CHUNKS, SIGNIFICANCE), cell_folders=False, digits=6,
+                           file_type="csv", order="files", columns=tuple(TRIAL_KEYS), describe=panel_manifest)
+"""Panel studies' format: ``chunks/<setting>-<first>-<stop>-<fingerprint>.csv`` (Spearman rows) and, with
+``tests``, ``significance/`` under the same name (written first, so that a stored chunk always has them)."""
 
 
-def _chunk_files(directory: Path, config: PanelStudyConfig, label: str | None = None) -> dict[Path, tuple]:
-    """The chunk files of this config's fingerprint (of one setting, or all): path -> (setting, first, stop)."""
-    key = re.escape(short_fingerprint(config.fingerprint()))
-    labels = [label] if label is not None else [name for name, _ in config.settings()]
-    found = {}
-    for name in labels:
-        pattern = re.compile(rf"{re.escape(name)}-(\d{{6}})-(\d{{6}})-{key}\.csv")
-        for path in directory.glob(f"{glob.escape(name)}-*.csv"):
-            match = pattern.fullmatch(path.name)
-            if match:
-                found[path] = (name, int(match.group(1)), int(match.group(2)))
-    return dict(sorted(found.items()))
-
-
-def _stored_trials(chunks_dir: Path, config: PanelStudyConfig, label: str) -> set[int]:
-    """Trials of one setting held by stored chunks of this config (their bounds are in their names)."""
-    done = set()
-    for _, first, stop in _chunk_files(chunks_dir, config, label).values():
-        done.update(range(first, stop))
-    return done
+def panel_store(out_dir) -> Store:
+    """The store of a panel study in ``out_dir`` (:data:`PANEL_CHUNKS`)."""
+    return Store(out_dir, PANEL_CHUNKS)
 
 
 def run_panel_study(config: PanelStudyConfig, out_dir, jobs: int = 1, progress: bool = False,
@@ -402,36 +365,31 @@ def run_panel_study(config: PanelStudyConfig, out_dir, jobs: int = 1, progress: 
     backend : {'loky', 'threading', 'fork', 'dask'} or BackendSpec
         Where chunks are computed (:mod:`simdesign.runner.backends`).
     """
-    out_dir = Path(out_dir)
     spec = backend_spec(backend, jobs)
     check_trial_count(config.trials)
-    chunks_dir = _prepare_store(config, out_dir)
+    store = panel_store(out_dir)
+    store.prepare(config)
     try:
-        _run_missing_chunks(config, out_dir, chunks_dir, spec, progress)
+        _run_missing_chunks(config, store, spec, progress)
     finally:
-        release_store(out_dir)
-    return _read_chunks(config, chunks_dir, ["setting", "trial", "method", "target", "k"])
+        store.release()
+    return _read_chunks(config, store, CHUNKS, TRIAL_KEYS)
 
 
-def _run_missing_chunks(config: PanelStudyConfig, out_dir: Path, chunks_dir: Path, spec: BackendSpec,
-                        progress: bool) -> None:
+def _run_missing_chunks(config: PanelStudyConfig, store: Store, spec: BackendSpec, progress: bool) -> None:
     """Compute and store the chunks the claimed store misses, through the runner's loop."""
-    tests_dir = out_dir / "significance"
-    if config.tests:
-        tests_dir.mkdir(exist_ok=True)
     settings = dict(config.settings())
 
     def plan() -> list[tuple[str, int, int]]:
         return [(label, first, stop) for label in settings
-                for first, stop in missing_runs(_stored_trials(chunks_dir, config, label), config.trials,
-                                                 config.chunk_size)]
+                for first, stop in missing_runs(store.completed(label), config.trials, config.chunk_size)]
 
     def save(chunk: tuple, result: tuple) -> None:
         label, first, stop = chunk
         rows, tests = result
         if config.tests:
-            _write_csv(tests, _chunk_path(tests_dir, config, label, first, stop))
-        _write_csv(rows, _chunk_path(chunks_dir, config, label, first, stop))
+            store.write_chunk(label, first, stop, tests, folder=SIGNIFICANCE)
+        store.write_chunk(label, first, stop, rows)
         bar.update(stop - first)
 
     total = len(settings) * config.trials
@@ -450,32 +408,22 @@ def stored_trials(config: PanelStudyConfig, out_dir) -> pd.DataFrame:
     StoreError
         ``out_dir`` is not a results directory of this panel-study config.
     """
-    out_dir = Path(out_dir)
-    if read_manifest(out_dir / MANIFEST).get("fingerprint") != config.fingerprint():
-        raise StoreError(f"{out_dir} holds trials of a different panel-study config")
-    return _read_chunks(config, out_dir / "chunks", ["setting", "trial", "method", "target", "k"])
+    store = panel_store(out_dir)
+    store.open(config)
+    return _read_chunks(config, store, CHUNKS, TRIAL_KEYS)
 
 
-def _read_chunks(config: PanelStudyConfig, directory: Path, keys: list[str]) -> pd.DataFrame:
-    frames = [_read_csv_chunk(path) for path in _chunk_files(directory, config)]
-    frames = [frame for frame in frames if len(frame)]
-    if not frames:
+def _read_chunks(config: PanelStudyConfig, store: Store, folder: str, keys: list[str]) -> pd.DataFrame:
+    trials = store.read([name for name, _ in config.settings()], config.trials, folder=folder)
+    if trials.empty:
         return pd.DataFrame(columns=keys)
-    # chunks never overlap (only missing trials are computed); dropping duplicates is a safeguard
-    trials = pd.concat(frames, ignore_index=True).drop_duplicates(keys)
-    return trials[trials["trial"] < config.trials].reset_index(drop=True)
-
-
-def _read_csv_chunk(path: Path) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path)
-    except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:  # EmptyDataError is a ValueError
-        raise damaged_chunk(path, exc) from None
+    # chunks never overlap (the store refuses those that do); dropping duplicates is a safeguard
+    return trials.drop_duplicates(keys).reset_index(drop=True)
 
 
 def read_significance(config: PanelStudyConfig, out_dir) -> pd.DataFrame:
     """The stored per-trial significance rows of a panel study (empty without ``tests``)."""
     if not config.tests:
         return pd.DataFrame(columns=list(TRIAL_COLUMNS))
-    return _read_chunks(config, Path(out_dir) / "significance", ["setting", "trial", "method", "test", "k",
-                                                                  "estimand"])
+    return _read_chunks(config, panel_store(out_dir), SIGNIFICANCE, ["setting", "trial", "method", "test", "k",
+                                                                     "estimand"])

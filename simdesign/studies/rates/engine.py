@@ -41,7 +41,8 @@ from simdesign.core.threads import single_threaded
 from simdesign.runner.limits import check_trial_count
 from simdesign.studies.rates.method_specs import METHOD_COLUMN, spec_method
 from simdesign.studies.rates.criteria import CRITERION_COLUMN, spec_criterion, split_criterion_label
-from simdesign.studies.rates.store import RESULT_COLUMNS, ResultsStore
+from simdesign.runner.stores import Store
+from simdesign.studies.rates.store import RESULT_COLUMNS, rate_store
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +77,12 @@ def check_backends(config: SimulationConfig) -> None:
         raise MissingBackendError("\n".join(problems))
 
 
-def plan_chunks(config: SimulationConfig, store: ResultsStore | None, trials: int) -> list[Chunk]:
+def plan_chunks(config: SimulationConfig, store: Store | None, trials: int) -> list[Chunk]:
     """Chunks covering every (design, trial < trials, analysis) not yet stored, as a list (:func:`iter_chunks`)."""
     return list(iter_chunks(config, store, trials))
 
 
-def iter_chunks(config: SimulationConfig, store: ResultsStore | None, trials: int) -> Iterator[Chunk]:
+def iter_chunks(config: SimulationConfig, store: Store | None, trials: int) -> Iterator[Chunk]:
     """Chunks covering every (design, trial < trials, analysis) not yet stored, planned lazily.
 
     Consecutive trials that miss the same set of analyses are grouped, so
@@ -375,7 +376,7 @@ def execute_chunks(executor: ChunkExecutor, model: OrdinalMixedModel, effect, ro
 
 def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: int = -1,
                    progress: bool = True, backend: str | BackendSpec = "loky", scheduler: str | None = None,
-                   workers: int | None = None, retries: int = DEFAULT_RETRIES) -> ResultsStore:
+                   workers: int | None = None, retries: int = DEFAULT_RETRIES) -> Store:
     """Simulate every missing (design, trial, analysis) of ``config`` into ``out_dir``.
 
     Parameters
@@ -405,13 +406,14 @@ def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: in
 
     Returns
     -------
-    ResultsStore
+    Store
+        The rate study's store (:func:`simdesign.studies.rates.store.rate_store`), released.
     """
     spec = backend if isinstance(backend, BackendSpec) else BackendSpec(backend, jobs, scheduler, workers, retries)
     check_trial_count(config.trials)  # before anything is written
     check_backend(spec, config.analyses)
     check_backends(config)
-    store = ResultsStore(out_dir)
+    store = rate_store(out_dir)
     store.prepare(config, raw_config)
     try:
         _run_chunks(config, store, spec, progress)
@@ -420,7 +422,7 @@ def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: in
     return store
 
 
-def _run_chunks(config: SimulationConfig, store: ResultsStore, spec: BackendSpec, progress: bool) -> None:
+def _run_chunks(config: SimulationConfig, store: Store, spec: BackendSpec, progress: bool) -> None:
     """Compute and save the chunks ``store`` misses for ``config`` (a progress bar; Ctrl-C reports what was saved)."""
     # counted in one pass over the lazy plan: nothing is held for the trials to come
     planned, total = 0, 0
