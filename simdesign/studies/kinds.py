@@ -256,25 +256,25 @@ class Sweeps(StudyKind):
     def parse(self, mapping, base_dir=None):
         from simdesign.studies.sweep import parse_sweep
 
-        return parse_sweep(mapping, base_dir, study_kind)
+        return parse_sweep(mapping, base_dir, recognise=study_kind)
 
     def config_name(self, config):
-        return str(config[0].get("name"))
+        return config.name
 
     def with_trials(self, config, trials):
         from simdesign.studies.sweep import parse_sweep
 
-        return parse_sweep({**config[0], "trials": trials}, None, study_kind)
+        return parse_sweep({**config.raw, "trials": trials}, None, recognise=study_kind)
 
     def run(self, config, out_dir, backend, progress):
         from simdesign.studies.sweep import run_parsed_sweep
 
-        return run_parsed_sweep(config[0], config[1], out_dir, progress=progress, backend=backend)
+        return run_parsed_sweep(config.raw, config.runs, out_dir, progress=progress, backend=backend)
 
     def stored_rows(self, config, out_dir):
         from simdesign.studies.sweep import stored_sweep_summary
 
-        return stored_sweep_summary(config[1], out_dir)
+        return stored_sweep_summary(config.runs, out_dir)
 
     def summarise(self, config, rows):
         return rows
@@ -282,9 +282,9 @@ class Sweeps(StudyKind):
     def plot(self, config, summary, out_base):
         from simdesign.studies.sweep import draw_kind_sweep, draw_sweep, kind_of_runs
 
-        if kind_of_runs(config[1]) is not None:  # a sweep of another kind: each run's own figure
-            return draw_kind_sweep(config[1], summary, Path(out_base))
-        return draw_sweep(config[0], summary, Path(out_base))
+        if kind_of_runs(config.runs) is not None:  # a sweep of another kind: each run's own figure
+            return draw_kind_sweep(config.runs, summary, Path(out_base))
+        return draw_sweep(config.raw, summary, Path(out_base))
 
 
 from simdesign.studies.tac.tac_study import TacStudy  # noqa: E402 -- the TAC-sized study (issue 31), a generic kind
