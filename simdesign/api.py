@@ -1001,22 +1001,27 @@ class Reliability(Result):
         return None if self.split_half is None else self.split_half.value
 
     def summary(self) -> pd.DataFrame:
-        """One row per measure: ``measure``, ``value`` (NaN when undefined), ``splits``, ``exact``, ``blocks``
-        (split-half only) and ``note`` (why a measure is undefined)."""
+        """One row per measure (``Krippendorff's alpha (ordinal)``, ``split-half reliability``): ``measure``,
+        ``value`` (NaN when undefined), ``splits``, ``exact``, ``blocks`` (split-half only) and ``note`` (why a
+        measure is undefined)."""
         split = self.split_half
-        notes = {measure: next((note for note in self.notes if note.startswith(prefix)), "")
-                 for measure, prefix in (("krippendorff_alpha", "Krippendorff"), ("split_half", "split-half"))}
+        alpha, halves = RELIABILITY_MEASURES
+        notes = [next((note for note in self.notes if note.startswith(measure[:10])), "") for measure in (alpha, halves)]
         return pd.DataFrame([
-            {"measure": "krippendorff_alpha", "value": _or_nan(self.krippendorff_alpha), "splits": None,
-             "exact": None, "blocks": None, "note": notes["krippendorff_alpha"]},
-            {"measure": "split_half", "value": _or_nan(self.shr), "splits": None if split is None else split.n_splits,
+            {"measure": alpha, "value": _or_nan(self.krippendorff_alpha), "splits": None, "exact": None,
+             "blocks": None, "note": notes[0]},
+            {"measure": halves, "value": _or_nan(self.shr), "splits": None if split is None else split.n_splits,
              "exact": None if split is None else split.exact, "blocks": None if split is None else split.n_blocks,
-             "note": notes["split_half"]}])
+             "note": notes[1]}])
 
     def __repr__(self) -> str:
         from simdesign.studies.rates.views import reliability_text
 
         return reliability_text(self)
+
+
+# The measures of Reliability.summary(), named as its notes name them (a note starts with the measure's words).
+RELIABILITY_MEASURES = ("Krippendorff's alpha (ordinal)", "split-half reliability")
 
 
 def _or_nan(value) -> float:

@@ -179,8 +179,8 @@ def test_a_constant_metric_is_shown_undefined_not_a_keyerror():
 
     result = simdesign.analyse_metrics(_metric_table()[["system", "input", "m1", "human"]].assign(m1=1.0),
                                        levels=["system"], methods=["pearson"], resamples=20)
-    summary = result.summary()
-    assert "the 'm1' scores are all equal: its correlations are undefined" in summary
+    report = result.report()
+    assert "the 'm1' scores are all equal: its correlations are undefined" in report
     assert len(result.wide()) == 1 and np.isnan(result.wide()["estimate"].iloc[0])
 
 
