@@ -146,7 +146,11 @@ def test_the_old_table_attribute_still_reads_as_the_rows():
     is the readable table."""
     analysis = EXAMPLES_BY_CLASS["Analysis"](None)
     assert isinstance(analysis.table, LegacyTable)
-    assert analysis.table["system"].tolist() == analysis.systems["system"].tolist()
-    pd.testing.assert_frame_equal(analysis.table(), Result.table(analysis))
-    assert type(analysis.table[analysis.table["n"] > 0]) is pd.DataFrame
+    with pytest.warns(FutureWarning, match="result.table is a method"):
+        assert analysis.table["system"].tolist() == analysis.systems["system"].tolist()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # calling it is the new spelling: no warning
+        pd.testing.assert_frame_equal(analysis.table(), Result.table(analysis))
+    with pytest.warns(FutureWarning):
+        assert type(analysis.table[analysis.table["n"] > 0]) is pd.DataFrame
     assert "judgements" in analysis.report() and str(analysis) == analysis.report()

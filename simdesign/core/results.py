@@ -18,6 +18,7 @@ This module is layer 0 (pandas and numpy only); matplotlib is imported only when
 """
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -200,8 +201,8 @@ def figure_of_files(draw):
 class LegacyTable(pd.DataFrame):
     """A result's rows under the old attribute spelling ``result.table`` (a DataFrame before issue 40).
 
-    It is the rows, so ``result.table["system"]`` keeps working for one release, and, called, the result's
-    readable table: ``result.table()`` is the protocol's method.
+    It is the rows, so ``result.table["system"]`` keeps working for one release (with a FutureWarning), and,
+    called, the result's readable table: ``result.table()`` is the protocol's method.
     """
 
     _metadata = ["_reader"]
@@ -212,6 +213,13 @@ class LegacyTable(pd.DataFrame):
 
     def __call__(self, *args, **options) -> pd.DataFrame:
         return self._reader(*args, **options)
+
+    def __getitem__(self, key):
+        # the old spelling's commonest use; other DataFrame methods keep working silently for the release
+        warnings.warn("result.table is a method since issue 40: call result.table() for the readable table, or "
+                      "read the rows as analysis.systems or plan.candidates; indexing result.table will stop "
+                      "working in the next release", FutureWarning, stacklevel=2)
+        return super().__getitem__(key)
 
 
 def legacy_table(rows: pd.DataFrame, reader) -> LegacyTable:
