@@ -359,21 +359,21 @@ def load_study(out_dir) -> StudyResult:
 
 
 def study_of(config, trials: int | None = None, tests=None):
-    """``(kind, config)``: the registered study kind of ``config`` and its parsed config; kind None for a rate
-    (or replication) study, whose config is a :class:`SimulationConfig` (``tests`` replacing its tests)."""
+    """``(kind, config)``: the registered study kind of ``config`` and its parsed config; a rate (or replication)
+    study's kind is ``rates`` and its config a :class:`SimulationConfig` (``tests`` replacing its tests)."""
     from simdesign.runner.study import REGISTERED, StudyKind
     from simdesign.studies.rates.config import read_config_mapping
-    from simdesign.studies.kinds import ENGINE_KINDS, study_kind
+    from simdesign.studies.kinds import ENGINE_KINDS, RATE_STUDY, study_kind
 
     if isinstance(config, (str, Path)):
         mapping, base_dir = read_config_mapping(Path(config), "config"), Path(config).parent
     elif isinstance(config, dict):
         mapping, base_dir = config, None
     else:
-        return None, as_config(config, trials, tests)
+        return REGISTERED[RATE_STUDY], as_config(config, trials, tests)
     name = study_kind(mapping)
     if name in ENGINE_KINDS:
-        return None, as_config(config, trials, tests)
+        return REGISTERED[RATE_STUDY], as_config(config, trials, tests)
     if tests is not None:
         raise ConfigError(f"tests= replaces a rate study's tests; this config is a {name!r} study: give its own keys")
     kind: StudyKind = REGISTERED[name]
@@ -425,33 +425,28 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
     >>> result = simdesign.simulate("configs/quick.yaml", trials=50, tests=["ttest_doc"])   # doctest: +SKIP
     >>> result.summary()                                                                   # doctest: +SKIP
     """
-    from simdesign.studies.rates.engine import run_simulation
+    from simdesign.runner.backends import BackendSpec
 
     jobs = check_jobs(DEFAULT_JOBS if jobs is None else jobs)
     out_dir = check_directory_option(out_dir, "out_dir")
     check_scheduler_reachable(backend, backend_options)
     kind, config = study_of(config, trials, tests)
-    if kind is not None:
-        return _simulate_kind(kind, config, out_dir, jobs, backend, progress, backend_options)
-    if out_dir is not None:
-        run_simulation(config, Path(out_dir), config.to_mapping(), jobs=jobs, progress=progress, backend=backend,
-                       **backend_options)
-        return load_results(out_dir, config=config)
-    with tempfile.TemporaryDirectory(prefix="simdesign-") as temporary:
-        run_simulation(config, Path(temporary), config.to_mapping(), jobs=jobs, progress=progress, backend=backend,
-                       **backend_options)
-        return SimulationResult(config, read_config_trials(ResultsStore(temporary), config))
-
-
-def _simulate_kind(kind, config, out_dir, jobs: int, backend, progress: bool, backend_options: dict) -> StudyResult:
-    """:func:`simulate` of a kind other than rates, through the kind's runner."""
-    from simdesign.runner.backends import BackendSpec
-
+    # one path for every kind, rates included: the kind's runner, then its result
     spec = backend if isinstance(backend, BackendSpec) else BackendSpec(backend, jobs, **backend_options)
     if out_dir is not None:
-        return StudyResult(kind, config, kind.run(config, Path(out_dir), spec, progress), Path(out_dir))
+        return _result_of(kind, config, kind.run(config, Path(out_dir), spec, progress), Path(out_dir))
     with tempfile.TemporaryDirectory(prefix="simdesign-") as temporary:
-        return StudyResult(kind, config, kind.run(config, Path(temporary), spec, progress))
+        return _result_of(kind, config, kind.run(config, Path(temporary), spec, progress), None)
+
+
+def _result_of(kind, config, rows: pd.DataFrame, out_dir: Path | None):
+    """A finished run's result: a rate study's :class:`SimulationResult` (its summary and figures know the
+    engine's tests and estimands), another kind's :class:`StudyResult`."""
+    from simdesign.studies.kinds import RATE_STUDY
+
+    if kind.name == RATE_STUDY:
+        return SimulationResult(config, rows, out_dir)
+    return StudyResult(kind, config, rows, out_dir)
 
 
 def read_config_trials(store: ResultsStore, config: SimulationConfig) -> pd.DataFrame:

@@ -19,29 +19,13 @@ from pathlib import Path
 import pandas as pd
 
 from simdesign.core.errors import ConfigError
-from simdesign.methods.pairwise import PAIRWISE
 from simdesign.runner.study import REGISTERED, StudyKind, register_study_kind
+from simdesign.studies.example_configs import read_examples
 
 # kinds the rate engine runs from a SimulationConfig, with the keys that tell them
 RATE_STUDY = "rates"
 ENGINE_KINDS = (RATE_STUDY, "replication")
 ENGINE_KEYS = {"rates": (), "replication": ("replication",)}
-
-
-# Small configs of the rate kind (RateStudies.examples): Likert with a reliability estimand, pairwise preferences
-# on a block design and Arena-style battles (issue 42), and an exact replication.
-RATES_EXAMPLE = {"name": "r", "model": "coherence", "effect": "zero", "tests": ["ttest_doc", "wilcoxon_doc"],
-                 "trials": 24, "seed": 2, "chunk_size": 5, "estimands": ["krippendorff_alpha"],
-                 "designs": [{"kind": "block", "blocks": 6, "docs_per_block": 2, "annotators_per_block": 3}]}
-PAIRWISE_EXAMPLE = {"name": "pw", "model": {"preset": "coherence", "preferences": {"tie_band": 0.3, "pairs": 4}},
-                    "method": PAIRWISE.name, "effect": "zero", "tests": ["pair_sign", "bradley_terry"], "trials": 24,
-                    "seed": 2, "chunk_size": 5,
-                    "designs": [{"kind": "block", "blocks": 6, "docs_per_block": 2, "annotators_per_block": 3},
-                                {"kind": "battles", "battles": 300, "prompts": 40, "judges": 6}]}
-REPLICATION_EXAMPLE = {"name": "rep", "model": "coherence", "effect": "fitted", "tests": ["ttest_doc"], "trials": 12,
-                       "seed": 3, "chunk_size": 4, "replication": {"tolerance": 0},
-                       "designs": [{"kind": "overlap", "shared_docs": 6, "unique_docs_per_annotator": 2,
-                                    "annotators": 3}]}
 
 
 class RateStudies(StudyKind):
@@ -54,7 +38,7 @@ class RateStudies(StudyKind):
     sweeps_through_engine = True
 
     def examples(self):
-        return {"rates": RATES_EXAMPLE, "rates-pairwise": PAIRWISE_EXAMPLE, "replication": REPLICATION_EXAMPLE}
+        return read_examples("rates", "rates-pairwise", "replication")
 
     def parse(self, mapping, base_dir=None):
         from simdesign.studies.rates.config import parse_config
@@ -134,10 +118,7 @@ class PanelStudies(StudyKind):
     name, keys = "panels", ("panels",)
 
     def examples(self):
-        return {"panels": {"name": "ps", "model": "coherence", "docs": 4, "trials": 8, "subsamples": 2,
-                           "bootstrap": 20, "seed": 3, "chunk_size": 2,
-                           "panels": {"expert": {"annotators": 2, "judge": "all"},
-                                      "crowd": {"pool": 10, "per_output": 4}}}}
+        return read_examples("panels")
 
     def parse(self, mapping, base_dir=None):
         from simdesign.studies.panels.panel_study import parse_panel_study
@@ -186,10 +167,7 @@ class MetricValidation(StudyKind):
     name, keys = "metric-validation", ("population", "metric", "second_metric")
 
     def examples(self):
-        return {"metric-validation": {
-            "name": "mv", "model": "coherence", "population": {"kind": "normal"},
-            "metric": {"summary_correlation": 0.5, "system_correlation": 0.8}, "systems": [5, 6], "documents": [10],
-            "methods": ["pearson"], "trials": 8, "bootstrap_resamples": 20, "permutation_resamples": 20, "seed": 3}}
+        return read_examples("metric-validation")
 
     def parse(self, mapping, base_dir=None):
         from simdesign.studies.metrics.metric_validation import parse_metric_config
@@ -249,9 +227,7 @@ class Sweeps(StudyKind):
     name, keys = "sweep", ("sweep",)
 
     def examples(self):
-        # the swept key is not also given at the top level (a config doing so is refused: its value is ignored)
-        return {"sweep": {**{key: value for key, value in RATES_EXAMPLE.items() if key != "effect"}, "name": "sw",
-                          "estimands": [], "sweep": {"effect": ["zero", 0.5]}}}
+        return read_examples("sweep")
 
     def parse(self, mapping, base_dir=None):
         from simdesign.studies.sweep import parse_sweep

@@ -44,6 +44,7 @@ from simdesign.model.crowd import (Criterion, ItemStructure, WorkerModel, sample
                                    worker_problems)
 from simdesign.studies.panels.panel_summary import KNEE  # the same knee (Kneedle of the mean curve) as panel studies
 from simdesign.runner.study import StudyKind, register_study_kind, study_field_problems
+from simdesign.studies.example_configs import read_examples
 from simdesign.stats.aggregation import AGGREGATIONS
 from simdesign.stats.knee import kneedle, spearman_brown_knee
 from simdesign.stats.montecarlo import mean_interval, wilson_interval
@@ -438,10 +439,7 @@ class CrowdStudies(StudyKind):
         return {"crowd_study": 1, **content}
 
     def examples(self):
-        return {"crowd": {"study": "crowd", "name": "cw", "items": {"structure": "single", "items": 15},
-                          "workers": {"workers": 8, "per_item": 4, "spammer_share": 0.25}, "ks": [1, 2, 4],
-                          "subsamples": 2, "aggregations": ["mean", "mace"], "grid": {"spammer_share": [0.0, 0.25]},
-                          "trials": 12, "seed": 5}}
+        return read_examples("crowd")
 
     def generate(self, config, cell, trial, rng):
         return draw_crowd(config, dict(config.settings())[cell], rng)

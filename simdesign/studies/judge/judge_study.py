@@ -60,6 +60,7 @@ from simdesign.methods.pairwise import expected_win_rates, pairwise_parameters, 
 from simdesign.model.judge import (JudgePanel, document_parts, human_scores, human_verdicts, latent_quality,
                                    parse_judge)
 from simdesign.runner.study import StudyKind, register_study_kind, study_field_problems
+from simdesign.studies.example_configs import read_examples
 from simdesign.stats.judge_ipw import few_clusters_rows, ipw_study
 from simdesign.stats.montecarlo import mean_interval, wilson_interval
 from simdesign.stats.ppi import JudgeStudy, ppi_study
@@ -492,11 +493,7 @@ class JudgeStudies(StudyKind):
                 "judges": [judge.to_config() for judge in config.panel.judges]}
 
     def examples(self):
-        # the judge's and the humans' streams, the selection and the PPI bootstrap
-        return {"judge": {"study": "judge", "name": "jd", "model": "coherence", "effect": "fitted", "documents": 30,
-                          "judge": "self_preferring", "select": "least_certain", "bootstrap_resamples": 20,
-                          "trials": 12, "chunk_size": 2, "seed": 8,
-                          "designs": [{"kind": "pool", "docs": 10, "annotators": 4, "judgements_per_output": 2}]}}
+        return read_examples("judge")
 
     def generate(self, config, cell, trial, rng):
         # the judge study's streams are keyed by seed, cell, trial and label (module docstring), not ``rng``

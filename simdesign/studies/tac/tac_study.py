@@ -65,6 +65,7 @@ from simdesign.core.seeds import entropy_rng
 from simdesign.core.suggest import suggestions
 from simdesign.model.metric import MetricGenerator, MetricSpec, SystemPopulation, exchangeable_moments
 from simdesign.runner.study import StudyKind, study_field_problems
+from simdesign.studies.example_configs import read_examples
 from simdesign.studies.rates.config import likert_model_or_problem, resolve_model
 from simdesign.stats.montecarlo import mean_interval, wilson_interval
 
@@ -535,10 +536,7 @@ class TacStudy(StudyKind):
                 "seed": config.seed}
 
     def examples(self):
-        return {"tac": {"study": "tac", "name": "tac", "documents": 10, "machines": {"count": 5, "missing": 0.2},
-                        "humans": {"count": 4, "per_document": 2}, "bootstrap_resamples": 49, "trials": 12,
-                        "chunk_size": 2, "seed": 6,
-                        "tests": ["ttest_unpaired", {"name": "ttest_doc", "threshold": "mc"}, "wilcoxon_doc"]}}
+        return read_examples("tac")
 
     def generate(self, config, cell, trial, rng):
         return draw_year(config, rng)
