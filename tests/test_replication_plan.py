@@ -238,3 +238,14 @@ def test_simdesign_plan_takes_a_replication_plan_as_the_command_does(tmp_path):
     assert again.recommendation == outcome.recommendation and again.paths == {}
     with pytest.raises(ConfigError, match="loky backend only"):
         api.plan(raw, jobs=1, progress=False, backend="threading")
+
+
+def test_every_target_describes_itself():
+    # describe() formatted every target's threshold, so 'reproduced' (no threshold) raised TypeError on None and a
+    # replication plan with that target failed writing its recommendation
+    from simdesign.planning.replication_plan import ReplicationTarget
+
+    texts = {target: ReplicationTarget(ORIGINAL, target, at_least, 0.8, None).describe()
+             for target, at_least in (("reproduced", None), ("f1", 0.6), ("r", 0.9))}
+    assert texts["reproduced"] == "reproduces every significance decision of the original"
+    assert "F1 of at least 0.6" in texts["f1"] and "Pearson r of the system scores of at least 0.9" in texts["r"]

@@ -97,10 +97,12 @@ class ReplicationTarget:
     settings: ReplicationSettings
 
     def describe(self) -> str:
-        what = {"reproduced": "reproduces every significance decision of the original",
-                "f1": f"has a significance F1 of at least {self.at_least:g} (original as gold)",
-                "r": f"has a Pearson r of the system scores of at least {self.at_least:g} with the original"}
-        return what[self.target]
+        # only the described target's text is formatted: 'reproduced' has no threshold (at_least is None)
+        if self.target == "reproduced":
+            return "reproduces every significance decision of the original"
+        if self.target == "f1":
+            return f"has a significance F1 of at least {self.at_least:g} (original as gold)"
+        return f"has a Pearson r of the system scores of at least {self.at_least:g} with the original"
 
 
 @dataclass(frozen=True)
