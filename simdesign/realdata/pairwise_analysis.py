@@ -30,8 +30,8 @@ import pandas as pd
 
 from simdesign.core.checks import is_number
 from simdesign.core.errors import ConfigError
-from simdesign.core.seeds import bootstrap_rng
 from simdesign.core.results import Result, write_figure
+from simdesign.core.seeds import bootstrap_rng
 from simdesign.core.suggest import did_you_mean
 from simdesign.methods.pairwise import PAIRWISE
 from simdesign.realdata.analyse import (_analysis_specs, _p_text, _refuse_unfit_tests, _run_tests, parse_test_text,
