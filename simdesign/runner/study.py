@@ -3,13 +3,17 @@
 A study kind (a subclass of :class:`StudyKind`, registered with :func:`register_study_kind`) tells the
 runner how to read its config and what one trial is; the runner does the rest: chunks of trials per
 cell, workers and backends (:mod:`simdesign.runner.backends`), random streams keyed by cell and trial,
-the claimed, fingerprinted store (:class:`TrialStore`), resume and lost-worker retries
+the claimed, fingerprinted store (:class:`simdesign.runner.stores.Store`, the one store class of every
+kind), resume and lost-worker retries
 (:func:`simdesign.runner.execute.run_chunks`). ``simdesign run CONFIG`` and ``simdesign.simulate`` run
 any registered kind, chosen by the config's ``study`` field or recognised from its :attr:`StudyKind.keys`.
 
 A kind supplies
 
-* :meth:`~StudyKind.parse`: a validated config from a mapping (raise ConfigError naming every problem);
+* :meth:`~StudyKind.parse`: a validated config from a mapping (raise ConfigError naming every problem;
+  :meth:`~StudyKind.load` reads a file with overrides through it);
+* :meth:`~StudyKind.examples`: small configs the contract checks (:func:`simdesign.testing.check_study_kind`)
+  and the every-kind tests run;
 * :meth:`~StudyKind.cells`, :meth:`~StudyKind.trials`, :meth:`~StudyKind.fingerprint` (everything the
   stored rows depend on; trial counts and cells excluded);
 * one trial of one cell, from its own stream (so that results do not depend on workers or chunking):
@@ -19,8 +23,8 @@ A kind supplies
 * :meth:`~StudyKind.summarise` and :meth:`~StudyKind.plot`.
 
 The built-in kinds whose trials share more than a trial function (rates with their tests, panel
-studies, metric validation, sweeps) override :meth:`~StudyKind.run` with their own planning and
-stores, still through the runner's loop and backends.
+studies, metric validation, sweeps) override :meth:`~StudyKind.run` with their own planning of chunks,
+still through the one store class, the runner's loop and backends.
 """
 from __future__ import annotations
 
