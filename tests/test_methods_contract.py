@@ -348,3 +348,24 @@ def test_a_refused_test_says_why():
         parse_config({"name": "x", "model": {"preset": "coherence", "rank_model": "coherence"}, "method": "rank",
                       "designs": [{"kind": "block", "blocks": 2, "docs_per_block": 5, "annotators_per_block": 2}],
                       "tests": ["art"], "trials": 2})
+
+
+def test_a_plug_in_method_without_table_steps_named_by_its_path_is_analysed(tmp_path, monkeypatch):
+    # `simdesign analyse --method module:OBJ` resolved the plug-in (as run and plan do) and then stopped: it had no
+    # 'read_table' step. A one-value-per-output method without table steps is now read as a Likert table is.
+    import simdesign
+    from simdesign.methods import unregister_method
+
+    (tmp_path / "coin_by_path_plugin.py").write_text(PLUGIN_BY_PATH)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    frame = load_model("coherence").sample(BlockDesign(6, 4, 3), np.random.default_rng(1)).to_frame()
+    frame = frame.drop(columns=["block", "score"]).assign(heads=(frame["score"] > 3).astype(int))
+    frame.to_csv(tmp_path / "coin.csv", index=False)
+    try:
+        result = simdesign.analyse(tmp_path / "coin.csv", method="coin_by_path_plugin:COIN", tests=["ttest_doc"])
+        means = frame.groupby("system")["heads"].mean()
+        found = result.systems.set_index("system")["mean"]
+        assert np.allclose(found.reindex(means.index).to_numpy(), means.to_numpy())
+        assert len(result.pairs) == 10 and result.method == "coin_by_path"
+    finally:
+        unregister_method("coin_by_path")

@@ -13,6 +13,7 @@ import pandas as pd
 from simdesign.core.errors import ConfigError, DataError
 from simdesign.methods import all_methods, get_method, method_names
 from simdesign.tables.judgements import parse_columns
+from simdesign.tables.one_value import describe_one_value, orient_one_value, read_one_value
 from simdesign.tables.records import read_header, read_records
 
 # The column every oriented table carries its judgements in (higher = better), whatever the method.
@@ -102,7 +103,15 @@ def read_table(path, method: str | None = None, columns: dict | None = None,
     header = () if method is not None else read_records(path, required=_any_columns()).columns
     found = get_method(infer_method(header, method, columns))
     load_steps()
+    if _without_table_steps(found):
+        return read_one_value(found, path, columns, scale)
     return found.step("read_table")(path, columns, scale)
+
+
+def _without_table_steps(method) -> bool:
+    """A method of one value per output that registered no table steps (a plug-in): read as a Likert table is
+    (:mod:`simdesign.tables.one_value`). A method of rankings or pairs must bring its own reader."""
+    return method.covers == "output" and "read_table" not in method.steps
 
 
 def _any_columns() -> tuple:
@@ -136,6 +145,8 @@ def orient(frame: pd.DataFrame, method: str | None, base: int | None = None, sca
     """
     found = get_method(infer_method(frame.columns, method))
     load_steps()
+    if _without_table_steps(found):
+        return orient_one_value(found, frame, scale)
     return found.step("orient")(frame, base=base, scale=scale, read_form=read_form)
 
 
@@ -168,7 +179,10 @@ def read_table_args(args) -> tuple[pd.DataFrame, dict]:
 def describe(info: dict) -> str:
     """One line saying how a table was read (shown by the CLI commands)."""
     load_steps()
-    return get_method(info["method"]).step("describe")(info)
+    found = get_method(info["method"])
+    if _without_table_steps(found):
+        return describe_one_value(found, info)
+    return found.step("describe")(info)
 
 
 def table_method(args):
