@@ -434,9 +434,26 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
     # one path for every kind, rates included: the kind's runner, then its result
     spec = backend if isinstance(backend, BackendSpec) else BackendSpec(backend, jobs, **backend_options)
     if out_dir is not None:
-        return _result_of(kind, config, kind.run(config, Path(out_dir), spec, progress), Path(out_dir))
+        return run_study(kind, config, out_dir, spec, progress)
     with tempfile.TemporaryDirectory(prefix="simdesign-") as temporary:
         return _result_of(kind, config, kind.run(config, Path(temporary), spec, progress), None)
+
+
+def run_study(kind, config, out_dir, backend, progress: bool = True):
+    """Run a config already parsed by its study kind into ``out_dir`` (created or resumed) and return its result:
+    the one path :func:`simulate` and ``simdesign run`` take for every kind.
+
+    Parameters
+    ----------
+    kind : simdesign.runner.study.StudyKind
+    config : the kind's parsed config (:func:`study_of`, or ``kind.load(path, overrides)``)
+    out_dir : path-like
+    backend : BackendSpec
+    progress : bool
+    """
+    out_dir = check_directory_option(out_dir, "out_dir")
+    check_scheduler_reachable(backend, {"scheduler": getattr(backend, "scheduler", None)})
+    return _result_of(kind, config, kind.run(config, out_dir, backend, progress), out_dir)
 
 
 def _result_of(kind, config, rows: pd.DataFrame, out_dir: Path | None):

@@ -7,8 +7,8 @@ import time
 
 import pandas as pd
 
-from simdesign.cli.study_options import (add_study_arguments, check_study_arguments, study_backend, study_out_dir,
-                                 warn_if_deprecated, write_study_figures)
+from simdesign.cli.study_options import (add_study_arguments, register_report, run_and_report, warn_if_deprecated,
+                                         write_study_figures)
 
 
 def add_parser(subparsers) -> None:
@@ -22,18 +22,17 @@ def add_parser(subparsers) -> None:
 
 
 def cmd_metric_validation(args) -> int:
-    """``simdesign metric-validation CONFIG``: run, write trials.csv, summary.csv and the coverage figure."""
-    from simdesign.studies.metrics.metric_validation import (load_metric_config, plot_coverage, run_metric_validation,
-                                                             summarise_metric_validation)
-
+    """``simdesign metric-validation CONFIG`` (deprecated: ``simdesign run CONFIG``, the same path)."""
     warn_if_deprecated(args, "metric-validation")
-    check_study_arguments(args)
-    started = time.perf_counter()
-    config = load_metric_config(args.config, None if args.trials is None else {"trials": args.trials})
-    out_dir = study_out_dir(args, config.name)
-    rows = run_metric_validation(config, out_dir, jobs=args.jobs, progress=not args.quiet,
-                                 backend=study_backend(args))
-    summary = summarise_metric_validation(rows, config)
+    return run_and_report(args, "metric-validation")
+
+
+def report_metric_validation(args, result, started: float) -> int:
+    """A metric validation's report: trials.csv, summary.csv, the coverage figure, the summary printed."""
+    from simdesign.studies.metrics.metric_validation import plot_coverage
+
+    config, rows, out_dir = result.config, result.rows, result.out_dir
+    summary = result.summary()
     rows.to_csv(out_dir / "trials.csv", index=False)
     summary.to_csv(out_dir / "summary.csv", index=False)
     paths = [out_dir / "trials.csv", out_dir / "summary.csv"]
@@ -44,3 +43,6 @@ def cmd_metric_validation(args) -> int:
         with pd.option_context("display.width", 180, "display.max_rows", 500):
             print(summary.drop(columns=["note"]).to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     return 0
+
+
+register_report("metric-validation", report_metric_validation)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import sys
 import time
 
-from simdesign.cli.study_options import (add_study_arguments, check_study_arguments, study_backend, study_out_dir,
-                                 warn_if_deprecated, write_study_figures)
+from simdesign.cli.study_options import (add_study_arguments, register_report, run_and_report, warn_if_deprecated,
+                                         write_study_figures)
 
 
 def add_parser(subparsers) -> None:
@@ -26,21 +26,23 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    """Run ``simdesign panels``; bad input raises ConfigError (exit code 2 in :func:`simdesign.cli.main`)."""
+    """Run ``simdesign panels`` (deprecated: ``simdesign run CONFIG``, the same path); bad input raises
+    ConfigError (exit code 2 in :func:`simdesign.cli.main`)."""
+    warn_if_deprecated(args, "panels")
+    return run_and_report(args, "panels")
+
+
+def report_panels(args, result, started: float) -> int:
+    """A panel study's report: summary.csv, significance.csv, the figure, and the knees (and tests) printed."""
     import pandas as pd
 
     from simdesign.studies.panels.panel_plots import draw_panel_study
-    from simdesign.studies.panels.panel_study import load_panel_study, read_significance, run_panel_study
+    from simdesign.studies.panels.panel_study import read_significance
+    from simdesign.studies.panels.panel_summary import KNEE
     from simdesign.studies.panels.panel_tests import summarise_significance
-    from simdesign.studies.panels.panel_summary import KNEE, summarise_panel_study
 
-    warn_if_deprecated(args, "panels")
-    check_study_arguments(args)
-    config = load_panel_study(args.config, {"trials": args.trials} if args.trials is not None else None)
-    out_dir = study_out_dir(args, config.name)
-    started = time.perf_counter()
-    trials = run_panel_study(config, out_dir, jobs=args.jobs, progress=not args.quiet, backend=study_backend(args))
-    summary = summarise_panel_study(config, trials)
+    config, out_dir = result.config, result.out_dir
+    summary = result.summary()
     seconds = time.perf_counter() - started
     summary.to_csv(out_dir / "summary.csv", index=False)
     significance = summarise_significance(read_significance(config, out_dir), config.alpha)
@@ -59,3 +61,6 @@ def run(args) -> int:
                 print(significance[["setting", "method", "test", "k", "estimand", "rate", "ci_low", "ci_high",
                                     "mcse"]].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     return 0
+
+
+register_report("panels", report_panels)

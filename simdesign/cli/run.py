@@ -6,11 +6,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from simdesign import api
-from simdesign.studies.rates.config import SimulationConfig, config_warnings, load_config
+from simdesign.cli import metric_validation, panels, sweep  # noqa: F401 -- register their kinds' reports
+from simdesign.cli.options import backend_options
+from simdesign.cli.study_options import register_report, run_and_report
 from simdesign.core.estimands import estimands_of
 from simdesign.outputs import failure_report, write_outputs
-from simdesign.cli.options import backend_options
+from simdesign.studies.kinds import RATE_STUDY
+from simdesign.studies.rates.config import SimulationConfig
 
 
 def print_failures(summary: pd.DataFrame) -> None:
@@ -30,60 +32,15 @@ def write_and_report(config: SimulationConfig, summary: pd.DataFrame, out_dir: P
 
 
 def cmd_run(args) -> int:
-    """``simdesign run CONFIG``: every study kind (:mod:`simdesign.studies.kinds`)."""
-    from simdesign.studies.rates.config import read_config_mapping
-    from simdesign.studies.kinds import ENGINE_KINDS, study_kind
-
-    kind = study_kind(read_config_mapping(Path(args.config), "config"))
-    if kind not in ENGINE_KINDS:
-        return run_other_kind(kind, args)
-    return run_rates(args)
+    """``simdesign run CONFIG``: every study kind one way (:func:`simdesign.cli.study_options.run_and_report`):
+    read by its kind, run by :func:`simdesign.api.run_study` as :func:`simdesign.simulate` runs it, then the
+    kind's report (rates: :func:`report_rates`)."""
+    return run_and_report(args)
 
 
-def run_other_kind(kind: str, args) -> int:
-    """Run a panel study, a sweep or a metric validation with ``run``'s arguments."""
-    from simdesign.cli import metric_validation, panels, sweep
-    from simdesign.cli.study_options import check_study_arguments
-
-    check_study_arguments(args)
-    if args.chunk_size is not None:
-        print(f"warning: --chunk-size applies to rate studies; a {kind} config is chunked by its own settings "
-              "(ignored)", file=sys.stderr)
-    commands = {"panels": panels.run, "sweep": sweep.cmd_sweep, "metric-validation": metric_validation.cmd_metric_validation}
-    if kind in commands:
-        return commands[kind](args)
-    return run_registered_kind(args)
-
-
-def run_registered_kind(args) -> int:
-    """``run`` for a plug-in study kind: simulate, then write summary.csv and the figure into the results."""
-    from simdesign.cli.study_options import study_backend, study_out_dir, write_study_figures
-
-    kind, config = api.study_of(args.config, args.trials)
-    out_dir = study_out_dir(args, kind.config_name(config))
-    result = api.StudyResult(kind, config, kind.run(config, out_dir, study_backend(args), not args.quiet), out_dir)
-    summary = result.summary()
-    summary.to_csv(result.out_dir / "summary.csv", index=False)
-    paths = write_study_figures(args, result.out_dir, result.kind.config_name(result.config), summary,
-                                lambda base: result.kind.plot(result.config, summary, base))
-    print(f"wrote {result.out_dir / 'summary.csv'} and {', '.join(str(p) for p in paths)}", file=sys.stderr)
-    if not args.quiet:
-        print(summary.to_string(index=False))
-    return 0
-
-
-def run_rates(args) -> int:
-    """``run`` for a rate (or replication) study: the engine, summary, figure and table."""
-    from simdesign.studies.rates.engine import default_out_dir
-
-    overrides = {key: value for key, value in (("trials", args.trials), ("chunk_size", args.chunk_size))
-                 if value is not None}
-    config = load_config(args.config, overrides)
-    for warning in config_warnings(config):
-        print(f"warning: {warning}", file=sys.stderr)
-    out_dir = Path(args.out) if args.out else default_out_dir(config)
-    result = api.simulate(config, out_dir=out_dir, jobs=args.jobs, progress=not args.quiet, backend=args.backend,
-                          scheduler=args.scheduler, workers=args.workers, retries=args.retries)
+def report_rates(args, result, started: float) -> int:
+    """A rate (or replication) study's report: summary, figure and the table of headline rates."""
+    config, out_dir = result.config, result.out_dir
     summary = result.summary()
     write_and_report(config, summary, out_dir)
     if args.figure:
@@ -101,6 +58,9 @@ def run_rates(args) -> int:
                         "ci_high", "mcse", "n_failed"]]
                   .to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     return 0
+
+
+register_report(RATE_STUDY, report_rates)
 
 
 def add_parser(sub) -> None:

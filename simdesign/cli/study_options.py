@@ -7,10 +7,15 @@ bad arguments raise ConfigError before any work (exit code 2 in :func:`simdesign
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
-from simdesign.api import check_jobs
+from simdesign.api import check_jobs, run_study
 from simdesign.core.errors import ConfigError
+
+# A study kind's name -> its command-line report ``report(args, result, started) -> exit code`` (the command
+# modules register theirs; a kind without one, e.g. a plug-in's, gets :func:`report_study`).
+REPORTS: dict = {}
 
 
 def add_study_arguments(parser, config_help: str | None = None, out_help: str = "",
@@ -86,3 +91,60 @@ def study_backend(args):
 
     return BackendSpec(getattr(args, "backend", "loky"), args.jobs, getattr(args, "scheduler", None),
                        getattr(args, "workers", None), getattr(args, "retries", DEFAULT_RETRIES))
+
+
+def register_report(kind_name: str, report):
+    """Give a study kind its command-line report (what ``simdesign run`` writes and prints after the run)."""
+    REPORTS[kind_name] = report
+    return report
+
+
+def parsed_study(args, kind_name: str | None = None):
+    """``(kind, config)``: the config file's study kind (or ``kind_name``'s: a deprecated command reads only its
+    own kind, whose parser refuses another) and its config read by ``kind.load`` with the command's overrides
+    (``--trials``, and ``--chunk-size`` for rate studies); refuses bad options first."""
+    from simdesign.runner.study import REGISTERED
+    from simdesign.studies.kinds import ENGINE_KINDS, RATE_STUDY, study_kind
+    from simdesign.studies.rates.config import config_warnings, read_config_mapping
+
+    name = kind_name or study_kind(read_config_mapping(Path(args.config), "config"))
+    kind = REGISTERED[RATE_STUDY if name in ENGINE_KINDS else name]
+    chunk_size = getattr(args, "chunk_size", None)
+    overrides = {} if args.trials is None else {"trials": args.trials}
+    check_jobs(args.jobs)
+    if kind.name == RATE_STUDY:
+        overrides.update({} if chunk_size is None else {"chunk_size": chunk_size})
+    else:
+        check_study_arguments(args)
+        if chunk_size is not None:
+            print(f"warning: --chunk-size applies to rate studies; a {name} config is chunked by its own settings "
+                  "(ignored)", file=sys.stderr)
+    config = kind.load(args.config, overrides)
+    for warning in (config_warnings(config) if kind.name == RATE_STUDY else ()):
+        print(f"warning: {warning}", file=sys.stderr)
+    return kind, config
+
+
+def run_and_report(args, kind_name: str | None = None) -> int:
+    """Every study kind one way: its config read by :func:`parsed_study`, run by
+    :func:`simdesign.api.run_study` (the path :func:`simdesign.simulate` takes), then reported by the kind's
+    report (:data:`REPORTS`). ``kind_name``: the kind a deprecated command reads (default: the config's)."""
+    kind, config = parsed_study(args, kind_name)
+    started = time.perf_counter()
+    out_dir = study_out_dir(args, kind.config_name(config))
+    result = run_study(kind, config, out_dir, study_backend(args), not args.quiet)
+    return REPORTS.get(kind.name, report_study)(args, result, started)
+
+
+def report_study(args, result, started: float) -> int:
+    """The report of a kind without its own (a plug-in's): summary.csv and the figure into the results, the
+    summary printed."""
+    summary = result.summary()
+    summary.to_csv(result.out_dir / "summary.csv", index=False)
+    name = result.kind.config_name(result.config)
+    paths = write_study_figures(args, result.out_dir, name, summary,
+                                lambda base: result.kind.plot(result.config, summary, base))
+    print(f"wrote {result.out_dir / 'summary.csv'} and {', '.join(str(p) for p in paths)}", file=sys.stderr)
+    if not args.quiet:
+        print(summary.to_string(index=False))
+    return 0

@@ -9,8 +9,8 @@ import time
 import pandas as pd
 
 from simdesign.core.estimands import headline_estimand
-from simdesign.cli.study_options import (add_study_arguments, check_study_arguments, study_backend, study_out_dir,
-                                 warn_if_deprecated, write_study_figures)
+from simdesign.cli.study_options import (add_study_arguments, register_report, run_and_report, warn_if_deprecated,
+                                         write_study_figures)
 
 
 def add_parser(subparsers) -> None:
@@ -23,20 +23,18 @@ def add_parser(subparsers) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from simdesign.studies.kinds import study_kind
-    from simdesign.studies.sweep import (SIZE_ADJUSTED, draw_kind_sweep, draw_sweep, kind_of_runs, level_warning,
-                                         load_sweep, run_sweep)
-
+    """``simdesign sweep CONFIG`` (deprecated: ``simdesign run CONFIG``, the same path)."""
     warn_if_deprecated(args, "sweep")
-    check_study_arguments(args)
-    started = time.perf_counter()
-    summary, raw = run_sweep(args.config, out_dir=args.out, jobs=args.jobs, trials=args.trials,
-                             progress=not args.quiet, backend=study_backend(args), recognise=study_kind)
-    out_dir = study_out_dir(args, raw["name"])
+    return run_and_report(args, "sweep")
+
+
+def report_sweep(args, result, started: float) -> int:
+    """A sweep's report: the stacked summaries, the figure against the swept setting, the headline rates."""
+    from simdesign.studies.sweep import SIZE_ADJUSTED, draw_kind_sweep, draw_sweep, kind_of_runs, level_warning
+
+    summary, raw, configs, out_dir = result.rows, result.config.raw, result.config.runs, result.out_dir
     paths = [out_dir / "summary.csv"]
     summary.to_csv(paths[0], index=False)
-    configs = load_sweep(args.config, None if args.trials is None else {"trials": args.trials},
-                         recognise=study_kind).runs
     other_kind = kind_of_runs(configs) is not None  # a sweep of a panel study, a metric validation, a plug-in kind
     if other_kind:
         paths += write_study_figures(args, out_dir, raw["name"], summary,
@@ -44,16 +42,23 @@ def cmd_sweep(args) -> int:
     else:
         paths += write_study_figures(args, out_dir, raw["name"], summary, lambda base: draw_sweep(raw, summary, base))
     print(f"wrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - started:.0f} s")
+    _print_sweep(args, summary, raw, other_kind, SIZE_ADJUSTED)
+    warning = level_warning(summary)
+    if warning:
+        print(warning, file=sys.stderr)
+    return 0
+
+
+def _print_sweep(args, summary, raw: dict, other_kind: bool, size_adjusted) -> None:
     if not args.quiet and other_kind:
         with pd.option_context("display.width", 160, "display.max_rows", 500):
             print(summary.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     elif not args.quiet:
         show = summary[summary["estimand"].isin([headline_estimand(True), headline_estimand(False),
-                                                 SIZE_ADJUSTED.name])]
+                                                 size_adjusted.name])]
         columns = [c for c in raw["sweep"] if c in show.columns] + ["test", "estimand", "rate", "mcse", "n_failed"]
         with pd.option_context("display.width", 160, "display.max_rows", 500):
             print(show[columns].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    warning = level_warning(summary)
-    if warning:
-        print(warning, file=sys.stderr)
-    return 0
+
+
+register_report("sweep", report_sweep)
