@@ -139,6 +139,19 @@ class SimulationResult(Result):
     trials: pd.DataFrame = field(repr=False)
     out_dir: Path | None = None
 
+    @property
+    def kind(self):
+        """The rates study kind (as :attr:`StudyResult.kind`: every simulation result names its kind)."""
+        from simdesign.runner.study import REGISTERED
+        from simdesign.studies.kinds import RATE_STUDY
+
+        return REGISTERED[RATE_STUDY]
+
+    @property
+    def rows(self) -> pd.DataFrame:
+        """The per-trial rows (as :attr:`StudyResult.rows`)."""
+        return self.trials
+
     def __repr__(self) -> str:
         where = f"stored in {self.out_dir}" if self.out_dir else "in memory"
         return (f"<SimulationResult {self.config.name!r}: {len(self.config.designs)} designs x "

@@ -34,7 +34,8 @@ def test_a_replayed_trial_equals_the_stored_rows(tmp_path, kind_name, mapping):
     result = simdesign.simulate({**mapping, "trials": 3}, out_dir=tmp_path / "out", jobs=1, backend="threading",
                                 progress=False)
     kind = REGISTERED[kind_name]
-    config, rows = result.config, (result.rows if hasattr(result, "rows") else result.trials)
+    assert result.kind is kind  # every simulation result names its kind and holds its rows
+    config, rows = result.config, result.rows
     cell = kind.replay_cells(config)[0]
     replayed = _without_clock(kind.replay(config, cell, 2))
     stored = _without_clock(kind.stored_trial(config, rows, cell, 2))
