@@ -109,3 +109,23 @@ def read_yaml_file(path, what: str = "file"):
         return load_yaml(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"Could not parse {path} as YAML: {exc}") from None
+
+
+def read_config_mapping(path, what: str, overrides: dict | None = None) -> dict:
+    """The top-level mapping of a YAML config file with ``overrides`` replacing its keys (what every config
+    loader, ``load_<kind>(path, overrides)``, reads), or a ConfigError saying what is wrong.
+
+    Parameters
+    ----------
+    path : str or path-like
+    what : str
+        What the file is, for messages (e.g. ``config``, ``sweep config``).
+    overrides : dict, optional
+        Top-level keys replacing the file's (e.g. ``{'trials': 50}`` from the command line).
+    """
+    if overrides is not None and not isinstance(overrides, dict):
+        raise ConfigError(f"overrides must be a mapping of config keys (e.g. {{'trials': 100}}); got {overrides!r}")
+    raw = read_yaml_file(path, what)  # UTF-8, no duplicated key
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path} must contain a mapping of {what} keys")
+    return {**raw, **(overrides or {})}

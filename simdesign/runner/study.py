@@ -39,7 +39,7 @@ from simdesign.core.errors import ConfigError
 from simdesign.core.registry import refuse_clash, same_entry
 from simdesign.core.seeds import cell_trial_rng
 from simdesign.core.threads import single_threaded
-from simdesign.core.yamlio import read_yaml_file
+from simdesign.core.yamlio import read_config_mapping
 from simdesign.runner.backends import BackendSpec, ChunkExecutor
 from simdesign.runner.execute import backend_spec, run_chunks
 from simdesign.runner.limits import check_trial_count
@@ -79,13 +79,7 @@ class StudyKind:
     def load(self, path, overrides: dict | None = None):
         """A validated config from a YAML file, ``overrides`` replacing its keys: the one loader signature of
         every kind (:meth:`parse` of the file's mapping, relative paths resolved from its folder)."""
-        if overrides is not None and not isinstance(overrides, dict):
-            raise ConfigError(f"overrides must be a mapping of config keys (e.g. {{'trials': 100}}); got {overrides!r}")
-        path = Path(path)
-        mapping = read_yaml_file(path, f"{self.name} config")
-        if not isinstance(mapping, dict):
-            raise ConfigError(f"{path} must contain a mapping of {self.name} config keys")
-        return self.parse({**mapping, **(overrides or {})}, path.parent)
+        return self.parse(read_config_mapping(path, f"{self.name} config", overrides), Path(path).parent)
 
     def config_name(self, config) -> str:
         """The config's name (default results directory ``results/<name>``)."""

@@ -152,11 +152,7 @@ def load_sweep(path, overrides: dict | None = None, *, recognise=None) -> SweepC
     ConfigError
         Every problem of the sweep or of any of its runs.
     """
-    if overrides is not None and not isinstance(overrides, dict):
-        raise ConfigError(f"overrides must be a mapping of config keys (e.g. {{'trials': 100}}); got {overrides!r}")
-    path = Path(path)
-    raw = {**read_config_mapping(path, "sweep config"), **(overrides or {})}
-    return parse_sweep(raw, path.parent, recognise=recognise)
+    return parse_sweep(read_config_mapping(path, "sweep config", overrides), Path(path).parent, recognise=recognise)
 
 
 def parse_sweep(raw: dict, base_dir: Path | None = None, *, recognise=None) -> SweepConfig:

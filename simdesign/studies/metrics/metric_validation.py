@@ -250,11 +250,7 @@ def parse_metric_config(raw: dict, base_dir: Path | None = None) -> MetricValida
 def load_metric_config(path, overrides: dict | None = None) -> MetricValidationConfig:
     """Read and validate a metric-validation config file, ``overrides`` replacing its keys (as every config
     loader: ``load_<kind>(path, overrides)``, ``parse_<kind>(mapping, base_dir)``)."""
-    if overrides is not None and not isinstance(overrides, dict):
-        raise ConfigError(f"overrides must be a mapping of config keys (e.g. {{'trials': 100}}); got {overrides!r}")
-    path = Path(path)
-    raw = {**read_config_mapping(path, "metric-validation config"), **(overrides or {})}
-    return parse_metric_config(raw, path.parent)
+    return parse_metric_config(read_config_mapping(path, "metric-validation config", overrides), Path(path).parent)
 
 
 def expected_human_score(model, betas: np.ndarray, nodes: int = 60) -> np.ndarray:

@@ -37,7 +37,7 @@ from simdesign.core.fields import count_problem, field_problem
 from simdesign.runner.study import study_field_problems
 from simdesign.core.errors import ConfigError
 from simdesign.core.suggest import did_you_mean, suggestions
-from simdesign.core.yamlio import read_yaml_file
+from simdesign.core.yamlio import read_config_mapping
 from simdesign.model import PRESETS, OrdinalMixedModel, RankOnlyModel, effect_scale, load_model
 from simdesign.methods import config_name, get_method
 from simdesign.studies.rates.method_specs import (DEFAULT_METHODS, design_method_problems, method_problems,
@@ -448,14 +448,6 @@ def load_config(path, overrides: dict | None = None) -> SimulationConfig:
     path = Path(path)
     raw = read_config_mapping(path, "config")
     return parse_config({**raw, **(overrides or {})}, base_dir=path.parent)
-
-
-def read_config_mapping(path: Path, what: str) -> dict:
-    """The top-level mapping of a YAML config file, or a ConfigError saying what is wrong."""
-    raw = read_yaml_file(path, what)  # UTF-8, no duplicated key
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path} must contain a mapping of {what} keys")
-    return raw
 
 
 def _name_problem(name) -> str | None:
