@@ -101,25 +101,30 @@ def register_report(kind_name: str, report):
 
 def parsed_study(args, kind_name: str | None = None):
     """``(kind, config)``: the config file's study kind (or ``kind_name``'s: a deprecated command reads only its
-    own kind, whose parser refuses another) and its config read by ``kind.load`` with the command's overrides
+    own kind, whose parser refuses another) and its config parsed by the kind with the command's overrides
     (``--trials``, and ``--chunk-size`` for rate studies); refuses bad options first."""
     from simdesign.runner.study import REGISTERED
     from simdesign.studies.kinds import ENGINE_KINDS, RATE_STUDY, study_kind
     from simdesign.studies.rates.config import config_warnings, read_config_mapping
 
-    name = kind_name or study_kind(read_config_mapping(Path(args.config), "config"))
+    path = Path(args.config)
+    # read once: by `run` to tell its kind, else (a deprecated command) after the options are checked
+    mapping = None if kind_name else read_config_mapping(path, "config")
+    name = kind_name or study_kind(mapping)
     kind = REGISTERED[RATE_STUDY if name in ENGINE_KINDS else name]
     chunk_size = getattr(args, "chunk_size", None)
     overrides = {} if args.trials is None else {"trials": args.trials}
-    check_jobs(args.jobs)
     if kind.name == RATE_STUDY:
+        check_jobs(args.jobs)
         overrides.update({} if chunk_size is None else {"chunk_size": chunk_size})
     else:
-        check_study_arguments(args)
+        check_study_arguments(args)  # --jobs and --trials
         if chunk_size is not None:
             print(f"warning: --chunk-size applies to rate studies; a {name} config is chunked by its own settings "
                   "(ignored)", file=sys.stderr)
-    config = kind.load(args.config, overrides)
+    if mapping is None:
+        mapping = read_config_mapping(path, f"{kind.name} config")
+    config = kind.parse({**mapping, **overrides}, path.parent)  # what kind.load(path, overrides) does
     for warning in (config_warnings(config) if kind.name == RATE_STUDY else ()):
         print(f"warning: {warning}", file=sys.stderr)
     return kind, config
