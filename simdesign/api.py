@@ -23,6 +23,7 @@ Bad input raises :class:`~simdesign.core.errors.ConfigError` (configs),
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import socket
@@ -446,10 +447,10 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
     kind, config = study_of(config, trials, tests)
     # one path for every kind, rates included: the kind's runner, then its result
     spec = backend if isinstance(backend, BackendSpec) else BackendSpec(backend, jobs, **backend_options)
-    if out_dir is not None:
-        return run_study(kind, config, out_dir, spec, progress)
-    with tempfile.TemporaryDirectory(prefix="simdesign-") as temporary:
-        return _result_of(kind, config, kind.run(config, Path(temporary), spec, progress), None)
+    # the options were checked above (run_study would check them again); without out_dir, a temporary store
+    where = contextlib.nullcontext(out_dir) if out_dir is not None else tempfile.TemporaryDirectory(prefix="simdesign-")
+    with where as directory:
+        return _result_of(kind, config, kind.run(config, Path(directory), spec, progress), out_dir)
 
 
 def run_study(kind, config, out_dir, backend, progress: bool = True):
