@@ -363,6 +363,14 @@ class StoreFormat:
     defaults: dict = field(default_factory=dict)
     describe: Callable | None = None
 
+    def with_defaults(self, rows: pd.DataFrame) -> pd.DataFrame:
+        """``rows`` with :attr:`defaults` filled where their columns are missing values (in place, returned): as
+        rows are read back, whether from a store or recomputed (a replay)."""
+        for column, value in self.defaults.items():
+            if column in rows:
+                rows[column] = rows[column].fillna(value)
+        return rows
+
 
 TRIALS_DIR = "trials"
 TRIAL_CHUNKS = StoreFormat(folders=(TRIALS_DIR,))
@@ -670,9 +678,7 @@ class Store:
             last[position] = (path, (first, stop))
 
     def _ordered(self, table: pd.DataFrame) -> pd.DataFrame:
-        for column, value in self.format.defaults.items():
-            if column in table:
-                table[column] = table[column].fillna(value)
+        table = self.format.with_defaults(table)
         unique = list(self.format.unique or ())
         if unique and table.duplicated(unique).any():
             raise StoreError(f"{self.directory}: {int(table.duplicated(unique).sum())} stored rows are duplicated; "

@@ -74,15 +74,14 @@ class RateStudies(StudyKind):
         """Every stored row of one trial of one design recomputed from its seeds: the engine's chunk of that one
         trial with all the config's work (tests, requested estimands, replication items), in the stored order."""
         from simdesign.studies.rates.engine import Chunk, simulate_chunk
-        from simdesign.studies.rates.method_specs import DEFAULT_METHODS
+        from simdesign.studies.rates.store import RATE_CHUNKS
         from simdesign.studies.replication.replication import replication_work
 
         designs = {design.label: design for design in config.designs}
         work = tuple(config.work_specs) + tuple(replication_work(config))
         rows = simulate_chunk(config.model, config.effect, config.seed, Chunk(designs[cell], trial, trial + 1, work))
-        if "method" in rows:  # as the store reads it back (a Likert-only chunk carries no method column)
-            rows["method"] = rows["method"].fillna(DEFAULT_METHODS[0])
-        return rows.sort_values(["test", "pair"], kind="stable", ignore_index=True)
+        # as the store reads rows back: its defaults filled (a Likert-only chunk has no method column), its order
+        return RATE_CHUNKS.with_defaults(rows).sort_values(list(RATE_CHUNKS.order), ignore_index=True)
 
     def summarise(self, config, rows):
         from simdesign.studies.rates.summary import summarise
