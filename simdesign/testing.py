@@ -215,7 +215,7 @@ def check_study_kind(kind, trials: int = 2) -> None:
         _check_study_example(kind, label, dict(mapping), trials)
 
 
-def _without_clock(rows: pd.DataFrame) -> pd.DataFrame:
+def without_clock(rows: pd.DataFrame) -> pd.DataFrame:
     """Rows without wall-clock columns (``*_seconds``: how long a fit took is not a result)."""
     return rows.drop(columns=[column for column in rows if str(column).endswith("_seconds")])
 
@@ -240,19 +240,18 @@ def _check_study_example(kind, label: str, mapping: dict, trials: int) -> None:
         rows = kind.run(config, store, backend, False)
         assert isinstance(rows, pd.DataFrame) and len(rows), f"{label}: run() gave no rows"
         again = kind.run(config, store, backend, False)
-        pd.testing.assert_frame_equal(_without_clock(again), _without_clock(rows),
+        pd.testing.assert_frame_equal(without_clock(again), without_clock(rows),
                                       obj=f"{label}: a second run into the same store")
-        pd.testing.assert_frame_equal(_without_clock(kind.stored_rows(config, store)), _without_clock(rows),
+        pd.testing.assert_frame_equal(without_clock(kind.stored_rows(config, store)), without_clock(rows),
                                       obj=f"{label}: stored_rows()")
     summary = kind.summarise(config, rows)
     assert isinstance(summary, pd.DataFrame) and len(summary), f"{label}: summarise() gave no table"
     if kind.separates_trials():
         cell, seed = kind.cells(config)[0], kind.seed(config)
         chunk = list(range(trials))
-        data = [kind.generate(config, cell, trial, trial_stream(seed, cell, trial)) for trial in chunk]
         streams = [trial_stream(seed, cell, trial) for trial in chunk]
-        for trial in chunk:  # the streams after generate, as the runner hands them to analyse_chunk
-            kind.generate(config, cell, trial, streams[trial])
+        # generate advances each stream: analyse_chunk gets them as the runner hands them on
+        data = [kind.generate(config, cell, trial, stream) for trial, stream in zip(chunk, streams)]
         together = kind.analyse_chunk(config, cell, chunk, data, streams)
         for trial, found in zip(chunk, together):
             alone = kind.trial_rows(config, cell, trial, trial_stream(seed, cell, trial))
@@ -287,5 +286,5 @@ def parametrize_with_checks(entries=None):
     return pytest.mark.parametrize("entry, check", params)
 
 
-__all__ = ["check_method", "check_design_kind", "check_analysis", "check_estimand", "check_study_kind",
+__all__ = ["check_method", "check_design_kind", "check_analysis", "check_estimand", "check_study_kind", "without_clock",
            "registered_checks", "parametrize_with_checks"]

@@ -21,6 +21,7 @@ import simdesign
 import simdesign.studies.kinds  # noqa: F401 -- registers the built-in kinds
 from simdesign.cli import main
 from simdesign.runner.study import REGISTERED
+from simdesign.testing import without_clock
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,13 +31,9 @@ MODULES = {label: type(kind).__module__ for kind in REGISTERED.values() for labe
 # Trials that make a run of an example last long enough to be killed mid-way (others: 25 times the example's).
 KILL_TRIALS = {"rates": 1500, "rates-pairwise": 400, "replication": 600, "panels": 300, "metric-validation": 400,
                "crowd": 150, "tac": 200, "judge": 150, "coin-flips": 2000}
-TIMING = ["fit_seconds", "run_seconds", "mean_fit_seconds"]
-
-
 def rows_of(result) -> pd.DataFrame:
     """The per-trial rows (a sweep's: its summary) without wall-clock columns, in a fixed order."""
-    frame = result.trials if isinstance(result, simdesign.SimulationResult) else result.rows
-    return frame.drop(columns=[c for c in TIMING if c in frame]).reset_index(drop=True)
+    return without_clock(result.rows).reset_index(drop=True)
 
 
 @pytest.fixture(scope="module")

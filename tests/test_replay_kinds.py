@@ -11,14 +11,11 @@ import simdesign
 import simdesign.studies.kinds  # noqa: F401 -- registers the built-in kinds
 from simdesign.cli import main, same_rows
 from simdesign.runner.study import REGISTERED
+from simdesign.testing import without_clock
 
 PANEL = {"name": "ps", "model": "coherence", "docs": 4, "trials": 3, "subsamples": 2, "bootstrap": 20, "seed": 3,
          "panels": {"expert": {"annotators": 2, "judge": "all"}, "crowd": {"pool": 10, "per_output": 4}}}
 COINS = {"name": "coins", "coins": [0.2, 0.7], "flips": 20, "trials": 5, "seed": 4}
-
-
-def _without_clock(rows: pd.DataFrame) -> pd.DataFrame:
-    return rows.drop(columns=[column for column in rows if str(column).endswith("_seconds")])
 
 
 # Every registered kind's examples (plug-ins included), three trials each; a sweep has no trials of its own.
@@ -37,11 +34,11 @@ def test_a_replayed_trial_equals_the_stored_rows(tmp_path, kind_name, mapping):
     assert result.kind is kind  # every simulation result names its kind and holds its rows
     config, rows = result.config, result.rows
     cell = kind.replay_cells(config)[0]
-    replayed = _without_clock(kind.replay(config, cell, 2))
-    stored = _without_clock(kind.stored_trial(config, rows, cell, 2))
+    replayed = without_clock(kind.replay(config, cell, 2))
+    stored = without_clock(kind.stored_trial(config, rows, cell, 2))
     assert len(stored) and same_rows(replayed, stored)
     # another trial's rows differ: the comparison can fail
-    assert not same_rows(_without_clock(kind.replay(config, cell, 1)), stored)
+    assert not same_rows(without_clock(kind.replay(config, cell, 1)), stored)
 
 
 @pytest.mark.parametrize("mapping, cell", [pytest.param(PANEL, None, marks=pytest.mark.slow),  # 5-10 s
