@@ -4,12 +4,11 @@ its values on the integer scale they show (:func:`simdesign.tables.recognise.rea
 """
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-from simdesign.tables.judgements import read_judgements, validate_judgements
+from simdesign.tables.likert import orient_likert, read_likert_table
 
-SCORE = "score"  # the column the shared checks read a value from
+SCORE = "score"  # the column the Likert steps read a value from
 
 
 def read_one_value(method, path, columns: dict, scale=None) -> tuple[pd.DataFrame, dict]:
@@ -20,19 +19,17 @@ def read_one_value(method, path, columns: dict, scale=None) -> tuple[pd.DataFram
         renamed[method.value_column] = SCORE
     else:
         renamed = {theirs: (SCORE if ours == method.value_column else ours) for theirs, ours in renamed.items()}
-    frame, scale = read_judgements(path, renamed, scale)
+    frame, info = read_likert_table(path, renamed, scale)
     frame[method.value_column] = frame[SCORE]
-    return frame, {"method": method.name, "scale": tuple(scale)}
+    return frame, {**info, "method": method.name}
 
 
 def orient_one_value(method, frame: pd.DataFrame, scale=None) -> tuple[pd.DataFrame, dict]:
     """An in-memory table of ``method``, checked, with integer values under ``score`` and its own column."""
-    as_scores = frame.rename(columns={method.value_column: SCORE}) if SCORE not in frame else frame
-    scale = validate_judgements(as_scores, scale)
-    out = as_scores[["annotator", "document", "system", SCORE]].copy()
-    out[SCORE] = pd.to_numeric(out[SCORE]).round().astype(np.int64)
+    out, info = orient_likert(frame.rename(columns={method.value_column: SCORE}) if SCORE not in frame else frame,
+                              scale=scale)
     out[method.value_column] = out[SCORE]
-    return out, {"method": method.name, "scale": tuple(scale)}
+    return out, {**info, "method": method.name}
 
 
 def describe_one_value(method, info: dict) -> str:
