@@ -21,6 +21,19 @@ BASELINE_COMMIT = "d44f140"
 BASELINE_PATH = "simdesign/clmm.py"
 
 
+def export_package(revision: str, directory) -> Path:
+    """The package ``simdesign`` of git revision ``revision`` exported under ``directory`` (once, so a kept
+    directory keeps its kernel cache): a baseline that a benchmark or comparison imports through PYTHONPATH."""
+    directory = Path(directory)
+    if not (directory / "simdesign").is_dir():
+        directory.mkdir(parents=True, exist_ok=True)
+        root = Path(__file__).resolve().parents[1]
+        archive = subprocess.run(["git", "-C", str(root), "archive", revision, "simdesign"], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(directory)], input=archive, check=True)
+    return directory
+
+
 def load_baseline():
     """simdesign.clmm before issue 15 (commit d44f140), read from the repository's history.
 

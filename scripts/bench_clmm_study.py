@@ -28,6 +28,8 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from _bench_util import export_package  # noqa: E402 -- scripts/ is on sys.path when a script runs
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # simdesign.clmm before issue 41 (the last commit before its kernels and fit loop changed)
 DEFAULT_BASELINE = "593879866b8aebc53882ba99e3cf364316a94a02"
@@ -59,13 +61,7 @@ def study_times(structure: str, trials: int, model: str) -> dict:
 
 def export_revision(revision: str) -> Path:
     """The package of ``revision`` exported once under the temporary directory (kept for its kernel cache)."""
-    directory = Path(tempfile.gettempdir()) / f"simdesign-bench-{revision[:12]}"
-    if not (directory / "simdesign").is_dir():
-        directory.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(["git", "-C", str(PROJECT_ROOT), "archive", revision, "simdesign"], check=True,
-                                 capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(directory)], input=archive, check=True)
-    return directory
+    return export_package(revision, Path(tempfile.gettempdir()) / f"simdesign-bench-{revision[:12]}")
 
 
 def fresh_process(package_root: Path, structure: str, trials: int, model: str) -> dict:

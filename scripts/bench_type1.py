@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _bench_util import export_package  # scripts/ is on sys.path when a script runs
+
 # The default config is the project's, wherever the script is run from (a relative --config is the caller's).
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = PROJECT_ROOT / "configs" / "paper_fig4_coherence.yaml"
@@ -84,15 +86,6 @@ def _engine(*names):
     except ImportError:
         modules = [importlib.import_module(f"simdesign.simulation.{m}") for m in ("config", "engine")]
     return [getattr(modules[0], name) if hasattr(modules[0], name) else getattr(modules[1], name) for name in names]
-
-
-def export_revision(revision: str, directory: Path) -> Path:
-    """The package ``simdesign`` of git revision ``revision``, exported under ``directory`` (once)."""
-    if not (directory / "simdesign").is_dir():
-        archive = subprocess.run(["git", "-C", str(PROJECT_ROOT), "archive", revision, "simdesign"],
-                                 check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(directory)], input=archive, check=True)
-    return directory
 
 
 def fresh_process_run(package_root: Path, config_path: str, trials: int, jobs: int, backend: str = "loky") -> dict:
@@ -152,7 +145,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as baseline_dir:
         for _ in range(args.repeats):
             if compare:
-                root = export_revision(args.baseline, Path(baseline_dir))
+                root = export_package(args.baseline, Path(baseline_dir))
                 runs["baseline"].append(fresh_process_run(root, config_path, args.trials, args.jobs))
             # the new code in a fresh process too, so both start alike
             for backend in backends:

@@ -20,15 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from _bench_util import export_package  # scripts/ is on sys.path when a script runs
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def export(revision: str, directory: Path) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision, "simdesign"], check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(directory)], input=archive, check=True)
-    return directory
 
 
 def run(package_root: Path, config: str, trials: str | None, out: Path, jobs: int) -> float:
@@ -68,7 +62,7 @@ def main() -> int:
     args = parser.parse_args()
     failed = 0
     with tempfile.TemporaryDirectory(prefix="same-as-base-") as temporary:
-        base = export(args.base, Path(temporary) / "base")
+        base = export_package(args.base, Path(temporary) / "base")
         for item in args.configs:
             config, _, trials = item.partition(":")
             name = Path(config).stem
