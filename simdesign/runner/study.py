@@ -22,13 +22,19 @@ A kind supplies
   :meth:`~StudyKind.trial_rows` for both at once;
 * :meth:`~StudyKind.summarise` and :meth:`~StudyKind.plot`.
 
-The built-in kinds whose trials share more than a trial function (rates with their tests, panel
-studies, metric validation, sweeps) override :meth:`~StudyKind.run` with their own planning of chunks,
-still through the one store class, the runner's loop and backends.
+Every kind runs through one loop (:func:`run_trials`, :func:`fill_store`): the kind plans the chunks its
+store misses (:meth:`~StudyKind.trial_chunks`), says how a worker computes one
+(:meth:`~StudyKind.chunk_task`) and how the coordinator keeps it (:meth:`~StudyKind.save_chunk`). The
+defaults are those of a kind that generates and analyses trials; the rate studies override them to plan
+per-test parts (a test added to a finished run computes only that test), panel studies to keep their
+significance rows beside their trials, metric validation to keep its stored format.
 """
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 import pandas as pd
@@ -45,6 +51,7 @@ from simdesign.runner.execute import backend_spec, run_chunks
 from simdesign.runner.limits import check_trial_count
 from simdesign.runner.stores import Store
 
+log = logging.getLogger(__name__)
 
 
 class StudyKind:
@@ -162,10 +169,59 @@ class StudyKind:
         rows.insert(0, "cell", cell)
         return rows
 
-    # -- results
+    # -- a run: the one loop (:func:`fill_store`) computes the chunks a kind plans, on any backend; the planner
+    # computes chosen trials through the same hooks (:meth:`trial_chunks`, :meth:`compute_chunks`)
     def run(self, config, out_dir: Path, backend: BackendSpec, progress: bool) -> pd.DataFrame:
-        """Compute what ``out_dir`` misses and return every stored row (default: :func:`run_trials`)."""
+        """Compute what ``out_dir`` misses and return every stored row (:func:`run_trials`)."""
         return run_trials(self, config, out_dir, backend, progress)
+
+    def check_run(self, config, spec: BackendSpec) -> None:
+        """Refuse a run before any store is claimed (software a test needs missing, a backend that cannot run
+        it); default: nothing to check."""
+
+    def open_store(self, config, out_dir: Path) -> Store:
+        """Claim the store ``out_dir`` for ``config`` (created or resumed) and return it; the caller releases it.
+
+        The store tells the trials it holds (``completed(cell)``) and takes chunks (``write_chunk``). Default:
+        the one store class in its default format, its manifest keyed by the kind and :meth:`fingerprint`.
+        """
+        store = Store(out_dir)
+        store.prepare(self.name, self.fingerprint(config), self.to_mapping(config))
+        return store
+
+    def trial_chunks(self, config, store, trials: int) -> Iterable[TrialChunk]:
+        """The chunks computing every trial < ``trials`` of ``config``'s cells that ``store`` misses (an
+        iterable with ``cell``, ``first`` and ``stop``; default: runs of at most :meth:`chunk_trials`)."""
+        chunk = self.chunk_trials(config)
+        return [TrialChunk(cell, first, stop) for cell in self.cells(config)
+                for first, stop in missing_runs(store.completed(cell), trials, chunk)]
+
+    def chunk_task(self, config, chunk):
+        """A joblib ``delayed`` call computing ``chunk`` in a worker, returning ``(chunk, result)`` (default:
+        :meth:`generate` and :meth:`analyse_chunk`, or :meth:`trial_rows`, on each trial's stream)."""
+        return delayed(_trial_chunk)(self, config, chunk)
+
+    def order_chunks(self, config, chunks: Iterable) -> Iterable:
+        """The planned chunks in the order to submit them (default: as planned)."""
+        return chunks
+
+    def save_chunk(self, config, store, chunk, result) -> None:
+        """Keep one finished chunk in the claimed ``store`` (called in the coordinating process only)."""
+        store.write_chunk(chunk.cell, chunk.first, chunk.stop, result)
+
+    def needs_r(self, config) -> bool:
+        """Whether the workers must be able to start R (default: no)."""
+        return False
+
+    def compute_chunks(self, config, executor: ChunkExecutor, chunks, save, retries: int) -> None:
+        """Compute the chunks ``chunks()`` returns on an open executor; ``save(chunk, result)`` each as it
+        finishes (the runner's loop: lost workers retried ``retries`` times)."""
+        run_chunks(executor, chunks, lambda chunk: self.chunk_task(config, chunk), save, retries,
+                   order=lambda planned: self.order_chunks(config, planned))
+
+    def read_rows(self, config, store) -> pd.DataFrame:
+        """Every stored row of ``config`` in the open ``store`` (default: every cell's trials < :meth:`trials`)."""
+        return store.read(self.cells(config), self.trials(config))
 
     def to_mapping(self, config) -> dict | None:
         """The mapping ``config`` was read from (kept in the store's manifest, so ``simdesign plot`` can redraw
@@ -174,9 +230,9 @@ class StudyKind:
 
     def stored_rows(self, config, out_dir: Path) -> pd.DataFrame:
         """Every stored row of ``config`` in ``out_dir``, computing nothing (default: the generic store's)."""
-        store = TrialStore(out_dir)
+        store = Store(out_dir)
         store.open(self.name, self.fingerprint(config))
-        return store.read(self.cells(config), self.trials(config))
+        return self.read_rows(config, store)
 
     def summarise(self, config, rows: pd.DataFrame) -> pd.DataFrame:
         raise NotImplementedError
@@ -184,23 +240,6 @@ class StudyKind:
     def plot(self, config, summary: pd.DataFrame, out_base: Path) -> list[Path]:
         """Draw the summary as ``out_base.png`` (and whatever else the kind writes); return the paths."""
         raise NotImplementedError
-
-    # -- for a client that chooses which trials of which cells to compute, on its own executor (the planner)
-    def open_store(self, config, out_dir: Path):
-        """Claim the store ``out_dir`` for ``config`` (created or resumed) and return it; the caller releases it.
-
-        The store tells the trials it holds (``completed(cell)``) and takes chunks (``write_chunk``).
-        """
-        raise NotImplementedError(f"a {self.name} study cannot compute chosen trials")
-
-    def trial_chunks(self, config, store, trials: int) -> list:
-        """The chunks computing every trial < ``trials`` of ``config``'s cells and work that ``store`` misses."""
-        raise NotImplementedError(f"a {self.name} study cannot compute chosen trials")
-
-    def compute_chunks(self, config, executor: ChunkExecutor, chunks, save, retries: int) -> None:
-        """Compute the chunks ``chunks()`` returns on an open executor; ``save(chunk, rows)`` each as it finishes
-        (the runner's loop: lost workers retried ``retries`` times)."""
-        raise NotImplementedError(f"a {self.name} study cannot compute chosen trials")
 
 
 REGISTERED: dict[str, StudyKind] = {}
@@ -242,10 +281,6 @@ def trial_stream(seed: int, cell: str, trial: int) -> np.random.Generator:
     return cell_trial_rng(seed, cell, trial)
 
 
-# The generic runner's store is the one store class of every kind, in its default format (issue 40).
-TrialStore = Store
-
-
 def missing_runs(done: set[int], trials: int, chunk: int) -> list[tuple[int, int]]:
     """(first, stop) runs of at most ``chunk`` consecutive trials < ``trials`` not in ``done``."""
     runs, first = [], None
@@ -258,9 +293,18 @@ def missing_runs(done: set[int], trials: int, chunk: int) -> list[tuple[int, int
     return runs
 
 
-def _trial_chunk(kind: StudyKind, config, cell: str, first: int, stop: int):
-    """One chunk of the generic runner: ``((cell, first, stop), rows)`` with a 'cell' and a 'trial' column."""
-    seed, trials = kind.seed(config), list(range(first, stop))
+@dataclass(frozen=True)
+class TrialChunk:
+    """Consecutive trials ``first`` <= trial < ``stop`` of one cell: the unit the one loop computes and saves."""
+
+    cell: str
+    first: int
+    stop: int
+
+
+def _trial_chunk(kind: StudyKind, config, chunk: TrialChunk):
+    """One chunk of the generic kinds: ``(chunk, rows)`` with a 'cell' and a 'trial' column."""
+    seed, cell, trials = kind.seed(config), chunk.cell, list(range(chunk.first, chunk.stop))
     with single_threaded():
         streams = [trial_stream(seed, cell, trial) for trial in trials]
         if kind.separates_trials():  # generate every trial, then analyse the chunk (a kind may batch its fits)
@@ -274,11 +318,11 @@ def _trial_chunk(kind: StudyKind, config, cell: str, first: int, stop: int):
         rows.insert(0, "trial", trial)
         rows.insert(0, "cell", cell)
         frames.append(rows)
-    return (cell, first, stop), pd.concat(frames, ignore_index=True)
+    return chunk, pd.concat(frames, ignore_index=True)
 
 
 def run_trials(kind: StudyKind, config, out_dir, backend=None, progress: bool = False) -> pd.DataFrame:
-    """The generic runner: every (cell, trial) ``out_dir`` misses, through the runner's loop; all rows back.
+    """Run ``config``: every (cell, trial) ``out_dir`` misses, through the one loop; every stored row back.
 
     Parameters
     ----------
@@ -291,25 +335,47 @@ def run_trials(kind: StudyKind, config, out_dir, backend=None, progress: bool = 
     progress : bool
     """
     spec = backend_spec(backend or "loky", 1)
-    trials, cells, chunk = kind.trials(config), kind.cells(config), kind.chunk_trials(config)
-    check_trial_count(trials)
-    store = TrialStore(out_dir)
-    store.prepare(kind.name, kind.fingerprint(config), kind.to_mapping(config))
+    check_trial_count(kind.trials(config))  # before anything is written
+    kind.check_run(config, spec)
+    store = kind.open_store(config, out_dir)
     try:
-        def plan():
-            return [(cell, first, stop) for cell in cells
-                    for first, stop in missing_runs(store.completed(cell), trials, chunk)]
-
-        def save(piece, rows):
-            cell, first, stop = piece
-            store.write_chunk(cell, first, stop, rows)
-            bar.update(stop - first)
-
-        missing = sum(stop - first for _, first, stop in plan())
-        total = len(cells) * trials
-        with progress_bar(total, kind.config_name(config), initial=total - missing, enabled=progress) as bar, ChunkExecutor(spec) as executor:
-            run_chunks(executor, plan, lambda piece: delayed(_trial_chunk)(kind, config, *piece), save,
-                       spec.retries)
-        return store.read(cells, trials)
+        fill_store(kind, config, store, spec, progress)
+        return kind.read_rows(config, store)
     finally:
         store.release()
+
+
+def fill_store(kind: StudyKind, config, store, spec: BackendSpec, progress: bool) -> None:
+    """The one loop of every run: compute and save the chunks the claimed ``store`` misses for ``config``, with
+    a progress bar; a Ctrl-C says what was saved, and lost workers' chunks are computed again."""
+    trials = kind.trials(config)
+
+    def plan():
+        return kind.trial_chunks(config, store, trials)
+
+    planned, missing = 0, 0  # one pass over a lazy plan: nothing is held for the trials to come
+    for chunk in plan():
+        planned, missing = planned + 1, missing + chunk.stop - chunk.first
+    if not planned:
+        return
+    total, saved = len(kind.cells(config)) * trials, 0
+
+    def save(chunk, result) -> None:
+        nonlocal saved
+        kind.save_chunk(config, store, chunk, result)
+        saved += 1
+        bar.update(chunk.stop - chunk.first)
+
+    bar = progress_bar(total, kind.config_name(config), initial=total - missing, enabled=progress)
+    try:
+        with ChunkExecutor(spec, needs_r=kind.needs_r(config)) as executor:
+            kind.compute_chunks(config, executor, plan, save, spec.retries)
+            if executor.workers_lost():
+                log.warning("%d Dask worker(s) left the cluster during the run; the chunks they were computing "
+                            "were computed again (each chunk is stored once)", executor.workers_lost())
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"\nInterrupted: {saved} of {planned} chunks were saved in {store.directory}; "
+              "run the same command again to resume.")
+        raise
+    bar.close()

@@ -16,207 +16,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
 
 from simdesign.core.errors import ConfigError
 from simdesign.runner.study import REGISTERED, StudyKind, register_study_kind
 from simdesign.studies.example_configs import read_examples
+from simdesign.studies.metrics.metric_validation import MetricValidation
+from simdesign.studies.panels.panel_study import PANELS
+from simdesign.studies.rates.engine import RATES
 
 # kinds the rate engine runs from a SimulationConfig, with the keys that tell them
 RATE_STUDY = "rates"
 ENGINE_KINDS = (RATE_STUDY, "replication")
 ENGINE_KEYS = {"rates": (), "replication": ("replication",)}
-
-
-class RateStudies(StudyKind):
-    """Rate studies (type I error, power, reliability; with ``replication:``, replications) through the engine
-    (:mod:`simdesign.studies.rates.engine`). ``simdesign run`` and ``simdesign.simulate`` run them by their own
-    path (``ENGINE_KINDS``); the planner runs its candidate designs through this kind's interface."""
-
-    name, keys = "rates", ()
-    # a sweep of rate studies is the engine's own loop of runs (simulation/sweep.py), not a sweep of a kind
-    sweeps_through_engine = True
-
-    def examples(self):
-        return read_examples("rates", "rates-pairwise", "replication")
-
-    def parse(self, mapping, base_dir=None):
-        from simdesign.studies.rates.config import parse_config
-
-        return parse_config(mapping, base_dir)
-
-    def cells(self, config):
-        return [design.label for design in config.designs]
-
-    def fingerprint(self, config):
-        return config.results_fingerprint()
-
-    def to_mapping(self, config):
-        return config.to_mapping()
-
-    def run(self, config, out_dir, backend, progress):
-        from simdesign.studies.rates.engine import run_simulation
-
-        run_simulation(config, out_dir, config.to_mapping(), progress=progress, backend=backend)
-        return self.stored_rows(config, out_dir)
-
-    def stored_rows(self, config, out_dir):
-        from simdesign.studies.replication.replication import replication_work
-        from simdesign.studies.rates.store import rate_store
-
-        return rate_store(out_dir).read(
-            self.cells(config), config.trials, parts=[spec.label for spec in config.work_specs]
-            + [item.label for item in replication_work(config)])
-
-    cell_column = "design"
-
-    def replay(self, config, cell, trial):
-        """Every stored row of one trial of one design recomputed from its seeds: the engine's chunk of that one
-        trial with all the config's work (tests, requested estimands, replication items), in the stored order."""
-        from simdesign.studies.rates.engine import Chunk, simulate_chunk
-        from simdesign.studies.rates.store import RATE_CHUNKS
-        from simdesign.studies.replication.replication import replication_work
-
-        designs = {design.label: design for design in config.designs}
-        work = tuple(config.work_specs) + tuple(replication_work(config))
-        rows = simulate_chunk(config.model, config.effect, config.seed, Chunk(designs[cell], trial, trial + 1, work))
-        # as the store reads rows back: its defaults filled (a Likert-only chunk has no method column), its order
-        return RATE_CHUNKS.with_defaults(rows).sort_values(list(RATE_CHUNKS.order), ignore_index=True)
-
-    def summarise(self, config, rows):
-        from simdesign.studies.rates.summary import summarise
-
-        return summarise(config, rows)
-
-    # plot: a rate study's figures are drawn by simdesign.outputs.write_figures (a higher layer), on the path
-    # `simdesign run` and `simdesign plot` take for rate studies
-
-    def open_store(self, config, out_dir):
-        from simdesign.studies.rates.engine import check_backends
-        from simdesign.studies.rates.store import rate_store
-
-        check_backends(config)  # before a store is claimed: a test that needs R says so first
-        store = rate_store(out_dir)
-        store.prepare(config)
-        return store
-
-    def trial_chunks(self, config, store, trials):
-        from simdesign.studies.rates.engine import plan_chunks
-
-        return plan_chunks(config, store, trials)
-
-    def compute_chunks(self, config, executor, chunks, save, retries):
-        from simdesign.studies.rates.engine import execute_chunks
-
-        execute_chunks(executor, config.model, config.effect, config.seed, chunks, save, retries)
-
-
-class PanelStudies(StudyKind):
-    """Panel studies: k crowd workers against an expert panel (:mod:`simdesign.studies.panels.panel_study`)."""
-
-    name, keys = "panels", ("panels",)
-
-    def examples(self):
-        return read_examples("panels")
-
-    def parse(self, mapping, base_dir=None):
-        from simdesign.studies.panels.panel_study import parse_panel_study
-
-        return parse_panel_study(mapping, base_dir=base_dir)
-
-    def with_trials(self, config, trials):
-        from simdesign.studies.panels.panel_study import parse_panel_study
-
-        return parse_panel_study({**config.raw, "trials": trials})
-
-    def run(self, config, out_dir, backend, progress):
-        from simdesign.studies.panels.panel_study import run_panel_study
-
-        return run_panel_study(config, out_dir, progress=progress, backend=backend)
-
-    def stored_rows(self, config, out_dir):
-        from simdesign.studies.panels.panel_study import stored_trials
-
-        return stored_trials(config, out_dir)
-
-    cell_column = "setting"
-
-    def replay_cells(self, config):
-        return [label for label, _ in config.settings()]
-
-    def replay(self, config, cell, trial):
-        from simdesign.studies.panels.panel_study import simulate_trial
-
-        return simulate_trial(config, cell, dict(config.settings())[cell], trial)
-
-    def summarise(self, config, rows):
-        from simdesign.studies.panels.panel_summary import summarise_panel_study
-
-        return summarise_panel_study(config, rows)
-
-    def plot(self, config, summary, out_base):
-        from simdesign.studies.panels.panel_plots import draw_panel_study
-
-        return draw_panel_study(config, summary, Path(out_base))
-
-
-class MetricValidation(StudyKind):
-    """Validating an automatic metric (:mod:`simdesign.studies.metrics.metric_validation`)."""
-
-    name, keys = "metric-validation", ("population", "metric", "second_metric")
-
-    def examples(self):
-        return read_examples("metric-validation")
-
-    def parse(self, mapping, base_dir=None):
-        from simdesign.studies.metrics.metric_validation import parse_metric_config
-
-        return parse_metric_config(mapping, base_dir)
-
-    def run(self, config, out_dir, backend, progress):
-        from simdesign.studies.metrics.metric_validation import run_metric_validation
-
-        return run_metric_validation(config, out_dir, progress=progress, backend=backend)
-
-    def stored_rows(self, config, out_dir):
-        from simdesign.studies.metrics.metric_store import ROW_COLUMNS, metric_store
-        from simdesign.studies.metrics.metric_validation import cell_label
-
-        cells = [cell_label(s, d) for s, d in config.cells()]
-        return metric_store(out_dir).read(cells, config.trials)[list(ROW_COLUMNS)]
-
-    def replay_cells(self, config):
-        from simdesign.studies.metrics.metric_validation import cell_label
-
-        return [cell_label(s, d) for s, d in config.cells()]
-
-    def replay(self, config, cell, trial):
-        from simdesign.studies.metrics.metric_store import ROW_COLUMNS
-        from simdesign.studies.metrics.metric_validation import one_trial, system_level_targets
-
-        rows = one_trial(config, *self._sizes(config, cell), trial, system_level_targets(config))
-        return pd.DataFrame(rows, columns=list(ROW_COLUMNS))
-
-    def stored_trial(self, config, rows, cell, trial):
-        systems, documents = self._sizes(config, cell)
-        return rows[(rows["systems"] == systems) & (rows["documents"] == documents)
-                    & (rows["trial"] == trial)].reset_index(drop=True)
-
-    @staticmethod
-    def _sizes(config, cell):
-        from simdesign.studies.metrics.metric_validation import cell_label
-
-        return {cell_label(s, d): (s, d) for s, d in config.cells()}[cell]
-
-    def summarise(self, config, rows):
-        from simdesign.studies.metrics.metric_validation import summarise_metric_validation
-
-        return summarise_metric_validation(rows, config)
-
-    def plot(self, config, summary, out_base):
-        from simdesign.studies.metrics.metric_validation import plot_coverage
-
-        return [plot_coverage(summary, config, Path(out_base))]
 
 
 class Sweeps(StudyKind):
@@ -264,7 +75,7 @@ class Sweeps(StudyKind):
 
 from simdesign.studies.tac.tac_study import TacStudy  # noqa: E402 -- the TAC-sized study (issue 31), a generic kind
 
-for _kind in (RateStudies(), PanelStudies(), MetricValidation(), Sweeps(), TacStudy()):
+for _kind in (RATES, PANELS, MetricValidation(), Sweeps(), TacStudy()):
     register_study_kind(_kind)
 
 from simdesign.studies.crowd import crowd_study  # noqa: E402,F401 -- registers 'crowd' (worker-level crowd studies)

@@ -73,7 +73,6 @@ import pandas as pd
 from joblib import delayed
 from scipy import special
 from simdesign.core.threads import single_threaded
-from simdesign.runner.progress import progress_bar
 
 from simdesign.core.designs import BlockDesign
 from simdesign.core.errors import ConfigError, from_mapping
@@ -83,11 +82,9 @@ from simdesign.model.metric import (MetricGenerator, MetricSpec, SystemPopulatio
                                     human_scores, population_model, sample_with_quality)
 from simdesign.core.suggest import suggestions
 from simdesign.studies.rates.config import likert_model_or_problem, read_config_mapping, resolve_model
-from simdesign.runner.backends import BackendSpec, ChunkExecutor
-from simdesign.runner.execute import backend_spec, run_chunks
-from simdesign.runner.limits import check_trial_count
-from simdesign.runner.study import study_field_problems
-from simdesign.runner.stores import Store
+from simdesign.runner.execute import backend_spec
+from simdesign.runner.study import StudyKind, TrialChunk, run_trials, study_field_problems
+from simdesign.studies.example_configs import read_examples
 from simdesign.studies.metrics.metric_store import ROW_COLUMNS, metric_store
 from simdesign.studies.metrics.metric_targets import summary_level_target
 from simdesign.stats.metric_comparison import fisher_interval, paired_bootstrap_test, williams_test
@@ -415,12 +412,12 @@ def summary_interval_rows(config: MetricValidationConfig, metric: np.ndarray, hu
     return rows
 
 
-def _chunk(config, n_systems, n_documents, first, stop, targets):
+def _chunk(config, chunk: TrialChunk, n_systems: int, n_documents: int, targets: dict):
     """One chunk's (chunk, rows), as the runner's loop wants it."""
     with single_threaded():  # the arrays of one trial are small: BLAS threads only compete
-        rows = [row for trial in range(first, stop) for row in one_trial(config, n_systems, n_documents, trial,
-                                                                           targets)]
-    return (n_systems, n_documents, first, stop), pd.DataFrame(rows, columns=list(ROW_COLUMNS))
+        rows = [row for trial in range(chunk.first, chunk.stop)
+                for row in one_trial(config, n_systems, n_documents, trial, targets)]
+    return chunk, pd.DataFrame(rows, columns=list(ROW_COLUMNS))
 
 
 def stored_settings(config: MetricValidationConfig) -> dict:
@@ -433,23 +430,6 @@ def stored_settings(config: MetricValidationConfig) -> dict:
             "alpha": config.alpha, "seed": config.seed, "summary_intervals": config.summary_intervals,
             "heldout": config.heldout,
             "estimands_version": ESTIMANDS_VERSION}
-
-
-def missing_chunks(config: MetricValidationConfig, store: Store,
-                   chunk_trials: int) -> list[tuple[int, int, int, int]]:
-    """(systems, documents, first, stop) runs of consecutive trials that ``store`` does not hold yet."""
-    chunks = []
-    for n_systems, n_documents in config.cells():
-        done = store.completed(cell_label(n_systems, n_documents))
-        missing = [trial for trial in range(config.trials) if trial not in done]
-        start = 0
-        while start < len(missing):
-            stop = start + 1
-            while stop < len(missing) and stop - start < chunk_trials and missing[stop] == missing[stop - 1] + 1:
-                stop += 1
-            chunks.append((n_systems, n_documents, missing[start], missing[stop - 1] + 1))
-            start = stop
-    return chunks
 
 
 def run_metric_validation(config: MetricValidationConfig, out_dir, jobs: int = 1, chunk_trials: int = 20,
@@ -479,35 +459,63 @@ def run_metric_validation(config: MetricValidationConfig, out_dir, jobs: int = 1
     StoreError
         If ``out_dir`` holds trials computed with other settings.
     """
-    spec = backend_spec(backend, jobs)
-    check_trial_count(config.trials)
-    store = metric_store(out_dir)
-    store.prepare(stored_settings(config), config.seed, config.raw)
-    try:
-        return _run_missing_chunks(config, store, spec, chunk_trials, progress)
-    finally:
-        store.release()
+    return run_trials(MetricValidation(chunk_trials), config, out_dir, backend_spec(backend, jobs), progress)
 
 
-def _run_missing_chunks(config: MetricValidationConfig, store: Store, spec: BackendSpec,
-                        chunk_trials: int, progress: bool) -> pd.DataFrame:
-    """Compute and store the chunks ``store`` misses (the store claimed), through the runner's loop; return
-    every stored row."""
-    targets = system_level_targets(config)
-    cells = [cell_label(s, d) for s, d in config.cells()]
-    total = len(cells) * config.trials
-    stored = sum(stop - first for _, _, first, stop in missing_chunks(config, store, chunk_trials))
+class MetricValidation(StudyKind):
+    """Validating an automatic metric: its cells are (systems, documents) sizes, labelled ``S<s>-D<d>``; the
+    stored rows keep the metric store's format (:mod:`simdesign.studies.metrics.metric_store`)."""
 
-    def save(chunk: tuple, rows: pd.DataFrame) -> None:
-        n_systems, n_documents, first, stop = chunk
-        store.write_chunk(cell_label(n_systems, n_documents), first, stop, rows)
-        bar.update(stop - first)
+    name, keys = "metric-validation", ("population", "metric", "second_metric")
+    cell_column = "cell"
 
-    with progress_bar(total, config.name, initial=total - stored, enabled=progress) as bar, \
-            ChunkExecutor(spec) as executor:
-        run_chunks(executor, lambda: missing_chunks(config, store, chunk_trials),
-                   lambda chunk: delayed(_chunk)(config, *chunk, targets), save, spec.retries)
-    return store.read(cells, config.trials)[list(ROW_COLUMNS)]
+    def __init__(self, trials_per_chunk: int = 20):
+        self.trials_per_chunk = trials_per_chunk
+
+    def examples(self):
+        return read_examples("metric-validation")
+
+    def parse(self, mapping, base_dir=None):
+        return parse_metric_config(mapping, base_dir)
+
+    def cells(self, config):
+        return [cell_label(s, d) for s, d in config.cells()]
+
+    def chunk_trials(self, config):
+        return self.trials_per_chunk
+
+    def open_store(self, config, out_dir):
+        store = metric_store(out_dir)
+        store.prepare(stored_settings(config), config.seed, config.raw)
+        return store
+
+    def chunk_task(self, config, chunk):
+        return delayed(_chunk)(config, chunk, *self._sizes(config, chunk.cell), system_level_targets(config))
+
+    def read_rows(self, config, store):
+        return store.read(self.cells(config), config.trials)[list(ROW_COLUMNS)]
+
+    def stored_rows(self, config, out_dir):
+        return self.read_rows(config, metric_store(out_dir))
+
+    def replay(self, config, cell, trial):
+        rows = one_trial(config, *self._sizes(config, cell), trial, system_level_targets(config))
+        return pd.DataFrame(rows, columns=list(ROW_COLUMNS))
+
+    def stored_trial(self, config, rows, cell, trial):
+        systems, documents = self._sizes(config, cell)
+        return rows[(rows["systems"] == systems) & (rows["documents"] == documents)
+                    & (rows["trial"] == trial)].reset_index(drop=True)
+
+    @staticmethod
+    def _sizes(config, cell):
+        return {cell_label(s, d): (s, d) for s, d in config.cells()}[cell]
+
+    def summarise(self, config, rows):
+        return summarise_metric_validation(rows, config)
+
+    def plot(self, config, summary, out_base):
+        return [plot_coverage(summary, config, Path(out_base))]
 
 
 def summarise_metric_validation(rows: pd.DataFrame, config: MetricValidationConfig) -> pd.DataFrame:

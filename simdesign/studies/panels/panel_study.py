@@ -42,7 +42,6 @@ import pandas as pd
 from joblib import delayed
 from scipy import stats
 from simdesign.core.threads import single_threaded
-from simdesign.runner.progress import progress_bar
 
 from simdesign.core.errors import ConfigError
 from simdesign.core.seeds import analysis_rng, data_rng
@@ -50,11 +49,11 @@ from simdesign.model import OrdinalMixedModel, effect_scale
 from simdesign.model.panels import PanelSpec, expected_output_scores, parse_panels, sample_panels
 from simdesign.core.suggest import suggestions
 from simdesign.studies.rates.config import likert_model_or_problem, read_config_mapping, resolve_model
-from simdesign.runner.study import missing_runs, study_field_problems
+from simdesign.runner.study import StudyKind, TrialChunk, run_trials, study_field_problems
+from simdesign.studies.panels.panel_summary import SUMMARY_COLUMNS, summarise_panel_study  # noqa: F401 (re-export)
 from simdesign.studies.panels.panel_tests import PANEL_TESTS, TRIAL_COLUMNS, significance_rows, true_differences
-from simdesign.runner.backends import BackendSpec, ChunkExecutor
-from simdesign.runner.execute import backend_spec, run_chunks
-from simdesign.runner.limits import check_trial_count
+from simdesign.runner.execute import backend_spec
+from simdesign.studies.example_configs import read_examples
 from simdesign.runner.stores import ManifestRequest, Store, StoreFormat
 from simdesign.stats.aggregation import AGGREGATIONS
 from simdesign.core.checks import is_integer
@@ -66,8 +65,6 @@ STUDY_KEYS = ("name", "description", "model", "effect", "docs", "panels", "refer
 TARGETS = ("expert", "truth")
 SENSITIVITY_KEYS = ("noise", "spammer_share", "slope_sd")
 RESULT_FREE_KEYS = ("trials", "bootstrap", "description", "chunk_size", "study")
-SUMMARY_COLUMNS = ("setting", "noise", "slope_sd", "spammer_share", "method", "target", "estimand", "k", "trials",
-                   "mean", "ci_low", "ci_high", "mcse", "n_undefined")
 
 
 @dataclass(frozen=True, eq=False)
@@ -313,12 +310,13 @@ def simulate_trial_with_tests(config: PanelStudyConfig, label: str, panels: dict
             pd.DataFrame(test_rows, columns=list(TRIAL_COLUMNS)))
 
 
-def _chunk(config: PanelStudyConfig, label: str, panels: dict, first: int, stop: int):
+def _chunk(config: PanelStudyConfig, chunk: TrialChunk, panels: dict):
     """One chunk's (chunk, (Spearman rows, test rows)), as the runner's loop wants it."""
     with single_threaded():
-        parts = [simulate_trial_with_tests(config, label, panels, trial) for trial in range(first, stop)]
-    return (label, first, stop), (pd.concat([rows for rows, _ in parts], ignore_index=True),
-                                  pd.concat([tests for _, tests in parts], ignore_index=True))
+        parts = [simulate_trial_with_tests(config, chunk.cell, panels, trial)
+                 for trial in range(chunk.first, chunk.stop)]
+    return chunk, (pd.concat([rows for rows, _ in parts], ignore_index=True),
+                   pd.concat([tests for _, tests in parts], ignore_index=True))
 
 
 CHUNKS, SIGNIFICANCE = "chunks", "significance"
@@ -365,39 +363,64 @@ def run_panel_study(config: PanelStudyConfig, out_dir, jobs: int = 1, progress: 
     backend : {'loky', 'threading', 'fork', 'dask'} or BackendSpec
         Where chunks are computed (:mod:`simdesign.runner.backends`).
     """
-    spec = backend_spec(backend, jobs)
-    check_trial_count(config.trials)
-    store = panel_store(out_dir)
-    store.prepare(config)
-    try:
-        _run_missing_chunks(config, store, spec, progress)
-    finally:
-        store.release()
-    return _read_chunks(config, store, CHUNKS, TRIAL_KEYS)
+    return run_trials(PANELS, config, out_dir, backend_spec(backend, jobs), progress)
 
 
-def _run_missing_chunks(config: PanelStudyConfig, store: Store, spec: BackendSpec, progress: bool) -> None:
-    """Compute and store the chunks the claimed store misses, through the runner's loop."""
-    settings = dict(config.settings())
+class PanelStudies(StudyKind):
+    """Panel studies: k crowd workers against an expert panel. A chunk's significance-test rows (with
+    ``tests``) are kept beside its trials, written first."""
 
-    def plan() -> list[tuple[str, int, int]]:
-        return [(label, first, stop) for label in settings
-                for first, stop in missing_runs(store.completed(label), config.trials, config.chunk_size)]
+    name, keys = "panels", ("panels",)
+    cell_column = "setting"
 
-    def save(chunk: tuple, result: tuple) -> None:
-        label, first, stop = chunk
+    def examples(self):
+        return read_examples("panels")
+
+    def parse(self, mapping, base_dir=None):
+        return parse_panel_study(mapping, base_dir=base_dir)
+
+    def with_trials(self, config, trials):
+        return parse_panel_study({**config.raw, "trials": trials})
+
+    def cells(self, config):
+        return [label for label, _ in config.settings()]
+
+    def chunk_trials(self, config):
+        return config.chunk_size
+
+    def open_store(self, config, out_dir):
+        store = panel_store(out_dir)
+        store.prepare(config)
+        return store
+
+    def chunk_task(self, config, chunk):
+        return delayed(_chunk)(config, chunk, dict(config.settings())[chunk.cell])
+
+    def save_chunk(self, config, store, chunk, result):
         rows, tests = result
         if config.tests:
-            store.write_chunk(label, first, stop, tests, folder=SIGNIFICANCE)
-        store.write_chunk(label, first, stop, rows)
-        bar.update(stop - first)
+            store.write_chunk(chunk.cell, chunk.first, chunk.stop, tests, folder=SIGNIFICANCE)
+        store.write_chunk(chunk.cell, chunk.first, chunk.stop, rows)
 
-    total = len(settings) * config.trials
-    missing = sum(stop - first for _, first, stop in plan())
-    with progress_bar(total, config.name, initial=total - missing, enabled=progress) as bar, \
-            ChunkExecutor(spec) as executor:
-        run_chunks(executor, plan, lambda chunk: delayed(_chunk)(config, chunk[0], settings[chunk[0]], *chunk[1:]),
-                   save, spec.retries)
+    def read_rows(self, config, store):
+        return _read_chunks(config, store, CHUNKS, TRIAL_KEYS)
+
+    def stored_rows(self, config, out_dir):
+        return stored_trials(config, out_dir)
+
+    def replay(self, config, cell, trial):
+        return simulate_trial(config, cell, dict(config.settings())[cell], trial)
+
+    def summarise(self, config, rows):
+        return summarise_panel_study(config, rows)
+
+    def plot(self, config, summary, out_base):
+        from simdesign.studies.panels.panel_plots import draw_panel_study  # matplotlib only when drawing
+
+        return draw_panel_study(config, summary, Path(out_base))
+
+
+PANELS = PanelStudies()
 
 
 def stored_trials(config: PanelStudyConfig, out_dir) -> pd.DataFrame:

@@ -11,14 +11,21 @@ the bootstrap standard deviation.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from simdesign.core.estimands import Estimand, register_estimand
 from simdesign.core.seeds import analysis_rng
-from simdesign.studies.panels.panel_study import SUMMARY_COLUMNS, PanelStudyConfig
 from simdesign.stats.knee import kneedle
 from simdesign.stats.montecarlo import normal_quantile
+
+if TYPE_CHECKING:  # the config is only annotated here; panel_study imports this module (its summary columns)
+    from simdesign.studies.panels.panel_study import PanelStudyConfig
+
+SUMMARY_COLUMNS = ("setting", "noise", "slope_sd", "spammer_share", "method", "target", "estimand", "k", "trials",
+                   "mean", "ci_low", "ci_high", "mcse", "n_undefined")
 
 
 def curve_rows(trials: pd.DataFrame) -> pd.DataFrame:
@@ -61,7 +68,7 @@ def knee_rows(trials: pd.DataFrame, bootstrap: int, rng: np.random.Generator) ->
 def summarise_panel_study(config: PanelStudyConfig, trials: pd.DataFrame) -> pd.DataFrame:
     """One row per (setting, method, target, k) ('spearman') and per (setting, method, target) ('knee').
 
-    Columns :data:`simdesign.studies.panels.panel_study.SUMMARY_COLUMNS`; the crowd
+    Columns :data:`SUMMARY_COLUMNS`; the crowd
     setting's noise, slope_sd and spammer_share are repeated in every row.
     """
     # The knee's bootstrap draws come from a stream of their own, so a summary is reproducible.

@@ -21,13 +21,13 @@ from typing import Iterable, Iterator
 import numpy as np
 import pandas as pd
 from joblib import delayed
-from simdesign.runner.progress import progress_bar
 
 from simdesign.significance import ANALYSES, run_analysis, system_pairs
 from simdesign.significance.base import BACKEND_CHECKS, DEGENERATE, OK, AnalysisInfo, resolve_analysis
-from simdesign.runner.execute import run_chunks
-from simdesign.studies.backends import DEFAULT_RETRIES, BackendSpec, ChunkExecutor, check_backend, r_backed
-from simdesign.studies.rates.config import AnalysisSpec, SimulationConfig
+from simdesign.runner.study import StudyKind, fill_store
+from simdesign.studies.backends import DEFAULT_RETRIES, BackendSpec, check_backend, r_backed
+from simdesign.studies.example_configs import read_examples
+from simdesign.studies.rates.config import AnalysisSpec, SimulationConfig, parse_config
 from simdesign.core.designs import Design, draw_layout
 from simdesign.core.errors import ConfigError, MissingBackendError
 from simdesign.core.judgements import Judgements
@@ -42,7 +42,7 @@ from simdesign.runner.limits import check_trial_count
 from simdesign.studies.rates.method_specs import METHOD_COLUMN, spec_method
 from simdesign.studies.rates.criteria import CRITERION_COLUMN, spec_criterion, split_criterion_label
 from simdesign.runner.stores import Store
-from simdesign.studies.rates.store import RESULT_COLUMNS, rate_store
+from simdesign.studies.rates.store import RATE_CHUNKS, RESULT_COLUMNS, rate_store
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,19 @@ class Chunk:
     @property
     def trials(self) -> int:
         return self.stop_trial - self.first_trial
+
+    # what the one loop (simdesign.runner.study.fill_store) reads of every kind's chunks
+    @property
+    def cell(self) -> str:
+        return self.design.label
+
+    @property
+    def first(self) -> int:
+        return self.first_trial
+
+    @property
+    def stop(self) -> int:
+        return self.stop_trial
 
 
 def check_backends(config: SimulationConfig) -> None:
@@ -360,20 +373,6 @@ def largest_first(chunks: Iterable[Chunk], n_systems: int) -> Iterator[Chunk]:
         yield from window
 
 
-def execute_chunks(executor: ChunkExecutor, model: OrdinalMixedModel, effect, root_seed: int, plan, save,
-                   retries: int = DEFAULT_RETRIES) -> None:
-    """Compute the chunks ``plan()`` returns (any iterable) on ``executor``; ``save(chunk, frame)`` each as it
-    finishes (the runner's loop, :func:`simdesign.runner.execute.run_chunks`, for ``run`` and ``plan``).
-
-    Each chunk carries the registry entries of its analyses
-    (:func:`chunk_registry`), so user-registered analyses run on every backend.
-    """
-    n_systems = model.n_systems
-    run_chunks(executor, plan,
-               lambda chunk: delayed(_chunk_task)(model, effect, root_seed, chunk, chunk_registry(chunk.analyses)),
-               save, retries, order=lambda chunks: largest_first(chunks, n_systems))
-
-
 def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: int = -1,
                    progress: bool = True, backend: str | BackendSpec = "loky", scheduler: str | None = None,
                    workers: int | None = None, retries: int = DEFAULT_RETRIES) -> Store:
@@ -411,49 +410,92 @@ def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: in
     """
     spec = backend if isinstance(backend, BackendSpec) else BackendSpec(backend, jobs, scheduler, workers, retries)
     check_trial_count(config.trials)  # before anything is written
-    check_backend(spec, config.analyses)
-    check_backends(config)
+    RATES.check_run(config, spec)
     store = rate_store(out_dir)
     store.prepare(config, raw_config)
     try:
-        _run_chunks(config, store, spec, progress)
+        fill_store(RATES, config, store, spec, progress)
     finally:
         store.release()
     return store
 
 
-def _run_chunks(config: SimulationConfig, store: Store, spec: BackendSpec, progress: bool) -> None:
-    """Compute and save the chunks ``store`` misses for ``config`` (a progress bar; Ctrl-C reports what was saved)."""
-    # counted in one pass over the lazy plan: nothing is held for the trials to come
-    planned, total = 0, 0
-    for chunk in iter_chunks(config, store, config.trials):
-        planned, total = planned + 1, total + chunk.trials
-    if not planned:
-        return
-    bar = progress_bar(total, config.name, enabled=progress)
-    saved = 0
+class RateStudies(StudyKind):
+    """Rate studies (type I error, power, reliability; with ``replication:``, replications): a study kind whose
+    chunks carry the work they still miss (tests, requested estimands, replication items), so a test added to a
+    finished run computes only that test. Each trial's study is generated once per method and analysed by every
+    test of the chunk (:func:`simulate_chunk`)."""
 
-    def save(chunk: Chunk, frame: pd.DataFrame) -> None:
-        nonlocal saved
-        store.write_chunk(chunk.design.label, chunk.first_trial, chunk.stop_trial,
-                          [s.label for s in chunk.analyses], frame)
-        saved += 1
-        bar.update(chunk.trials)
+    name, keys = "rates", ()
+    cell_column = "design"
+    # a sweep of rate studies is the engine's own loop of runs (studies/sweep.py), not a sweep of a kind
+    sweeps_through_engine = True
 
-    try:
-        with ChunkExecutor(spec, needs_r=bool(r_backed(config.analyses))) as executor:
-            execute_chunks(executor, config.model, config.effect, config.seed,
-                           lambda: iter_chunks(config, store, config.trials), save, spec.retries)
-            lost = executor.workers_lost()
-            if lost:
-                log.warning("%d Dask worker(s) left the cluster during the run; the chunks they were computing "
-                            "were computed again (each chunk is stored once)", lost)
-    except KeyboardInterrupt:
-        bar.close()
-        print(f"\nInterrupted: {saved} of {planned} chunks were saved in {store.directory}; "
-              "run the same command again to resume.")
-        raise
-    bar.close()
+    def examples(self):
+        return read_examples("rates", "rates-pairwise", "replication")
+
+    def parse(self, mapping, base_dir=None):
+        return parse_config(mapping, base_dir)
+
+    def cells(self, config):
+        return [design.label for design in config.designs]
+
+    def fingerprint(self, config):
+        return config.results_fingerprint()
+
+    def to_mapping(self, config):
+        return config.to_mapping()
+
+    def check_run(self, config, spec):
+        check_backend(spec, config.analyses)
+        check_backends(config)  # before a store is claimed: a test that needs R says so first
+
+    def open_store(self, config, out_dir):
+        store = rate_store(out_dir)
+        store.prepare(config, self.to_mapping(config))
+        return store
+
+    def trial_chunks(self, config, store, trials):
+        return iter_chunks(config, store, trials)
+
+    def chunk_task(self, config, chunk):
+        return delayed(_chunk_task)(config.model, config.effect, config.seed, chunk, chunk_registry(chunk.analyses))
+
+    def order_chunks(self, config, chunks):
+        return largest_first(chunks, config.model.n_systems)
+
+    def save_chunk(self, config, store, chunk, result):
+        store.write_chunk(chunk.cell, chunk.first, chunk.stop, [spec.label for spec in chunk.analyses], result)
+
+    def needs_r(self, config):
+        return bool(r_backed(config.analyses))
+
+    def read_rows(self, config, store):
+        return store.read(self.cells(config), config.trials, parts=[spec.label for spec in config.work_specs]
+                          + [item.label for item in replication_work(config)])
+
+    def stored_rows(self, config, out_dir):
+        return self.read_rows(config, rate_store(out_dir))
+
+    def replay(self, config, cell, trial):
+        """Every stored row of one trial of one design recomputed from its seeds: the engine's chunk of that one
+        trial with all the config's work (tests, requested estimands, replication items), in the stored order."""
+        designs = {design.label: design for design in config.designs}
+        work = tuple(config.work_specs) + tuple(replication_work(config))
+        rows = simulate_chunk(config.model, config.effect, config.seed, Chunk(designs[cell], trial, trial + 1, work))
+        # as the store reads rows back: its defaults filled (a Likert-only chunk has no method column), its order
+        return RATE_CHUNKS.with_defaults(rows).sort_values(list(RATE_CHUNKS.order), ignore_index=True)
+
+    def summarise(self, config, rows):
+        from simdesign.studies.rates.summary import summarise
+
+        return summarise(config, rows)
+
+    # plot: a rate study's figures are drawn by simdesign.outputs.write_figures (a higher layer), on the path
+    # `simdesign run` and `simdesign plot` take for rate studies
+
+
+RATES = RateStudies()
 
 
 def check_replay_request(config: SimulationConfig, design_label: str, trial: int, test_label: str) -> None:
