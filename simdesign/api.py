@@ -112,8 +112,82 @@ def as_config(config, trials: int | None = None, tests=None) -> SimulationConfig
 
 
 @dataclass
-class SimulationResult(Result):
-    """The per-trial results of a simulation and what can be computed from them.
+class StudyResult(Result):
+    """The result of a simulation of any study kind: its stored rows and what can be computed from them (the
+    kind's summary and figure). A rate study's result is a :class:`SimulationResult`, this class with the
+    engine's tables and figures.
+
+    Attributes
+    ----------
+    kind : simdesign.runner.study.StudyKind
+    config : the kind's config
+    rows : pandas.DataFrame
+        The per-trial rows (for a sweep: the stacked summaries of its runs).
+    out_dir : Path or None
+
+    Examples
+    --------
+    >>> result = simdesign.simulate("configs/crowd_vs_expert.yaml", trials=20)   # doctest: +SKIP
+    >>> result.summary()                                                         # doctest: +SKIP
+    """
+
+    kind: object = field(repr=False)
+    config: object = field(repr=False)
+    rows: pd.DataFrame = field(repr=False)
+    out_dir: Path | None = None
+    extra_tables: dict = field(default_factory=dict, repr=False)
+    """Tables :meth:`save` writes beside ``summary.csv`` (:meth:`StudyKind.result_tables`, read at the run)."""
+
+    def __repr__(self) -> str:
+        where = f"stored in {self.out_dir}" if self.out_dir else "in memory"
+        return f"<{type(self).__name__} {self.kind.name} {self.kind.config_name(self.config)!r}: {len(self.rows)} rows, {where}>"
+
+    @property
+    def trials(self) -> pd.DataFrame:
+        """The per-trial rows (as :attr:`SimulationResult.trials`)."""
+        return self.rows
+
+    def summary(self) -> pd.DataFrame:
+        """The kind's summary (means or rates with their intervals and MCSE); computed once (a copy each call)."""
+        if getattr(self, "_summary", None) is None:
+            self._summary = self.kind.summarise(self.config, self.rows)
+        return self._summary.copy()
+
+    def figure(self):
+        """The kind's figure as a matplotlib Figure (the kind draws files: its first image, shown)."""
+        return figure_of_files(lambda base: self.kind.plot(self.config, self.summary(), base))
+
+    def plot(self, path=None):
+        """Draw the kind's figure: as ``path.png`` (``path`` without suffix; returns the files written), or,
+        without ``path``, as a matplotlib Figure."""
+        if path is None:
+            return self.figure()
+        return self.kind.plot(self.config, self.summary(), Path(path))
+
+    def save(self, directory) -> dict:
+        """Write ``summary.csv``, the kind's other tables (:attr:`extra_tables`, e.g. a panel study's
+        ``significance.csv``) and the figure into ``directory`` (the trials stay in the run's store).
+
+        Returns
+        -------
+        dict
+            ``summary`` -> ``summary.csv``, each table's name -> its CSV and each figure file's name -> its path.
+        """
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        summary = self.summary()
+        written = [directory / "summary.csv"]
+        summary.to_csv(written[0], index=False)
+        for name, table in self.extra_tables.items():
+            table.to_csv(directory / f"{name}.csv", index=False)
+            written.append(directory / f"{name}.csv")
+        figures = self.kind.plot(self.config, summary, directory / self.kind.config_name(self.config))
+        return files_by_name([*written, *figures])
+
+
+class SimulationResult(StudyResult):
+    """The per-trial results of a rate study (type I error, power, reliability, replication) and what can be
+    computed from them: a :class:`StudyResult` of the rates kind, with the engine's tables and figures.
 
     Attributes
     ----------
@@ -136,22 +210,10 @@ class SimulationResult(Result):
     >>> result.summary().query("estimand == 'type1'")                        # doctest: +SKIP
     """
 
-    config: SimulationConfig = field(repr=False)
-    trials: pd.DataFrame = field(repr=False)
-    out_dir: Path | None = None
+    def __init__(self, config: SimulationConfig, trials: pd.DataFrame, out_dir: Path | None = None):
+        from simdesign.studies.rates.engine import RATES
 
-    @property
-    def kind(self):
-        """The rates study kind (as :attr:`StudyResult.kind`: every simulation result names its kind)."""
-        from simdesign.runner.study import REGISTERED
-        from simdesign.studies.kinds import RATE_STUDY
-
-        return REGISTERED[RATE_STUDY]
-
-    @property
-    def rows(self) -> pd.DataFrame:
-        """The per-trial rows (as :attr:`StudyResult.rows`)."""
-        return self.trials
+        super().__init__(RATES, config, trials, out_dir)
 
     def __repr__(self) -> str:
         where = f"stored in {self.out_dir}" if self.out_dir else "in memory"
@@ -285,70 +347,6 @@ class SimulationResult(Result):
         return files_by_name(write_outputs(self.config, self.summary(), directory))
 
 
-@dataclass
-class StudyResult(Result):
-    """The stored rows of a study of another kind than rates (a panel study, a metric validation, a sweep or
-    a plug-in kind) and what can be computed from them (the kind's summary and figure).
-
-    Attributes
-    ----------
-    kind : simdesign.runner.study.StudyKind
-    config : the kind's config
-    rows : pandas.DataFrame
-        The per-trial rows (for a sweep: the stacked summaries of its runs).
-    out_dir : Path or None
-
-    Examples
-    --------
-    >>> result = simdesign.simulate("configs/crowd_vs_expert.yaml", trials=20)   # doctest: +SKIP
-    >>> result.summary()                                                         # doctest: +SKIP
-    """
-
-    kind: object = field(repr=False)
-    config: object = field(repr=False)
-    rows: pd.DataFrame = field(repr=False)
-    out_dir: Path | None = None
-
-    def __repr__(self) -> str:
-        where = f"stored in {self.out_dir}" if self.out_dir else "in memory"
-        return f"<StudyResult {self.kind.name} {self.kind.config_name(self.config)!r}: {len(self.rows)} rows, {where}>"
-
-    @property
-    def trials(self) -> pd.DataFrame:
-        """The per-trial rows (as :attr:`SimulationResult.trials`)."""
-        return self.rows
-
-    def summary(self) -> pd.DataFrame:
-        """The kind's summary (means or rates with their intervals and MCSE)."""
-        return self.kind.summarise(self.config, self.rows)
-
-    def figure(self):
-        """The kind's figure as a matplotlib Figure (the kind draws files: its first image, shown)."""
-        return figure_of_files(lambda base: self.kind.plot(self.config, self.summary(), base))
-
-    def plot(self, path=None):
-        """Draw the kind's figure: as ``path.png`` (``path`` without suffix; returns the files written), or,
-        without ``path``, as a matplotlib Figure."""
-        if path is None:
-            return self.figure()
-        return self.kind.plot(self.config, self.summary(), Path(path))
-
-    def save(self, directory) -> dict:
-        """Write ``summary.csv`` and the figure into ``directory`` (the trials stay in the run's store).
-
-        Returns
-        -------
-        dict
-            ``summary`` -> ``summary.csv`` and each figure file's name -> its path.
-        """
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        summary = self.summary()
-        summary.to_csv(directory / "summary.csv", index=False)
-        figures = self.kind.plot(self.config, summary, directory / self.kind.config_name(self.config))
-        return files_by_name([directory / "summary.csv", *figures])
-
-
 def load_study(out_dir) -> StudyResult:
     """The stored results of a study of another kind than rates (its manifest's config), simulating nothing.
 
@@ -369,7 +367,8 @@ def load_study(out_dir) -> StudyResult:
         raise StoreError(f"{out_dir} holds a {manifest.get('kind')!r} study that cannot be redrawn here (kinds: "
                          f"{sorted(REGISTERED)}); run its config again with `simdesign run`")
     config = kind.parse(manifest["config"])
-    return StudyResult(kind, config, kind.stored_rows(config, Path(out_dir)), Path(out_dir))
+    rows = kind.stored_rows(config, Path(out_dir))
+    return StudyResult(kind, config, rows, Path(out_dir), kind.result_tables(config, rows, Path(out_dir)))
 
 
 def study_of(config, trials: int | None = None, tests=None):
@@ -450,7 +449,8 @@ def simulate(config, *, out_dir=None, jobs: int | None = None, backend="loky", t
     # the options were checked above (run_study would check them again); without out_dir, a temporary store
     where = contextlib.nullcontext(out_dir) if out_dir is not None else tempfile.TemporaryDirectory(prefix="simdesign-")
     with where as directory:
-        return _result_of(kind, config, kind.run(config, Path(directory), spec, progress), out_dir)
+        return _result_of(kind, config, kind.run(config, Path(directory), spec, progress), Path(directory),
+                          kept=out_dir is not None)
 
 
 def run_study(kind, config, out_dir, backend, progress: bool = True):
@@ -470,14 +470,15 @@ def run_study(kind, config, out_dir, backend, progress: bool = True):
     return _result_of(kind, config, kind.run(config, out_dir, backend, progress), out_dir)
 
 
-def _result_of(kind, config, rows: pd.DataFrame, out_dir: Path | None):
+def _result_of(kind, config, rows: pd.DataFrame, out_dir: Path, kept: bool = True):
     """A finished run's result: a rate study's :class:`SimulationResult` (its summary and figures know the
-    engine's tests and estimands), another kind's :class:`StudyResult`."""
+    engine's tests and estimands), another kind's :class:`StudyResult` with the kind's other tables, read from
+    ``out_dir`` while it exists (``kept``: whether the run's directory stays, else the result is in memory)."""
     from simdesign.studies.kinds import RATE_STUDY
 
     if kind.name == RATE_STUDY:
-        return SimulationResult(config, rows, out_dir)
-    return StudyResult(kind, config, rows, out_dir)
+        return SimulationResult(config, rows, out_dir if kept else None)
+    return StudyResult(kind, config, rows, out_dir if kept else None, kind.result_tables(config, rows, out_dir))
 
 
 def read_config_trials(store: ResultsStore, config: SimulationConfig) -> pd.DataFrame:

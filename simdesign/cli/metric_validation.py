@@ -7,8 +7,8 @@ import time
 
 import pandas as pd
 
-from simdesign.cli.study_options import (add_study_arguments, register_report, run_and_report, warn_if_deprecated,
-                                         write_study_figures)
+from simdesign.cli.study_options import (add_study_arguments, register_report, run_and_report, save_and_copy,
+                                         warn_if_deprecated)
 
 
 def add_parser(subparsers) -> None:
@@ -28,16 +28,9 @@ def cmd_metric_validation(args) -> int:
 
 
 def report_metric_validation(args, result, started: float) -> int:
-    """A metric validation's report: trials.csv, summary.csv, the coverage figure, the summary printed."""
-    from simdesign.studies.metrics.metric_validation import plot_coverage
-
-    config, rows, out_dir = result.config, result.rows, result.out_dir
-    summary = result.summary()
-    rows.to_csv(out_dir / "trials.csv", index=False)
-    summary.to_csv(out_dir / "summary.csv", index=False)
-    paths = [out_dir / "trials.csv", out_dir / "summary.csv"]
-    paths += write_study_figures(args, out_dir, config.name, summary,
-                                 lambda base: [plot_coverage(summary, config, base)])
+    """A metric validation's report: its result saved (summary.csv, trials.csv, the coverage figure), the
+    summary printed."""
+    summary, paths = save_and_copy(args, result)
     print(f"wrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - started:.0f} s")
     if not args.quiet:
         with pd.option_context("display.width", 180, "display.max_rows", 500):

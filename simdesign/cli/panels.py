@@ -8,8 +8,8 @@ from __future__ import annotations
 import sys
 import time
 
-from simdesign.cli.study_options import (add_study_arguments, register_report, run_and_report, warn_if_deprecated,
-                                         write_study_figures)
+from simdesign.cli.study_options import (add_study_arguments, register_report, run_and_report, save_and_copy,
+                                         warn_if_deprecated)
 
 
 def add_parser(subparsers) -> None:
@@ -33,25 +33,18 @@ def run(args) -> int:
 
 
 def report_panels(args, result, started: float) -> int:
-    """A panel study's report: summary.csv, significance.csv, the figure, and the knees (and tests) printed."""
+    """A panel study's report: its result saved (summary.csv, with tests significance.csv, the figure), and the
+    knees (and tests) printed."""
     import pandas as pd
 
-    from simdesign.studies.panels.panel_plots import draw_panel_study
-    from simdesign.studies.panels.panel_study import read_significance
+    from simdesign.studies.panels.panel_study import SIGNIFICANCE
     from simdesign.studies.panels.panel_summary import KNEE
-    from simdesign.studies.panels.panel_tests import summarise_significance
 
-    config, out_dir = result.config, result.out_dir
-    summary = result.summary()
+    config = result.config
     seconds = time.perf_counter() - started
-    summary.to_csv(out_dir / "summary.csv", index=False)
-    significance = summarise_significance(read_significance(config, out_dir), config.alpha)
-    if config.tests:
-        significance.to_csv(out_dir / "significance.csv", index=False)
-    paths = write_study_figures(args, out_dir, config.name, summary,
-                                lambda base: draw_panel_study(config, summary, base))
-    print(f"wrote {out_dir / 'summary.csv'} and {', '.join(str(p) for p in paths)} ({seconds:.0f} s)",
-          file=sys.stderr)
+    summary, paths = save_and_copy(args, result)
+    significance = result.extra_tables.get(SIGNIFICANCE)
+    print(f"wrote {', '.join(str(p) for p in paths)} ({seconds:.0f} s)", file=sys.stderr)
     if not args.quiet:
         knees = summary[summary["estimand"] == KNEE.name]
         with pd.option_context("display.width", 160, "display.max_rows", 200):

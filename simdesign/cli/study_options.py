@@ -49,33 +49,32 @@ def study_out_dir(args, name: str) -> Path:
     return Path(args.out) if args.out else Path("results") / str(name)
 
 
-def write_study_figures(args, out_dir: Path, name: str, summary, draw) -> list[Path]:
-    """Draw the figure into the results directory and, with ``--figure``, also there with the summary beside it.
+def figure_copy(args, summary, draw) -> list[Path]:
+    """With ``--figure PATH``: the figure drawn there too, with the summary beside it as ``PATH.csv`` (the results
+    directory has both already, from the result's ``save``); the paths written.
 
     Parameters
     ----------
     args : argparse.Namespace
         With ``figure`` (a path without suffix, or None).
-    out_dir : Path
-    name : str
-        The figure's name in the results directory.
     summary : pandas.DataFrame
-        Written as ``FIGURE.csv`` beside the ``--figure`` copy.
     draw : callable
         ``draw(base)`` draws the figure as ``base.png`` and returns the written paths.
-
-    Returns
-    -------
-    list of Path
-        Every file written.
     """
-    paths = list(draw(out_dir / str(name)))
-    if args.figure:
-        base = Path(args.figure)
-        paths += draw(base)
-        summary.to_csv(base.with_suffix(".csv"), index=False)
-        paths.append(base.with_suffix(".csv"))
-    return paths
+    if not args.figure:
+        return []
+    base = Path(args.figure)
+    paths = list(draw(base))
+    summary.to_csv(base.with_suffix(".csv"), index=False)
+    return paths + [base.with_suffix(".csv")]
+
+
+def save_and_copy(args, result) -> tuple:
+    """``(summary, paths)``: the result saved into its results directory (``result.save``: summary, the kind's
+    other tables, the figure) and, with ``--figure``, the figure copied (:func:`figure_copy`)."""
+    summary = result.summary()
+    paths = list(result.save(result.out_dir).values())
+    return summary, paths + figure_copy(args, summary, lambda base: result.kind.plot(result.config, summary, base))
 
 
 def warn_if_deprecated(args, command: str) -> None:
@@ -144,12 +143,8 @@ def run_and_report(args, kind_name: str | None = None) -> int:
 def report_study(args, result, started: float) -> int:
     """The report of a kind without its own (a plug-in's): summary.csv and the figure into the results, the
     summary printed."""
-    summary = result.summary()
-    summary.to_csv(result.out_dir / "summary.csv", index=False)
-    name = result.kind.config_name(result.config)
-    paths = write_study_figures(args, result.out_dir, name, summary,
-                                lambda base: result.kind.plot(result.config, summary, base))
-    print(f"wrote {result.out_dir / 'summary.csv'} and {', '.join(str(p) for p in paths)}", file=sys.stderr)
+    summary, paths = save_and_copy(args, result)
+    print(f"wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
     if not args.quiet:
         print(summary.to_string(index=False))
     return 0

@@ -9,8 +9,8 @@ import time
 import pandas as pd
 
 from simdesign.core.estimands import headline_estimand
-from simdesign.cli.study_options import (add_study_arguments, register_report, run_and_report, warn_if_deprecated,
-                                         write_study_figures)
+from simdesign.cli.study_options import (add_study_arguments, register_report, run_and_report, save_and_copy,
+                                         warn_if_deprecated)
 
 
 def add_parser(subparsers) -> None:
@@ -30,17 +30,11 @@ def cmd_sweep(args) -> int:
 
 def report_sweep(args, result, started: float) -> int:
     """A sweep's report: the stacked summaries, the figure against the swept setting, the headline rates."""
-    from simdesign.studies.sweep import SIZE_ADJUSTED, draw_kind_sweep, draw_sweep, kind_of_runs, level_warning
+    from simdesign.studies.sweep import SIZE_ADJUSTED, kind_of_runs, level_warning
 
-    summary, raw, configs, out_dir = result.rows, result.config.raw, result.config.runs, result.out_dir
-    paths = [out_dir / "summary.csv"]
-    summary.to_csv(paths[0], index=False)
+    raw, configs = result.config.raw, result.config.runs
+    summary, paths = save_and_copy(args, result)
     other_kind = kind_of_runs(configs) is not None  # a sweep of a panel study, a metric validation, a plug-in kind
-    if other_kind:
-        paths += write_study_figures(args, out_dir, raw["name"], summary,
-                                     lambda base: draw_kind_sweep(configs, summary, base))
-    else:
-        paths += write_study_figures(args, out_dir, raw["name"], summary, lambda base: draw_sweep(raw, summary, base))
     print(f"wrote {', '.join(str(p) for p in paths)} in {time.perf_counter() - started:.0f} s")
     _print_sweep(args, summary, raw, other_kind, SIZE_ADJUSTED)
     warning = level_warning(summary)

@@ -241,6 +241,11 @@ class StudyKind:
         """Draw the summary as ``out_base.png`` (and whatever else the kind writes); return the paths."""
         raise NotImplementedError
 
+    def result_tables(self, config, rows: pd.DataFrame, out_dir: Path) -> dict[str, pd.DataFrame]:
+        """Tables a result of this kind saves beside ``summary.csv``, as ``<name>.csv`` (name -> table; default
+        none), read while the run's store ``out_dir`` exists (a run kept in memory removes it afterwards)."""
+        return {}
+
 
 REGISTERED: dict[str, StudyKind] = {}
 

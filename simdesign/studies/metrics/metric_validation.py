@@ -517,6 +517,10 @@ class MetricValidation(StudyKind):
     def plot(self, config, summary, out_base):
         return [plot_coverage(summary, config, Path(out_base))]
 
+    def result_tables(self, config, rows, out_dir):
+        """``trials``: every per-trial row (a metric validation's trials are few and small)."""
+        return {"trials": rows}
+
 
 def summarise_metric_validation(rows: pd.DataFrame, config: MetricValidationConfig) -> pd.DataFrame:
     """Means over trials with MCSE and 95% intervals (Wilson for rates), and the coverage targets."""

@@ -51,7 +51,8 @@ from simdesign.core.suggest import suggestions
 from simdesign.studies.rates.config import likert_model_or_problem, read_config_mapping, resolve_model
 from simdesign.runner.study import StudyKind, TrialChunk, run_trials, study_field_problems
 from simdesign.studies.panels.panel_summary import SUMMARY_COLUMNS, summarise_panel_study  # noqa: F401 (re-export)
-from simdesign.studies.panels.panel_tests import PANEL_TESTS, TRIAL_COLUMNS, significance_rows, true_differences
+from simdesign.studies.panels.panel_tests import (PANEL_TESTS, TRIAL_COLUMNS, significance_rows,
+                                                   summarise_significance, true_differences)
 from simdesign.runner.execute import backend_spec
 from simdesign.studies.example_configs import read_examples
 from simdesign.runner.stores import ManifestRequest, Store, StoreFormat
@@ -418,6 +419,12 @@ class PanelStudies(StudyKind):
         from simdesign.studies.panels.panel_plots import draw_panel_study  # matplotlib only when drawing
 
         return draw_panel_study(config, summary, Path(out_base))
+
+    def result_tables(self, config, rows, out_dir):
+        """With ``tests``: ``significance``, the tests' rates (:func:`summarise_significance`)."""
+        if not config.tests:
+            return {}
+        return {SIGNIFICANCE: summarise_significance(read_significance(config, out_dir), config.alpha)}
 
 
 PANELS = PanelStudies()
