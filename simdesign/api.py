@@ -358,11 +358,10 @@ def load_study(out_dir) -> StudyResult:
     from simdesign.core.errors import StoreError
     from simdesign.runner.stores import MANIFEST, read_manifest
     from simdesign.runner.study import REGISTERED
-
-    import simdesign.studies.kinds  # noqa: F401 -- registers the built-in kinds
+    from simdesign.studies.kinds import DRIVERS  # and registers the built-in kinds
 
     manifest = read_manifest(Path(out_dir) / MANIFEST)
-    kind = REGISTERED.get(manifest.get("kind"))
+    kind = REGISTERED.get(manifest.get("kind")) or DRIVERS.get(manifest.get("kind"))
     if kind is None or not isinstance(manifest.get("config"), dict):
         raise StoreError(f"{out_dir} holds a {manifest.get('kind')!r} study that cannot be redrawn here (kinds: "
                          f"{sorted(REGISTERED)}); run its config again with `simdesign run`")
@@ -374,9 +373,9 @@ def load_study(out_dir) -> StudyResult:
 def study_of(config, trials: int | None = None, tests=None):
     """``(kind, config)``: the registered study kind of ``config`` and its parsed config; a rate (or replication)
     study's kind is ``rates`` and its config a :class:`SimulationConfig` (``tests`` replacing its tests)."""
-    from simdesign.runner.study import REGISTERED, StudyKind
+    from simdesign.runner.study import REGISTERED
     from simdesign.studies.rates.config import read_config_mapping
-    from simdesign.studies.kinds import ENGINE_KINDS, RATE_STUDY, study_kind
+    from simdesign.studies.kinds import ENGINE_KINDS, RATE_STUDY, kind_or_driver, study_kind
 
     if isinstance(config, (str, Path)):
         mapping, base_dir = read_config_mapping(Path(config), "config"), Path(config).parent
@@ -389,7 +388,7 @@ def study_of(config, trials: int | None = None, tests=None):
         return REGISTERED[RATE_STUDY], as_config(config, trials, tests)
     if tests is not None:
         raise ConfigError(f"tests= replaces a rate study's tests; this config is a {name!r} study: give its own keys")
-    kind: StudyKind = REGISTERED[name]
+    kind = kind_or_driver(name)  # a StudyKind, or a driver over kinds (a sweep) answering the same calls
     parsed = kind.parse(mapping, base_dir)
     return kind, (parsed if trials is None else kind.with_trials(parsed, trials))
 

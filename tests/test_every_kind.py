@@ -18,16 +18,18 @@ import yaml
 
 import plugin_study_kind  # noqa: F401 -- registers the coin-flips kind
 import simdesign
-import simdesign.studies.kinds  # noqa: F401 -- registers the built-in kinds
+from simdesign.studies.kinds import DRIVERS  # and registers the built-in kinds
 from simdesign.cli import main
 from simdesign.runner.study import REGISTERED
 from simdesign.testing import without_clock
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
-# Every registered study kind's examples (StudyKind.examples), plug-ins included: no hand-written list of kinds.
-KINDS = {label: mapping for kind in REGISTERED.values() for label, mapping in kind.examples().items()}
-MODULES = {label: type(kind).__module__ for kind in REGISTERED.values() for label in kind.examples()}
+# Every registered study kind's examples (StudyKind.examples), plug-ins included, and the drivers' (a sweep runs
+# its runs' kinds): no hand-written list of kinds.
+RUNNABLE = [*REGISTERED.values(), *DRIVERS.values()]
+KINDS = {label: mapping for kind in RUNNABLE for label, mapping in kind.examples().items()}
+MODULES = {label: type(kind).__module__ for kind in RUNNABLE for label in kind.examples()}
 # Trials that make a run of an example last long enough to be killed mid-way (others: 25 times the example's).
 KILL_TRIALS = {"rates": 1500, "rates-pairwise": 400, "replication": 600, "panels": 300, "metric-validation": 400,
                "crowd": 150, "tac": 200, "judge": 150, "coin-flips": 2000}

@@ -21,13 +21,15 @@ def cmd_plot(args) -> int:
 
 
 def plot_other_kind(out_dir: Path, figure: Path | None) -> int:
-    """``plot`` of a study of another kind: its summary and figure from the stored rows, simulating nothing."""
+    """``plot`` of a study of another kind: its result saved again from the stored rows (summary, the kind's other
+    tables, the figure; with ``--out``, the summary and the figure there), simulating nothing."""
     result = api.load_study(out_dir)
-    summary = result.summary()
-    summary.to_csv(out_dir / "summary.csv", index=False)
-    name = result.kind.config_name(result.config)
-    paths = result.plot(figure or out_dir / name)
-    print(f"wrote {out_dir / 'summary.csv'} and {', '.join(str(p) for p in paths)}", file=sys.stderr)
+    if figure is None:
+        paths = list(result.save(out_dir).values())
+    else:
+        result.summary().to_csv(out_dir / "summary.csv", index=False)
+        paths = [out_dir / "summary.csv", *result.plot(figure)]
+    print(f"wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
     return 0
 
 

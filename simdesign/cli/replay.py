@@ -99,6 +99,8 @@ def replay_other_kind(out_dir: Path, args) -> int:
     result = api.load_study(out_dir)
     kind, config = result.kind, result.config
     try:
+        if not hasattr(kind, "replay_cells"):  # a driver over kinds (a sweep): no trials of its own
+            raise NotImplementedError
         cells = kind.replay_cells(config)
     except NotImplementedError:
         raise ConfigError(f"A {kind.name} study has no trials of its own to replay; replay a trial of one of its "

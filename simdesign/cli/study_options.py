@@ -102,15 +102,14 @@ def parsed_study(args, kind_name: str | None = None):
     """``(kind, config)``: the config file's study kind (or ``kind_name``'s: a deprecated command reads only its
     own kind, whose parser refuses another) and its config parsed by the kind with the command's overrides
     (``--trials``, and ``--chunk-size`` for rate studies); refuses bad options first."""
-    from simdesign.runner.study import REGISTERED
-    from simdesign.studies.kinds import ENGINE_KINDS, RATE_STUDY, study_kind
+    from simdesign.studies.kinds import RATE_STUDY, kind_or_driver, study_kind
     from simdesign.studies.rates.config import config_warnings, read_config_mapping
 
     path = Path(args.config)
     # read once: by `run` to tell its kind, else (a deprecated command) after the options are checked
     mapping = None if kind_name else read_config_mapping(path, "config")
     name = kind_name or study_kind(mapping)
-    kind = REGISTERED[RATE_STUDY if name in ENGINE_KINDS else name]
+    kind = kind_or_driver(name)
     chunk_size = getattr(args, "chunk_size", None)
     overrides = {} if args.trials is None else {"trials": args.trials}
     if kind.name == RATE_STUDY:

@@ -7,22 +7,20 @@ metric's ``population``/``metric``, or a plug-in kind's own keys), and a config 
 rate study (type I error, power, reliability; with ``replication:``, a replication study through the
 same engine).
 
-The built-in kinds other than rates are registered here as adapters of their modules (each runs
-through the runner's loop and backends, in the one store class with its own format): ``panels``
+The built-in kinds are registered here: ``rates`` (:mod:`simdesign.studies.rates.engine`), ``panels``
 (:mod:`simdesign.studies.panels.panel_study`), ``metric-validation``
-(:mod:`simdesign.studies.metrics.metric_validation`) and ``sweep`` (:mod:`simdesign.studies.sweep`).
+(:mod:`simdesign.studies.metrics.metric_validation`), ``tac``, ``crowd`` and ``judge``; each runs through the
+runner's one loop and the one store class. A ``sweep`` (:mod:`simdesign.studies.sweep`) is a driver over them,
+not a kind: :data:`DRIVERS`, found by :func:`kind_or_driver`.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-
 from simdesign.core.errors import ConfigError
-from simdesign.runner.study import REGISTERED, StudyKind, register_study_kind
-from simdesign.studies.example_configs import read_examples
+from simdesign.runner.study import REGISTERED, register_study_kind
 from simdesign.studies.metrics.metric_validation import MetricValidation
 from simdesign.studies.panels.panel_study import PANELS
 from simdesign.studies.rates.engine import RATES
+from simdesign.studies.sweep import SweepDriver
 
 # kinds the rate engine runs from a SimulationConfig, with the keys that tell them
 RATE_STUDY = "rates"
@@ -30,52 +28,9 @@ ENGINE_KINDS = (RATE_STUDY, "replication")
 ENGINE_KEYS = {"rates": (), "replication": ("replication",)}
 
 
-class Sweeps(StudyKind):
-    """A rate study at every combination of a few settings (:mod:`simdesign.studies.sweep`); its rows are
-    the stacked summaries of the runs."""
-
-    name, keys = "sweep", ("sweep",)
-
-    def examples(self):
-        return read_examples("sweep")
-
-    def parse(self, mapping, base_dir=None):
-        from simdesign.studies.sweep import parse_sweep
-
-        return parse_sweep(mapping, base_dir, recognise=study_kind)
-
-    def config_name(self, config):
-        return config.name
-
-    def with_trials(self, config, trials):
-        from simdesign.studies.sweep import parse_sweep
-
-        return parse_sweep({**config.raw, "trials": trials}, None, recognise=study_kind)
-
-    def run(self, config, out_dir, backend, progress):
-        from simdesign.studies.sweep import run_parsed_sweep
-
-        return run_parsed_sweep(config.raw, config.runs, out_dir, progress=progress, backend=backend)
-
-    def stored_rows(self, config, out_dir):
-        from simdesign.studies.sweep import stored_sweep_summary
-
-        return stored_sweep_summary(config.runs, out_dir)
-
-    def summarise(self, config, rows):
-        return rows
-
-    def plot(self, config, summary, out_base):
-        from simdesign.studies.sweep import draw_kind_sweep, draw_sweep, kind_of_runs
-
-        if kind_of_runs(config.runs) is not None:  # a sweep of another kind: each run's own figure
-            return draw_kind_sweep(config.runs, summary, Path(out_base))
-        return draw_sweep(config.raw, summary, Path(out_base))
-
-
 from simdesign.studies.tac.tac_study import TacStudy  # noqa: E402 -- the TAC-sized study (issue 31), a generic kind
 
-for _kind in (RATES, PANELS, MetricValidation(), Sweeps(), TacStudy()):
+for _kind in (RATES, PANELS, MetricValidation(), TacStudy()):
     register_study_kind(_kind)
 
 from simdesign.studies.crowd import crowd_study  # noqa: E402,F401 -- registers 'crowd' (worker-level crowd studies)
@@ -83,18 +38,26 @@ from simdesign.studies.judge import judge_study  # noqa: E402,F401 -- registers 
 
 
 def known_kinds() -> list[str]:
-    """Every value a config's ``study`` field may take."""
-    return list(ENGINE_KINDS) + [name for name in REGISTERED if name not in ENGINE_KINDS]
+    """Every value a config's ``study`` field may take (the kinds and the drivers over them)."""
+    return list(ENGINE_KINDS) + [name for name in REGISTERED if name not in ENGINE_KINDS] + list(DRIVERS)
+
+
+def kind_or_driver(name: str):
+    """The registered study kind ``name`` (``replication``: the rates kind), or the driver ``name`` (a sweep)."""
+    if name in DRIVERS:
+        return DRIVERS[name]
+    return REGISTERED[RATE_STUDY if name in ENGINE_KINDS else name]
 
 
 def _kind_keys() -> dict[str, tuple]:
-    return {**ENGINE_KEYS, **{name: kind.keys for name, kind in REGISTERED.items()}}
+    return {**ENGINE_KEYS, **{name: kind.keys for name, kind in REGISTERED.items()},
+            **{name: driver.keys for name, driver in DRIVERS.items()}}
 
 
 def _recognised_keys(kind: str, mapping: dict) -> list[str]:
     """The keys of ``mapping`` that belong to ``kind`` only (a registered kind may tell by a key's value)."""
-    if kind in REGISTERED:
-        return REGISTERED[kind].recognised_keys(mapping)
+    if kind in REGISTERED or kind in DRIVERS:
+        return (REGISTERED.get(kind) or DRIVERS[kind]).recognised_keys(mapping)
     return sorted(set(ENGINE_KEYS.get(kind, ())) & set(mapping))
 
 
@@ -126,3 +89,7 @@ def study_kind(mapping: dict) -> str:
         raise ConfigError(f"The config has keys of several study kinds ({', '.join(recognised)}); say which it is "
                           f"with a 'study' field, one of {known_kinds()}")
     return recognised[0] if recognised else "rates"
+
+
+# Drivers over the study kinds, by the 'study' value that asks for them: they run kinds, and hold no trials.
+DRIVERS = {SweepDriver.name: SweepDriver(recognise=study_kind)}

@@ -13,6 +13,10 @@ results directory ``<out>/<key>=<value>,...``, resumable as any run), and
 the summaries are stacked with one column per swept key. Common random
 numbers: every run derives its streams from the same root seed and design
 labels, so the runs differ only in the swept settings.
+
+A sweep is a driver over study kinds (:class:`SweepDriver`), not a kind: it has no trials, chunks or store of
+its own; each run goes through its kind's one loop and store, and the sweep's directory holds only a manifest
+naming the sweep's config (so ``simdesign plot DIR`` redraws it).
 """
 from __future__ import annotations
 
@@ -29,11 +33,12 @@ from simdesign.core.estimands import Estimand, estimand_label, has_nominal_level
 from simdesign.core.seeds import analysis_rng
 from simdesign.core.suggest import suggestions
 from simdesign.model.common import effect_scale
-from simdesign.runner.stores import Store, StoreFormat, release_stores_under
+from simdesign.runner.stores import MANIFEST, claim_store, read_manifest, release_stores_under, write_manifest
 from simdesign.studies.rates.config import TOP_LEVEL_KEYS, SimulationConfig, parse_config, read_config_mapping
 from simdesign.studies.rates.engine import run_simulation
 from simdesign.studies.rates.store import rate_store
 from simdesign.runner.study import REGISTERED, study_field_problems
+from simdesign.studies.example_configs import read_examples
 from simdesign.studies.rates.summary import size_adjusted_power, summarise
 from simdesign.stats.montecarlo import default_max_type1, level_verdict
 
@@ -42,8 +47,6 @@ SWEEPABLE = ("effect", "document_intercept_scale", "alpha", "art_resamples")
 # A sweep of another study kind (panels, metric validation, a plug-in kind) may vary any key of that kind's
 # config but these, which make a run what it is (its name and stream) or only cut its work into pieces.
 RUN_IDENTITY = ("name", "study", "seed", "trials", "chunk_size", "sweep")
-# A sweep's own store holds only its manifest (kind 'sweep', its config); each run keeps its own store below.
-SWEEP_STORE = StoreFormat(kind="sweep", folders=())
 
 
 @dataclass(frozen=True)
@@ -208,28 +211,29 @@ def run_parsed_sweep(raw: dict, configs: list, out_dir=None, jobs: int = 1, prog
                      backend="loky") -> pd.DataFrame:
     """:func:`run_sweep` of a sweep already read (:func:`parse_sweep`): the stacked summaries."""
     out_dir = Path(out_dir) if out_dir else Path("results") / str(raw.get("name"))
-    store = Store(out_dir, SWEEP_STORE)
-    store.claim()  # the whole sweep is one run: a second one into the same --out is refused at once
+    claim_store(out_dir)  # the whole sweep is one run: a second one into the same --out is refused at once
     try:
-        _write_sweep_manifest(raw, configs, store)
+        _write_sweep_manifest(raw, configs, out_dir)
         return _run_combinations(configs, out_dir, jobs, progress, backend)
     finally:
         release_stores_under(out_dir)
 
 
-def _write_sweep_manifest(raw: dict, configs: list, store: Store) -> None:
+def _write_sweep_manifest(raw: dict, configs: list, out_dir: Path) -> None:
     """The sweep's own manifest (kind 'sweep', its config), from which ``simdesign plot DIR`` redraws it.
 
     Each combination's run keeps its own store and manifest below; this one records the sweep (the latest
     run's mapping: its trial count), its model written as the runs resolved it (a preset, an absolute file
     path or inline), so the directory is redrawn from anywhere. A directory holding another kind is refused.
     """
-    if store.manifest_path.is_file() and store.manifest().get("kind") != "sweep":
-        raise StoreError(f"{store.directory} holds a {store.manifest().get('kind') or 'rates'} study, not a sweep; "
-                         "write the sweep elsewhere with --out DIR")
+    path = out_dir / MANIFEST
+    held = read_manifest(path).get("kind") if path.is_file() else "sweep"
+    if held != "sweep":
+        raise StoreError(f"{out_dir} holds a {held or 'rates'} study, not a sweep; write the sweep elsewhere with "
+                         "--out DIR")
     if configs and isinstance(configs[0][2], SimulationConfig):  # a rate study's model as its runs resolved it
         raw = {**raw, "model": configs[0][2].to_mapping()["model"]}
-    store.write_manifest({"kind": "sweep", "config": raw})
+    write_manifest(path, {"kind": "sweep", "config": raw})
 
 
 def stored_sweep_summary(configs: list, out_dir) -> pd.DataFrame:
@@ -497,3 +501,55 @@ def draw_sweep(raw: dict, summary: pd.DataFrame, out_base: Path) -> list[Path]:
     title = (f"{raw['name']}: model {raw['model']}, {designs}; {trials} trials per point "
              f"(95% bands; power at effect {[v for v in raw['sweep'].get('effect', []) if v != 'zero']})")
     return plot_sweep(summary, x, title, out_base, alpha=float(raw.get("alpha", 0.05)))
+
+
+class SweepDriver:
+    """A sweep as ``simdesign run`` and :func:`simdesign.simulate` run it: a driver over the study kinds (see the
+    module docstring), answering the calls they make of a kind (parse, load, run, the stored summary, the figure).
+    Its "rows" are the stacked summaries of its runs, so its summary is its rows.
+
+    Parameters
+    ----------
+    recognise : callable
+        ``recognise(mapping)`` -> the study kind of a run's mapping (:func:`simdesign.studies.kinds.study_kind`).
+    """
+
+    name, keys = "sweep", ("sweep",)
+
+    def __init__(self, recognise):
+        self.recognise = recognise
+
+    def examples(self) -> dict:
+        return read_examples("sweep")
+
+    def recognised_keys(self, mapping: dict) -> list[str]:
+        return sorted(set(self.keys) & set(mapping))
+
+    def parse(self, mapping: dict, base_dir: Path | None = None) -> SweepConfig:
+        return parse_sweep(mapping, base_dir, recognise=self.recognise)
+
+    def load(self, path, overrides: dict | None = None) -> SweepConfig:
+        return load_sweep(path, overrides, recognise=self.recognise)
+
+    def config_name(self, config: SweepConfig) -> str:
+        return config.name
+
+    def with_trials(self, config: SweepConfig, trials: int) -> SweepConfig:
+        return parse_sweep({**config.raw, "trials": trials}, None, recognise=self.recognise)
+
+    def run(self, config: SweepConfig, out_dir: Path, backend, progress: bool) -> pd.DataFrame:
+        return run_parsed_sweep(config.raw, config.runs, out_dir, progress=progress, backend=backend)
+
+    def stored_rows(self, config: SweepConfig, out_dir: Path) -> pd.DataFrame:
+        return stored_sweep_summary(config.runs, out_dir)
+
+    def summarise(self, config: SweepConfig, rows: pd.DataFrame) -> pd.DataFrame:
+        return rows
+
+    def plot(self, config: SweepConfig, summary: pd.DataFrame, out_base: Path) -> list[Path]:
+        if kind_of_runs(config.runs) is not None:  # a sweep of another kind: each run's own figure
+            return draw_kind_sweep(config.runs, summary, Path(out_base))
+        return draw_sweep(config.raw, summary, Path(out_base))
+
+    def result_tables(self, config: SweepConfig, rows: pd.DataFrame, out_dir: Path) -> dict:
+        return {}
