@@ -44,3 +44,13 @@ def test_a_sweep_is_a_config_object_with_overrides(tmp_path):
         load_sweep(path, 3)
     with pytest.raises(ConfigError, match="overrides must be a mapping"):
         load_metric_config(path, 3)
+
+
+@pytest.mark.parametrize("loader", LOADERS, ids=lambda f: f.__name__)
+def test_every_loader_refuses_overrides_that_are_not_a_mapping(loader, tmp_path):
+    # the one reader (core.yamlio.read_config_mapping) checks them: before, four loaders merged overrides
+    # themselves and a list raised a bare TypeError
+    path = tmp_path / "any.yaml"
+    path.write_text("name: x\n")
+    with pytest.raises(ConfigError, match="overrides must be a mapping"):
+        loader(path, ["trials", 3])

@@ -613,8 +613,7 @@ def load_plan(path, overrides: dict | None = None) -> PlanConfig:
         With every problem found, each naming its field.
     """
     path = Path(path)
-    raw = read_config_mapping(path, "plan config")
-    return parse_plan({**raw, **(overrides or {})}, base_dir=path.parent)
+    return parse_plan(read_config_mapping(path, "plan config", overrides), base_dir=path.parent)
 
 
 def preset_of(model_field) -> str:

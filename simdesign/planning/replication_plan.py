@@ -124,8 +124,7 @@ def is_replication_plan(raw) -> bool:
 def load_replication_plan(path, overrides: dict | None = None) -> ReplicationPlan:
     """Read a replication plan from YAML (see the module docstring); ``overrides`` as :func:`load_plan`'s."""
     path = Path(path)
-    raw = read_config_mapping(path, "plan config")
-    return parse_replication_plan({**raw, **(overrides or {})}, base_dir=path.parent)
+    return parse_replication_plan(read_config_mapping(path, "plan config", overrides), base_dir=path.parent)
 
 
 def parse_replication_plan(raw: dict, base_dir: Path | None = None) -> ReplicationPlan:

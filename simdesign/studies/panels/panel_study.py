@@ -232,8 +232,7 @@ def parse_panel_study(raw: dict, base_dir: Path | None = None) -> PanelStudyConf
 def load_panel_study(path, overrides: dict | None = None) -> PanelStudyConfig:
     """Read and validate a panel-study YAML file (``overrides`` replace top-level keys, e.g. trials)."""
     path = Path(path)
-    raw = read_config_mapping(path, "panel-study config")
-    return parse_panel_study({**raw, **(overrides or {})}, base_dir=path.parent)
+    return parse_panel_study(read_config_mapping(path, "panel-study config", overrides), base_dir=path.parent)
 
 
 def per_document(judgements) -> tuple[np.ndarray, np.ndarray]:

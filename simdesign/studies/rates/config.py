@@ -446,8 +446,7 @@ def load_config(path, overrides: dict | None = None) -> SimulationConfig:
     20
     """
     path = Path(path)
-    raw = read_config_mapping(path, "config")
-    return parse_config({**raw, **(overrides or {})}, base_dir=path.parent)
+    return parse_config(read_config_mapping(path, "config", overrides), base_dir=path.parent)
 
 
 def _name_problem(name) -> str | None:
