@@ -106,6 +106,15 @@ def test_events_at_the_original_design_are_the_replication_kinds_trials(tmp_path
     again = ReplicationOutcomes(config, tmp_path)
     again.power({key: (0, 8)})
     assert again.new_studies == 0 and outcomes.new_studies == 16
+    pd.testing.assert_frame_equal(again.tables[key], planned)
+    # in the one store class (issue 40): a manifest of its kind, and chunks a Store reads back, 8 trials per study
+    from simdesign.planning.replication_plan import OUTCOME_CHUNKS, OUTCOMES_DIR
+    from simdesign.runner.stores import Store
+
+    store = Store(tmp_path / OUTCOMES_DIR, OUTCOME_CHUNKS)
+    assert store.manifest()["kind"] == "replication-outcomes"
+    rows = store.read()
+    assert len(rows) == 16 and sorted(set(rows["trial"])) == list(range(8))
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ from simdesign.core.errors import ConfigError
 from simdesign.core.suggest import suggestions
 from simdesign.planning.plan_search import OutcomeSource, PlanResult, decide_plan
 from simdesign.planning.planner import PlanConfig, parse_plan
-from simdesign.studies.rates.config import stable_digest
+from simdesign.runner.stores import Store, StoreFormat
 from simdesign.significance import ANALYSES
 from simdesign.methods import get_method
 from simdesign.methods.pairwise import PAIRWISE
@@ -217,40 +217,52 @@ def _targets(value, study: JudgeStudyConfig) -> tuple:
 
 # ---------------------------------------------------------------------------------------------------------------
 # Outcomes: the judge study's trials, stored per selection and design
+# A selection's trials in the one store class: OUT/judge_outcomes/<select>, a cell per design (label).
+JUDGE_OUTCOME_CHUNKS = StoreFormat(kind="judge-outcomes", folders=("trials",), columns=KEPT)
+
+
 class _TrialFiles:
-    """Per (select, design label) the kept rows of every computed trial, in OUT/judge_outcomes (resumable)."""
+    """Per (select, design label) the kept rows of every computed trial: a
+    :class:`~simdesign.runner.stores.Store` per selection in ``OUT/judge_outcomes/<select>`` (its cells the design
+    labels), fingerprinted by the judge study and model, claimed until :meth:`release`; every chunk is written
+    atomically as it is computed, so a killed plan resumes. Outcome files of earlier versions
+    (``<select>/<design>-<key>.parquet``) are not read: their trials are computed again, with the same numbers.
+    """
 
     def __init__(self, out_dir: Path, config: JudgePlan):
         self.directory = Path(out_dir) / OUTCOMES_DIR
         self.config = config
+        self.stores: dict = {}
         self.frames: dict = {}
-        self.changed: set = set()
 
-    def _path(self, select: str, label: str) -> Path:
-        study = self.config.studies[select]
-        key = stable_digest({"judge_study": study.raw | {"designs": None, "name": None}, "design": label,
-                             "model": study.model.to_dict(),
-                             **({"version": OUTCOMES_VERSION} if select == "least_certain" else {})})[:12]
-        return self.directory / select / f"{label}-{key}.parquet"
+    def _store(self, select: str) -> Store:
+        if select not in self.stores:
+            study = self.config.studies[select]
+            fingerprint = {"judge_study": study.raw | {"designs": None, "name": None}, "model": study.model.to_dict(),
+                           **({"version": OUTCOMES_VERSION} if select == "least_certain" else {})}
+            store = Store(self.directory / select, JUDGE_OUTCOME_CHUNKS)
+            store.prepare(JUDGE_OUTCOME_CHUNKS.kind, fingerprint, None)
+            self.stores[select] = store
+        return self.stores[select]
 
     def get(self, select: str, label: str) -> pd.DataFrame:
         if (select, label) not in self.frames:
-            path = self._path(select, label)
-            self.frames[select, label] = pd.read_parquet(path) if path.is_file() else pd.DataFrame(columns=KEPT)
+            self.frames[select, label] = self._store(select).read([label])[list(KEPT)]
         return self.frames[select, label]
 
     def add(self, select: str, label: str, rows: pd.DataFrame) -> None:
-        self.frames[select, label] = pd.concat([self.get(select, label), rows[list(KEPT)]], ignore_index=True)
-        self.changed.add((select, label))
+        """Store the rows of newly computed trials (a chunk per run of consecutive trials)."""
+        rows, store = rows[list(KEPT)], self._store(select)
+        trials = np.unique(rows["trial"].to_numpy(int))
+        for run in np.split(trials, np.where(np.diff(trials) != 1)[0] + 1):
+            first, stop = int(run[0]), int(run[-1]) + 1
+            store.write_chunk(label, first, stop, rows[(rows["trial"] >= first) & (rows["trial"] < stop)]
+                              .reset_index(drop=True))
+        self.frames[select, label] = pd.concat([self.get(select, label), rows], ignore_index=True)
 
-    def save(self) -> None:
-        for select, label in self.changed:
-            path = self._path(select, label)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_suffix(".tmp")
-            self.frames[select, label].to_parquet(temporary, index=False)
-            temporary.replace(path)
-        self.changed.clear()
+    def release(self) -> None:
+        for store in self.stores.values():
+            store.release()
 
 
 class JudgeOutcomes(OutcomeSource):
@@ -302,7 +314,7 @@ class JudgeOutcomes(OutcomeSource):
         raise ConfigError("A judge plan checks no type I error (max_type1 must be left out)")
 
     def flush(self) -> None:
-        self.files.save()
+        """Nothing to do: every computed trial was stored as it was computed (:meth:`_TrialFiles.add`)."""
 
 
 @dataclass
@@ -323,18 +335,23 @@ def run_judge_plan(config: JudgePlan, out_dir: Path, progress: bool = False) -> 
     """Decide every variant of a judge plan by the planner's procedure (module docstring); resumable."""
     files = _TrialFiles(Path(out_dir), config)
     results = {}
-    for variant, plan in config.plans.items():
-        outcomes = JudgeOutcomes(config, variant, files)
-        try:  # the planner's own progress lines would name its placeholder test: one line per variant instead
-            results[variant] = decide_plan(plan, outcomes, progress=False)
-        finally:
-            files.save()
-        if progress:
-            pick = results[variant].recommended
-            print(f"{variant}: {outcomes.new_studies} studies simulated; "
-                  f"{'nothing recommended' if pick is None else 'recommended ' + pick.candidate.design.label}",
-                  flush=True)
+    try:
+        for variant, plan in config.plans.items():
+            _decide_variant(config, variant, plan, files, results, progress)
+    finally:
+        files.release()
     return JudgePlanResult(config, results, files)
+
+
+def _decide_variant(config: JudgePlan, variant: str, plan, files: _TrialFiles, results: dict, progress: bool) -> None:
+    outcomes = JudgeOutcomes(config, variant, files)
+    # the planner's own progress lines would name its placeholder test: one line per variant instead
+    results[variant] = decide_plan(plan, outcomes, progress=False)
+    if progress:
+        pick = results[variant].recommended
+        print(f"{variant}: {outcomes.new_studies} studies simulated; "
+              f"{'nothing recommended' if pick is None else 'recommended ' + pick.candidate.design.label}",
+              flush=True)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -41,8 +41,6 @@ model, effect and seed), so a re-run resumes.
 """
 from __future__ import annotations
 
-import json
-import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,7 +50,7 @@ import pandas as pd
 from simdesign.significance import resolve_analysis, run_analysis
 from simdesign.significance.base import FAILURES
 from simdesign.core.designs import design_from_mapping
-from simdesign.core.errors import ConfigError, StoreError
+from simdesign.core.errors import ConfigError
 from simdesign.core.seeds import analysis_rng, data_rng, replication_rng
 from simdesign.core.suggest import suggestions
 from simdesign.core.threads import single_threaded
@@ -60,7 +58,7 @@ from simdesign.methods import default_method
 from simdesign.planning.plan_search import OutcomeSource, PlanResult, SimulatedOutcomes, decide_plan
 from simdesign.planning.planner import PlanConfig, parse_plan
 from simdesign.runner.execute import run_chunks
-from simdesign.runner.stores import Store, atomic_write_bytes, remove_leftovers
+from simdesign.runner.stores import Store, StoreFormat
 from simdesign.studies.rates.config import read_config_mapping, stable_digest
 from simdesign.studies.replication.replication import (MATCHING_ACCURACY, REPLICATION_PREFIX, REPLICATION_R,
                                                        SIGNIFICANCE_F1, ReplicationSettings, chosen_pairs,
@@ -312,40 +310,59 @@ def _event_columns(original: dict, replication: dict, target: ReplicationTarget,
             MATCHING_ACCURACY.name: matching, "event": np.asarray(event, bool)}
 
 
-class _OutcomeFiles:
-    """Per-trial study outcomes on disk, one pickle per (study, design, test), keyed by model, effect and seed.
+# The replication plan's per-trial outcomes, in the one store class: a cell per (study, design, test), one row per
+# trial with the outcome arrays spread over columns (p_value_<pair>, estimate_<pair>, usable_<pair>, means_<system>).
+OUTCOME_CHUNKS = StoreFormat(kind="replication-outcomes", folders=("trials",))
+OUTCOME_FIELDS = ("p_value", "estimate", "usable", "means")
 
-    The directory is a :class:`~simdesign.runner.stores.Store` claimed for the plan's run (released with the
-    plan's other stores), and every file is written atomically, so a killed plan leaves whole files only.
+
+class _OutcomeFiles:
+    """Per-trial study outcomes on disk (a :class:`~simdesign.runner.stores.Store` of :data:`OUTCOME_CHUNKS`),
+    keyed by model, effect, seed and original design; claimed for the plan's run (released with the plan's
+    other stores), every chunk written atomically, so a killed plan leaves whole chunks only.
+
+    Outcome pickles of earlier versions (``<digest>.pkl`` beside a ``fingerprint.json``) are not read: their
+    trials are computed again, with the same numbers (the streams are keyed by design and trial).
     """
 
     def __init__(self, out_dir: Path, fingerprint: dict):
-        store = Store(Path(out_dir) / OUTCOMES_DIR)
-        store.claim()  # until the plan's release_stores_under(out_dir): one plan at a time writes the outcomes
-        self.directory = store.directory
-        remove_leftovers(self.directory)
-        stamp = self.directory / "fingerprint.json"
-        if stamp.exists():
-            stored = json.loads(stamp.read_text())
-            if stored != fingerprint:
-                changed = sorted(key for key in fingerprint if stored.get(key) != fingerprint[key])
-                raise StoreError(f"{self.directory} holds replication outcomes of another {', '.join(changed)}; "
-                                 f"give the plan another --out")
-        else:
-            atomic_write_bytes(stamp, json.dumps(fingerprint, indent=1).encode())
+        self.store = Store(Path(out_dir) / OUTCOMES_DIR, OUTCOME_CHUNKS)
+        self.store.prepare(OUTCOME_CHUNKS.kind, fingerprint, None)
+        self.directory = self.store.directory
         self.cache: dict = {}
 
-    def _path(self, key) -> Path:
-        return self.directory / f"{stable_digest(list(key))[:16]}.pkl"
+    @staticmethod
+    def _cell(key) -> str:
+        return stable_digest(list(key))[:16]
 
     def get(self, key) -> dict:
+        """trial -> (p_values, estimates, usable, means) of the (study, design label, test label) ``key``."""
         if key not in self.cache:
-            path = self._path(key)
-            self.cache[key] = pd.read_pickle(path) if path.exists() else {}
-        return self.cache[key]  # trial -> (p_value, estimate, usable, means)
+            rows = self.store.read([self._cell(key)])
+            self.cache[key] = {int(trial): outcome for trial, outcome in
+                               zip(rows["trial"], zip(*_outcome_arrays(rows)))} if len(rows) else {}
+        return self.cache[key]
 
-    def save(self, key) -> None:
-        atomic_write_bytes(self._path(key), pickle.dumps(self.cache[key], protocol=pickle.HIGHEST_PROTOCOL))
+    def write(self, key, first: int, stop: int, outcomes: dict) -> None:
+        """Store the outcomes (:func:`study_outcomes`) of trials ``first`` to ``stop - 1`` of ``key``."""
+        columns = {"trial": np.arange(first, stop)}
+        for name in OUTCOME_FIELDS:
+            values = np.asarray(outcomes[name])
+            columns.update({f"{name}_{index}": values[:, index] for index in range(values.shape[1])})
+        self.store.write_chunk(self._cell(key), first, stop, pd.DataFrame(columns))
+        have = self.get(key)
+        for offset, trial in enumerate(range(first, stop)):
+            have[trial] = tuple(outcomes[name][offset] for name in OUTCOME_FIELDS)
+
+
+def _outcome_arrays(rows: pd.DataFrame) -> list[np.ndarray]:
+    """The (trials, width) array of each outcome field from stored rows (:meth:`_OutcomeFiles.write`'s columns)."""
+    arrays = []
+    for name in OUTCOME_FIELDS:
+        spread = [column for column in rows.columns if column.startswith(f"{name}_")]
+        spread.sort(key=lambda column: int(column.rsplit("_", 1)[1]))
+        arrays.append(rows[spread].to_numpy(bool if name == "usable" else float))
+    return arrays
 
 
 class ReplicationOutcomes(OutcomeSource):
@@ -391,7 +408,6 @@ class ReplicationOutcomes(OutcomeSource):
     def _studies(self, requests: list) -> None:
         """Compute and store the missing trials of (study, design, test, first, stop) requests."""
         plan = self.config.plan
-        touched = set()
 
         def missing() -> list:
             tasks = {}
@@ -413,11 +429,7 @@ class ReplicationOutcomes(OutcomeSource):
 
         def save(chunk, result) -> None:
             study, design, spec, first, stop = chunk
-            key = (study, design.label, spec.label)
-            store = self.files.get(key)
-            for offset, trial in enumerate(range(first, stop)):
-                store[trial] = tuple(result[name][offset] for name in ("p_value", "estimate", "usable", "means"))
-            touched.add(key)
+            self.files.write((study, design.label, spec.label), first, stop, result)
             self._new += stop - first
 
         if self.executor is None:
@@ -425,8 +437,6 @@ class ReplicationOutcomes(OutcomeSource):
                 save(*_chunk_outcomes(chunk, plan.model, plan.effect, plan.seed))
         else:
             run_chunks(self.executor, missing, task, save)
-        for key in touched:
-            self.files.save(key)
 
     def _read(self, study: str, design_label: str, test_label: str, first: int, stop: int) -> dict:
         store = self.files.get((study, design_label, test_label))
