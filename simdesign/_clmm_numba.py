@@ -293,18 +293,17 @@ def _system_products(Ma, Mb, q_tuple):
 
 
 @njit(cache=True)
-def _cell_weights(w, system, e_codes, k_codes, pair_code, n_e, n_k, n_pairs, n_systems):
-    """The weights summed by (eliminated level, system), (kept level, system) and (pair, system)."""
-    cell_e = np.zeros((n_e, n_systems))
-    cell_k = np.zeros((n_k, n_systems))
-    cell_p = np.zeros((n_pairs, n_systems))
+def _cell_weights(w, system, e_codes, k_codes, pair_code, n_k, cell_e, cell_k, cell_p):
+    """Fill the weights summed by (eliminated level, system), (kept level, system) and (pair, system)."""
+    cell_e[:, :] = 0.0
+    cell_k[:, :] = 0.0
+    cell_p[:, :] = 0.0
     for i in range(w.shape[0]):
         s, wi = system[i], w[i]
         cell_e[e_codes[i], s] += wi
         if n_k > 0:
             cell_k[k_codes[i], s] += wi
             cell_p[pair_code[i], s] += wi
-    return cell_e, cell_k, cell_p
 
 
 @njit(cache=True)
@@ -395,8 +394,8 @@ def _pairs_times_d_inverse(c_pairs, d_inverse, pair_elim, q_tuple, x_pairs):
 @njit(cache=True)
 def _schur_complement(A, c_pairs, x_pairs, q_tuple, pair_kept, couple_first, couple_second, local_of_kept,
                       comp_of_kept, comp_offset, comp_size, size):
-    """S = I + A - X C' per connected component, packed one after the other (the lower block triangle and the
-    diagonal blocks whole; the factorisation reads the lower triangle)."""
+    """S = I + A - X C' per connected component, packed one after the other (the lower block triangle; the
+    factorisation reads the lower triangle only, so the upper triangles of the diagonal blocks keep I + A)."""
     q = len(q_tuple)
     schur = np.zeros(size)
     for level in range(A.shape[0]):
@@ -416,8 +415,9 @@ def _schur_complement(A, c_pairs, x_pairs, q_tuple, pair_kept, couple_first, cou
         c = comp_of_kept[level1]
         width = comp_size[c] * q
         row = comp_offset[c] + local1 * q * width + local2 * q
+        diagonal = local1 == local2  # a diagonal block: only its lower triangle is read, the rest is left as is
         for a in range(q):
-            for b in range(q):
+            for b in range(a + 1 if diagonal else q):
                 # the entry held in a register while its q products are subtracted, in the same order (k)
                 t = schur[row + a * width + b]
                 for k in range(q):
@@ -455,9 +455,21 @@ def factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e,
     only): the weights are summed by (level, system) and (pair, system) in one pass over the observations.
     """
     n_systems = Me.shape[0]
+    cell_e, cell_k = np.empty((n_e, n_systems)), np.empty((n_k, n_systems))
+    cell_p = np.empty((pair_kept.shape[0], n_systems))
+    return _factorise_cells(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept, pair_elim,
+                            couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
+                            d_inverse, c_pairs, x_pairs, schur_inverse, cell_e, cell_k, cell_p)
+
+
+@njit(cache=True)
+def _factorise_cells(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept, pair_elim,
+                     couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
+                     d_inverse, c_pairs, x_pairs, schur_inverse, cell_e, cell_k, cell_p):
+    """:func:`factorise`, leaving the weights' sums by cell in (cell_e, cell_k, cell_p): at the mode, the gradient
+    sums the same weights in the same order (:func:`_chain_rule_sums`) and takes them from here instead."""
     q = len(q_tuple)
-    cell_e, cell_k, cell_p = _cell_weights(w, system, e_codes, k_codes, pair_code, n_e, n_k, pair_kept.shape[0],
-                                           n_systems)
+    _cell_weights(w, system, e_codes, k_codes, pair_code, n_k, cell_e, cell_k, cell_p)
     D = np.empty((n_e, q, q))
     _weighted_blocks(cell_e, _system_products(Me, Me, q_tuple), q_tuple, D)
     log_det = _invert_eliminated_blocks(D, d_inverse, q_tuple)
@@ -548,10 +560,17 @@ def _objective_at(t_up, t_lo, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk
 @njit(cache=True)
 def _cell_sums(values, system, codes, n_levels, n_systems):
     """values summed by (level, system) cell, flat: out[level * S + s]."""
-    out = np.zeros(n_levels * n_systems)
+    out = np.empty(n_levels * n_systems)
+    _cell_sums_into(values, system, codes, n_systems, out)
+    return out
+
+
+@njit(cache=True)
+def _cell_sums_into(values, system, codes, n_systems, out):
+    """Fill out with :func:`_cell_sums`."""
+    out[:] = 0.0
     for i in range(values.shape[0]):
         out[codes[i] * n_systems + system[i]] += values[i]
-    return out
 
 
 @njit(cache=True)
@@ -567,15 +586,26 @@ def _cells_times_loadings(cells, M, q_tuple, out):
 
 
 @njit(cache=True)
-def _fill_gradient(uk, ue, g, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, gk, ge):
-    """Fill (gk, ge) = u + M'g, the gradient of f in u; return its largest absolute entry."""
+def _fill_gradient(uk, ue, g, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, gk, ge, g_cells_k, g_cells_e):
+    """Fill (gk, ge) = u + M'g, the gradient of f in u; return its largest absolute entry. g summed by (level,
+    system) cell is left in (g_cells_k, g_cells_e) (flat; the kept one untouched without a kept factor)."""
     n_systems = Me.shape[0]
     gk[:] = uk
     ge[:] = ue
     if n_k > 0:
-        _cells_times_loadings(_cell_sums(g, system, k_codes, n_k, n_systems), Mk, q_tuple, gk)
-    _cells_times_loadings(_cell_sums(g, system, e_codes, ue.shape[0], n_systems), Me, q_tuple, ge)
+        _cell_sums_into(g, system, k_codes, n_systems, g_cells_k)
+        _cells_times_loadings(g_cells_k, Mk, q_tuple, gk)
+    _cell_sums_into(g, system, e_codes, n_systems, g_cells_e)
+    _cells_times_loadings(g_cells_e, Me, q_tuple, ge)
     return _largest(gk, ge)
+
+
+@njit(cache=True)
+def _step_into(u, step, factor, out):
+    """out = u - factor * step, entry by entry (as the array expression, without its temporary arrays)."""
+    for level in range(u.shape[0]):
+        for j in range(u.shape[1]):
+            out[level, j] = u[level, j] - factor * step[level, j]
 
 
 @njit(cache=True)
@@ -587,8 +617,8 @@ def _halving_search(t_up, t_lo, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, 
     """
     factor = 1.0
     while True:
-        trial_k[:] = uk - factor * step_k
-        trial_e[:] = ue - factor * step_e
+        _step_into(uk, step_k, factor, trial_k)  # the same u - factor * step per entry, without temporaries
+        _step_into(ue, step_e, factor, trial_e)
         trial_value = _objective_at(t_up, t_lo, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, trial_k, trial_e,
                                     x, log_p, trial_g, trial_w)
         if trial_value <= threshold:
@@ -611,8 +641,39 @@ def mode_search(thresholds_extended, category, fixed, system, k_codes, e_codes, 
     the observation terms at the mode and (d_inverse, ...) its factorisation.
     """
     n = fixed.shape[0]
-    x, log_p, t_up, t_lo = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    x, t_up, t_lo = np.empty(n), np.empty(n), np.empty(n)
     shifted_thresholds(thresholds_extended, category, fixed, t_up, t_lo)
+    sums = _cell_sum_arrays(n_k, n_e, pair_kept.shape[0], Me.shape[0])
+    status, value, log_det, iterations, max_grad, _ = _mode_search_shifted(
+        t_up, t_lo, x, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept, pair_elim,
+        couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size, comp_members,
+        comp_member_start, uk, ue, use_previous, prev_d_inverse, prev_c_pairs, prev_x_pairs, prev_schur_inverse,
+        d_inverse, c_pairs, x_pairs, schur_inverse, g, w, *sums, tolerance, max_iterations, chord_steps,
+        chord_min_reduction)
+    return status, value, log_det, iterations, max_grad
+
+
+@njit(cache=True)
+def _cell_sum_arrays(n_k, n_e, n_pairs, n_systems):
+    """Workspaces for the sums by cell that a mode search leaves for the gradient: g by kept and eliminated cell
+    (flat), w by eliminated, kept and pair cell (level x system)."""
+    return (np.empty(n_k * n_systems), np.empty(n_e * n_systems), np.empty((n_e, n_systems)),
+            np.empty((n_k, n_systems)), np.empty((n_pairs, n_systems)))
+
+
+@njit(cache=True)
+def _mode_search_shifted(t_up, t_lo, x, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept,
+                         pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
+                         comp_members, comp_member_start, uk, ue, use_previous, prev_d_inverse, prev_c_pairs,
+                         prev_x_pairs, prev_schur_inverse, d_inverse, c_pairs, x_pairs, schur_inverse, g, w,
+                         g_cells_k, g_cells_e, w_cells_e, w_cells_k, w_cells_p,
+                         tolerance, max_iterations, chord_steps, chord_min_reduction):
+    """:func:`mode_search` from the shifted thresholds (:func:`shifted_thresholds`), with x a workspace that it
+    leaves holding the random part M u at the returned mode when the last result says so (True), so that the
+    gradient need not form it again; likewise g and w summed by cell at the mode (:func:`_cell_sum_arrays`).
+    Returns mode_search's values and that flag."""
+    n = t_up.shape[0]
+    log_p = np.empty(n)
     trial_g, trial_w = np.empty(n), np.empty(n)
     value = _objective_at(t_up, t_lo, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk, ue, x, log_p, g, w)
     if value == np.inf:  # the previous mode is a bad start here: restart from zero
@@ -620,27 +681,30 @@ def mode_search(thresholds_extended, category, fixed, system, k_codes, e_codes, 
         ue[:] = 0.0
         value = _objective_at(t_up, t_lo, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk, ue, x, log_p, g, w)
         if value == np.inf:
-            return UNDERFLOW, np.nan, np.nan, 0, np.nan
+            return UNDERFLOW, np.nan, np.nan, 0, np.nan, False
     gk, ge = np.empty_like(uk), np.empty_like(ue)
-    max_grad = _fill_gradient(uk, ue, g, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, gk, ge)
+    max_grad = _fill_gradient(uk, ue, g, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, gk, ge, g_cells_k,
+                              g_cells_e)
     iterations = 0
     chord_left = chord_steps if use_previous else 0
     step_k, step_e = np.empty_like(uk), np.empty_like(ue)
     trial_k, trial_e = np.empty_like(uk), np.empty_like(ue)
+    x_current = True  # x holds M u (a rejected trial point leaves it at that point instead)
     while max_grad >= tolerance:
         if iterations >= max_iterations:
-            return NO_MODE, value, np.nan, iterations, max_grad
+            return NO_MODE, value, np.nan, iterations, max_grad, False
         chord = chord_left > 0
         if chord:
             solve(gk, ge, q_tuple, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset,
                   comp_size, comp_members, comp_member_start, prev_d_inverse, prev_c_pairs, prev_x_pairs,
                   prev_schur_inverse, step_k, step_e)
         else:
-            log_det = factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept,
-                                pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset,
-                                comp_size, d_inverse, c_pairs, x_pairs, schur_inverse)
+            log_det = _factorise_cells(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept,
+                                       pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept,
+                                       comp_offset, comp_size, d_inverse, c_pairs, x_pairs, schur_inverse, w_cells_e,
+                                       w_cells_k, w_cells_p)
             if np.isnan(log_det):
-                return NOT_POSITIVE_DEFINITE, value, np.nan, iterations, max_grad
+                return NOT_POSITIVE_DEFINITE, value, np.nan, iterations, max_grad, False
             solve(gk, ge, q_tuple, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset,
                   comp_size, comp_members, comp_member_start, d_inverse, c_pairs, x_pairs, schur_inverse, step_k,
                   step_e)
@@ -648,28 +712,31 @@ def mode_search(thresholds_extended, category, fixed, system, k_codes, e_codes, 
         trial_value = _halving_search(t_up, t_lo, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk, ue, step_k,
                                       step_e, threshold, chord, x, log_p, trial_k, trial_e, trial_g, trial_w)
         if trial_value > threshold:
+            x_current = False
             if chord:  # the old Hessian is too far off: continue with true Newton steps
                 chord_left = 0
                 continue
             if max_grad < 1e-6:  # rounding limits the last digits; the mode is accurate enough
                 break
-            return HALVING_FAILED, value, np.nan, iterations, max_grad
+            return HALVING_FAILED, value, np.nan, iterations, max_grad, False
         uk[:] = trial_k
         ue[:] = trial_e
+        x_current = True
         value = trial_value
         g[:] = trial_g
         w[:] = trial_w
-        new_max = _fill_gradient(uk, ue, g, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, gk, ge)
+        new_max = _fill_gradient(uk, ue, g, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, gk, ge, g_cells_k,
+                                 g_cells_e)
         if chord:
             chord_left = chord_left - 1 if new_max < chord_min_reduction * max_grad else 0
         max_grad = new_max
         iterations += 1
-    log_det = factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept, pair_elim,
-                        couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
-                        d_inverse, c_pairs, x_pairs, schur_inverse)
+    log_det = _factorise_cells(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept,
+                               pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset,
+                               comp_size, d_inverse, c_pairs, x_pairs, schur_inverse, w_cells_e, w_cells_k, w_cells_p)
     if np.isnan(log_det):
-        return NOT_POSITIVE_DEFINITE, value, np.nan, iterations, max_grad
-    return OK, value, log_det, iterations, max_grad
+        return NOT_POSITIVE_DEFINITE, value, np.nan, iterations, max_grad, False
+    return OK, value, log_det, iterations, max_grad, x_current
 
 
 @njit(cache=True)
@@ -800,17 +867,14 @@ def _cell_aggregate(weight_u, weight_x, weight_y, u, xr, times, M, q_tuple, out)
 
 
 @njit(cache=True)
-def _chain_rule_sums(category, system, cell_k, cell_e, cell_p, n_k, n_levels_k, n_levels_e, n_pairs, g, w, half,
-                     leverage, rho, dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo, n_thresholds, n_systems):
-    """One pass over the observations: d/d thresholds, d/d beta and the cell sums the SD gradients need
-    (eta weights, g and w by kept, eliminated and pair cell)."""
+def _chain_rule_sums(category, system, cell_k, cell_e, n_k, n_levels_k, n_levels_e, g, w, half, leverage, rho,
+                     dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo, n_thresholds, n_systems):
+    """One pass over the observations: d/d thresholds, d/d beta and the eta weights summed by kept and
+    eliminated cell (the SD gradients' other cell sums, of g and w, are the mode search's: _cell_sum_arrays)."""
     grad_thresholds = np.zeros(n_thresholds + 2)  # shifted by one: the categories' outer thresholds are dropped
     grad_beta = np.zeros(n_systems)
-    ew_k, g_k, w_k = np.zeros(n_levels_k * n_systems), np.zeros(n_levels_k * n_systems), np.zeros(
-        n_levels_k * n_systems)
-    ew_e, g_e, w_e = np.zeros(n_levels_e * n_systems), np.zeros(n_levels_e * n_systems), np.zeros(
-        n_levels_e * n_systems)
-    w_p = np.zeros(n_pairs * n_systems)
+    ew_k = np.zeros(n_levels_k * n_systems)
+    ew_e = np.zeros(n_levels_e * n_systems)
     n = system.shape[0]
     # the per-observation terms in a loop without gathers (it vectorises), then the sums: each sum takes its terms
     # in observation order, as one loop did
@@ -825,18 +889,11 @@ def _chain_rule_sums(category, system, cell_k, cell_e, cell_p, n_k, n_levels_k, 
         grad_beta[system[i]] += eta_weight[i]
         grad_thresholds[c + 1] += upper[i]
         grad_thresholds[c] += lower[i]
-        e = cell_e[i]
-        ew_e[e] += eta_weight[i]
-        g_e[e] += g[i]
-        w_e[e] += w[i]
+        ew_e[cell_e[i]] += eta_weight[i]
     if n_k > 0:
         for i in range(n):
-            k = cell_k[i]
-            ew_k[k] += eta_weight[i]
-            g_k[k] += g[i]
-            w_k[k] += w[i]
-            w_p[cell_p[i]] += w[i]
-    return grad_thresholds[1:n_thresholds + 1].copy(), grad_beta, ew_k, g_k, w_k, ew_e, g_e, w_e, w_p
+            ew_k[cell_k[i]] += eta_weight[i]
+    return grad_thresholds[1:n_thresholds + 1].copy(), grad_beta, ew_k, ew_e
 
 
 @njit(cache=True)
@@ -851,11 +908,37 @@ def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pai
     (pair, system) cell, as the random-effects design depends on the system only.
     """
     n = fixed.shape[0]
-    q = len(q_tuple)
-    n_pairs = pair_kept.shape[0]
     x, t_up, t_lo = np.empty(n), np.empty(n), np.empty(n)
     shifted_thresholds(thresholds_extended, category, fixed, t_up, t_lo)
     random_part(system, k_codes, e_codes, Mk, Me, q_tuple, uk, ue, n_k, x)
+    # the sums by cell of g and w at the mode, which a mode search in evaluate leaves behind
+    g, w, log_p = np.empty(n), np.empty(n), np.empty(n)
+    observation_terms(t_up, t_lo, x, g, w, log_p)
+    g_cells_k, g_cells_e, w_cells_e, w_cells_k, w_cells_p = _cell_sum_arrays(n_k, n_e, pair_kept.shape[0], n_systems)
+    if n_k > 0:
+        _cell_sums_into(g, system, k_codes, n_systems, g_cells_k)
+    _cell_sums_into(g, system, e_codes, n_systems, g_cells_e)
+    _cell_weights(w, system, e_codes, k_codes, pair_code, n_k, w_cells_e, w_cells_k, w_cells_p)
+    cell_k, cell_e, cell_p = _observation_cells(system, k_codes, e_codes, pair_code, n_k, n_systems)
+    return _gradient_shifted(t_up, t_lo, x, category, system, k_codes, e_codes, Mk, Me, q_tuple, Zk, Ze,
+                             n_k, n_e, pair_kept, pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept,
+                             comp_offset, comp_size, comp_members, comp_member_start, uk, ue, d_inverse, c_pairs,
+                             x_pairs, schur_inverse, n_thresholds, n_systems, cell_k, cell_e, cell_p, g_cells_k,
+                             g_cells_e, w_cells_e, w_cells_k, w_cells_p)
+
+
+@njit(cache=True)
+def _gradient_shifted(t_up, t_lo, x, category, system, k_codes, e_codes, Mk, Me, q_tuple, Zk, Ze, n_k, n_e,
+                      pair_kept, pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset,
+                      comp_size, comp_members, comp_member_start, uk, ue, d_inverse, c_pairs, x_pairs, schur_inverse,
+                      n_thresholds, n_systems, cell_k, cell_e, cell_p, g_cells_k, g_cells_e, w_cells_e, w_cells_k,
+                      w_cells_p):
+    """:func:`gradient` from the shifted thresholds, the random part x = M u at the mode and the sums by cell of g
+    and w there (which the mode search leaves behind, :func:`_mode_search_shifted`), with each observation's flat
+    kept and eliminated cells (:func:`_observation_cells`, found once per design)."""
+    n = x.shape[0]
+    q = len(q_tuple)
+    n_pairs = pair_kept.shape[0]
     g, w, w_prime = np.empty(n), np.empty(n), np.empty(n)
     dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo = (np.empty(n), np.empty(n), np.empty(n), np.empty(n),
                                                  np.empty(n), np.empty(n))
@@ -866,7 +949,6 @@ def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pai
     elim_times, lev_elim, kept_times, lev_kept, kept_pair, elim_pair, lev_pair = _cell_leverages(
         kept_elim, elim_elim, schur_inverse, Mk, Me, q_tuple, n_k, pair_kept, local_of_kept, comp_of_kept,
         comp_offset, comp_size)
-    cell_k, cell_e, cell_p = _observation_cells(system, k_codes, e_codes, pair_code, n_k, n_systems)
     leverage, half = np.empty(n), np.empty(n)
     for i in range(n):
         lev = lev_elim[cell_e[i]]
@@ -884,13 +966,14 @@ def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pai
           comp_members, comp_member_start, d_inverse, c_pairs, x_pairs, schur_inverse, xk, xe)
     rho = np.empty(n)
     random_part(system, k_codes, e_codes, Mk, Me, q_tuple, xk, xe, n_k, rho)
-    grad_thresholds, grad_beta, ew_k, g_k, w_k, ew_e, g_e, w_e, w_p = _chain_rule_sums(
-        category, system, cell_k, cell_e, cell_p, n_k, n_k, n_e, n_pairs, g, w, half, leverage, rho,
+    grad_thresholds, grad_beta, ew_k, ew_e = _chain_rule_sums(
+        category, system, cell_k, cell_e, n_k, n_k, n_e, g, w, half, leverage, rho,
         dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo, n_thresholds, n_systems)
+    w_p = w_cells_p.reshape(n_pairs * n_systems)
     agg_k, agg_e = np.zeros((n_systems, q)), np.zeros((n_systems, q))
-    _cell_aggregate(ew_e, g_e, w_e, ue, xe, elim_times, Me, q_tuple, agg_e)
+    _cell_aggregate(ew_e, g_cells_e, w_cells_e.reshape(n_e * n_systems), ue, xe, elim_times, Me, q_tuple, agg_e)
     if n_k > 0:
-        _cell_aggregate(ew_k, g_k, w_k, uk, xk, kept_times, Mk, q_tuple, agg_k)
+        _cell_aggregate(ew_k, g_cells_k, w_cells_k.reshape(n_k * n_systems), uk, xk, kept_times, Mk, q_tuple, agg_k)
         for p in range(n_pairs):
             for s in range(n_systems):
                 cell = p * n_systems + s
@@ -977,13 +1060,15 @@ def _pack_cholesky_gradient(G, offset, q_tuple, out):
 @njit(cache=True)
 def evaluate(vector, optimiser_coords, with_gradient, n_thr, off_k, off_e, Zk, Ze, q_tuple, category, system,
              k_codes, e_codes, pair_code, n_k, n_e, pair_kept, pair_elim, couple_first, couple_second,
-             local_of_kept, comp_of_kept, comp_offset, comp_size, comp_members, comp_member_start, uk, ue,
+             local_of_kept, comp_of_kept, comp_offset, comp_size, comp_members, comp_member_start, cell_k, cell_e,
+             cell_p, uk, ue,
              use_previous, prev_d_inverse, prev_c_pairs, prev_x_pairs, prev_schur_inverse,
              d_inverse, c_pairs, x_pairs, schur_inverse, tolerance, max_iterations, chord_steps,
              chord_min_reduction, gradient_out):
     """The Laplace negative log-likelihood at ``vector`` (natural or optimiser coordinates) and its gradient in
     the same coordinates (into gradient_out, when asked): the mode search from (uk, ue), updated in place, and
-    the factorisation at the mode in (d_inverse, ...). Returns (status, nll, iterations, max|inner gradient|)."""
+    the factorisation at the mode in (d_inverse, ...). (cell_k, cell_e, cell_p): :func:`_observation_cells`.
+    Returns (status, nll, iterations, max|inner gradient|)."""
     natural = natural_from_optimiser(vector, n_thr) if optimiser_coords else vector
     n_systems = Ze.shape[0]
     extended = np.empty(n_thr + 2)
@@ -1001,20 +1086,27 @@ def evaluate(vector, optimiser_coords, with_gradient, n_thr, off_k, off_e, Zk, Z
     loadings_from_vector(natural, off_k, Zk, q_tuple, Mk)
     loadings_from_vector(natural, off_e, Ze, q_tuple, Me)
     g, w = np.empty(n), np.empty(n)
-    status, value, log_det, iterations, max_grad = mode_search(
-        extended, category, fixed, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept,
+    # the shifted thresholds and the random part at the mode serve the mode search and then the gradient
+    x, t_up, t_lo = np.empty(n), np.empty(n), np.empty(n)
+    shifted_thresholds(extended, category, fixed, t_up, t_lo)
+    sums = _cell_sum_arrays(n_k, n_e, pair_kept.shape[0], n_systems)
+    status, value, log_det, iterations, max_grad, x_current = _mode_search_shifted(
+        t_up, t_lo, x, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept,
         pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size, comp_members,
         comp_member_start, uk, ue, use_previous, prev_d_inverse, prev_c_pairs, prev_x_pairs, prev_schur_inverse,
-        d_inverse, c_pairs, x_pairs, schur_inverse, g, w, tolerance, max_iterations, chord_steps,
+        d_inverse, c_pairs, x_pairs, schur_inverse, g, w, *sums, tolerance, max_iterations, chord_steps,
         chord_min_reduction)
     if status != OK:
         return status, value, iterations, max_grad
     nll = value + 0.5 * log_det
     if with_gradient:
-        g_thr, g_beta, g_kept, g_elim = gradient(
-            extended, category, fixed, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, Zk, Ze, n_k, n_e,
+        if not x_current:
+            random_part(system, k_codes, e_codes, Mk, Me, q_tuple, uk, ue, n_k, x)
+        g_thr, g_beta, g_kept, g_elim = _gradient_shifted(
+            t_up, t_lo, x, category, system, k_codes, e_codes, Mk, Me, q_tuple, Zk, Ze, n_k, n_e,
             pair_kept, pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
-            comp_members, comp_member_start, uk, ue, d_inverse, c_pairs, x_pairs, schur_inverse, n_thr, n_systems)
+            comp_members, comp_member_start, uk, ue, d_inverse, c_pairs, x_pairs, schur_inverse, n_thr, n_systems,
+            cell_k, cell_e, cell_p, *sums)
         gradient_out[:] = 0.0
         gradient_out[:n_thr] = g_thr
         gradient_out[n_thr:n_thr + n_systems - 1] = g_beta[1:]

@@ -82,6 +82,7 @@ class _CompiledArrays:
 
     structure: tuple  # system, k_codes, e_codes, pair_code
     blocks: tuple  # pair_kept ... comp_member_start
+    cells: tuple  # each observation's flat (level, system) cells: kept, eliminated, pair
     n_k: int
     n_e: int
     z_kept: np.ndarray  # S x q: each system's random-effects design row (zeros without a kept term)
@@ -138,7 +139,13 @@ def _find_compiled_arrays(problem: _Problem) -> _CompiledArrays:
                   members.astype(np.int64), member_start.astype(np.int64))
         z_kept, n_k = system_z, kept.n_levels
         schur_size, n_pairs = int((widths * widths).sum()), len(problem.pair_kept)
-    return _CompiledArrays(structure=structure, blocks=blocks, n_k=n_k, n_e=elim.n_levels, z_kept=z_kept,
+    system, k_codes, e_codes, pair_code = structure
+    # each observation's flat (level, system) cells, as _clmm_numba._observation_cells forms them (zeros without a
+    # kept factor): fixed for the design, so found here once rather than at every gradient
+    kept_cells = (lambda codes: codes * n_systems + system) if n_k > 0 else (lambda codes: np.zeros(n, np.int64))
+    cells = tuple(np.ascontiguousarray(c, dtype=np.int64)
+                  for c in (kept_cells(k_codes), e_codes * n_systems + system, kept_cells(pair_code)))
+    return _CompiledArrays(structure=structure, blocks=blocks, cells=cells, n_k=n_k, n_e=elim.n_levels, z_kept=z_kept,
                            z_elim=system_z, schur_size=schur_size, n_pairs=n_pairs)
 
 
@@ -249,18 +256,25 @@ class _CompiledEvaluation:
         off_k = offsets[self.kept.name] if self.kept is not None else -1
         system, k_codes, e_codes, pair_code = arrays.structure
         self.bound = (n_thr, off_k, offsets[self.elim.name], arrays.z_kept, arrays.z_elim, (0,) * self.q,
-                      problem.category, system, k_codes, e_codes, pair_code, arrays.n_k, arrays.n_e, *arrays.blocks)
-        self.shapes = ((arrays.n_e, self.q, self.q), (arrays.n_pairs, self.q, self.q), arrays.schur_size)
+                      problem.category, system, k_codes, e_codes, pair_code, arrays.n_k, arrays.n_e, *arrays.blocks,
+                      *arrays.cells)
+        d_shape, pair_shape = (arrays.n_e, self.q, self.q), (arrays.n_pairs, self.q, self.q)
+        # two factorisations' arrays, filled in turn: an evaluation reads the previous one (its chord steps) and
+        # fills the other, so that no evaluation allocates them (the objective keeps only the latest)
+        self.buffers = [_CompiledFactorisation(log_det=float("nan"), d_inverse=np.empty(d_shape),
+                                               c_pairs=np.empty(pair_shape), x_pairs=np.empty(pair_shape),
+                                               schur_inverse=np.empty(arrays.schur_size)) for _ in range(2)]
 
     def __call__(self, vector: np.ndarray, optimiser: bool, with_gradient: bool, mode: dict, previous):
-        """(nll, gradient or None, mode, factorisation, inner iterations) at ``vector``; raises as _mode does."""
+        """(nll, gradient or None, mode, factorisation, inner iterations) at ``vector``; raises as _mode does.
+
+        The factorisation returned is one of two buffers, overwritten by the evaluation after next: the caller
+        keeps it only until then (the objective keeps the latest one)."""
         kept, elim = self.kept, self.elim
         u_kept = mode[kept.name].copy() if kept is not None else np.zeros((0, self.q))
         u_elim = mode[elim.name].copy()
-        d_shape, pair_shape, schur_size = self.shapes
-        fact = _CompiledFactorisation(log_det=float("nan"), d_inverse=np.empty(d_shape), c_pairs=np.empty(pair_shape),
-                                      x_pairs=np.empty(pair_shape), schur_inverse=np.empty(schur_size))
         use_previous = isinstance(previous, _CompiledFactorisation)
+        fact = self.buffers[1] if previous is self.buffers[0] else self.buffers[0]
         old = previous if use_previous else fact
         gradient = np.empty(len(vector))
         status, nll, iterations, max_grad = self.kernels.evaluate(

@@ -71,7 +71,7 @@ def _direct(fun, x0, bounds, options: dict) -> optimize.OptimizeResult:
         _lbfgsb.setulb(m, x, low_bnd, upper_bnd, nbd, f, g, factr, options["gtol"], wa, iwa, task, lsave, isave,
                        dsave, options["maxls"], ln_task)
         if task[0] == 3:  # f and g at the current x
-            if not np.array_equal(x, evaluated):
+            if not (x == evaluated).all():  # np.array_equal for two float arrays of one shape, without its checks
                 evaluated = x.copy()
                 f, g = fun(x.copy())
                 nfev += 1
