@@ -13,7 +13,7 @@ from scipy.sparse import csgraph
 
 from simdesign.clmm.prepare import _Problem, _design_structure
 from simdesign.clmm.terms import (
-    CHORD_MIN_REDUCTION, CHORD_STEPS, INNER_GRADIENT_TOLERANCE, INNER_MAX_ITERATIONS, ModeSearchError,
+    CHORD_MIN_REDUCTION, INNER_GRADIENT_TOLERANCE, INNER_MAX_ITERATIONS, ModeSearchError, chord_steps,
     _ObservationTerms,
 )
 
@@ -194,7 +194,7 @@ def _mode_compiled(kernels, problem: _Problem, thresholds, beta_full, cholesky, 
         q_tuple, arrays.n_k, arrays.n_e, *arrays.blocks, u_kept, u_elim,
         use_previous, old.d_inverse, old.c_pairs, old.x_pairs, old.schur_inverse,
         fact.d_inverse, fact.c_pairs, fact.x_pairs, fact.schur_inverse, g, w,
-        INNER_GRADIENT_TOLERANCE, INNER_MAX_ITERATIONS, CHORD_STEPS, CHORD_MIN_REDUCTION)
+        INNER_GRADIENT_TOLERANCE, INNER_MAX_ITERATIONS, chord_steps(q), CHORD_MIN_REDUCTION)
     _raise_for_status(kernels, status, iterations, max_grad)
     fact.log_det = float(log_det)
     fact.loadings = (loading_kept, loading_elim)
@@ -281,7 +281,7 @@ class _CompiledEvaluation:
             np.ascontiguousarray(vector, dtype=float), optimiser, with_gradient, *self.bound, u_kept, u_elim,
             use_previous, old.d_inverse, old.c_pairs, old.x_pairs, old.schur_inverse,
             fact.d_inverse, fact.c_pairs, fact.x_pairs, fact.schur_inverse,
-            INNER_GRADIENT_TOLERANCE, INNER_MAX_ITERATIONS, CHORD_STEPS, CHORD_MIN_REDUCTION, gradient)
+            INNER_GRADIENT_TOLERANCE, INNER_MAX_ITERATIONS, chord_steps(self.q), CHORD_MIN_REDUCTION, gradient)
         _raise_for_status(self.kernels, status, iterations, max_grad)
         new_mode = {elim.name: u_elim}
         if kept is not None:

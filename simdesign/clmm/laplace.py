@@ -13,7 +13,7 @@ from simdesign.clmm.compiled import _CompiledFactorisation, _accelerator, _gradi
 from simdesign.clmm.factorise import _Factorisation, _factorise, _inverse_times_loadings, _solve
 from simdesign.clmm.prepare import _Problem
 from simdesign.clmm.terms import (
-    CHORD_MIN_REDUCTION, CHORD_STEPS, INNER_GRADIENT_TOLERANCE, INNER_MAX_ITERATIONS, ModeSearchError,
+    CHORD_MIN_REDUCTION, INNER_GRADIENT_TOLERANCE, INNER_MAX_ITERATIONS, ModeSearchError, chord_steps,
     _observation_terms,
 )
 
@@ -69,7 +69,7 @@ def _mode(problem: _Problem, thresholds, beta_full, cholesky, start: dict, previ
     grad = gradient(u, terms)
     max_grad = largest(grad)
     iterations = 0
-    chord_steps_left = CHORD_STEPS if previous is not None else 0
+    chord_steps_left = chord_steps(problem.q) if previous is not None else 0
     while max_grad >= INNER_GRADIENT_TOLERANCE:
         if iterations >= INNER_MAX_ITERATIONS:
             raise ModeSearchError(f"no random-effects mode after {iterations} Newton steps (max|grad| {max_grad:.2g})")

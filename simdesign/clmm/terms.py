@@ -22,6 +22,16 @@ INNER_MAX_ITERATIONS = 100
 # Chord steps (old Hessian) tried before Newton steps, and the gradient reduction each must achieve.
 CHORD_STEPS = 4
 CHORD_MIN_REDUCTION = 0.1
+# With one random effect per level (random intercepts) a factorisation costs about as much as a pass over the
+# judgements, so Newton's quadratic steps pay for their factorisations after a single chord step: on the paper's
+# 3 x 100 crossed design 2.4 instead of 3.1 steps per mode search and about 5% less time per fit, log-likelihoods
+# within 1e-11 of four chord steps' (issue 41). With q = 5 the factorisation costs several passes, and four win.
+CHORD_STEPS_ONE_EFFECT = 1
+
+
+def chord_steps(q: int) -> int:
+    """The chord steps a mode search tries first, for q random effects per level."""
+    return CHORD_STEPS_ONE_EFFECT if q == 1 else CHORD_STEPS
 
 
 class ModeSearchError(RuntimeError):
