@@ -392,10 +392,29 @@ def _pairs_times_d_inverse(c_pairs, d_inverse, pair_elim, q_tuple, x_pairs):
 
 
 @njit(cache=True)
-def _schur_complement(A, c_pairs, x_pairs, q_tuple, pair_kept, couple_first, couple_second, local_of_kept,
-                      comp_of_kept, comp_offset, comp_size, size):
+def _couple_positions(pair_kept, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
+                      q):
+    """Per couple (p1, p2): where its q x q block starts in the packed Schur arrays, the width of its component's
+    rows, and its kind (0: upper block triangle, which the factorisation never reads; 1: lower; 2: diagonal).
+    Fixed for a design (found once, simdesign.clmm.compiled), so the loops over couples read them directly."""
+    n_couples = couple_first.shape[0]
+    row, width, kind = np.empty(n_couples, np.int64), np.empty(n_couples, np.int64), np.empty(n_couples, np.int64)
+    for idx in range(n_couples):
+        level1, level2 = pair_kept[couple_first[idx]], pair_kept[couple_second[idx]]
+        local1, local2 = local_of_kept[level1], local_of_kept[level2]
+        c = comp_of_kept[level1]
+        width[idx] = comp_size[c] * q
+        row[idx] = comp_offset[c] + local1 * q * width[idx] + local2 * q
+        kind[idx] = 0 if local1 < local2 else (2 if local1 == local2 else 1)
+    return row, width, kind
+
+
+@njit(cache=True)
+def _schur_complement(A, c_pairs, x_pairs, q_tuple, local_of_kept, comp_of_kept, comp_offset, comp_size,
+                      couple_first, couple_second, couple_row, couple_width, couple_kind, size):
     """S = I + A - X C' per connected component, packed one after the other (the lower block triangle; the
-    factorisation reads the lower triangle only, so the upper triangles of the diagonal blocks keep I + A)."""
+    factorisation reads the lower triangle only, so the upper triangles of the diagonal blocks keep I + A).
+    (couple_row, couple_width, couple_kind): :func:`_couple_positions`."""
     q = len(q_tuple)
     schur = np.zeros(size)
     for level in range(A.shape[0]):
@@ -407,17 +426,13 @@ def _schur_complement(A, c_pairs, x_pairs, q_tuple, pair_kept, couple_first, cou
             for b in range(q):
                 schur[base + (row0 + a) * width + row0 + b] += A[level, a, b] + (1.0 if a == b else 0.0)
     for idx in range(couple_first.shape[0]):
-        p1, p2 = couple_first[idx], couple_second[idx]
-        level1, level2 = pair_kept[p1], pair_kept[p2]
-        local1, local2 = local_of_kept[level1], local_of_kept[level2]
-        if local1 < local2:
+        kind = couple_kind[idx]
+        if kind == 0:
             continue  # only the lower block triangle is factorised
-        c = comp_of_kept[level1]
-        width = comp_size[c] * q
-        row = comp_offset[c] + local1 * q * width + local2 * q
-        diagonal = local1 == local2  # a diagonal block: only its lower triangle is read, the rest is left as is
+        p1, p2 = couple_first[idx], couple_second[idx]
+        row, width = couple_row[idx], couple_width[idx]
         for a in range(q):
-            for b in range(a + 1 if diagonal else q):
+            for b in range(a + 1 if kind == 2 else q):  # a diagonal block: only its lower triangle is read
                 # the entry held in a register while its q products are subtracted, in the same order (k)
                 t = schur[row + a * width + b]
                 for k in range(q):
@@ -457,17 +472,22 @@ def factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e,
     n_systems = Me.shape[0]
     cell_e, cell_k = np.empty((n_e, n_systems)), np.empty((n_k, n_systems))
     cell_p = np.empty((pair_kept.shape[0], n_systems))
+    couple_row, couple_width, couple_kind = _couple_positions(pair_kept, couple_first, couple_second, local_of_kept,
+                                                              comp_of_kept, comp_offset, comp_size, len(q_tuple))
     return _factorise_cells(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept, pair_elim,
                             couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
-                            d_inverse, c_pairs, x_pairs, schur_inverse, cell_e, cell_k, cell_p)
+                            d_inverse, c_pairs, x_pairs, schur_inverse, cell_e, cell_k, cell_p, couple_row,
+                            couple_width, couple_kind)
 
 
 @njit(cache=True)
 def _factorise_cells(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept, pair_elim,
                      couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
-                     d_inverse, c_pairs, x_pairs, schur_inverse, cell_e, cell_k, cell_p):
+                     d_inverse, c_pairs, x_pairs, schur_inverse, cell_e, cell_k, cell_p, couple_row, couple_width,
+                     couple_kind):
     """:func:`factorise`, leaving the weights' sums by cell in (cell_e, cell_k, cell_p): at the mode, the gradient
-    sums the same weights in the same order (:func:`_chain_rule_sums`) and takes them from here instead."""
+    sums the same weights in the same order (:func:`_chain_rule_sums`) and takes them from here instead.
+    (couple_row, couple_width, couple_kind): :func:`_couple_positions`."""
     q = len(q_tuple)
     _cell_weights(w, system, e_codes, k_codes, pair_code, n_k, cell_e, cell_k, cell_p)
     D = np.empty((n_e, q, q))
@@ -479,8 +499,9 @@ def _factorise_cells(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_
     A = np.empty((n_k, q, q))
     _weighted_blocks(cell_k, _system_products(Mk, Mk, q_tuple), q_tuple, A)
     _pairs_times_d_inverse(c_pairs, d_inverse, pair_elim, q_tuple, x_pairs)
-    schur = _schur_complement(A, c_pairs, x_pairs, q_tuple, pair_kept, couple_first, couple_second,
-                              local_of_kept, comp_of_kept, comp_offset, comp_size, schur_inverse.shape[0])
+    schur = _schur_complement(A, c_pairs, x_pairs, q_tuple, local_of_kept, comp_of_kept, comp_offset, comp_size,
+                              couple_first, couple_second, couple_row, couple_width, couple_kind,
+                              schur_inverse.shape[0])
     return _invert_components(schur, schur_inverse, comp_offset, comp_size, q, log_det)
 
 
@@ -644,12 +665,14 @@ def mode_search(thresholds_extended, category, fixed, system, k_codes, e_codes, 
     x, t_up, t_lo = np.empty(n), np.empty(n), np.empty(n)
     shifted_thresholds(thresholds_extended, category, fixed, t_up, t_lo)
     sums = _cell_sum_arrays(n_k, n_e, pair_kept.shape[0], Me.shape[0])
+    positions = _couple_positions(pair_kept, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset,
+                                  comp_size, len(q_tuple))
     status, value, log_det, iterations, max_grad, _ = _mode_search_shifted(
         t_up, t_lo, x, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept, pair_elim,
         couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size, comp_members,
-        comp_member_start, uk, ue, use_previous, prev_d_inverse, prev_c_pairs, prev_x_pairs, prev_schur_inverse,
-        d_inverse, c_pairs, x_pairs, schur_inverse, g, w, *sums, tolerance, max_iterations, chord_steps,
-        chord_min_reduction)
+        comp_member_start, *positions, uk, ue, use_previous, prev_d_inverse, prev_c_pairs, prev_x_pairs,
+        prev_schur_inverse, d_inverse, c_pairs, x_pairs, schur_inverse, g, w, *sums, tolerance, max_iterations,
+        chord_steps, chord_min_reduction)
     return status, value, log_det, iterations, max_grad
 
 
@@ -664,8 +687,9 @@ def _cell_sum_arrays(n_k, n_e, n_pairs, n_systems):
 @njit(cache=True)
 def _mode_search_shifted(t_up, t_lo, x, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept,
                          pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
-                         comp_members, comp_member_start, uk, ue, use_previous, prev_d_inverse, prev_c_pairs,
-                         prev_x_pairs, prev_schur_inverse, d_inverse, c_pairs, x_pairs, schur_inverse, g, w,
+                         comp_members, comp_member_start, couple_row, couple_width, couple_kind, uk, ue,
+                         use_previous, prev_d_inverse, prev_c_pairs, prev_x_pairs, prev_schur_inverse, d_inverse,
+                         c_pairs, x_pairs, schur_inverse, g, w,
                          g_cells_k, g_cells_e, w_cells_e, w_cells_k, w_cells_p,
                          tolerance, max_iterations, chord_steps, chord_min_reduction):
     """:func:`mode_search` from the shifted thresholds (:func:`shifted_thresholds`), with x a workspace that it
@@ -702,7 +726,7 @@ def _mode_search_shifted(t_up, t_lo, x, system, k_codes, e_codes, pair_code, Mk,
             log_det = _factorise_cells(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept,
                                        pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept,
                                        comp_offset, comp_size, d_inverse, c_pairs, x_pairs, schur_inverse, w_cells_e,
-                                       w_cells_k, w_cells_p)
+                                       w_cells_k, w_cells_p, couple_row, couple_width, couple_kind)
             if np.isnan(log_det):
                 return NOT_POSITIVE_DEFINITE, value, np.nan, iterations, max_grad, False
             solve(gk, ge, q_tuple, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset,
@@ -733,31 +757,30 @@ def _mode_search_shifted(t_up, t_lo, x, system, k_codes, e_codes, pair_code, Mk,
         iterations += 1
     log_det = _factorise_cells(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept,
                                pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset,
-                               comp_size, d_inverse, c_pairs, x_pairs, schur_inverse, w_cells_e, w_cells_k, w_cells_p)
+                               comp_size, d_inverse, c_pairs, x_pairs, schur_inverse, w_cells_e, w_cells_k, w_cells_p,
+                               couple_row, couple_width, couple_kind)
     if np.isnan(log_det):
         return NOT_POSITIVE_DEFINITE, value, np.nan, iterations, max_grad, False
     return OK, value, log_det, iterations, max_grad, x_current
 
 
 @njit(cache=True)
-def _selected_inverse(d_inverse, x_pairs, schur_inverse, n_k, q_tuple, pair_kept, pair_elim, couple_first,
-                      couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size):
+def _selected_inverse(d_inverse, x_pairs, schur_inverse, n_k, q_tuple, pair_elim, couple_first, couple_second,
+                      couple_row, couple_width):
     """Blocks of H^-1 at each observed pair (kept_elim) and each eliminated level (elim_elim).
 
     H^-1_ke(a1, d) = -sum_a2 S^-1(a1, a2) X(a2, d) over the pairs of d, then
     H^-1_ee(d) = D^-1(d) - sum_a1 X(a1, d)' H^-1_ke(a1, d) (fewer products than summing couples twice).
+    (couple_row, couple_width): :func:`_couple_positions`.
     """
     qk = qe = len(q_tuple)
-    n_pairs = pair_kept.shape[0]
+    n_pairs = pair_elim.shape[0]
     kept_elim = np.zeros((n_pairs, qk, qe))
     elim_elim = d_inverse.copy()
     if n_k > 0:
         for idx in range(couple_first.shape[0]):
             p1, p2 = couple_first[idx], couple_second[idx]
-            level1, level2 = pair_kept[p1], pair_kept[p2]
-            c = comp_of_kept[level1]
-            width = comp_size[c] * qk
-            row = comp_offset[c] + local_of_kept[level1] * qk * width + local_of_kept[level2] * qk
+            row, width = couple_row[idx], couple_width[idx]
             for a in range(qk):  # each entry in a register, its products subtracted in the same order (k)
                 for b in range(qe):
                     t = kept_elim[p1, a, b]
@@ -920,16 +943,20 @@ def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pai
     _cell_sums_into(g, system, e_codes, n_systems, g_cells_e)
     _cell_weights(w, system, e_codes, k_codes, pair_code, n_k, w_cells_e, w_cells_k, w_cells_p)
     cell_k, cell_e, cell_p = _observation_cells(system, k_codes, e_codes, pair_code, n_k, n_systems)
+    couple_row, couple_width, _ = _couple_positions(pair_kept, couple_first, couple_second, local_of_kept,
+                                                    comp_of_kept, comp_offset, comp_size, len(q_tuple))
     return _gradient_shifted(t_up, t_lo, x, category, system, k_codes, e_codes, Mk, Me, q_tuple, Zk, Ze,
-                             n_k, n_e, pair_kept, pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept,
-                             comp_offset, comp_size, comp_members, comp_member_start, uk, ue, d_inverse, c_pairs,
+                             n_k, n_e, pair_kept, pair_elim, couple_first, couple_second, couple_row, couple_width,
+                             local_of_kept, comp_of_kept, comp_offset, comp_size, comp_members, comp_member_start,
+                             uk, ue, d_inverse, c_pairs,
                              x_pairs, schur_inverse, n_thresholds, n_systems, cell_k, cell_e, cell_p, g_cells_k,
                              g_cells_e, w_cells_e, w_cells_k, w_cells_p)
 
 
 @njit(cache=True)
 def _gradient_shifted(t_up, t_lo, x, category, system, k_codes, e_codes, Mk, Me, q_tuple, Zk, Ze, n_k, n_e,
-                      pair_kept, pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset,
+                      pair_kept, pair_elim, couple_first, couple_second, couple_row, couple_width, local_of_kept,
+                      comp_of_kept, comp_offset,
                       comp_size, comp_members, comp_member_start, uk, ue, d_inverse, c_pairs, x_pairs, schur_inverse,
                       n_thresholds, n_systems, cell_k, cell_e, cell_p, g_cells_k, g_cells_e, w_cells_e, w_cells_k,
                       w_cells_p):
@@ -943,9 +970,8 @@ def _gradient_shifted(t_up, t_lo, x, category, system, k_codes, e_codes, Mk, Me,
     dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo = (np.empty(n), np.empty(n), np.empty(n), np.empty(n),
                                                  np.empty(n), np.empty(n))
     third_order_terms(t_up, t_lo, x, g, w, w_prime, dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo)
-    kept_elim, elim_elim = _selected_inverse(d_inverse, x_pairs, schur_inverse, n_k, q_tuple, pair_kept,
-                                             pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept,
-                                             comp_offset, comp_size)
+    kept_elim, elim_elim = _selected_inverse(d_inverse, x_pairs, schur_inverse, n_k, q_tuple, pair_elim, couple_first,
+                                             couple_second, couple_row, couple_width)
     elim_times, lev_elim, kept_times, lev_kept, kept_pair, elim_pair, lev_pair = _cell_leverages(
         kept_elim, elim_elim, schur_inverse, Mk, Me, q_tuple, n_k, pair_kept, local_of_kept, comp_of_kept,
         comp_offset, comp_size)
@@ -1061,13 +1087,14 @@ def _pack_cholesky_gradient(G, offset, q_tuple, out):
 def evaluate(vector, optimiser_coords, with_gradient, n_thr, off_k, off_e, Zk, Ze, q_tuple, category, system,
              k_codes, e_codes, pair_code, n_k, n_e, pair_kept, pair_elim, couple_first, couple_second,
              local_of_kept, comp_of_kept, comp_offset, comp_size, comp_members, comp_member_start, cell_k, cell_e,
-             cell_p, uk, ue,
+             cell_p, couple_row, couple_width, couple_kind, uk, ue,
              use_previous, prev_d_inverse, prev_c_pairs, prev_x_pairs, prev_schur_inverse,
              d_inverse, c_pairs, x_pairs, schur_inverse, tolerance, max_iterations, chord_steps,
              chord_min_reduction, gradient_out):
     """The Laplace negative log-likelihood at ``vector`` (natural or optimiser coordinates) and its gradient in
     the same coordinates (into gradient_out, when asked): the mode search from (uk, ue), updated in place, and
-    the factorisation at the mode in (d_inverse, ...). (cell_k, cell_e, cell_p): :func:`_observation_cells`.
+    the factorisation at the mode in (d_inverse, ...). (cell_k, cell_e, cell_p): :func:`_observation_cells`;
+    (couple_row, couple_width, couple_kind): :func:`_couple_positions` (both found once per design).
     Returns (status, nll, iterations, max|inner gradient|)."""
     natural = natural_from_optimiser(vector, n_thr) if optimiser_coords else vector
     n_systems = Ze.shape[0]
@@ -1093,9 +1120,9 @@ def evaluate(vector, optimiser_coords, with_gradient, n_thr, off_k, off_e, Zk, Z
     status, value, log_det, iterations, max_grad, x_current = _mode_search_shifted(
         t_up, t_lo, x, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept,
         pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size, comp_members,
-        comp_member_start, uk, ue, use_previous, prev_d_inverse, prev_c_pairs, prev_x_pairs, prev_schur_inverse,
-        d_inverse, c_pairs, x_pairs, schur_inverse, g, w, *sums, tolerance, max_iterations, chord_steps,
-        chord_min_reduction)
+        comp_member_start, couple_row, couple_width, couple_kind, uk, ue, use_previous, prev_d_inverse, prev_c_pairs,
+        prev_x_pairs, prev_schur_inverse, d_inverse, c_pairs, x_pairs, schur_inverse, g, w, *sums, tolerance,
+        max_iterations, chord_steps, chord_min_reduction)
     if status != OK:
         return status, value, iterations, max_grad
     nll = value + 0.5 * log_det
@@ -1104,9 +1131,9 @@ def evaluate(vector, optimiser_coords, with_gradient, n_thr, off_k, off_e, Zk, Z
             random_part(system, k_codes, e_codes, Mk, Me, q_tuple, uk, ue, n_k, x)
         g_thr, g_beta, g_kept, g_elim = _gradient_shifted(
             t_up, t_lo, x, category, system, k_codes, e_codes, Mk, Me, q_tuple, Zk, Ze, n_k, n_e,
-            pair_kept, pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
-            comp_members, comp_member_start, uk, ue, d_inverse, c_pairs, x_pairs, schur_inverse, n_thr, n_systems,
-            cell_k, cell_e, cell_p, *sums)
+            pair_kept, pair_elim, couple_first, couple_second, couple_row, couple_width, local_of_kept, comp_of_kept,
+            comp_offset, comp_size, comp_members, comp_member_start, uk, ue, d_inverse, c_pairs, x_pairs,
+            schur_inverse, n_thr, n_systems, cell_k, cell_e, cell_p, *sums)
         gradient_out[:] = 0.0
         gradient_out[:n_thr] = g_thr
         gradient_out[n_thr:n_thr + n_systems - 1] = g_beta[1:]

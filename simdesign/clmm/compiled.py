@@ -83,6 +83,7 @@ class _CompiledArrays:
     structure: tuple  # system, k_codes, e_codes, pair_code
     blocks: tuple  # pair_kept ... comp_member_start
     cells: tuple  # each observation's flat (level, system) cells: kept, eliminated, pair
+    couples: tuple  # each couple's block position in the Schur arrays, width and kind (_clmm_numba._couple_positions)
     n_k: int
     n_e: int
     z_kept: np.ndarray  # S x q: each system's random-effects design row (zeros without a kept term)
@@ -145,8 +146,11 @@ def _find_compiled_arrays(problem: _Problem) -> _CompiledArrays:
     kept_cells = (lambda codes: codes * n_systems + system) if n_k > 0 else (lambda codes: np.zeros(n, np.int64))
     cells = tuple(np.ascontiguousarray(c, dtype=np.int64)
                   for c in (kept_cells(k_codes), e_codes * n_systems + system, kept_cells(pair_code)))
-    return _CompiledArrays(structure=structure, blocks=blocks, cells=cells, n_k=n_k, n_e=elim.n_levels, z_kept=z_kept,
-                           z_elim=system_z, schur_size=schur_size, n_pairs=n_pairs)
+    pair_kept, _, couple_first, couple_second, local, component, offsets, sizes = blocks[:8]
+    couples = _accelerator()._couple_positions(pair_kept, couple_first, couple_second, local, component, offsets, sizes,
+                                               problem.q)
+    return _CompiledArrays(structure=structure, blocks=blocks, cells=cells, couples=couples, n_k=n_k,
+                           n_e=elim.n_levels, z_kept=z_kept, z_elim=system_z, schur_size=schur_size, n_pairs=n_pairs)
 
 
 def _compiled_loadings(problem: _Problem, arrays: _CompiledArrays, cholesky: dict):
@@ -257,7 +261,7 @@ class _CompiledEvaluation:
         system, k_codes, e_codes, pair_code = arrays.structure
         self.bound = (n_thr, off_k, offsets[self.elim.name], arrays.z_kept, arrays.z_elim, (0,) * self.q,
                       problem.category, system, k_codes, e_codes, pair_code, arrays.n_k, arrays.n_e, *arrays.blocks,
-                      *arrays.cells)
+                      *arrays.cells, *arrays.couples)
         d_shape, pair_shape = (arrays.n_e, self.q, self.q), (arrays.n_pairs, self.q, self.q)
         # two factorisations' arrays, filled in turn: an evaluation reads the previous one (its chord steps) and
         # fills the other, so that no evaluation allocates them (the objective keeps only the latest)
