@@ -156,6 +156,19 @@ def random_part(system, k_codes, e_codes, Mk, Me, q_tuple, uk, ue, n_k, x):
 
 
 @njit(cache=True)
+def _random_part_cells(cell_k, cell_e, Mk, Me, q_tuple, uk, ue, n_k, x):
+    """:func:`random_part` from each observation's flat (level, system) cells (:func:`_observation_cells`)."""
+    elim_part = _cell_dots(Me, ue, q_tuple)
+    if n_k > 0:
+        kept_part = _cell_dots(Mk, uk, q_tuple)
+        for i in range(cell_e.shape[0]):
+            x[i] = kept_part[cell_k[i]] + elim_part[cell_e[i]]
+    else:
+        for i in range(cell_e.shape[0]):
+            x[i] = elim_part[cell_e[i]]
+
+
+@njit(cache=True)
 def shifted_thresholds(thresholds_extended, category, fixed, t_up, t_lo):
     """Each observation's upper and lower thresholds less its fixed part: a = t - x is then theta - eta.
 
@@ -293,17 +306,19 @@ def _system_products(Ma, Mb, q_tuple):
 
 
 @njit(cache=True)
-def _cell_weights(w, system, e_codes, k_codes, pair_code, n_k, cell_e, cell_k, cell_p):
-    """Fill the weights summed by (eliminated level, system), (kept level, system) and (pair, system)."""
-    cell_e[:, :] = 0.0
-    cell_k[:, :] = 0.0
-    cell_p[:, :] = 0.0
+def _cell_weights(w, obs_cell_e, obs_cell_k, obs_cell_p, n_k, cell_e, cell_k, cell_p):
+    """Fill the weights summed by (eliminated level, system), (kept level, system) and (pair, system), the
+    observations' flat cells given (:func:`_observation_cells`)."""
+    flat_e, flat_k, flat_p = cell_e.reshape(cell_e.size), cell_k.reshape(cell_k.size), cell_p.reshape(cell_p.size)
+    flat_e[:] = 0.0
+    flat_k[:] = 0.0
+    flat_p[:] = 0.0
     for i in range(w.shape[0]):
-        s, wi = system[i], w[i]
-        cell_e[e_codes[i], s] += wi
+        wi = w[i]
+        flat_e[obs_cell_e[i]] += wi
         if n_k > 0:
-            cell_k[k_codes[i], s] += wi
-            cell_p[pair_code[i], s] += wi
+            flat_k[obs_cell_k[i]] += wi
+            flat_p[obs_cell_p[i]] += wi
 
 
 @njit(cache=True)
@@ -474,22 +489,24 @@ def factorise(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e,
     cell_p = np.empty((pair_kept.shape[0], n_systems))
     couple_row, couple_width, couple_kind = _couple_positions(pair_kept, couple_first, couple_second, local_of_kept,
                                                               comp_of_kept, comp_offset, comp_size, len(q_tuple))
-    return _factorise_cells(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept, pair_elim,
+    obs_k, obs_e, obs_p = _observation_cells(system, k_codes, e_codes, pair_code, n_k, n_systems)
+    return _factorise_cells(w, obs_k, obs_e, obs_p, Mk, Me, q_tuple, n_k, n_e, pair_kept, pair_elim,
                             couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
                             d_inverse, c_pairs, x_pairs, schur_inverse, cell_e, cell_k, cell_p, couple_row,
                             couple_width, couple_kind)
 
 
 @njit(cache=True)
-def _factorise_cells(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept, pair_elim,
+def _factorise_cells(w, obs_cell_k, obs_cell_e, obs_cell_p, Mk, Me, q_tuple, n_k, n_e, pair_kept, pair_elim,
                      couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
                      d_inverse, c_pairs, x_pairs, schur_inverse, cell_e, cell_k, cell_p, couple_row, couple_width,
                      couple_kind):
     """:func:`factorise`, leaving the weights' sums by cell in (cell_e, cell_k, cell_p): at the mode, the gradient
     sums the same weights in the same order (:func:`_chain_rule_sums`) and takes them from here instead.
-    (couple_row, couple_width, couple_kind): :func:`_couple_positions`."""
+    (couple_row, couple_width, couple_kind): :func:`_couple_positions`; (obs_cell_k, ...): :func:`_observation_cells`.
+    """
     q = len(q_tuple)
-    _cell_weights(w, system, e_codes, k_codes, pair_code, n_k, cell_e, cell_k, cell_p)
+    _cell_weights(w, obs_cell_e, obs_cell_k, obs_cell_p, n_k, cell_e, cell_k, cell_p)
     D = np.empty((n_e, q, q))
     _weighted_blocks(cell_e, _system_products(Me, Me, q_tuple), q_tuple, D)
     log_det = _invert_eliminated_blocks(D, d_inverse, q_tuple)
@@ -569,9 +586,9 @@ def _largest(gk, ge):
 
 
 @njit(cache=True)
-def _objective_at(t_up, t_lo, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk, ue, x, log_p, g, w):
+def _objective_at(t_up, t_lo, cell_k, cell_e, Mk, Me, q_tuple, n_k, uk, ue, x, log_p, g, w):
     """f(u) = -log p(y | u) + |u|^2 / 2 with g, w filled (inf: a probability underflowed); x, log_p workspaces."""
-    random_part(system, k_codes, e_codes, Mk, Me, q_tuple, uk, ue, n_k, x)
+    _random_part_cells(cell_k, cell_e, Mk, Me, q_tuple, uk, ue, n_k, x)
     value = observation_terms(t_up, t_lo, x, g, w, log_p)
     if value != np.inf:
         value += 0.5 * (np.sum(uk * uk) + np.sum(ue * ue))
@@ -595,6 +612,14 @@ def _cell_sums_into(values, system, codes, n_systems, out):
 
 
 @njit(cache=True)
+def _cell_sums_at(values, cells, out):
+    """Fill out with :func:`_cell_sums`, each observation's flat cell given (:func:`_observation_cells`)."""
+    out[:] = 0.0
+    for i in range(values.shape[0]):
+        out[cells[i]] += values[i]
+
+
+@njit(cache=True)
 def _cells_times_loadings(cells, M, q_tuple, out):
     """out[l] += sum_s cells[l * S + s] M[s] (out pre-filled)."""
     q = len(q_tuple)
@@ -607,16 +632,15 @@ def _cells_times_loadings(cells, M, q_tuple, out):
 
 
 @njit(cache=True)
-def _fill_gradient(uk, ue, g, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, gk, ge, g_cells_k, g_cells_e):
+def _fill_gradient(uk, ue, g, cell_k, cell_e, Mk, Me, q_tuple, n_k, gk, ge, g_cells_k, g_cells_e):
     """Fill (gk, ge) = u + M'g, the gradient of f in u; return its largest absolute entry. g summed by (level,
     system) cell is left in (g_cells_k, g_cells_e) (flat; the kept one untouched without a kept factor)."""
-    n_systems = Me.shape[0]
     gk[:] = uk
     ge[:] = ue
     if n_k > 0:
-        _cell_sums_into(g, system, k_codes, n_systems, g_cells_k)
+        _cell_sums_at(g, cell_k, g_cells_k)
         _cells_times_loadings(g_cells_k, Mk, q_tuple, gk)
-    _cell_sums_into(g, system, e_codes, n_systems, g_cells_e)
+    _cell_sums_at(g, cell_e, g_cells_e)
     _cells_times_loadings(g_cells_e, Me, q_tuple, ge)
     return _largest(gk, ge)
 
@@ -630,7 +654,7 @@ def _step_into(u, step, factor, out):
 
 
 @njit(cache=True)
-def _halving_search(t_up, t_lo, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk, ue, step_k, step_e, threshold,
+def _halving_search(t_up, t_lo, cell_k, cell_e, Mk, Me, q_tuple, n_k, uk, ue, step_k, step_e, threshold,
                     chord, x, log_p, trial_k, trial_e, trial_g, trial_w):
     """Try u - factor * step for factor = 1, 1/2, ... until f drops to ``threshold``; return the last f.
 
@@ -640,7 +664,7 @@ def _halving_search(t_up, t_lo, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, 
     while True:
         _step_into(uk, step_k, factor, trial_k)  # the same u - factor * step per entry, without temporaries
         _step_into(ue, step_e, factor, trial_e)
-        trial_value = _objective_at(t_up, t_lo, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, trial_k, trial_e,
+        trial_value = _objective_at(t_up, t_lo, cell_k, cell_e, Mk, Me, q_tuple, n_k, trial_k, trial_e,
                                     x, log_p, trial_g, trial_w)
         if trial_value <= threshold:
             return trial_value
@@ -668,7 +692,8 @@ def mode_search(thresholds_extended, category, fixed, system, k_codes, e_codes, 
     positions = _couple_positions(pair_kept, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset,
                                   comp_size, len(q_tuple))
     status, value, log_det, iterations, max_grad, _ = _mode_search_shifted(
-        t_up, t_lo, x, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept, pair_elim,
+        t_up, t_lo, x, *_observation_cells(system, k_codes, e_codes, pair_code, n_k, Me.shape[0]), Mk, Me, q_tuple,
+        n_k, n_e, pair_kept, pair_elim,
         couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size, comp_members,
         comp_member_start, *positions, uk, ue, use_previous, prev_d_inverse, prev_c_pairs, prev_x_pairs,
         prev_schur_inverse, d_inverse, c_pairs, x_pairs, schur_inverse, g, w, *sums, tolerance, max_iterations,
@@ -685,7 +710,7 @@ def _cell_sum_arrays(n_k, n_e, n_pairs, n_systems):
 
 
 @njit(cache=True)
-def _mode_search_shifted(t_up, t_lo, x, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept,
+def _mode_search_shifted(t_up, t_lo, x, cell_k, cell_e, cell_p, Mk, Me, q_tuple, n_k, n_e, pair_kept,
                          pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size,
                          comp_members, comp_member_start, couple_row, couple_width, couple_kind, uk, ue,
                          use_previous, prev_d_inverse, prev_c_pairs, prev_x_pairs, prev_schur_inverse, d_inverse,
@@ -695,19 +720,20 @@ def _mode_search_shifted(t_up, t_lo, x, system, k_codes, e_codes, pair_code, Mk,
     """:func:`mode_search` from the shifted thresholds (:func:`shifted_thresholds`), with x a workspace that it
     leaves holding the random part M u at the returned mode when the last result says so (True), so that the
     gradient need not form it again; likewise g and w summed by cell at the mode (:func:`_cell_sum_arrays`).
-    Returns mode_search's values and that flag."""
+    (cell_k, cell_e, cell_p): the observations' flat cells (:func:`_observation_cells`). Returns mode_search's
+    values and that flag."""
     n = t_up.shape[0]
     log_p = np.empty(n)
     trial_g, trial_w = np.empty(n), np.empty(n)
-    value = _objective_at(t_up, t_lo, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk, ue, x, log_p, g, w)
+    value = _objective_at(t_up, t_lo, cell_k, cell_e, Mk, Me, q_tuple, n_k, uk, ue, x, log_p, g, w)
     if value == np.inf:  # the previous mode is a bad start here: restart from zero
         uk[:] = 0.0
         ue[:] = 0.0
-        value = _objective_at(t_up, t_lo, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk, ue, x, log_p, g, w)
+        value = _objective_at(t_up, t_lo, cell_k, cell_e, Mk, Me, q_tuple, n_k, uk, ue, x, log_p, g, w)
         if value == np.inf:
             return UNDERFLOW, np.nan, np.nan, 0, np.nan, False
     gk, ge = np.empty_like(uk), np.empty_like(ue)
-    max_grad = _fill_gradient(uk, ue, g, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, gk, ge, g_cells_k,
+    max_grad = _fill_gradient(uk, ue, g, cell_k, cell_e, Mk, Me, q_tuple, n_k, gk, ge, g_cells_k,
                               g_cells_e)
     iterations = 0
     chord_left = chord_steps if use_previous else 0
@@ -723,7 +749,7 @@ def _mode_search_shifted(t_up, t_lo, x, system, k_codes, e_codes, pair_code, Mk,
                   comp_size, comp_members, comp_member_start, prev_d_inverse, prev_c_pairs, prev_x_pairs,
                   prev_schur_inverse, step_k, step_e)
         else:
-            log_det = _factorise_cells(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept,
+            log_det = _factorise_cells(w, cell_k, cell_e, cell_p, Mk, Me, q_tuple, n_k, n_e, pair_kept,
                                        pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept,
                                        comp_offset, comp_size, d_inverse, c_pairs, x_pairs, schur_inverse, w_cells_e,
                                        w_cells_k, w_cells_p, couple_row, couple_width, couple_kind)
@@ -733,7 +759,7 @@ def _mode_search_shifted(t_up, t_lo, x, system, k_codes, e_codes, pair_code, Mk,
                   comp_size, comp_members, comp_member_start, d_inverse, c_pairs, x_pairs, schur_inverse, step_k,
                   step_e)
         threshold = value + 1e-12 * abs(value)
-        trial_value = _halving_search(t_up, t_lo, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, uk, ue, step_k,
+        trial_value = _halving_search(t_up, t_lo, cell_k, cell_e, Mk, Me, q_tuple, n_k, uk, ue, step_k,
                                       step_e, threshold, chord, x, log_p, trial_k, trial_e, trial_g, trial_w)
         if trial_value > threshold:
             x_current = False
@@ -749,13 +775,13 @@ def _mode_search_shifted(t_up, t_lo, x, system, k_codes, e_codes, pair_code, Mk,
         value = trial_value
         g[:] = trial_g
         w[:] = trial_w
-        new_max = _fill_gradient(uk, ue, g, system, k_codes, e_codes, Mk, Me, q_tuple, n_k, gk, ge, g_cells_k,
+        new_max = _fill_gradient(uk, ue, g, cell_k, cell_e, Mk, Me, q_tuple, n_k, gk, ge, g_cells_k,
                                  g_cells_e)
         if chord:
             chord_left = chord_left - 1 if new_max < chord_min_reduction * max_grad else 0
         max_grad = new_max
         iterations += 1
-    log_det = _factorise_cells(w, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept,
+    log_det = _factorise_cells(w, cell_k, cell_e, cell_p, Mk, Me, q_tuple, n_k, n_e, pair_kept,
                                pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset,
                                comp_size, d_inverse, c_pairs, x_pairs, schur_inverse, w_cells_e, w_cells_k, w_cells_p,
                                couple_row, couple_width, couple_kind)
@@ -809,8 +835,9 @@ def _cell_leverages(kept_elim, elim_elim, schur_inverse, Mk, Me, q_tuple, n_k, p
     """
     q = len(q_tuple)
     n_e, n_systems, n_pairs = elim_elim.shape[0], Me.shape[0], kept_elim.shape[0]
-    elim_times = np.zeros((n_e * n_systems, q))
-    lev_elim = np.zeros(n_e * n_systems)
+    # every entry of these is written below (no kept factor: the kept ones are empty), so none is zeroed first
+    elim_times = np.empty((n_e * n_systems, q))
+    lev_elim = np.empty(n_e * n_systems)
     for d in range(n_e):
         for s in range(n_systems):
             cell = d * n_systems + s
@@ -822,11 +849,11 @@ def _cell_leverages(kept_elim, elim_elim, schur_inverse, Mk, Me, q_tuple, n_k, p
                 elim_times[cell, a] = t
                 lev += Me[s, a] * t
             lev_elim[cell] = lev
-    kept_times = np.zeros((n_k * n_systems, q))
-    lev_kept = np.zeros(n_k * n_systems)
-    kept_pair = np.zeros((n_pairs * n_systems, q))
-    elim_pair = np.zeros((n_pairs * n_systems, q))
-    lev_pair = np.zeros(n_pairs * n_systems)
+    kept_times = np.empty((n_k * n_systems, q))
+    lev_kept = np.empty(n_k * n_systems)
+    kept_pair = np.empty((n_pairs * n_systems, q))
+    elim_pair = np.empty((n_pairs * n_systems, q))
+    lev_pair = np.empty(n_pairs * n_systems)
     if n_k == 0:
         return elim_times, lev_elim, kept_times, lev_kept, kept_pair, elim_pair, lev_pair
     for level in range(n_k):
@@ -938,14 +965,14 @@ def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pai
     g, w, log_p = np.empty(n), np.empty(n), np.empty(n)
     observation_terms(t_up, t_lo, x, g, w, log_p)
     g_cells_k, g_cells_e, w_cells_e, w_cells_k, w_cells_p = _cell_sum_arrays(n_k, n_e, pair_kept.shape[0], n_systems)
-    if n_k > 0:
-        _cell_sums_into(g, system, k_codes, n_systems, g_cells_k)
-    _cell_sums_into(g, system, e_codes, n_systems, g_cells_e)
-    _cell_weights(w, system, e_codes, k_codes, pair_code, n_k, w_cells_e, w_cells_k, w_cells_p)
     cell_k, cell_e, cell_p = _observation_cells(system, k_codes, e_codes, pair_code, n_k, n_systems)
+    if n_k > 0:
+        _cell_sums_at(g, cell_k, g_cells_k)
+    _cell_sums_at(g, cell_e, g_cells_e)
+    _cell_weights(w, cell_e, cell_k, cell_p, n_k, w_cells_e, w_cells_k, w_cells_p)
     couple_row, couple_width, _ = _couple_positions(pair_kept, couple_first, couple_second, local_of_kept,
                                                     comp_of_kept, comp_offset, comp_size, len(q_tuple))
-    return _gradient_shifted(t_up, t_lo, x, category, system, k_codes, e_codes, Mk, Me, q_tuple, Zk, Ze,
+    return _gradient_shifted(t_up, t_lo, x, category, system, Mk, Me, q_tuple, Zk, Ze,
                              n_k, n_e, pair_kept, pair_elim, couple_first, couple_second, couple_row, couple_width,
                              local_of_kept, comp_of_kept, comp_offset, comp_size, comp_members, comp_member_start,
                              uk, ue, d_inverse, c_pairs,
@@ -954,7 +981,7 @@ def gradient(thresholds_extended, category, fixed, system, k_codes, e_codes, pai
 
 
 @njit(cache=True)
-def _gradient_shifted(t_up, t_lo, x, category, system, k_codes, e_codes, Mk, Me, q_tuple, Zk, Ze, n_k, n_e,
+def _gradient_shifted(t_up, t_lo, x, category, system, Mk, Me, q_tuple, Zk, Ze, n_k, n_e,
                       pair_kept, pair_elim, couple_first, couple_second, couple_row, couple_width, local_of_kept,
                       comp_of_kept, comp_offset,
                       comp_size, comp_members, comp_member_start, uk, ue, d_inverse, c_pairs, x_pairs, schur_inverse,
@@ -984,14 +1011,17 @@ def _gradient_shifted(t_up, t_lo, x, category, system, k_codes, e_codes, Mk, Me,
         half[i] = 0.5 * w_prime[i] * lev
     # r = H^-1 M' half carries the dependence of the log-determinant on the mode; rho_i = m_i' r
     rk, re = np.zeros((n_k, q)), np.zeros((n_e, q))
+    half_cells = np.empty(max(n_k, n_e) * n_systems)
     if n_k > 0:
-        _cells_times_loadings(_cell_sums(half, system, k_codes, n_k, n_systems), Mk, q_tuple, rk)
-    _cells_times_loadings(_cell_sums(half, system, e_codes, n_e, n_systems), Me, q_tuple, re)
+        _cell_sums_at(half, cell_k, half_cells[:n_k * n_systems])
+        _cells_times_loadings(half_cells[:n_k * n_systems], Mk, q_tuple, rk)
+    _cell_sums_at(half, cell_e, half_cells[:n_e * n_systems])
+    _cells_times_loadings(half_cells[:n_e * n_systems], Me, q_tuple, re)
     xk, xe = np.zeros((n_k, q)), np.zeros((n_e, q))
     solve(rk, re, q_tuple, n_k, pair_kept, pair_elim, local_of_kept, comp_of_kept, comp_offset, comp_size,
           comp_members, comp_member_start, d_inverse, c_pairs, x_pairs, schur_inverse, xk, xe)
     rho = np.empty(n)
-    random_part(system, k_codes, e_codes, Mk, Me, q_tuple, xk, xe, n_k, rho)
+    _random_part_cells(cell_k, cell_e, Mk, Me, q_tuple, xk, xe, n_k, rho)
     grad_thresholds, grad_beta, ew_k, ew_e = _chain_rule_sums(
         category, system, cell_k, cell_e, n_k, n_k, n_e, g, w, half, leverage, rho,
         dl_up, dl_lo, dg_up, dg_lo, dw_up, dw_lo, n_thresholds, n_systems)
@@ -1118,7 +1148,7 @@ def evaluate(vector, optimiser_coords, with_gradient, n_thr, off_k, off_e, Zk, Z
     shifted_thresholds(extended, category, fixed, t_up, t_lo)
     sums = _cell_sum_arrays(n_k, n_e, pair_kept.shape[0], n_systems)
     status, value, log_det, iterations, max_grad, x_current = _mode_search_shifted(
-        t_up, t_lo, x, system, k_codes, e_codes, pair_code, Mk, Me, q_tuple, n_k, n_e, pair_kept,
+        t_up, t_lo, x, cell_k, cell_e, cell_p, Mk, Me, q_tuple, n_k, n_e, pair_kept,
         pair_elim, couple_first, couple_second, local_of_kept, comp_of_kept, comp_offset, comp_size, comp_members,
         comp_member_start, couple_row, couple_width, couple_kind, uk, ue, use_previous, prev_d_inverse, prev_c_pairs,
         prev_x_pairs, prev_schur_inverse, d_inverse, c_pairs, x_pairs, schur_inverse, g, w, *sums, tolerance,
@@ -1128,9 +1158,9 @@ def evaluate(vector, optimiser_coords, with_gradient, n_thr, off_k, off_e, Zk, Z
     nll = value + 0.5 * log_det
     if with_gradient:
         if not x_current:
-            random_part(system, k_codes, e_codes, Mk, Me, q_tuple, uk, ue, n_k, x)
+            _random_part_cells(cell_k, cell_e, Mk, Me, q_tuple, uk, ue, n_k, x)
         g_thr, g_beta, g_kept, g_elim = _gradient_shifted(
-            t_up, t_lo, x, category, system, k_codes, e_codes, Mk, Me, q_tuple, Zk, Ze, n_k, n_e,
+            t_up, t_lo, x, category, system, Mk, Me, q_tuple, Zk, Ze, n_k, n_e,
             pair_kept, pair_elim, couple_first, couple_second, couple_row, couple_width, local_of_kept, comp_of_kept,
             comp_offset, comp_size, comp_members, comp_member_start, uk, ue, d_inverse, c_pairs, x_pairs,
             schur_inverse, n_thr, n_systems, cell_k, cell_e, cell_p, *sums)
