@@ -337,58 +337,89 @@ def _weighted_blocks(cell, products, q_tuple, out):
                 flat[level, j] += weight * products[s, j]
 
 
-@njit(cache=True, inline="always")
-def _cholesky_inverse_block(A, d, inverse, T, q_tuple):
-    """:func:`_cholesky_inverse` of the block A[d] (q x q) into inverse[d], indexing the 3-d arrays directly
-    (no views, inlined into the loop over blocks); return log det A[d] (nan: not positive definite)."""
-    m = len(q_tuple)
-    log_det = 0.0
+@njit(cache=True, error_model="numpy")
+def _block_cholesky_innermost(L, log_dets):
+    """Overwrite the lower triangles of the blocks L[:, :, d] (block index innermost) by their Cholesky factors
+    and log_dets[d] by their log dets; return False if a block is not positive definite.
+
+    The block index is innermost so that each step runs over all blocks as one vectorised loop: the q x q blocks
+    are too small to vectorise one at a time. Every entry is formed by the same operations in the same order as
+    :func:`_cholesky_inverse` forms it, so the factors are the same bit for bit. error_model numpy: a block that
+    is not positive definite gives nan/inf here instead of an exception, and is reported by the return value.
+    """
+    m, n = L.shape[0], L.shape[2]
+    positive = True
+    for d in range(n):
+        log_dets[d] = 0.0
     for j in range(m):
-        s = A[d, j, j]
         for k in range(j):
-            s -= A[d, j, k] * A[d, j, k]
-        if not (s > 0.0):
-            return np.nan
-        root = np.sqrt(s)
-        A[d, j, j] = root
-        log_det += _log_positive(s)
+            for d in range(n):
+                L[j, j, d] -= L[j, k, d] * L[j, k, d]
+        for d in range(n):
+            s = L[j, j, d]
+            positive &= s > 0.0
+            L[j, j, d] = np.sqrt(s)
+            log_dets[d] += _log_positive(s)
         for i in range(j + 1, m):
-            t = A[d, i, j]
             for k in range(j):
-                t -= A[d, i, k] * A[d, j, k]
-            A[d, i, j] = t / root
-    for j in range(m):  # T = L^-1, lower triangular
-        for i in range(j):
-            T[i, j] = 0.0
-        T[j, j] = 1.0 / A[d, j, j]
+                for d in range(n):
+                    L[i, j, d] -= L[i, k, d] * L[j, k, d]
+            for d in range(n):
+                L[i, j, d] = L[i, j, d] / L[j, j, d]
+    return positive
+
+
+@njit(cache=True, error_model="numpy")
+def _block_inverses_innermost(L, T, inverse):
+    """inverse[d] = (L[:, :, d] L[:, :, d]')^-1 from the Cholesky factors of :func:`_block_cholesky_innermost`,
+    through T[:, :, d] = L[:, :, d]^-1 (block index innermost, vectorised over blocks; each entry's operations in
+    the same order as :func:`_cholesky_inverse`, so the same bit for bit)."""
+    m, n = L.shape[0], L.shape[2]
+    for j in range(m):
+        for d in range(n):
+            T[j, j, d] = 1.0 / L[j, j, d]
         for i in range(j + 1, m):
-            t = 0.0
+            for d in range(n):
+                T[i, j, d] = 0.0
             for k in range(j, i):
-                t -= A[d, i, k] * T[k, j]
-            T[i, j] = t / A[d, i, i]
+                for d in range(n):
+                    T[i, j, d] -= L[i, k, d] * T[k, j, d]
+            for d in range(n):
+                T[i, j, d] = T[i, j, d] / L[i, i, d]
+    total = np.empty(n)
     for a in range(m):
         for b in range(a + 1):
-            t = 0.0
+            for d in range(n):
+                total[d] = 0.0
             for k in range(a, m):
-                t += T[k, a] * T[k, b]
-            inverse[d, a, b] = t
-            inverse[d, b, a] = t
-    return log_det
+                for d in range(n):
+                    total[d] += T[k, a, d] * T[k, b, d]
+            for d in range(n):
+                inverse[d, a, b] = total[d]
+                inverse[d, b, a] = total[d]
 
 
 @njit(cache=True)
 def _invert_eliminated_blocks(D, d_inverse, q_tuple):
-    """Add I to each block D[d] and invert it in place of d_inverse; return the summed log dets (nan: not PD)."""
+    """Invert each block I + D[d] into d_inverse[d]; return the summed log dets (nan: not PD).
+
+    The blocks are copied with the block index innermost (:func:`_block_cholesky_innermost`); the log dets are
+    summed block by block in order, as before.
+    """
     q = len(q_tuple)
+    n = D.shape[0]
+    L = np.empty((q, q, n))
+    for a in range(q):
+        for b in range(a + 1):  # the factorisation reads the lower triangles only
+            for d in range(n):
+                L[a, b, d] = D[d, a, b] + 1.0 if a == b else D[d, a, b]
+    log_dets = np.empty(n)
+    if not _block_cholesky_innermost(L, log_dets):
+        return np.nan
+    _block_inverses_innermost(L, np.empty((q, q, n)), d_inverse)
     log_det = 0.0
-    workspace = np.empty((q, q))
-    for d in range(D.shape[0]):
-        for a in range(q):
-            D[d, a, a] += 1.0
-        value = _cholesky_inverse_block(D, d, d_inverse, workspace, q_tuple)
-        if np.isnan(value):
-            return np.nan
-        log_det += value
+    for d in range(n):
+        log_det += log_dets[d]
     return log_det
 
 
