@@ -339,15 +339,20 @@ def run_trials(kind: StudyKind, config, out_dir, backend=None, progress: bool = 
         Default loky with one worker.
     progress : bool
     """
-    spec = backend_spec(backend or "loky", 1)
+    return kind.read_rows(config, filled_store(kind, config, out_dir, backend_spec(backend or "loky", 1), progress))
+
+
+def filled_store(kind: StudyKind, config, out_dir, spec: BackendSpec, progress: bool) -> Store:
+    """``config``'s store in ``out_dir`` with every (cell, trial) it missed computed (:func:`fill_store`), its
+    claim released: the checks before anything is written, the claim, the loop."""
     check_trial_count(kind.trials(config))  # before anything is written
     kind.check_run(config, spec)
     store = kind.open_store(config, out_dir)
     try:
         fill_store(kind, config, store, spec, progress)
-        return kind.read_rows(config, store)
     finally:
         store.release()
+    return store
 
 
 def fill_store(kind: StudyKind, config, store, spec: BackendSpec, progress: bool) -> None:
@@ -375,9 +380,10 @@ def fill_store(kind: StudyKind, config, store, spec: BackendSpec, progress: bool
     try:
         with ChunkExecutor(spec, needs_r=kind.needs_r(config)) as executor:
             kind.compute_chunks(config, executor, plan, save, spec.retries)
-            if executor.workers_lost():
+            lost = executor.workers_lost()
+            if lost:
                 log.warning("%d Dask worker(s) left the cluster during the run; the chunks they were computing "
-                            "were computed again (each chunk is stored once)", executor.workers_lost())
+                            "were computed again (each chunk is stored once)", lost)
     except KeyboardInterrupt:
         bar.close()
         print(f"\nInterrupted: {saved} of {planned} chunks were saved in {store.directory}; "

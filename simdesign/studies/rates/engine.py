@@ -24,7 +24,7 @@ from joblib import delayed
 
 from simdesign.significance import ANALYSES, run_analysis, system_pairs
 from simdesign.significance.base import BACKEND_CHECKS, DEGENERATE, OK, AnalysisInfo, resolve_analysis
-from simdesign.runner.study import StudyKind, fill_store
+from simdesign.runner.study import StudyKind, filled_store
 from simdesign.studies.backends import DEFAULT_RETRIES, BackendSpec, check_backend, r_backed
 from simdesign.studies.example_configs import read_examples
 from simdesign.studies.rates.config import AnalysisSpec, SimulationConfig, parse_config
@@ -384,7 +384,8 @@ def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: in
     out_dir : path-like
         Results directory; created, or resumed if it holds compatible trials.
     raw_config : dict
-        The config mapping as read, recorded in the manifest.
+        The config mapping as read; kept for callers (the manifest records ``config.to_mapping()``, see
+        :func:`simdesign.studies.rates.store.rate_manifest`).
     jobs : int, default -1
         joblib workers (-1: all cores). Results do not depend on it.
     progress : bool
@@ -409,15 +410,7 @@ def run_simulation(config: SimulationConfig, out_dir, raw_config: dict, jobs: in
         The rate study's store (:func:`simdesign.studies.rates.store.rate_store`), released.
     """
     spec = backend if isinstance(backend, BackendSpec) else BackendSpec(backend, jobs, scheduler, workers, retries)
-    check_trial_count(config.trials)  # before anything is written
-    RATES.check_run(config, spec)
-    store = rate_store(out_dir)
-    store.prepare(config, raw_config)
-    try:
-        fill_store(RATES, config, store, spec, progress)
-    finally:
-        store.release()
-    return store
+    return filled_store(RATES, config, out_dir, spec, progress)
 
 
 class RateStudies(StudyKind):
